@@ -1,0 +1,80 @@
+"""The referee's error tree.
+
+Every error the referee raises on purpose derives from :class:`RefereeError`::
+
+    RefereeError
+    ├── UsageError            the user's input is wrong (bad flag, file, preset): exit code 2
+    │   └── RulesError        a ruleset or an override is invalid
+    ├── IllegalMove           a decision the rules refuse (the engine's answer to a bad play)
+    ├── ReplayMismatch        a match log disagrees with the engine
+    ├── BotFault              the bot broke the contract: a forfeit, recorded, never retried
+    └── InfrastructureError   our side failed (sandbox, daemon, disk): retried by tournaments
+
+Blame is typed: a ``BotFault`` is a result, an ``InfrastructureError`` is ours, and a
+``UsageError`` is shown as one line without a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+FaultKind = Literal["timeout", "illegal", "protocol", "crash"]
+
+
+class RefereeError(Exception):
+    """Root of every error the referee raises on purpose."""
+
+
+class UsageError(RefereeError):
+    """Bad input from the person running the referee (exit code 2)."""
+
+    exit_code = 2
+
+
+class RulesError(UsageError):
+    """A ruleset parameter or override is invalid; the message names the field."""
+
+
+class IllegalMove(RefereeError):
+    """A decision the rules refuse; ``reason`` says why in words a bot author understands."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ReplayMismatch(RefereeError):
+    """A match log line differs from what the engine produces."""
+
+    def __init__(self, line_no: int, expected: object, got: object, note: str = "") -> None:
+        msg = f"line {line_no}: log has {expected!r} but the engine gives {got!r}"
+        if note:
+            msg += f" ({note})"
+        super().__init__(msg)
+        self.line_no = line_no
+        self.expected = expected
+        self.got = got
+
+
+class BotFault(RefereeError):
+    """A bot broke the protocol, played illegally, timed out or crashed."""
+
+    def __init__(
+        self,
+        kind: FaultKind,
+        detail: str,
+        *,
+        request_id: int | None = None,
+        reply: str | None = None,
+        elapsed_ms: int | None = None,
+    ) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind: FaultKind = kind
+        self.detail = detail
+        self.request_id = request_id
+        self.reply = reply
+        self.elapsed_ms = elapsed_ms
+
+
+class InfrastructureError(RefereeError):
+    """The referee's side failed (sandbox start, Docker daemon, disk); safe to retry."""

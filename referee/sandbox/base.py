@@ -1,0 +1,113 @@
+"""The interface every sandbox backend implements.
+
+A backend starts one bot program confined by :class:`Limits` and hands back a
+:class:`BotProcess`: an asyncio byte-stream pair plus a way to kill the whole process tree
+and to learn how it ended. The match runner only ever talks to this interface, so the
+process backend (rlimits + bubblewrap) and the Docker backend are interchangeable.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one bot process (or container)."""
+
+    memory_mb: int = 512
+    cpu_seconds: int = 600
+    file_size_mb: int = 16
+    open_files: int = 256
+    pids: int = 64
+    tmp_mb: int = 64
+    cpus: float = 1.0
+
+
+@dataclass(frozen=True)
+class BotSpec:
+    """A bot ready to start: its files live in ``folder``; ``command`` runs inside it.
+
+    ``command`` is an argv list; a relative program path is resolved against ``folder``
+    (``["python3", "bot.py"]`` runs the system's ``python3`` on ``folder/bot.py``).
+    ``single_file`` names the one file of a single-file bot (the sandbox then exposes only
+    that file).
+    """
+
+    name: str
+    folder: Path
+    command: tuple[str, ...]
+    version: str | None = None
+    image: str | None = None
+    single_file: str | None = None
+    sha256: str = ""
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    """How a bot process ended."""
+
+    returncode: int | None
+    signal: int | None = None
+    oom_killed: bool = False
+    detail: str = ""
+
+    def describe(self) -> str:
+        """A short phrase for fault details, e.g. ``exit code 3`` or ``killed by signal 9``."""
+        if self.oom_killed:
+            return "killed at the memory limit"
+        if self.signal is not None:
+            return f"killed by signal {self.signal}"
+        if self.returncode is None:
+            return "still running"
+        return f"exit code {self.returncode}"
+
+
+@dataclass
+class BotProcess(abc.ABC):
+    """A running bot. ``stdout`` and ``stderr`` are asyncio stream readers of raw bytes."""
+
+    spec: BotSpec
+    stdout: asyncio.StreamReader
+    stderr: asyncio.StreamReader
+    notes: list[str] = field(default_factory=list)
+
+    @abc.abstractmethod
+    async def write(self, data: bytes) -> None:
+        """Write bytes to the bot's stdin; raises ``ConnectionError`` if the bot is gone."""
+
+    @abc.abstractmethod
+    async def close_stdin(self) -> None:
+        """Half-close stdin (end of file for the bot). Never raises."""
+
+    @abc.abstractmethod
+    async def kill(self) -> None:
+        """Kill the whole process tree (or container). Idempotent, never raises."""
+
+    @abc.abstractmethod
+    async def wait(self, timeout: float | None = None) -> ExitInfo | None:
+        """Wait for the bot to end; ``None`` if it is still running after ``timeout``."""
+
+    @abc.abstractmethod
+    async def cleanup(self) -> ExitInfo:
+        """Kill if needed, reap everything, free scratch space; returns how it ended."""
+
+
+class Sandbox(abc.ABC):
+    """A backend that can start bots."""
+
+    name: str = "base"
+
+    @abc.abstractmethod
+    async def start(self, bot: BotSpec, limits: Limits) -> BotProcess:
+        """Start ``bot`` confined by ``limits``; raises ``InfrastructureError`` on our failure."""
+
+    def describe(self) -> str:
+        """One line on what this backend isolates (shown to the user once)."""
+        return self.name
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
+        """Release backend-wide resources (e.g. a Docker client)."""
