@@ -1,0 +1,91 @@
+"""Match logs on disk: one JSON object per line (PROTOCOL.md "Match log").
+
+Writing goes through :class:`LogWriter` so a log grows line by line while a match runs
+(a crash leaves every line written so far). Reading returns the parsed lines; replaying
+them is :func:`referee.rules.replay`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from referee.errors import UsageError
+from referee.rules.engine import Game
+
+
+def dumps(obj: dict[str, Any]) -> str:
+    """One log line, compact, without a newline; non-ASCII text is kept as UTF-8."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+class LogWriter:
+    """Appends a game's events to a log file as they happen."""
+
+    def __init__(self, path: Path | str | None, game: Game, match_id: str) -> None:
+        self.path = Path(path) if path is not None else None
+        self.game = game
+        self._written = 0
+        self._fh: IO[str] | None = None
+        self.lines: list[dict[str, Any]] = [game.header(match_id)]
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("w", encoding="utf-8")
+            self._fh.write(dumps(self.lines[0]) + "\n")
+
+    def flush(self) -> list[dict[str, Any]]:
+        """Write events produced since the last flush; returns them as dicts."""
+        events = self.game.events
+        new = [self.game.event_dict(ev) for ev in events[self._written :]]
+        self._written = len(events)
+        self.lines.extend(new)
+        if self._fh is not None and new:
+            self._fh.write("".join(dumps(d) + "\n" for d in new))
+            self._fh.flush()
+        return new
+
+    def close(self) -> None:
+        """Flush what is left and close the file."""
+        self.flush()
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def game_log_lines(game: Game, match_id: str) -> list[dict[str, Any]]:
+    """The whole log of a game as dicts (header first)."""
+    return [game.header(match_id), *(game.event_dict(ev) for ev in game.events)]
+
+
+def write_lines(path: Path | str, lines: Iterable[dict[str, Any]]) -> None:
+    """Write parsed log lines to ``path``."""
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(dumps(line) + "\n")
+
+
+def read_log(path: Path | str) -> list[dict[str, Any]]:
+    """Parse a match log; a missing file or a line that is not a JSON object is a UsageError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no such match log: {p}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read match log {p}: {exc}") from None
+    rows: list[dict[str, Any]] = []
+    for no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise UsageError(f"{p}:{no}: not a JSON line ({exc})") from None
+        if not isinstance(row, dict):
+            raise UsageError(f"{p}:{no}: a log line must be a JSON object")
+        rows.append(row)
+    if not rows:
+        raise UsageError(f"{p}: the match log is empty")
+    return rows

@@ -1,0 +1,157 @@
+"""A match log told for people: trick by trick, with suit symbols and seat names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from referee.rules.cards import DECKS, CardCodec
+
+_ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
+_REASON = {
+    "all_passed": "everyone else passed",
+    "top_card": "top card: nobody holds a higher rank",
+}
+
+
+def printable(text: str) -> str:
+    """Untrusted text made safe for a terminal: control characters shown as escapes."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``..."""
+    return _ORDINAL.get(n, f"{n}th")
+
+
+class MatchRenderer:
+    """Turns parsed log lines into readable text lines (rich markup when ``color``)."""
+
+    def __init__(self, lines: list[dict[str, Any]], *, color: bool = False) -> None:
+        header = lines[0]
+        self.lines = lines
+        self.header = header
+        self.color = color
+        rules = header["rules"]
+        self.players: list[str] = header["players"]
+        self.codec = CardCodec(DECKS[rules["deck"]], rules["ranks"])
+        self.width = max(len(self.name(s)) for s in range(len(self.players)))
+
+    def card(self, card: str) -> str:
+        cid = self.codec.ids.get(card)
+        text = card if cid is None else self.codec.pretty(cid)
+        if self.color and card[-1:] in ("H", "D", "C", "O"):
+            style = "red" if card[-1] in ("H", "D") else "yellow"
+            if self.codec.deck.name == "spanish40":
+                style = {"O": "yellow", "C": "red"}.get(card[-1], "")
+            if style:
+                return f"[{style}]{text}[/{style}]"
+        return text
+
+    def cards(self, cards: list[str]) -> str:
+        ids = self.codec.ids
+        ordered = sorted(cards, key=lambda c: ids.get(c, -1))
+        return " ".join(self.card(c) for c in ordered) if cards else "—"
+
+    def name(self, seat: int) -> str:
+        if 0 <= seat < len(self.players):
+            return self._escape(self.players[seat])
+        return f"seat {seat}"
+
+    def _escape(self, text: str) -> str:
+        text = printable(text)
+        if self.color:
+            return text.replace("[", r"\[")
+        return text
+
+    def render(self) -> list[str]:
+        """The whole match as text lines."""
+        h = self.header
+        rules = h["rules"]
+        out = [
+            f"Match {self._escape(str(h.get('match')))} · {rules.get('name', '?')} · "
+            f"seed {h.get('seed')} · {len(self.players)} players",
+            "Seats: " + " · ".join(f"{i} {self.name(i)}" for i in range(len(self.players))),
+        ]
+        trick_no = 0
+        need_header = True
+        pad = self.width
+        for row in self.lines[1:]:
+            t = row.get("type")
+            if t == "deal":
+                trick_no = 0
+                need_header = True
+                out.append("")
+                out.append(f"Round {row['round']} — {self.name(row['dealer'])} deals")
+                for seat, hand in enumerate(row["hands"]):
+                    out.append(f"  {self.name(seat):<{pad}}  {self.cards(hand)}")
+                if row.get("leftovers"):
+                    out.append(f"  leftovers: {self.cards(row['leftovers'])}")
+            elif t == "leftover":
+                out.append(
+                    f"  {self.name(row['seat'])} takes leftover {self.card(row['take'])} "
+                    f"and discards {self.card(row['discard'])}"
+                )
+            elif t == "exchange":
+                out.append(
+                    f"  {self.name(row['from'])} gives {self.cards(row['cards'])} "
+                    f"to {self.name(row['to'])}"
+                )
+            elif t in ("played", "passed", "skipped"):
+                if need_header:
+                    trick_no += 1
+                    out.append(f"  Trick {trick_no}")
+                    need_header = False
+                who = f"    {self.name(row['seat']):<{pad}}  "
+                if t == "played":
+                    out.append(who + self.cards(row["cards"]))
+                elif t == "passed":
+                    out.append(who + "passes")
+                else:
+                    out.append(who + "is skipped (equal rank)")
+            elif t == "trick_end":
+                reason = _REASON.get(row["reason"], row["reason"])
+                out.append(
+                    f"    → {self.name(row['winner'])} wins the trick ({reason}); "
+                    f"{self.name(row['leader'])} leads"
+                )
+                need_header = True
+            elif t == "finished":
+                place = ordinal(row["place"])
+                out.append(f"    ★ {self.name(row['seat'])} is out of cards: {place}")
+            elif t == "eliminated":
+                out.append(
+                    f"    ✗ {self.name(row['seat'])} holds only {self.cards(row['cards'])} "
+                    f"and may not finish on them: out, {ordinal(row['place'])}"
+                )
+            elif t == "fault":
+                out.append(
+                    f"    ! {self.name(row['seat'])} forfeits ({row['kind']}: "
+                    f"{self._escape(str(row.get('detail', '')))}); the fallback policy plays on"
+                )
+            elif t == "round_end":
+                places = ", ".join(
+                    f"{ordinal(i + 1)} {self.name(s)} ({row['points'][s]:+d})"
+                    for i, s in enumerate(row["places"])
+                )
+                out.append(f"  Round over: {places}")
+                scores = ", ".join(
+                    f"{self.name(s)} {row['scores'][s]}" for s in range(len(self.players))
+                )
+                out.append(f"  Scores: {scores}")
+            elif t == "match_end":
+                out.append("")
+                out.append("Final standings")
+                for st in row["standings"]:
+                    note = "  (forfeit)" if st.get("forfeit") else ""
+                    out.append(
+                        f"  {ordinal(st['place']):>4}  {self.name(st['seat']):<{pad}}  "
+                        f"{st['score']:>4} points{note}"
+                    )
+        return out
+
+
+def render_text(lines: list[dict[str, Any]], *, color: bool = False) -> str:
+    """The whole match as one string."""
+    return "\n".join(MatchRenderer(lines, color=color).render())
