@@ -93,3 +93,117 @@ def demo(preset: str, players: int, seed: int) -> None:
     game = play_random(rules, [f"random-{i}" for i in range(players)], seed, random.Random(seed))
     console = Console(highlight=False, soft_wrap=True)
     console.print(render_text(game_log_lines(game, f"demo-{seed}"), color=console.is_terminal))
+
+
+def _bots_or_fail(paths: tuple[str, ...]) -> list[Any]:
+    from referee.sandbox import load_bot
+
+    if not 3 <= len(paths) <= 6:
+        raise UsageError(f"a match needs 3 to 6 bots, got {len(paths)}")
+    return [load_bot(p) for p in paths]
+
+
+@main.command()
+@click.argument("bots", nargs=-1, required=True)
+@click.option("--rules", "preset", default="arschloch", show_default=True, help="Preset name.")
+@click.option("--seed", default=None, type=int, help="Deal seed (default: random).")
+@click.option(
+    "--sandbox",
+    "sandbox_name",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "process", "docker"]),
+)
+@click.option("--move-ms", default=1000, show_default=True, type=click.IntRange(1, 3_600_000))
+@click.option("--bank-ms", default=10_000, show_default=True, type=click.IntRange(0, 36_000_000))
+@click.option("--hello-ms", default=10_000, show_default=True, type=click.IntRange(1, 3_600_000))
+@click.option("--max-rounds", default=None, type=click.IntRange(1, 10_000), help="Hard round cap.")
+@click.option("--log", "log_path", default=None, type=click.Path(dir_okay=False), help="Match log.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
+@friendly
+def play(
+    bots: tuple[str, ...],
+    preset: str,
+    seed: int | None,
+    sandbox_name: str,
+    move_ms: int,
+    bank_ms: int,
+    hello_ms: int,
+    max_rounds: int | None,
+    log_path: str | None,
+    as_json: bool,
+) -> None:
+    """Play one match between 3 to 6 BOTS and print the standings.
+
+    A BOT is a .py file, an executable file, or a folder with bot.toml. The same bot may
+    take several seats. A forfeit is a result: the exit code is 0 unless the command
+    itself was wrong.
+    """
+    import asyncio
+    import json
+    import random
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from referee.match import TimeControl, play_match
+    from referee.rules import RuleSet
+    from referee.sandbox import get_sandbox, make_staging_root, stage_bot
+
+    specs = _bots_or_fail(bots)
+    overrides = {"max_rounds": max_rounds} if max_rounds else {}
+    rules = RuleSet.preset(preset, **overrides).resolve(len(specs))
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**31)
+    match_id = f"play-{preset}-{seed}"
+    if log_path is None:
+        log_dir = Path(tempfile.gettempdir()) / "referee-logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = str(log_dir / f"{match_id}.jsonl")
+    sandbox = get_sandbox(sandbox_name)
+    if not as_json:
+        click.echo(f"sandbox: {sandbox.describe()}", err=True)
+    staging = make_staging_root()
+    try:
+        staged = [stage_bot(spec, staging) for spec in specs]
+        tc = TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms)
+        result = asyncio.run(
+            play_match(sandbox, staged, rules, seed, match_id=match_id, time_control=tc, log_path=log_path)
+        )
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if as_json:
+        data = result.model_dump(mode="json", exclude={"duration_s", "stderr_tails"})
+        click.echo(json.dumps(data, ensure_ascii=False))
+        return
+    _print_result(result)
+
+
+def _print_result(result: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from referee.render import ordinal, printable
+
+    console = Console(highlight=False)
+    table = Table(title=f"{result.match} · {result.rules} · {result.rounds} rounds")
+    table.add_column("place", justify="right")
+    table.add_column("seat", justify="right")
+    table.add_column("bot")
+    table.add_column("score", justify="right")
+    table.add_column("note")
+    for st in result.standings:
+        note = ""
+        if st.fault is not None:
+            note = f"forfeit — {st.fault.kind}: {printable(st.fault.detail)}"
+        table.add_row(
+            ordinal(st.place), str(st.seat), Text(printable(st.name)), str(st.score), Text(note)
+        )
+    console.print(table)
+    for seat, tail in result.stderr_tails.items():
+        lines = [printable(x) for x in tail.strip().splitlines()[-5:]]
+        if lines:
+            console.print(f"stderr of seat {seat} (last lines):", markup=False)
+            for line in lines:
+                console.print("  " + line, markup=False)
+    console.print(f"match log: {result.log}  (referee replay {result.log})", markup=False)

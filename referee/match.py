@@ -1,0 +1,613 @@
+"""One match between bots: the engine, the bot connections, time control, faults, the log.
+
+Layers, from the bytes up:
+
+* :class:`BotSession` frames a bot's stdout into lines (never more than 64 KiB buffered),
+  keeps the last 64 KiB of its stderr, notices when the process exits even if a grandchild
+  still holds the pipe, and times each request against ``move_ms`` plus the bank.
+* :func:`run_match` drives a :class:`~referee.rules.Game`: it turns engine events into
+  protocol messages (:mod:`referee.messages`), asks the seat to act, and turns every
+  failure of a bot into a fault: the seat forfeits, its process is killed, and the
+  engine's fallback policy plays it so the others' game stays valid.
+* :func:`play_match` starts the bots in a sandbox, runs one match and always cleans up.
+
+Events are queued per bot and written together with that bot's next request (or at the
+end of the match): one write per request instead of one per event, and a bot that does
+not read its stdin can only stall its own request, which its time limit bounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from referee import messages as m
+from referee.errors import BotFault, FaultKind, IllegalMove
+from referee.matchlog import LogWriter
+from referee.results import FaultInfo, MatchResult, SeatResult
+from referee.rules.engine import GIVE, LEFTOVER, PLAY, Game, roles_for
+from referee.rules.ruleset import ResolvedRules
+from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+
+LINE_CAP = m.MAX_LINE_BYTES
+STDERR_CAP = 64 * 1024
+_BYE_GRACE_S = 1.0
+_EXIT_SETTLE_S = 0.1
+
+
+@dataclass(frozen=True)
+class TimeControl:
+    """Time per request, the per-match overage bank, and the start-up allowance (ms)."""
+
+    move_ms: int = 1000
+    bank_ms: int = 10_000
+    hello_ms: int = 10_000
+
+    def as_message(self) -> m.TimeControl:
+        return m.TimeControl(move_ms=self.move_ms, bank_ms=self.bank_ms, hello_ms=self.hello_ms)
+
+
+class _Marker:
+    """Something other than a line arrived from the bot."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+
+_OVERLONG = _Marker("overlong")
+_EOF = _Marker("eof")
+_EXITED = _Marker("exited")
+
+
+@dataclass
+class BotSession:
+    """A started bot: its process, framed stdout, captured stderr and fault state."""
+
+    spec: BotSpec
+    proc: BotProcess
+    name: str
+    lines: asyncio.Queue[bytes | _Marker] = field(default_factory=asyncio.Queue)
+    fault: BotFault | None = None
+    ready_name: str | None = None
+    exit_info: ExitInfo | None = None
+    outbox: list[bytes] = field(default_factory=list)
+    _stderr: bytearray = field(default_factory=bytearray)
+    _stderr_dropped: int = 0
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _closed: bool = False
+
+    @classmethod
+    async def start(
+        cls, sandbox: Sandbox, spec: BotSpec, limits: Limits, name: str | None = None
+    ) -> BotSession:
+        """Start ``spec`` in ``sandbox`` and begin reading its output."""
+        proc = await sandbox.start(spec, limits)
+        session = cls(spec=spec, proc=proc, name=name or spec.name)
+        session._tasks = [
+            asyncio.create_task(session._read_stdout()),
+            asyncio.create_task(session._read_stderr()),
+            asyncio.create_task(session._watch_exit()),
+        ]
+        return session
+
+    @property
+    def alive(self) -> bool:
+        return self.fault is None and not self._closed
+
+    # -- reading ---------------------------------------------------------------
+
+    async def _read_stdout(self) -> None:
+        buf = bytearray()
+        reader = self.proc.stdout
+        try:
+            while True:
+                chunk = await reader.read(65536)
+                if not chunk:
+                    self.lines.put_nowait(_EOF)
+                    return
+                buf += chunk
+                start = 0
+                while True:
+                    nl = buf.find(b"\n", start)
+                    if nl < 0:
+                        break
+                    if nl - start > LINE_CAP:
+                        self.lines.put_nowait(_OVERLONG)
+                        return
+                    self.lines.put_nowait(bytes(buf[start:nl]))
+                    start = nl + 1
+                del buf[:start]
+                if len(buf) > LINE_CAP:
+                    # Stop reading: the bot may block on a full pipe; it is faulted anyway.
+                    self.lines.put_nowait(_OVERLONG)
+                    return
+        except (ConnectionError, OSError):
+            self.lines.put_nowait(_EOF)
+
+    async def _read_stderr(self) -> None:
+        reader = self.proc.stderr
+        with contextlib.suppress(ConnectionError, OSError):
+            while True:
+                chunk = await reader.read(65536)
+                if not chunk:
+                    return
+                self._stderr += chunk
+                excess = len(self._stderr) - STDERR_CAP
+                if excess > 0:
+                    del self._stderr[:excess]
+                    self._stderr_dropped += excess
+
+    async def _watch_exit(self) -> None:
+        info = await self.proc.wait()
+        if info is None:
+            return
+        self.exit_info = info
+        # Let a reply written just before the exit reach the queue first.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_EXIT_SETTLE_S):
+                await asyncio.shield(self._tasks[0])
+        self.lines.put_nowait(_EXITED)
+
+    def stderr_tail(self, limit: int = STDERR_CAP) -> str:
+        """The kept stderr (the last 64 KiB), decoded leniently."""
+        text = bytes(self._stderr[-limit:]).decode("utf-8", errors="replace")
+        if self._stderr_dropped and limit >= len(self._stderr):
+            text = f"[… {self._stderr_dropped} earlier bytes dropped]\n" + text
+        return text
+
+    def reset_stderr(self) -> None:
+        self._stderr.clear()
+        self._stderr_dropped = 0
+
+    # -- writing and requests --------------------------------------------------
+
+    def queue(self, data: bytes) -> None:
+        """Queue an event; it is written with the next request or at the match end."""
+        if self.alive:
+            self.outbox.append(data)
+
+    def _crash(self, what: str, *, request_id: int | None = None, elapsed_ms: int | None = None) -> BotFault:
+        info = self.exit_info
+        how = f" ({info.detail or info.describe()})" if info is not None else ""
+        if info is not None and info.oom_killed:
+            how = " (killed at the memory limit)"
+        return BotFault("crash", f"{what}{how}", request_id=request_id, elapsed_ms=elapsed_ms)
+
+    async def flush(self, timeout_s: float) -> None:
+        """Write queued events; a bot that is gone or does not read gets a crash fault."""
+        if not self.outbox:
+            return
+        data = b"".join(self.outbox)
+        self.outbox.clear()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self.proc.write(data)
+        except (ConnectionError, OSError):
+            raise self._crash("the bot closed its stdin or exited") from None
+        except TimeoutError:
+            raise BotFault("timeout", f"the bot did not read its input for {timeout_s:.1f} s") from None
+
+    async def request(
+        self, data: bytes, request_id: int, kind: str, budget_ms: int
+    ) -> tuple[m.Reply, bytes, int]:
+        """Send a request (after queued events) and read its reply within ``budget_ms``.
+
+        Returns the parsed reply, the raw line and the elapsed milliseconds; raises
+        :class:`BotFault` for a timeout, a crash or a protocol fault.
+        """
+        if not self.lines.empty():
+            item = self.lines.get_nowait()
+            if isinstance(item, bytes):
+                raise BotFault(
+                    "protocol",
+                    "sent a line when no request was outstanding",
+                    request_id=request_id,
+                    reply=_cut(item),
+                )
+            self.lines.put_nowait(item)  # a marker: handled below, after the write fails
+        self.outbox.append(data)
+        payload = b"".join(self.outbox)
+        self.outbox.clear()
+        start = time.monotonic()
+        deadline_s = budget_ms / 1000
+        try:
+            async with asyncio.timeout(deadline_s):
+                try:
+                    await self.proc.write(payload)
+                except (ConnectionError, OSError):
+                    pass  # the reason (exit, closed pipe) shows up on the line queue
+                item = await self.lines.get()
+        except TimeoutError:
+            elapsed = _ms(start)
+            raise BotFault(
+                "timeout",
+                f"no reply within {budget_ms} ms (move_ms + bank left)",
+                request_id=request_id,
+                elapsed_ms=elapsed,
+            ) from None
+        elapsed = _ms(start)
+        if isinstance(item, _Marker):
+            if item is _OVERLONG:
+                raise BotFault(
+                    "protocol",
+                    f"reply line longer than {LINE_CAP} bytes",
+                    request_id=request_id,
+                    elapsed_ms=elapsed,
+                )
+            self.lines.put_nowait(item)
+            if item is _EOF and self.exit_info is None:
+                # Closed stdout: if the process is exiting, report how it ended.
+                self.exit_info = await self.proc.wait(_EXIT_SETTLE_S * 2)
+            what = "closed its stdout" if self.exit_info is None else "exited"
+            raise self._crash(f"the bot {what} while a request was outstanding",
+                              request_id=request_id, elapsed_ms=elapsed)
+        if elapsed > budget_ms:
+            raise BotFault(
+                "timeout",
+                f"reply after {elapsed} ms; {budget_ms} ms were left (move_ms + bank)",
+                request_id=request_id,
+                reply=_cut(item),
+                elapsed_ms=elapsed,
+            )
+        try:
+            reply = m.parse_reply(item, request_id, kind)
+        except BotFault as fault:
+            fault.elapsed_ms = elapsed
+            raise
+        return reply, item, elapsed
+
+    async def hello(self, request_id: int, time_control: TimeControl, started: float) -> None:
+        """Send ``hello`` and wait for ``ready`` within ``hello_ms`` counted from ``started``."""
+        msg = m.encode(
+            m.Hello(id=request_id, protocol=1, time=time_control.as_message())
+        )
+        left = time_control.hello_ms - _ms(started)
+        try:
+            reply, _, _ = await self.request(msg, request_id, "hello", max(left, 1))
+        except BotFault as fault:
+            if fault.kind == "timeout":
+                fault.detail = f"timed out answering hello after {time_control.hello_ms} ms"
+            raise
+        assert isinstance(reply, m.Ready)
+        self.ready_name = reply.name
+
+    async def close(self, *, bye: bool = True) -> ExitInfo:
+        """Say ``bye`` (if alive), give the bot a second to exit, then kill and reap it."""
+        if not self._closed:
+            self._closed = True
+            if bye and self.fault is None:
+                with contextlib.suppress(BotFault):
+                    self.outbox.append(m.encode(m.Bye()))
+                    await self.flush(_BYE_GRACE_S)
+                await self.proc.close_stdin()
+                await self.proc.wait(_BYE_GRACE_S)
+        info = await self.proc.cleanup()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.exit_info is None:
+            self.exit_info = info
+        return info
+
+    async def kill(self) -> None:
+        """Kill now (after a fault): no bye, nothing more is sent."""
+        self._closed = True
+        await self.proc.kill()
+
+
+def _ms(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)
+
+
+def _cut(line: bytes) -> str:
+    return line[:200].decode("utf-8", errors="replace")
+
+
+class EventTranslator:
+    """Turns the engine's log events into the messages each seat receives."""
+
+    def __init__(self, game: Game) -> None:
+        self.game = game
+        self.n = game.n
+        self.roles: list[str] | None = None
+        self.scores = [0] * game.n
+
+    def messages(self, ev: dict[str, Any]) -> list[tuple[int | None, bytes]]:
+        """``(seat or None for everyone, encoded line)`` pairs for one log event."""
+        t = ev["type"]
+        if t == "deal":
+            ids = self.game.codec.ids
+            hands = ev["hands"]
+            swap_offer = (
+                ev["leftovers"]
+                if self.game.rules.leftovers == "swap" and ev["round"] > 1
+                else []
+            )
+            sizes = [len(h) for h in hands]
+            out: list[tuple[int | None, bytes]] = []
+            for seat, hand in enumerate(hands):
+                msg = m.RoundStart(
+                    round=ev["round"],
+                    dealer=ev["dealer"],
+                    hand=sorted(hand, key=ids.__getitem__),
+                    hand_sizes=sizes,
+                    roles=self.roles,  # type: ignore[arg-type]
+                    scores=list(self.scores),
+                    leftovers=list(swap_offer),
+                )
+                out.append((seat, m.encode(msg)))
+            return out
+        if t == "played":
+            return [(None, m.encode(m.Played(seat=ev["seat"], cards=ev["cards"])))]
+        if t == "passed":
+            return [(None, m.encode(m.Passed(seat=ev["seat"])))]
+        if t == "skipped":
+            return [(None, m.encode(m.Skipped(seat=ev["seat"])))]
+        if t == "trick_end":
+            msg_te = m.TrickEnd(winner=ev["winner"], reason=ev["reason"], leader=ev["leader"])
+            return [(None, m.encode(msg_te))]
+        if t == "finished":
+            return [(None, m.encode(m.Finished(seat=ev["seat"], place=ev["place"])))]
+        if t == "eliminated":
+            msg_el = m.Eliminated(seat=ev["seat"], place=ev["place"], cards=ev["cards"])
+            return [(None, m.encode(msg_el))]
+        if t == "leftover":
+            return [(None, m.encode(m.LeftoverTaken(seat=ev["seat"], card=ev["take"])))]
+        if t == "exchange":
+            public = m.Exchanged.model_validate(
+                {"from": ev["from"], "to": ev["to"], "count": len(ev["cards"])}
+            )
+            private = m.Received.model_validate({"from": ev["from"], "cards": ev["cards"]})
+            return [(None, m.encode(public)), (ev["to"], m.encode(private))]
+        if t == "fault":
+            msg_f = m.Fault(seat=ev["seat"], kind=ev["kind"], detail=ev["detail"])
+            return [(None, m.encode(msg_f))]
+        if t == "round_end":
+            self.roles = roles_for(ev["places"], self.n)
+            self.scores = list(ev["scores"])
+            msg_re = m.RoundEnd(places=ev["places"], points=ev["points"], scores=ev["scores"])
+            return [(None, m.encode(msg_re))]
+        if t == "match_end":
+            standings = [m.Standing(**s) for s in ev["standings"]]
+            return [(None, m.encode(m.MatchEnd(standings=standings)))]
+        raise ValueError(f"no message for log event {t!r}")
+
+
+def distinct_names(names: Sequence[str]) -> list[str]:
+    """Seat names made distinct: a bot taking several seats becomes ``name#2``, ``name#3``."""
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        if counts[name] == 1:
+            out.append(name)
+            continue
+        seen[name] = seen.get(name, 0) + 1
+        out.append(f"{name}#{seen[name]}")
+    return out
+
+
+async def run_match(
+    sessions: Sequence[BotSession],
+    rules: ResolvedRules,
+    seed: int,
+    match_id: str,
+    time_control: TimeControl,
+    *,
+    log_path: Path | str | None = None,
+    request_ids: itertools.count[int] | None = None,
+) -> MatchResult:
+    """Play one match with already started (and greeted) bots, one per seat."""
+    started = time.monotonic()
+    ids = request_ids or itertools.count(1)
+    game = Game(rules, [s.name for s in sessions], seed)
+    writer = LogWriter(log_path, game, match_id)
+    translator = EventTranslator(game)
+    banks = [time_control.bank_ms] * len(sessions)
+    faults: dict[int, FaultInfo] = {}
+    for s in sessions:
+        s.reset_stderr()
+
+    async def fault(seat: int, f: BotFault) -> None:
+        session = sessions[seat]
+        session.fault = f
+        session.outbox.clear()
+        faults[seat] = FaultInfo(kind=f.kind, detail=f.detail)
+        game.forfeit(
+            seat,
+            f.kind,
+            f.detail,
+            request_id=f.request_id,
+            reply=f.reply,
+            elapsed_ms=f.elapsed_ms,
+        )
+        await session.kill()
+
+    try:
+        for seat, s in enumerate(sessions):
+            if s.fault is not None:  # failed before the match (e.g. hello)
+                await fault(seat, s.fault)
+        for seat, s in enumerate(sessions):
+            s.queue(
+                m.encode(
+                    m.MatchStart(
+                        match=match_id,
+                        seat=seat,
+                        players=[x.name for x in sessions],
+                        rules=m.Rules.model_validate(rules.as_protocol()),
+                        bank_ms=time_control.bank_ms,
+                    )
+                )
+            )
+        while True:
+            for ev in writer.flush():
+                for target, data in translator.messages(ev):
+                    if target is None:
+                        for s in sessions:
+                            s.queue(data)
+                    else:
+                        sessions[target].queue(data)
+            pending = game.pending
+            if pending is None:
+                break
+            kind, seat = pending
+            session = sessions[seat]
+            rid = next(ids)
+            hand = game.hand_names(seat)
+            budget = time_control.move_ms + banks[seat]
+            request: m.ActPlay | m.ActGive | m.ActLeftover
+            if kind == PLAY:
+                request = m.ActPlay(
+                    id=rid,
+                    hand=hand,
+                    trick=m.Trick(**game.trick_info()),
+                    passed=game.passed_seats(),
+                    legal=game.legal_plays(seat),
+                    bank_ms=banks[seat],
+                )
+            elif kind == GIVE:
+                request = m.ActGive(id=rid, hand=hand, to=game.give_to, count=game.give_count)
+            else:
+                request = m.ActLeftover(
+                    id=rid, hand=hand, offer=[game.codec.names[c] for c in game.offer]
+                )
+            try:
+                reply, raw, elapsed = await session.request(
+                    m.encode(request), rid, kind, budget
+                )
+                banks[seat] -= max(0, elapsed - time_control.move_ms)
+                try:
+                    if kind == PLAY:
+                        assert isinstance(reply, m.PlayReply)
+                        game.play(seat, reply.cards)
+                    elif kind == GIVE:
+                        assert isinstance(reply, m.GiveReply)
+                        game.give(seat, reply.cards)
+                    else:
+                        assert kind == LEFTOVER and isinstance(reply, m.LeftoverReply)
+                        game.leftover(seat, reply.take, reply.discard)
+                except IllegalMove as exc:
+                    raise BotFault(
+                        "illegal", exc.reason, request_id=rid, reply=_cut(raw), elapsed_ms=elapsed
+                    ) from None
+            except BotFault as f:
+                await fault(seat, f)
+        # Deliver the rest (round_end, match_end) to every bot still playing.
+        for seat, s in enumerate(sessions):
+            if s.alive:
+                try:
+                    await s.flush(time_control.move_ms / 1000 + 1)
+                except BotFault:
+                    await s.kill()
+    finally:
+        writer.close()
+
+    standings = game.standings or []
+    return MatchResult(
+        match=match_id,
+        seed=seed,
+        rules=rules.name,
+        rounds=game.round,
+        log=str(log_path) if log_path is not None else None,
+        standings=[
+            SeatResult(
+                seat=st["seat"],
+                name=st["name"],
+                place=st["place"],
+                score=st["score"],
+                forfeit=st["forfeit"],
+                fault=faults.get(st["seat"]),
+            )
+            for st in standings
+        ],
+        duration_s=round(time.monotonic() - started, 3),
+        stderr_tails={
+            seat: s.stderr_tail(4096) for seat, s in enumerate(sessions) if s.fault is not None
+        },
+    )
+
+
+async def start_sessions(
+    sandbox: Sandbox,
+    bots: Sequence[BotSpec],
+    limits: Limits,
+    time_control: TimeControl,
+    *,
+    names: Sequence[str] | None = None,
+    request_ids: itertools.count[int] | None = None,
+) -> list[BotSession]:
+    """Start every bot and greet it; a bot that fails ``hello`` carries its fault."""
+    ids = request_ids or itertools.count(1)
+    seat_names = list(names) if names is not None else distinct_names([b.name for b in bots])
+
+    async def one(spec: BotSpec, name: str) -> BotSession:
+        started = time.monotonic()
+        session = await BotSession.start(sandbox, spec, limits, name)
+        try:
+            await session.hello(next(ids), time_control, started)
+        except BotFault as f:
+            session.fault = f
+            await session.kill()
+        return session
+
+    results = await asyncio.gather(
+        *(one(b, n) for b, n in zip(bots, seat_names, strict=True)), return_exceptions=True
+    )
+    sessions = [r for r in results if isinstance(r, BotSession)]
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        for s in sessions:
+            await s.close(bye=False)
+        raise errors[0]
+    return sessions
+
+
+async def play_match(
+    sandbox: Sandbox,
+    bots: Sequence[BotSpec],
+    rules: ResolvedRules,
+    seed: int,
+    *,
+    match_id: str | None = None,
+    time_control: TimeControl | None = None,
+    limits: Limits | None = None,
+    log_path: Path | str | None = None,
+) -> MatchResult:
+    """Start the bots, play one match, and always stop every process of it."""
+    tc = time_control or TimeControl()
+    ids = itertools.count(1)
+    sessions: list[BotSession] = []
+    try:
+        sessions = await start_sessions(sandbox, bots, limits or Limits(), tc, request_ids=ids)
+        return await run_match(
+            sessions,
+            rules,
+            seed,
+            match_id or f"match-{seed}",
+            tc,
+            log_path=log_path,
+            request_ids=ids,
+        )
+    finally:
+        await asyncio.shield(_close_all(sessions))
+
+
+async def _close_all(sessions: Sequence[BotSession]) -> None:
+    await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
+def fault_kind(kind: str) -> FaultKind:
+    """Narrow a string to a fault kind (for results read back from storage)."""
+    if kind not in ("timeout", "illegal", "protocol", "crash"):
+        raise ValueError(f"unknown fault kind {kind!r}")
+    return kind  # type: ignore[return-value]
