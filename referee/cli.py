@@ -168,7 +168,9 @@ def play(
         staged = [stage_bot(spec, staging) for spec in specs]
         tc = TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms)
         result = asyncio.run(
-            play_match(sandbox, staged, rules, seed, match_id=match_id, time_control=tc, log_path=log_path)
+            play_match(
+                sandbox, staged, rules, seed, match_id=match_id, time_control=tc, log_path=log_path
+            )
         )
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -172,7 +172,9 @@ class BotSession:
         if self.alive:
             self.outbox.append(data)
 
-    def _crash(self, what: str, *, request_id: int | None = None, elapsed_ms: int | None = None) -> BotFault:
+    def _crash(
+        self, what: str, *, request_id: int | None = None, elapsed_ms: int | None = None
+    ) -> BotFault:
         info = self.exit_info
         how = f" ({info.detail or info.describe()})" if info is not None else ""
         if info is not None and info.oom_killed:
@@ -191,7 +193,9 @@ class BotSession:
         except (ConnectionError, OSError):
             raise self._crash("the bot closed its stdin or exited") from None
         except TimeoutError:
-            raise BotFault("timeout", f"the bot did not read its input for {timeout_s:.1f} s") from None
+            raise BotFault(
+                "timeout", f"the bot did not read its input for {timeout_s:.1f} s"
+            ) from None
 
     async def request(
         self, data: bytes, request_id: int, kind: str, budget_ms: int
@@ -218,10 +222,9 @@ class BotSession:
         deadline_s = budget_ms / 1000
         try:
             async with asyncio.timeout(deadline_s):
-                try:
+                # A failed write means the bot is gone; the reason shows up on the queue.
+                with contextlib.suppress(ConnectionError, OSError):
                     await self.proc.write(payload)
-                except (ConnectionError, OSError):
-                    pass  # the reason (exit, closed pipe) shows up on the line queue
                 item = await self.lines.get()
         except TimeoutError:
             elapsed = _ms(start)
@@ -245,8 +248,11 @@ class BotSession:
                 # Closed stdout: if the process is exiting, report how it ended.
                 self.exit_info = await self.proc.wait(_EXIT_SETTLE_S * 2)
             what = "closed its stdout" if self.exit_info is None else "exited"
-            raise self._crash(f"the bot {what} while a request was outstanding",
-                              request_id=request_id, elapsed_ms=elapsed)
+            raise self._crash(
+                f"the bot {what} while a request was outstanding",
+                request_id=request_id,
+                elapsed_ms=elapsed,
+            )
         if elapsed > budget_ms:
             raise BotFault(
                 "timeout",
@@ -264,9 +270,7 @@ class BotSession:
 
     async def hello(self, request_id: int, time_control: TimeControl, started: float) -> None:
         """Send ``hello`` and wait for ``ready`` within ``hello_ms`` counted from ``started``."""
-        msg = m.encode(
-            m.Hello(id=request_id, protocol=1, time=time_control.as_message())
-        )
+        msg = m.encode(m.Hello(id=request_id, protocol=1, time=time_control.as_message()))
         left = time_control.hello_ms - _ms(started)
         try:
             reply, _, _ = await self.request(msg, request_id, "hello", max(left, 1))
@@ -327,9 +331,7 @@ class EventTranslator:
             ids = self.game.codec.ids
             hands = ev["hands"]
             swap_offer = (
-                ev["leftovers"]
-                if self.game.rules.leftovers == "swap" and ev["round"] > 1
-                else []
+                ev["leftovers"] if self.game.rules.leftovers == "swap" and ev["round"] > 1 else []
             )
             sizes = [len(h) for h in hands]
             out: list[tuple[int | None, bytes]] = []
@@ -339,7 +341,7 @@ class EventTranslator:
                     dealer=ev["dealer"],
                     hand=sorted(hand, key=ids.__getitem__),
                     hand_sizes=sizes,
-                    roles=self.roles,  # type: ignore[arg-type]
+                    roles=self.roles,
                     scores=list(self.scores),
                     leftovers=list(swap_offer),
                 )
@@ -482,9 +484,7 @@ async def run_match(
                     id=rid, hand=hand, offer=[game.codec.names[c] for c in game.offer]
                 )
             try:
-                reply, raw, elapsed = await session.request(
-                    m.encode(request), rid, kind, budget
-                )
+                reply, raw, elapsed = await session.request(m.encode(request), rid, kind, budget)
                 banks[seat] -= max(0, elapsed - time_control.move_ms)
                 try:
                     if kind == PLAY:
@@ -503,7 +503,7 @@ async def run_match(
             except BotFault as f:
                 await fault(seat, f)
         # Deliver the rest (round_end, match_end) to every bot still playing.
-        for seat, s in enumerate(sessions):
+        for s in sessions:
             if s.alive:
                 try:
                     await s.flush(time_control.move_ms / 1000 + 1)

@@ -297,8 +297,7 @@ class Game:
             if rank < self.top_rank or (rank == self.top_rank and not self._skip_next):
                 need = "beat or equal" if self._skip_next else "beat"
                 raise IllegalMove(
-                    f"rank too low: {rank_names[rank]} does not {need} "
-                    f"{rank_names[self.top_rank]}"
+                    f"rank too low: {rank_names[rank]} does not {need} {rank_names[self.top_rank]}"
                 )
         if k == self.nheld[seat] and self._forbidden[rank]:
             raise IllegalMove(f"forbidden finish: you may not go out on {rank_names[rank]}")
@@ -347,7 +346,7 @@ class Game:
 
     def play_move(self, move: int) -> None:
         """Fast path for simulations: apply a move from :meth:`legal_move_codes`, unchecked."""
-        cards = tuple(self.hands[self.turn][move >> 3][:move & 7]) if move else ()
+        cards = tuple(self.hands[self.turn][move >> 3][: move & 7]) if move else ()
         self._step(cards)
 
     def legal_move_codes(self) -> tuple[int, ...]:
@@ -773,10 +772,7 @@ _MEMO_CAP: Final = 200_000
 
 def _lead_moves(mask: int) -> tuple[int, ...]:
     moves = tuple(
-        r << 3 | j + 1
-        for r in range(_MAX_RANKS)
-        for j in range(4)
-        if mask >> (j * _LAYER + r) & 1
+        r << 3 | j + 1 for r in range(_MAX_RANKS) for j in range(4) if mask >> (j * _LAYER + r) & 1
     )
     if len(_LEAD) > _MEMO_CAP:
         _LEAD.clear()

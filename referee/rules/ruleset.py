@@ -89,9 +89,7 @@ class RuleSet(BaseModel):
     def preset(cls, name: str, **overrides: Any) -> RuleSet:
         """A preset by name, with parameters overridden (a custom ruleset)."""
         if name not in PRESETS:
-            raise RulesError(
-                f"unknown preset {name!r} (allowed: {', '.join(sorted(PRESETS))})"
-            )
+            raise RulesError(f"unknown preset {name!r} (allowed: {', '.join(sorted(PRESETS))})")
         return PRESETS[name].with_overrides(**overrides)
 
     def with_overrides(self, **overrides: Any) -> RuleSet:
@@ -220,9 +218,7 @@ class ResolvedRules(BaseModel):
                 return_choice=rules.return_choice,
                 leftovers=rules.leftovers,
                 scoring=(
-                    "below"
-                    if rules.scoring == "below"
-                    else {table_size: list(rules.scoring)}
+                    "below" if rules.scoring == "below" else {table_size: list(rules.scoring)}
                 ),
                 target=rules.target,
                 rounds=rules.rounds,

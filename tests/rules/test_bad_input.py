@@ -22,12 +22,24 @@ def test_presets_resolve_at_every_table_size() -> None:
 def test_resolved_rules_match_the_protocol_example() -> None:
     data = RuleSet.preset("arschloch").resolve(4).as_protocol()
     expected = {
-        "name": "arschloch", "deck": "skat32", "suits": ["C", "S", "H", "D"],
-        "ranks": ["7", "8", "9", "10", "J", "Q", "K", "A"], "deal": "equal",
-        "pass_rule": "reenter", "equal_rank": "forbidden", "top_card_ends_trick": True,
-        "no_finish_on": ["A"], "start_card": "7C", "exchange": [2, 1],
-        "return_choice": "choose", "leftovers": "swap", "scoring": "below", "target": 15,
-        "rounds": None, "max_rounds": 100, "tie_break": "shared",
+        "name": "arschloch",
+        "deck": "skat32",
+        "suits": ["C", "S", "H", "D"],
+        "ranks": ["7", "8", "9", "10", "J", "Q", "K", "A"],
+        "deal": "equal",
+        "pass_rule": "reenter",
+        "equal_rank": "forbidden",
+        "top_card_ends_trick": True,
+        "no_finish_on": ["A"],
+        "start_card": "7C",
+        "exchange": [2, 1],
+        "return_choice": "choose",
+        "leftovers": "swap",
+        "scoring": "below",
+        "target": 15,
+        "rounds": None,
+        "max_rounds": 100,
+        "tie_break": "shared",
     }
     assert {k: data[k] for k in expected} == expected
     assert RuleSet.preset("arschloch").resolve(3).exchange == [1]
@@ -38,17 +50,29 @@ def test_resolved_rules_match_the_protocol_example() -> None:
     ("build", "needle"),
     [
         (lambda: RuleSet.preset("skat"), "unknown preset 'skat' (allowed: arschloch"),
-        (lambda: RuleSet.preset("arschloch", ranks=["7", "8", "1"]), "'1' is not a rank of the skat32"),
-        (lambda: RuleSet.preset("arschloch").resolve(7), "table size 7 is not allowed (allowed: 3 to 6)"),
+        (
+            lambda: RuleSet.preset("arschloch", ranks=["7", "8", "1"]),
+            "'1' is not a rank of the skat32",
+        ),
+        (
+            lambda: RuleSet.preset("arschloch").resolve(7),
+            "table size 7 is not allowed (allowed: 3 to 6)",
+        ),
         (lambda: RuleSet.preset("arschloch").resolve(2), "table size 2"),
         (lambda: RuleSet.preset("arschloch", exchange=[0]), "every count must be at least 1"),
         (lambda: RuleSet.preset("arschloch", target=0), "rules.target"),
-        (lambda: RuleSet.preset("arschloch", deal="some"), "rules.deal: got 'some', input should be 'equal' or 'all'"),
+        (
+            lambda: RuleSet.preset("arschloch", deal="some"),
+            "rules.deal: got 'some', input should be 'equal' or 'all'",
+        ),
         (lambda: RuleSet.preset("arschloch", colour="red"), "unknown parameter 'colour'"),
         (lambda: RuleSet.preset("arschloch", no_finish_on=["2"]), "no_finish_on: '2'"),
         (lambda: RuleSet.preset("arschloch", start_card="7X"), "start_card: '7X'"),
         (lambda: RuleSet.preset("arschloch", max_rounds=0), "rules.max_rounds"),
-        (lambda: RuleSet.preset("trou-du-cul", scoring=[3, 2, 1]).resolve(4), "no points for 4 players"),
+        (
+            lambda: RuleSet.preset("trou-du-cul", scoring=[3, 2, 1]).resolve(4),
+            "no points for 4 players",
+        ),
         (lambda: RuleSet.preset("arschloch", exchange=[6]).resolve(6), "cannot be exchanged"),
     ],
 )
@@ -98,7 +122,8 @@ def test_illegal_follows_say_why() -> None:
 def test_forbidden_finish_is_refused() -> None:
     # A two-rank deck: 8 cards, 2 each.
     game = make_game(
-        "arschloch", {1: ([["7C", "AC"], ["7S", "AS"], ["7H", "AH"], ["7D", "AD"]], [])},
+        "arschloch",
+        {1: ([["7C", "AC"], ["7S", "AS"], ["7H", "AH"], ["7D", "AD"]], [])},
         ranks=["7", "A"],
     )
     drive(game, [(0, ["7C"])])

@@ -20,7 +20,13 @@ def load(path: Path) -> list[dict]:
 
 def test_every_preset_has_a_reference_log() -> None:
     presets = {load(p)[0]["rules"]["name"] for p in GOLDEN}
-    assert presets == {"arschloch", "arschloch-high10", "arschloch-52", "trou-du-cul", "president-es"}
+    assert presets == {
+        "arschloch",
+        "arschloch-high10",
+        "arschloch-52",
+        "trou-du-cul",
+        "president-es",
+    }
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)

@@ -90,7 +90,9 @@ def test_random_matches_keep_every_invariant(params: tuple[str, int, int, int]) 
         assert not game.fallback[seat]
         if kind == PLAY:
             legal = game.legal_plays(seat)
-            assert legal == sorted(legal, key=lambda m: (game.codec.ids[m[0]] >> 2, len(m)) if m else (99, 0))
+            assert legal == sorted(
+                legal, key=lambda m: (game.codec.ids[m[0]] >> 2, len(m)) if m else (99, 0)
+            )
             if checks < 30:
                 checks += 1
                 for cards in candidate_plays(game, seat, rng):

@@ -28,7 +28,12 @@ def test_worked_example_of_rules_section_5() -> None:
     assert game.pending == (PLAY, 2), "player 3 holds 7C and opens"
     drive(game, [(2, ["8H", "8D"]), (3, ["JC", "JS"]), (0, []), (1, ["KC", "KS"])])
     drive(game, [(2, []), (3, []), (0, [])])
-    assert events(game)[-1] == {"type": "trick_end", "winner": 1, "reason": "all_passed", "leader": 1}
+    assert events(game)[-1] == {
+        "type": "trick_end",
+        "winner": 1,
+        "reason": "all_passed",
+        "leader": 1,
+    }
     drive(game, [(1, ["7S"]), (2, ["10C"]), (3, ["QC"]), (0, ["AC"])])
     assert events(game)[-1] == {"type": "trick_end", "winner": 0, "reason": "top_card", "leader": 0}
     assert game.pending == (PLAY, 0)
@@ -98,7 +103,12 @@ def test_trou_du_cul_equal_rank_skips_and_pass_is_out() -> None:
     drive(game, [(1, ["5S"]), (2, ["6H"])])  # the skipped player comes back later
     drive(game, [(3, []), (1, [])])
     # Seat 0 passed earlier and is out of the trick: it is not asked again.
-    assert events(game)[-1] == {"type": "trick_end", "winner": 2, "reason": "all_passed", "leader": 2}
+    assert events(game)[-1] == {
+        "type": "trick_end",
+        "winner": 2,
+        "reason": "all_passed",
+        "leader": 2,
+    }
     assert game.passed_seats() == []
 
 
@@ -191,7 +201,12 @@ def test_only_aces_eliminates_first_lowest_then_the_place_above() -> None:
     drive(game, [(1, ["7S"])])
     assert events(game)[-1] == {"type": "eliminated", "seat": 1, "place": 4, "cards": ["AH", "AD"]}
     drive(game, [(2, ["8S"]), (3, ["9D"]), (0, []), (2, [])])
-    assert events(game)[-1] == {"type": "trick_end", "winner": 3, "reason": "all_passed", "leader": 3}
+    assert events(game)[-1] == {
+        "type": "trick_end",
+        "winner": 3,
+        "reason": "all_passed",
+        "leader": 3,
+    }
     drive(game, [(3, ["7D"]), (0, ["8C"])])
     assert events(game)[-1] == {"type": "eliminated", "seat": 0, "place": 3, "cards": ["AC", "AS"]}
     finish_lowest(game)

@@ -1,0 +1,98 @@
+"""Real matches in the real process sandbox (bubblewrap when installed)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee.match import TimeControl, run_match, start_sessions
+from referee.matchlog import read_log
+from referee.results import MatchResult
+from referee.rules import RuleSet
+from referee.sandbox import BotSpec, Limits, ProcessSandbox, load_bot, make_staging_root, stage_bot
+from referee.sandbox.process import DEFAULT_UID_RANGE
+
+ROOT = Path(__file__).resolve().parents[2]
+BOTS = ROOT / "tests" / "bots"
+SAMPLES = ROOT / "sample_bots"
+IN_CI = os.environ.get("CI") == "true"
+
+
+def sandbox_pids() -> list[int]:
+    """Processes running under a uid the sandbox lends to bots."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("State", "").startswith("Z"):
+            continue  # a zombie waiting for init to reap it: nothing runs
+        if int(fields.get("Uid", "-1").split()[0]) in DEFAULT_UID_RANGE:
+            found.append(int(entry.name))
+    return found
+
+
+@dataclass
+class Played:
+    result: MatchResult
+    stderr: list[str]
+    log: list[dict[str, Any]]
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> ProcessSandbox:
+    if shutil.which("bwrap") is None and IN_CI:
+        pytest.fail("bubblewrap is not installed; CI must install it (.ci/run)")
+    return ProcessSandbox()
+
+
+@pytest.fixture
+def staging() -> Iterator[Path]:
+    root = make_staging_root()
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def play(sandbox: ProcessSandbox, staging: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Play one match; returns result, each seat's stderr and the parsed log."""
+
+    def run(
+        bots: Sequence[BotSpec | Path | str],
+        *,
+        preset: str = "arschloch",
+        seed: int = 1,
+        tc: TimeControl | None = None,
+        limits: Limits | None = None,
+        **overrides: Any,
+    ) -> Played:
+        specs = [b if isinstance(b, BotSpec) else stage_bot(load_bot(b), staging) for b in bots]
+        rules = RuleSet.preset(preset, **overrides).resolve(len(specs))
+        log_path = tmp_path / f"match-{seed}.jsonl"
+        time_control = tc or TimeControl(move_ms=1000, bank_ms=1000, hello_ms=10000)
+
+        async def go() -> Played:
+            sessions = await start_sessions(sandbox, specs, limits or Limits(), time_control)
+            try:
+                result = await run_match(
+                    sessions, rules, seed, f"test-{seed}", time_control, log_path=log_path
+                )
+                stderr = [s.stderr_tail() for s in sessions]
+            finally:
+                await asyncio.gather(*(s.close() for s in sessions))
+            return Played(result, stderr, read_log(log_path))
+
+        return asyncio.run(go())
+
+    return run

@@ -1,0 +1,125 @@
+"""Hostile bots against the real process sandbox: the right fault, a valid match, no leftovers."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from referee.match import TimeControl
+from referee.rules import replay
+from referee.sandbox import Limits, load_bot, stage_bot
+from tests.match.conftest import BOTS, sandbox_pids
+
+POLITE = BOTS / "polite.py"
+
+# bot file -> expected fault kind of seat 0 (None: no fault)
+EXPECTED = {
+    "never_answers": "timeout",
+    "infinite_loop": "timeout",
+    "ignores_sigterm": None,
+    "fork_many": None,
+    "setsid_daemon": None,
+    "memory_bomb": "crash",
+    "endless_line": "protocol",
+    "stderr_flood": None,
+    "garbage": "protocol",
+    "invalid_utf8": "protocol",
+    "deep_json": "protocol",
+    "wrong_id": "protocol",
+    "unsolicited": "protocol",
+    "exits_mid_match": "crash",
+    # Under bubblewrap its two processes hold a copy of the bot's stdout, so closing it
+    # shows no end of file: the bot just stops answering (a timeout). Without: a crash.
+    "closes_stdout": "timeout" if shutil.which("bwrap") else "crash",
+    "child_holds_stdout": "crash",
+    "trickle": None,
+    "not_held": "illegal",
+    "pass_lead": "illegal",
+    "same_card_twice": "illegal",
+    "network": None,
+    "write_outside": None,
+    "signal_parent": None,
+}
+
+
+@pytest.mark.parametrize(("bot", "kind"), sorted(EXPECTED.items()))
+def test_hostile_bot(play, bot: str, kind: str | None) -> None:  # type: ignore[no-untyped-def]
+    extra = {}
+    if bot == "memory_bomb":  # allocating takes time: let the limit, not the clock, stop it
+        extra = {"limits": Limits(memory_mb=256), "tc": TimeControl(3000, 3000, 8000)}
+    played = play([BOTS / f"{bot}.py", POLITE, POLITE], target=3, **extra)
+    result = played.result
+    seat0 = next(s for s in result.standings if s.seat == 0)
+    if kind is None:
+        assert seat0.fault is None, seat0.fault
+        assert not any(s.forfeit for s in result.standings)
+    else:
+        assert seat0.fault is not None and seat0.fault.kind == kind, seat0.fault
+        assert seat0.forfeit and seat0.place == 3
+        faults = [line for line in played.log if line["type"] == "fault"]
+        assert len(faults) == 1 and faults[0]["seat"] == 0
+    # The others' match is complete and valid.
+    assert played.log[-1]["type"] == "match_end"
+    assert sorted(s.seat for s in result.standings) == [0, 1, 2]
+    replay(played.log)
+    assert sandbox_pids() == [], "a process of the match is still running"
+
+
+def test_fault_details_explain(play) -> None:  # type: ignore[no-untyped-def]
+    played = play([BOTS / "wrong_id.py", POLITE, POLITE], target=3)
+    fault = next(line for line in played.log if line["type"] == "fault")
+    assert "does not match request id" in fault["detail"]
+    assert fault["id"] is not None and fault["reply"] is not None
+    played = play([BOTS / "exits_mid_match.py", POLITE, POLITE], target=3)
+    fault = next(line for line in played.log if line["type"] == "fault")
+    assert "exit" in fault["detail"] and "3" in fault["detail"], fault["detail"]
+    played = play(
+        [BOTS / "memory_bomb.py", POLITE, POLITE],
+        target=3,
+        limits=Limits(memory_mb=256),
+        tc=TimeControl(3000, 3000, 8000),
+    )
+    assert "MEMORY: no limit hit" not in played.stderr[0]
+    assert "MemoryError" in played.stderr[0]
+
+
+def test_stderr_is_capped(play) -> None:  # type: ignore[no-untyped-def]
+    played = play([BOTS / "stderr_flood.py", POLITE, POLITE], target=3)
+    assert len(played.stderr[0].encode()) <= 64 * 1024 + 100
+
+
+def test_network_is_unreachable(play) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 47123))
+        server.listen()
+        played = play([BOTS / "network.py", POLITE, POLITE], target=3)
+    assert "NETWORK: blocked" in played.stderr[0], played.stderr[0]
+
+
+def test_writes_outside_scratch_fail(play) -> None:  # type: ignore[no-untyped-def]
+    played = play([BOTS / "write_outside.py", POLITE, POLITE], target=3)
+    assert "WRITE-OUTSIDE: blocked" in played.stderr[0], played.stderr[0]
+    assert "WRITE-TMP: ok" in played.stderr[0]
+
+
+def test_other_bots_files_are_unreadable(play, staging: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    victim = stage_bot(load_bot(POLITE), staging)
+    secret = victim.folder / (victim.single_file or "polite.py")
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    (folder / "read_other.py").write_text((BOTS / "read_other.py").read_text())
+    (folder / "bot.toml").write_text(
+        f'name = "reader"\ncommand = ["python3", "read_other.py", "{secret}"]\n'
+    )
+    played = play([folder, victim, POLITE], target=3)
+    assert "READ-SECRETS: blocked" in played.stderr[0], played.stderr[0]
+
+
+def test_signalling_the_parent_harms_nobody(play) -> None:  # type: ignore[no-untyped-def]
+    played = play([BOTS / "signal_parent.py", POLITE, POLITE], target=3)
+    assert "SIGNAL: still alive" in played.stderr[0]
+    assert played.result.standings[0].fault is None
