@@ -101,6 +101,9 @@ class Game:
         # Per-round state; (re)initialised by _start_round.
         self.hands: list[list[list[int]]] = []
         self.nheld = [0] * n
+        self.holding = 0
+        self._next_table = _next_seat_table(n)
+        self._play_pending = [(PLAY, s) for s in range(n)]
         self.masks = [0] * n
         self.held_rank = [0] * self.nranks
         self.held_mask = 0
@@ -330,8 +333,9 @@ class Game:
         if self._apply(self.turn, cards):
             self._advance(None)
             return
-        self.pending = (PLAY, self.turn)
-        if self.fallback[self.turn]:
+        turn = self.turn
+        self.pending = self._play_pending[turn]
+        if self.fallback[turn]:
             self._auto_play()
 
     def _auto_play(self) -> None:
@@ -342,12 +346,19 @@ class Game:
             if self._apply(seat, self._fallback_decision(PLAY, seat)):
                 self._advance(None)
                 return
-            self.pending = (PLAY, self.turn)
+            self.pending = self._play_pending[self.turn]
 
     def play_move(self, move: int) -> None:
         """Fast path for simulations: apply a move from :meth:`legal_move_codes`, unchecked."""
-        cards = tuple(self.hands[self.turn][move >> 3][: move & 7]) if move else ()
-        self._step(cards)
+        turn = self.turn
+        cards = tuple(self.hands[turn][move >> 3][: move & 7]) if move else ()
+        if self._apply(turn, cards):
+            self._advance(None)
+            return
+        turn = self.turn
+        self.pending = self._play_pending[turn]
+        if self.fallback[turn]:
+            self._auto_play()
 
     def legal_move_codes(self) -> tuple[int, ...]:
         """Legal moves of the seat to act as ints ``rank << 3 | count``; ``0`` is a pass.
@@ -401,8 +412,11 @@ class Game:
             given = self._deals(self.round, dealer)
             if given is not None:
                 return given
-        rnd = self._rng.random
-        deck = [c for _, c in sorted([(rnd(), c) for c in self.deck_ids])]
+        # One draw of 32 random bits per card, read in a single call; sorting the deck by
+        # them is a uniform shuffle (ties, about 1 in 10^8 per deal, keep deck order).
+        size = len(self.deck_ids)
+        keys = memoryview(self._rng.getrandbits(32 * size).to_bytes(4 * size, "little")).cast("I")
+        deck = sorted(self.deck_ids, key=keys.__getitem__)
         n = self.n
         ndealt = len(deck) if self.rules.deal == "all" else len(deck) // n * n
         # One card at a time from the dealer's left: seat dealer+1 gets cards 0, n, 2n, ...
@@ -435,6 +449,7 @@ class Game:
             masks[s] = mask
         self.held_mask = sum(1 << r for r in range(self.nranks) if held[r])
         self.nheld = [len(h) for h in dealt]
+        self.holding = sum(1 << s for s in range(n) if dealt[s])
         self.active = n
         self.place_of = [0] * n
         self._next_top = 1
@@ -532,6 +547,7 @@ class Game:
             return
         cards = tuple(self.hand(seat))
         self._remove(seat, cards)
+        self.holding &= ~(1 << seat)
         place = self._next_bottom
         self._next_bottom -= 1
         self.place_of[seat] = place
@@ -548,19 +564,7 @@ class Game:
 
     def _next_turn(self, seat: int) -> int:
         """The next seat that may act after ``seat``, or -1 when the trick is over."""
-        n = self.n
-        last = self.last
-        nheld = self.nheld
-        passed = self.passed
-        j = seat
-        while True:
-            j += 1
-            if j == n:
-                j = 0
-            if j == last:
-                return -1
-            if nheld[j] and not passed >> j & 1:
-                return j
+        return self._next_table[(seat * 7 + self.last + 1) << 6 | (self.holding & ~self.passed)]
 
     def _new_trick(self, leader: int) -> None:
         self.leader = self.turn = leader
@@ -596,6 +600,8 @@ class Game:
         hand = self.hands[seat][rank]
         if k == len(hand):
             hand.clear()
+        elif hand[0] == cards[0] and k == 1:
+            del hand[0]
         else:
             for c in cards:
                 hand.remove(c)
@@ -604,19 +610,21 @@ class Game:
         self.held_rank[rank] = held
         if not held:
             self.held_mask &= ~(1 << rank)
-        self.nheld[seat] -= k
+        nheld = self.nheld[seat] - k
+        self.nheld[seat] = nheld
         events.append(("played", seat, cards))
         self.last = seat
         self.top_rank = rank
         self.top_count = k
         self.top_cards = cards
-        if not self.nheld[seat]:
+        if not nheld:
             place = self._next_top
             self._next_top = place + 1
             self.place_of[seat] = place
             self.active -= 1
+            self.holding &= ~(1 << seat)
             events.append(("finished", seat, place))
-        elif self._any_forbidden:
+        elif self._any_forbidden and not (self.masks[seat] & _LAYER_MASK & ~self._forbidden_mask):
             self._maybe_eliminate(seat)
         if self.active <= 1:
             # The skip an equal rank causes is still announced when the play ends the
@@ -751,7 +759,7 @@ class Game:
 
 # Names the deal procedure (the deck sorted by Mersenne Twister keys, dealt from the dealer's left)
 # so a replayer knows the deals can be re-derived from the seed.
-SHUFFLE_ID: Final = "sort-by-random/1"
+SHUFFLE_ID: Final = "sort-by-random-bits/1"
 
 
 # Rank-count masks: bit ``j * _LAYER + r`` of a seat's mask is set when it holds at least
@@ -792,3 +800,26 @@ def _follow_moves(key: int, k: int) -> tuple[int, ...]:
 @functools.lru_cache(maxsize=64)
 def _codec(deck: str, ranks: tuple[str, ...]) -> CardCodec:
     return CardCodec(DECKS[deck], ranks)
+
+
+@functools.lru_cache(maxsize=8)
+def _next_seat_table(n: int) -> list[int]:
+    """For every (seat, last player, seats still able to act): who acts next, or -1.
+
+    Index ``(seat * 7 + last + 1) << 6 | able``, where ``able`` is the bit mask of seats that
+    hold cards and have not passed out of the trick. The turn goes round the ring from
+    ``seat``; reaching ``last``, the seat of the last play, ends the trick (RULES.md §1).
+    """
+    table = [-1] * (n * 7 << 6)
+    for seat in range(n):
+        for last in range(-1, n):
+            for able in range(1 << n):
+                j = seat
+                for _ in range(n):
+                    j = (j + 1) % n
+                    if j == last:
+                        break
+                    if able >> j & 1:
+                        table[(seat * 7 + last + 1) << 6 | able] = j
+                        break
+    return table

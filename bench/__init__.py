@@ -1,0 +1,1 @@
+"""Benchmarks (``make bench``): figures measured side by side in one run, printed as ratios."""
