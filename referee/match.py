@@ -21,11 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from referee import messages as m
 from referee.errors import BotFault, FaultKind, IllegalMove
@@ -316,71 +317,133 @@ def _cut(line: bytes) -> str:
 
 
 class EventTranslator:
-    """Turns the engine's log events into the messages each seat receives."""
+    """Turns the engine's events into the messages each seat receives.
+
+    Every line is built by a model of :mod:`referee.messages`. The referee's own messages are
+    correct by construction, so they are built with ``model_construct`` (no re-validation;
+    the schema tests check the shapes), and the common public events (a play, a pass, a
+    trick's end) are encoded once per distinct event and reused from a memo.
+    """
 
     def __init__(self, game: Game) -> None:
         self.game = game
         self.n = game.n
-        self.roles: list[str] | None = None
+        self.names = game.codec.names
+        self.roles: list[m.Role] | None = None
         self.scores = [0] * game.n
+        self._memo = _EVENT_MEMO.setdefault(id(game.codec), {})
+        if len(self._memo) > 50_000:
+            self._memo.clear()
 
-    def messages(self, ev: dict[str, Any]) -> list[tuple[int | None, bytes]]:
-        """``(seat or None for everyone, encoded line)`` pairs for one log event."""
-        t = ev["type"]
+    def messages(self, ev: tuple[Any, ...]) -> list[tuple[int | None, bytes]]:
+        """``(seat or None for everyone, encoded line)`` pairs for one engine event."""
+        t = ev[0]
+        if t in _MEMO_EVENTS:
+            data = self._memo.get(ev)
+            if data is None:
+                data = self._encode_public(ev)
+                self._memo[ev] = data
+            return [(None, data)]
+        names = self.names
         if t == "deal":
-            ids = self.game.codec.ids
-            hands = ev["hands"]
-            swap_offer = (
-                ev["leftovers"] if self.game.rules.leftovers == "swap" and ev["round"] > 1 else []
-            )
+            _, round_no, dealer, hands, leftovers = ev
+            swap = self.game.rules.leftovers == "swap" and round_no > 1
+            offer = [names[c] for c in sorted(leftovers)] if swap else []
             sizes = [len(h) for h in hands]
-            out: list[tuple[int | None, bytes]] = []
-            for seat, hand in enumerate(hands):
-                msg = m.RoundStart(
-                    round=ev["round"],
-                    dealer=ev["dealer"],
-                    hand=sorted(hand, key=ids.__getitem__),
-                    hand_sizes=sizes,
-                    roles=self.roles,
-                    scores=list(self.scores),
-                    leftovers=list(swap_offer),
+            return [
+                (
+                    seat,
+                    m.encode(
+                        m.RoundStart.model_construct(
+                            round=round_no,
+                            dealer=dealer,
+                            hand=[names[c] for c in sorted(hand)],
+                            hand_sizes=sizes,
+                            roles=self.roles,
+                            scores=list(self.scores),
+                            leftovers=offer,
+                        )
+                    ),
                 )
-                out.append((seat, m.encode(msg)))
-            return out
-        if t == "played":
-            return [(None, m.encode(m.Played(seat=ev["seat"], cards=ev["cards"])))]
-        if t == "passed":
-            return [(None, m.encode(m.Passed(seat=ev["seat"])))]
-        if t == "skipped":
-            return [(None, m.encode(m.Skipped(seat=ev["seat"])))]
-        if t == "trick_end":
-            msg_te = m.TrickEnd(winner=ev["winner"], reason=ev["reason"], leader=ev["leader"])
-            return [(None, m.encode(msg_te))]
-        if t == "finished":
-            return [(None, m.encode(m.Finished(seat=ev["seat"], place=ev["place"])))]
+                for seat, hand in enumerate(hands)
+            ]
         if t == "eliminated":
-            msg_el = m.Eliminated(seat=ev["seat"], place=ev["place"], cards=ev["cards"])
+            msg_el = m.Eliminated.model_construct(
+                seat=ev[1], place=ev[2], cards=[names[c] for c in ev[3]]
+            )
             return [(None, m.encode(msg_el))]
         if t == "leftover":
-            return [(None, m.encode(m.LeftoverTaken(seat=ev["seat"], card=ev["take"])))]
+            taken = m.LeftoverTaken.model_construct(seat=ev[1], card=names[ev[2]])
+            return [(None, m.encode(taken))]
         if t == "exchange":
-            public = m.Exchanged.model_validate(
-                {"from": ev["from"], "to": ev["to"], "count": len(ev["cards"])}
-            )
-            private = m.Received.model_validate({"from": ev["from"], "cards": ev["cards"]})
-            return [(None, m.encode(public)), (ev["to"], m.encode(private))]
+            _, giver, receiver, cards = ev
+            public = m.Exchanged.model_construct(from_=giver, to=receiver, count=len(cards))
+            private = m.Received.model_construct(from_=giver, cards=[names[c] for c in cards])
+            return [(None, m.encode(public)), (receiver, m.encode(private))]
         if t == "fault":
-            msg_f = m.Fault(seat=ev["seat"], kind=ev["kind"], detail=ev["detail"])
-            return [(None, m.encode(msg_f))]
+            return [(None, m.encode(m.Fault.model_construct(seat=ev[1], kind=ev[2], detail=ev[3])))]
         if t == "round_end":
-            self.roles = roles_for(ev["places"], self.n)
-            self.scores = list(ev["scores"])
-            msg_re = m.RoundEnd(places=ev["places"], points=ev["points"], scores=ev["scores"])
+            _, places, points, scores = ev
+            self.roles = cast(list[m.Role], roles_for(places, self.n))
+            self.scores = list(scores)
+            msg_re = m.RoundEnd.model_construct(places=places, points=points, scores=scores)
             return [(None, m.encode(msg_re))]
         if t == "match_end":
-            standings = [m.Standing(**s) for s in ev["standings"]]
-            return [(None, m.encode(m.MatchEnd(standings=standings)))]
-        raise ValueError(f"no message for log event {t!r}")
+            standings = [m.Standing.model_construct(**st) for st in ev[1]]
+            return [(None, m.encode(m.MatchEnd.model_construct(standings=standings)))]
+        raise ValueError(f"no message for engine event {t!r}")
+
+    def _encode_public(self, ev: tuple[Any, ...]) -> bytes:
+        t = ev[0]
+        msg: m.ToBot
+        if t == "played":
+            msg = m.Played.model_construct(seat=ev[1], cards=[self.names[c] for c in ev[2]])
+        elif t == "passed":
+            msg = m.Passed.model_construct(seat=ev[1])
+        elif t == "skipped":
+            msg = m.Skipped.model_construct(seat=ev[1])
+        elif t == "trick_end":
+            msg = m.TrickEnd.model_construct(winner=ev[1], reason=ev[2], leader=ev[3])
+        else:
+            msg = m.Finished.model_construct(seat=ev[1], place=ev[2])
+        return m.encode(msg)
+
+
+def _act_play_line(
+    request_id: int,
+    hand: list[str],
+    trick: dict[str, Any],
+    passed: list[int],
+    legal: list[list[str]],
+    bank_ms: int,
+) -> bytes:
+    """The ``act``/``play`` request, the most frequent line, as :class:`m.ActPlay` writes it.
+
+    Built as a plain JSON object because it is on every request's path; a test checks that
+    it equals the model's own encoding field for field.
+    """
+    return (
+        _dumps(
+            {
+                "type": "act",
+                "id": request_id,
+                "kind": "play",
+                "hand": hand,
+                "trick": trick,
+                "passed": passed,
+                "legal": legal,
+                "bank_ms": bank_ms,
+            }
+        ).encode()
+        + b"\n"
+    )
+
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+_MEMO_EVENTS = frozenset({"played", "passed", "skipped", "trick_end", "finished"})
+# Encoded public events by card codec (the same event reads the same in every match).
+_EVENT_MEMO: dict[int, dict[tuple[Any, ...], bytes]] = {}
 
 
 def distinct_names(names: Sequence[str]) -> list[str]:
@@ -451,14 +514,18 @@ async def run_match(
                     )
                 )
             )
+        sent = 0
         while True:
-            for ev in writer.flush():
+            events = game.events
+            for ev in events[sent:]:
                 for target, data in translator.messages(ev):
                     if target is None:
                         for s in sessions:
                             s.queue(data)
                     else:
                         sessions[target].queue(data)
+            sent = len(events)
+            writer.maybe_flush()
             pending = game.pending
             if pending is None:
                 break
@@ -467,24 +534,29 @@ async def run_match(
             rid = next(ids)
             hand = game.hand_names(seat)
             budget = time_control.move_ms + banks[seat]
-            request: m.ActPlay | m.ActGive | m.ActLeftover
             if kind == PLAY:
-                request = m.ActPlay(
-                    id=rid,
-                    hand=hand,
-                    trick=m.Trick(**game.trick_info()),
-                    passed=game.passed_seats(),
-                    legal=game.legal_plays(seat),
-                    bank_ms=banks[seat],
+                line = _act_play_line(
+                    rid,
+                    hand,
+                    game.trick_info(),
+                    game.passed_seats(),
+                    game.legal_plays(seat),
+                    banks[seat],
                 )
             elif kind == GIVE:
-                request = m.ActGive(id=rid, hand=hand, to=game.give_to, count=game.give_count)
+                line = m.encode(
+                    m.ActGive.model_construct(
+                        id=rid, hand=hand, to=game.give_to, count=game.give_count
+                    )
+                )
             else:
-                request = m.ActLeftover(
-                    id=rid, hand=hand, offer=[game.codec.names[c] for c in game.offer]
+                line = m.encode(
+                    m.ActLeftover.model_construct(
+                        id=rid, hand=hand, offer=[game.codec.names[c] for c in game.offer]
+                    )
                 )
             try:
-                reply, raw, elapsed = await session.request(m.encode(request), rid, kind, budget)
+                reply, raw, elapsed = await session.request(line, rid, kind, budget)
                 banks[seat] -= max(0, elapsed - time_control.move_ms)
                 try:
                     if kind == PLAY:

@@ -22,7 +22,7 @@ def dumps(obj: dict[str, Any]) -> str:
 
 
 class LogWriter:
-    """Appends a game's events to a log file as they happen."""
+    """Appends a game's events to a log file, in batches, and whatever is left at close."""
 
     def __init__(self, path: Path | str | None, game: Game, match_id: str) -> None:
         self.path = Path(path) if path is not None else None
@@ -34,6 +34,11 @@ class LogWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("w", encoding="utf-8")
             self._fh.write(dumps(self.lines[0]) + "\n")
+
+    def maybe_flush(self, batch: int = 512) -> None:
+        """Write out once ``batch`` events are waiting (cheap to call after every step)."""
+        if len(self.game.events) - self._written >= batch:
+            self.flush()
 
     def flush(self) -> list[dict[str, Any]]:
         """Write events produced since the last flush; returns them as dicts."""

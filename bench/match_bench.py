@@ -1,0 +1,111 @@
+"""Referee overhead per request versus a raw JSON-lines ping-pong, and bot start-up time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from referee.match import TimeControl, run_match, start_sessions
+from referee.rules import RuleSet
+from referee.sandbox import Limits, ProcessSandbox, load_bot, make_staging_root, stage_bot
+
+ROOT = Path(__file__).resolve().parent.parent
+POLITE = ROOT / "tests" / "bots" / "polite.py"
+ACT = {
+    "type": "act",
+    "id": 0,
+    "kind": "play",
+    "hand": ["7C", "8H", "8D", "10S", "JC", "QD", "KH", "AS"],
+    "trick": {"leader": 2, "count": 1, "top": ["9C"]},
+    "passed": [],
+    "legal": [["10S"], ["JC"], ["QD"], ["KH"], ["AS"], []],
+    "bank_ms": 10000,
+}
+
+
+def ping_pong(requests: int) -> float:
+    """Seconds per round trip: a parent and the instant bot, plain pipes, no referee."""
+    proc = subprocess.Popen(
+        ["python3", str(POLITE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    out = proc.stdout
+    proc.stdin.write(b'{"type":"hello","id":0,"protocol":1}\n')
+    out.readline()
+    start = time.perf_counter()
+    for i in range(1, requests + 1):
+        ACT["id"] = i
+        proc.stdin.write(json.dumps(ACT).encode() + b"\n")
+        reply = json.loads(out.readline())
+        assert reply["id"] == i
+    elapsed = time.perf_counter() - start
+    proc.stdin.close()
+    proc.wait()
+    return elapsed / requests
+
+
+async def _referee_match(sandbox: ProcessSandbox, staging: Path) -> tuple[float, int]:
+    bots = [stage_bot(load_bot(POLITE), staging) for _ in range(4)]
+    rules = RuleSet.preset("arschloch", target=150, max_rounds=150).resolve(4)
+    tc = TimeControl(move_ms=2000, bank_ms=10_000, hello_ms=20_000)
+    sessions = await start_sessions(sandbox, bots, Limits(), tc)
+    try:
+        result = await run_match(sessions, rules, 1, "bench", tc, log_path=staging / "bench.jsonl")
+    finally:
+        await asyncio.gather(*(s.close() for s in sessions))
+    assert not any(s.forfeit for s in result.standings)
+    lines = (staging / "bench.jsonl").read_text().splitlines()
+    requests = sum(1 for line in lines if '"type":"played"' in line or '"type":"passed"' in line)
+    requests += sum(1 for line in lines if '"type":"leftover"' in line)
+    requests += sum(1 for line in lines if '"type":"exchange"' in line) // 2
+    return result.duration_s, requests
+
+
+async def _startup(sandbox: ProcessSandbox, staging: Path, times: int) -> float:
+    bot = stage_bot(load_bot(POLITE), staging)
+    tc = TimeControl(hello_ms=20_000)
+    samples = []
+    for _ in range(times):
+        start = time.perf_counter()
+        sessions = await start_sessions(sandbox, [bot], Limits(), tc)
+        samples.append(time.perf_counter() - start)
+        assert sessions[0].fault is None
+        await sessions[0].close()
+    return statistics.median(samples)
+
+
+def run() -> dict[str, float]:
+    staging = make_staging_root()
+    try:
+        floor = min(ping_pong(3000) for _ in range(3))
+        use_bwrap = shutil.which("bwrap") is not None
+        sandbox = ProcessSandbox(bwrap=True if use_bwrap else False)
+        best = None
+        for _ in range(2):
+            secs, requests = asyncio.run(_referee_match(sandbox, staging))
+            per = secs / requests
+            best = per if best is None or per < best else best
+        assert best is not None
+        start_plain = asyncio.run(_startup(ProcessSandbox(bwrap=False), staging, 10))
+        start_bwrap = asyncio.run(_startup(sandbox, staging, 10)) if use_bwrap else float("nan")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    print("match runner: 4 instant bots, long arschloch match (process sandbox"
+          f"{', bubblewrap' if use_bwrap else ''})")
+    print(f"  referee, wall time per request     {best * 1e6:8.1f} µs  ({requests} requests)")
+    print(f"  raw JSON-lines ping-pong (floor)   {floor * 1e6:8.1f} µs")
+    print(f"  ratio                              {best / floor:8.2f}x   (target ≤ 2x)")
+    print("bot start-up to ready (median of 10, python3 instant bot)")
+    print(f"  without bubblewrap                 {start_plain * 1e3:8.1f} ms")
+    print(f"  with bubblewrap                    {start_bwrap * 1e3:8.1f} ms")
+    return {"per_request_us": best * 1e6, "floor_us": floor * 1e6, "ratio": best / floor}
+
+
+if __name__ == "__main__":
+    sys.exit(0 if run() else 1)
