@@ -1,0 +1,128 @@
+"""Fast match-runner tests with in-memory bots (referee.testing.FakeSandbox)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from referee import messages as m
+from referee.match import TimeControl, _act_play_line, distinct_names, play_match
+from referee.rules import RuleSet, replay
+from referee.testing import FakeSandbox, lowest_bot, polite_bot, spec
+
+RULES3 = RuleSet.preset("arschloch", target=5).resolve(3)
+FAST = TimeControl(move_ms=200, bank_ms=200, hello_ms=1000)
+
+
+def run(
+    handlers: dict[str, Any], tc: TimeControl = FAST, rules: Any = RULES3, tmp: Any = None
+) -> Any:
+    sandbox = FakeSandbox(handlers)
+    log = tmp / "m.jsonl" if tmp is not None else None
+    result = asyncio.run(
+        play_match(sandbox, [spec(n) for n in handlers], rules, 3, time_control=tc, log_path=log)
+    )
+    return result, sandbox
+
+
+def test_act_play_line_matches_the_model() -> None:
+    args = dict(
+        id=7,
+        hand=["8H", "8D", "JC", "AS"],
+        trick={"leader": 2, "count": 0, "top": []},
+        passed=[],
+        legal=[["8H"], ["8H", "8D"], ["JC"], ["AS"]],
+        bank_ms=10000,
+    )
+    line = _act_play_line(7, args["hand"], args["trick"], [], args["legal"], 10000)
+    model = m.ActPlay(**args)  # validated
+    assert json.loads(line) == json.loads(m.encode(model))
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+
+
+def test_every_line_sent_is_valid_protocol(tmp_path: Any) -> None:
+    result, sandbox = run({"a": lowest_bot, "b": polite_bot, "c": polite_bot}, tmp=tmp_path)
+    for proc in sandbox.started:
+        for msg in proc.received:
+            m.parse_to_bot(msg)
+        assert proc.received[0]["type"] == "hello"
+        assert proc.received[-1]["type"] == "bye"
+    lines = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
+    replay(lines)
+    assert not any(s.forfeit for s in result.standings)
+
+
+def test_each_seat_sees_only_its_own_hand() -> None:
+    _result, sandbox = run({"a": polite_bot, "b": polite_bot, "c": polite_bot})
+    hands = [
+        {tuple(msg["hand"]) for msg in proc.received if msg["type"] == "round_start"}
+        for proc in sandbox.started
+    ]
+    assert not (hands[0] & hands[1]) and not (hands[1] & hands[2])
+    received = [
+        msg for proc in sandbox.started for msg in proc.received if msg["type"] == "received"
+    ]
+    exchanged = [msg for msg in sandbox.started[0].received if msg["type"] == "exchanged"]
+    assert exchanged and all("cards" not in msg for msg in exchanged)
+    assert len(received) == len(exchanged)
+
+
+def test_slow_replies_spend_the_bank_then_time_out() -> None:
+    import time
+
+    calls = {"n": 0}
+
+    def slow() -> Any:
+        inner = polite_bot("slow")
+
+        def handle(msg: dict[str, Any]) -> Any:
+            if msg.get("type") == "act":
+                calls["n"] += 1
+                time.sleep(0.12)  # 120 ms of a 100 ms move: 20 ms from the bank each time
+            return inner(msg)
+
+        return handle
+
+    tc = TimeControl(move_ms=100, bank_ms=50, hello_ms=1000)
+    result, sandbox = run({"slow": slow, "b": polite_bot, "c": polite_bot}, tc=tc)
+    seat0 = result.standings[-1]
+    assert seat0.seat == 0 and seat0.fault is not None
+    # FakeSandbox answers synchronously inside write(), so the reply is late, not missing.
+    assert seat0.fault.kind == "timeout"
+    banks = [msg["bank_ms"] for msg in sandbox.started[0].received if msg.get("kind") == "play"]
+    assert banks[0] == 50 and banks[1] < 50
+
+
+def test_unsolicited_line_is_a_protocol_fault() -> None:
+    def chatty() -> Any:
+        inner = polite_bot("chatty")
+
+        def handle(msg: dict[str, Any]) -> Any:
+            out = inner(msg)
+            if msg.get("type") == "act":
+                return json.dumps(out).encode() + b"\n" + b'{"note":"hi"}\n'
+            return out
+
+        return handle
+
+    result, _ = run({"chatty": chatty, "b": polite_bot, "c": polite_bot})
+    fault = next(s.fault for s in result.standings if s.seat == 0)
+    assert fault is not None and fault.kind == "protocol"
+    assert "no request was outstanding" in fault.detail
+
+
+def test_hello_without_ready_is_a_fault_and_the_match_still_runs() -> None:
+    def mute() -> Any:
+        return lambda msg: None
+
+    result, _ = run({"mute": mute, "b": polite_bot, "c": polite_bot})
+    seat0 = next(s for s in result.standings if s.seat == 0)
+    assert seat0.forfeit and seat0.fault is not None
+    assert seat0.fault.detail == "timed out answering hello after 1000 ms"
+    assert result.rounds >= 1
+
+
+def test_distinct_names() -> None:
+    assert distinct_names(["a", "b", "a", "a"]) == ["a#1", "b", "a#2", "a#3"]
+    assert distinct_names(["x", "y", "z"]) == ["x", "y", "z"]
