@@ -1,0 +1,92 @@
+"""How a bot process is started and confined.
+
+``get_sandbox("process")`` runs bots as local processes (rlimits, a dropped uid when root,
+bubblewrap when it works); ``"docker"`` runs each in a locked-down container (the ``docker``
+extra); ``"auto"`` picks docker when a daemon answers and its image exists, else process.
+:func:`load_bot` and :func:`stage_bot` turn what a user names into a :class:`BotSpec`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from referee.errors import UsageError
+from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.sandbox.process import ProcessSandbox
+from referee.sandbox.staging import (
+    bot_sha256,
+    load_bot,
+    make_staging_root,
+    read_bot_files,
+    safe_name,
+    stage_bot,
+)
+
+__all__ = [
+    "SANDBOX_NAMES",
+    "BotProcess",
+    "BotSpec",
+    "ExitInfo",
+    "Limits",
+    "ProcessSandbox",
+    "Sandbox",
+    "bot_sha256",
+    "get_sandbox",
+    "load_bot",
+    "make_staging_root",
+    "read_bot_files",
+    "safe_name",
+    "stage_bot",
+]
+
+SANDBOX_NAMES = ("process", "docker", "auto")
+
+
+def get_sandbox(name: str, **options: Any) -> Sandbox:
+    """The sandbox backend called ``name``; ``options`` go to its constructor.
+
+    Raises ``UsageError`` for an unknown name, or when the docker backend cannot be loaded.
+    """
+    if name == "process":
+        return ProcessSandbox(**options)
+    if name == "docker":
+        return _docker_sandbox(**options)
+    if name == "auto":
+        if options:
+            raise UsageError("the auto sandbox takes no options; name a backend to set them")
+        return _auto_sandbox()
+    raise UsageError(f"unknown sandbox {name!r}; choose one of: {', '.join(SANDBOX_NAMES)}")
+
+
+def _docker_module() -> Any:
+    """``referee.sandbox.docker``, imported only when asked for (it needs the extra)."""
+    try:
+        from referee.sandbox import docker
+    except ImportError as exc:
+        raise UsageError(
+            f"the docker sandbox is not available ({exc}); install it with "
+            "pip install 'arschloch-referee[docker]'"
+        ) from None
+    return docker
+
+
+def _docker_sandbox(**options: Any) -> Sandbox:
+    sandbox: Sandbox = _docker_module().DockerSandbox(**options)
+    return sandbox
+
+
+def _auto_sandbox() -> Sandbox:
+    """Docker when its daemon answers and the bot image exists, else the process sandbox.
+
+    The hook into the docker backend is ``referee.sandbox.docker.docker_status()``, which
+    returns ``(usable, reason)``.
+    """
+    try:
+        docker = _docker_module()
+    except UsageError:
+        return ProcessSandbox()
+    usable, _reason = docker.docker_status()
+    if usable:
+        sandbox: Sandbox = docker.DockerSandbox()
+        return sandbox
+    return ProcessSandbox()

@@ -1,0 +1,838 @@
+"""The process sandbox: a bot as a local process under rlimits, a dropped uid and bubblewrap.
+
+Layers, from the outside in::
+
+    referee (maybe root)
+     └─ prlimit ...        rlimits: data segment, CPU seconds, file size, open files, no core,
+        │                  processes per uid (set after the uid drop, before anything else runs)
+        └─ bwrap ...       when installed and working: no network, own pid/ipc/uts/user/cgroup
+           │               namespaces, only the runtime's system folders read-only, a private
+           │               size-limited /tmp, the bot's folder read-only at /bot, die with parent
+           └─ the bot      cwd /bot, a clean environment, TMPDIR = HOME = /tmp
+
+When the referee runs as root, every bot process gets its own unprivileged uid (and gid) from
+a range (:data:`DEFAULT_UID_RANGE`), leased across all referee processes of the machine with a
+lock file, because bubblewrap started by root with a mapped uid keeps root's file access, and
+``RLIMIT_NPROC`` is ignored for root and counted per uid. The uid also makes the kill total:
+every process of that uid belongs to this bot, even a ``setsid`` daemon outside its process
+group (under bubblewrap the pid namespace catches those too).
+
+Without bubblewrap the bot still gets the rlimits, the dropped uid (when root) and a private
+scratch folder as ``TMPDIR``, but it can reach the network and read every world-readable file;
+that is said once per process as a logged warning.
+
+Measured on Debian 12 (kernel 6.x, bubblewrap 0.8.0, as root): unprivileged bubblewrap works
+as a dropped uid because unprivileged user namespaces are enabled. Where they are not (sysctl
+``kernel.unprivileged_userns_clone=0``, ``user.max_user_namespaces=0``, Ubuntu's AppArmor
+restriction, Docker's default seccomp profile), a probe at the first start notices it and the
+backend falls back to running without bubblewrap (``bwrap=None``) or refuses (``bwrap=True``).
+A setuid-root bubblewrap is deliberately not supported.
+
+Rlimits are set by util-linux's ``prlimit`` wrapper (thread-safe, unlike ``preexec_fn``, and
+the referee may run in a Dask worker thread); without ``prlimit`` a ``preexec_fn`` sets them.
+The rlimits cover bubblewrap too; ``pids`` gets two more for bwrap's own processes.
+
+Limits this backend cannot enforce: ``Limits.cpus`` (needs cgroups) and a total memory cap over
+all of a bot's processes (``RLIMIT_DATA`` is per process; ``pids`` bounds how many there are).
+A bot hitting ``RLIMIT_DATA`` sees an allocation fail (Python: ``MemoryError``, exit code 1),
+so ``ExitInfo.oom_killed`` stays false here.
+
+Zombies: bubblewrap's outer process may exit before reaping its pid-1 helper, which is then
+reaped by the machine's init. Where pid 1 does not reap (a container without ``--init``),
+such zombies pile up; a uid with zombies is not lent again until they are gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import pwd
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from referee.errors import InfrastructureError, UsageError
+from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+
+__all__ = [
+    "BOT_MOUNT",
+    "DEFAULT_UID_RANGE",
+    "SANDBOX_PATH",
+    "BwrapStatus",
+    "ProcessBotProcess",
+    "ProcessSandbox",
+    "UidLease",
+    "UidPool",
+    "bwrap_status",
+    "kill_uid",
+    "pids_of_uid",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_UID_RANGE = range(61000, 62000)
+"""Uids (and gids of the same number) lent to bots when the referee runs as root."""
+
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""``PATH`` inside the sandbox: ``python3`` is the system's interpreter, never the referee's."""
+
+BOT_MOUNT = "/bot"
+"""Where the bot's folder (or its single file) appears under bubblewrap."""
+
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_SYSTEM_ETC = (
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/ssl",
+)
+_WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+_BWRAP_PROCESSES = 2  # bwrap's monitor and its pid-1 reaper count against RLIMIT_NPROC
+_MIB = 1024 * 1024
+_STREAM_LIMIT = 2**16  # asyncio's default buffer limit, as for the docker backend
+_PROBE_TIMEOUT_S = 20.0
+_REAP_TIMEOUT_S = 10.0
+_UNCONFINED_WARNING = (
+    "bots run WITHOUT bubblewrap: rlimits%s only, no network and no file-system isolation (%s)"
+)
+_warned_unconfined = False
+
+_SIGNAL_REASONS = {
+    signal.SIGXCPU: "the CPU time limit",
+    signal.SIGXFSZ: "the file size limit",
+    signal.SIGSEGV: "a segmentation fault",
+    signal.SIGABRT: "an abort",
+}
+
+
+# --------------------------------------------------------------------------- uids
+
+
+def _proc_status(pid: int | str) -> dict[str, str] | None:
+    """The fields of ``/proc/<pid>/status``, or ``None`` when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as status:
+            lines = status.read().splitlines()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields: dict[str, str] = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
+
+
+def _status_uids(fields: dict[str, str]) -> set[int]:
+    """Real, effective, saved and file-system uid of a process."""
+    return {int(part) for part in fields.get("Uid", "").split()}
+
+
+def _is_zombie(fields: dict[str, str]) -> bool:
+    return fields.get("State", "").startswith(("Z", "X"))
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    """Live (non-zombie) processes running with ``uid`` as any of their uids."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        fields = _proc_status(entry.name)
+        if fields is not None and not _is_zombie(fields) and uid in _status_uids(fields):
+            pids.append(int(entry.name))
+    return pids
+
+
+def _uids_in_use() -> set[int]:
+    uids: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            fields = _proc_status(entry.name)
+            if fields is not None:
+                uids |= _status_uids(fields)
+    return uids
+
+
+def _kill_pid_of_uid(pid: int, uid: int) -> None:
+    """SIGKILL ``pid`` if it still runs as ``uid``, without racing pid reuse.
+
+    A pidfd pins the process: the uid is checked on the very process that is then signalled.
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except OSError:
+        # No pidfds (kernel before 5.3) or no free descriptor: a plain kill, which could in
+        # theory hit a reused pid.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        return
+    try:
+        fields = _proc_status(pid)
+        if fields is not None and uid in _status_uids(fields):
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    finally:
+        os.close(pidfd)
+
+
+async def kill_uid(uid: int, timeout: float = _REAP_TIMEOUT_S) -> bool:
+    """SIGKILL every process of ``uid`` until none is left; ``False`` if some survive."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        pids = pids_of_uid(uid)
+        if not pids:
+            return True
+        if loop.time() > deadline:
+            log.error("processes of sandbox uid %d survive SIGKILL: %s", uid, pids)
+            return False
+        for pid in pids:
+            _kill_pid_of_uid(pid, uid)
+        await asyncio.sleep(0.01)
+
+
+@dataclass
+class UidLease:
+    """One uid lent to one bot process; :meth:`release` gives it back (idempotent)."""
+
+    uid: int
+    _lock_fd: int | None
+
+    @property
+    def gid(self) -> int:
+        """The bot's gid: the same number as its uid, a group of its own."""
+        return self.uid
+
+    def release(self) -> None:
+        """Unlock the uid for the next bot (closing the lock file drops the ``flock``)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+class UidPool:
+    """Lends uids from a range, the lowest free one first, to one bot at a time.
+
+    A uid is free when no lock holds it and no process runs with it. The lock is an ``flock``
+    on ``<lock_dir>/<uid>``, so referee processes on one machine (local worker pool, several
+    tournaments) never share a uid, and a crashed referee's locks vanish with it.
+    """
+
+    def __init__(self, uids: range = DEFAULT_UID_RANGE, lock_dir: Path | None = None) -> None:
+        if not uids or uids.start <= 0:
+            raise UsageError(f"sandbox uid range must be non-empty and above 0, not {uids}")
+        self.uids = uids
+        self.lock_dir = lock_dir or Path(tempfile.gettempdir()) / "referee-sandbox-uids"
+
+    def _open_lock_dir(self) -> None:
+        try:
+            self.lock_dir.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise InfrastructureError(
+                f"cannot create uid lock folder {self.lock_dir}: {exc}"
+            ) from exc
+        info = self.lock_dir.lstat()
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            raise InfrastructureError(
+                f"uid lock folder {self.lock_dir} must be a folder owned by uid {os.geteuid()} "
+                "and writable only by it; remove it and try again"
+            )
+
+    def acquire(self) -> UidLease:
+        """Lease the lowest free uid; raises ``InfrastructureError`` when all are taken."""
+        self._open_lock_dir()
+        busy = _uids_in_use()
+        for uid in self.uids:
+            if uid in busy or _has_passwd_entry(uid):
+                continue
+            path = self.lock_dir / str(uid)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            return UidLease(uid, fd)
+        raise InfrastructureError(
+            f"no free sandbox uid in {self.uids.start}-{self.uids.stop - 1}: too many bots "
+            "running at once, or processes of those uids are left over"
+        )
+
+
+def _has_passwd_entry(uid: int) -> bool:
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- bubblewrap
+
+
+@dataclass(frozen=True)
+class BwrapStatus:
+    """Whether bubblewrap works here for the sandbox user, and how."""
+
+    path: str | None
+    works: bool
+    sized_tmpfs: bool
+    reason: str
+
+
+_BWRAP_FLAGS = (
+    "--unshare-all",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--hostname",
+    "bot",
+    "--clearenv",
+)
+
+_bwrap_cache: dict[tuple[str | None, bool], BwrapStatus] = {}
+
+
+def _system_binds() -> list[str]:
+    """Read-only binds of the runtime's system folders; symlinked ones become symlinks."""
+    args: list[str] = []
+    for path in (*_SYSTEM_DIRS, *_SYSTEM_ETC):
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _find_bwrap() -> str | None:
+    return shutil.which("bwrap") or shutil.which("bwrap", path=SANDBOX_PATH)
+
+
+def bwrap_status(uids: UidPool | None = None) -> BwrapStatus:
+    """Probe (once per process) whether ``bwrap`` can build our sandbox.
+
+    With ``uids`` (the referee is root) the probe runs as a uid leased from that pool:
+    bubblewrap must work unprivileged, through user namespaces, for the bots' uids.
+    """
+    path = _find_bwrap()
+    key = (path, uids is not None)
+    if key in _bwrap_cache:
+        return _bwrap_cache[key]
+    if path is None:
+        status = BwrapStatus(None, False, False, "bwrap is not installed")
+    elif uids is None:
+        status = _probe_bwrap(path, None)
+    else:
+        lease = uids.acquire()
+        try:
+            status = _probe_bwrap(path, lease.uid)
+        finally:
+            lease.release()
+    _bwrap_cache[key] = status
+    return status
+
+
+def _probe_bwrap(path: str, run_as: int | None) -> BwrapStatus:
+    try:
+        help_text = subprocess.run(
+            [path, "--help"], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S
+        ).stdout
+        sized = "--size" in help_text
+        tmp = ["--size", str(_MIB), "--tmpfs", "/tmp"] if sized else ["--tmpfs", "/tmp"]
+        probe = subprocess.run(
+            [
+                path,
+                *_BWRAP_FLAGS,
+                *_system_binds(),
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                *tmp,
+                "--remount-ro",
+                "/",
+                "--",
+                "true",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=_PROBE_TIMEOUT_S,
+            env={"PATH": SANDBOX_PATH},
+            cwd="/",
+            user=run_as,
+            group=run_as,
+            extra_groups=None if run_as is None else [],
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return BwrapStatus(path, False, False, f"bwrap probe failed: {exc}")
+    if probe.returncode != 0:
+        who = "the referee's user" if run_as is None else f"unprivileged uid {run_as}"
+        reason = (
+            f"bwrap does not work for {who}: {probe.stderr.strip() or probe.returncode}; "
+            "unprivileged user namespaces are probably disabled (sysctl "
+            "kernel.unprivileged_userns_clone / user.max_user_namespaces, AppArmor's "
+            "kernel.apparmor_restrict_unprivileged_userns, or a container's seccomp profile)"
+        )
+        return BwrapStatus(path, False, sized, reason)
+    return BwrapStatus(path, True, sized, f"bubblewrap at {path}")
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def _rlimits(limits: Limits, *, nproc: int | None) -> dict[int, tuple[int, int]]:
+    """(soft, hard) per resource, clamped to what the referee itself may grant."""
+    wanted = {
+        resource.RLIMIT_DATA: (limits.memory_mb * _MIB,) * 2,
+        # SIGXCPU at the soft limit (the bot may notice), SIGKILL a second later.
+        resource.RLIMIT_CPU: (limits.cpu_seconds, limits.cpu_seconds + 1),
+        resource.RLIMIT_FSIZE: (limits.file_size_mb * _MIB,) * 2,
+        resource.RLIMIT_NOFILE: (limits.open_files,) * 2,
+        resource.RLIMIT_CORE: (0, 0),
+    }
+    if nproc is not None:
+        wanted[resource.RLIMIT_NPROC] = (nproc, nproc)
+    clamped = {}
+    for res, (soft, hard) in wanted.items():
+        _, current_hard = resource.getrlimit(res)
+        if current_hard != resource.RLIM_INFINITY:
+            soft, hard = min(soft, current_hard), min(hard, current_hard)
+        clamped[res] = (soft, hard)
+    return clamped
+
+
+_PRLIMIT_NAMES = {
+    resource.RLIMIT_DATA: "data",
+    resource.RLIMIT_CPU: "cpu",
+    resource.RLIMIT_FSIZE: "fsize",
+    resource.RLIMIT_NOFILE: "nofile",
+    resource.RLIMIT_CORE: "core",
+    resource.RLIMIT_NPROC: "nproc",
+}
+
+
+def _prlimit_argv(prlimit: str, rlimits: dict[int, tuple[int, int]]) -> list[str]:
+    return [
+        prlimit,
+        *(f"--{_PRLIMIT_NAMES[res]}={soft}:{hard}" for res, (soft, hard) in rlimits.items()),
+        "--",
+    ]
+
+
+def _set_rlimits_in_child(rlimits: dict[int, tuple[int, int]]) -> Callable[[], None]:
+    """A ``preexec_fn`` for machines without ``prlimit`` (not safe with threads, hence last)."""
+
+    def apply() -> None:
+        for res, limit in rlimits.items():
+            resource.setrlimit(res, limit)
+
+    return apply
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _blocking_ancestor(path: Path) -> Path | None:
+    """The first folder on the way to ``path`` that a stranger cannot pass, or ``None``."""
+    for folder in [*reversed(path.parents), path]:
+        mode = folder.stat().st_mode
+        needed = stat.S_IXOTH if stat.S_ISDIR(mode) else stat.S_IROTH
+        if not mode & needed:
+            return folder
+    return None
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a scratch folder whatever the bot did to its permissions."""
+
+    def retry_writable(func: Callable[[str], object], name: str, exc: BaseException) -> None:
+        if isinstance(exc, FileNotFoundError):
+            return
+        # A bot may leave folders without write or search permission (matters when the
+        # referee is not root); open them up and try once more.
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(name), 0o700)
+            if os.path.isdir(name) and not os.path.islink(name):
+                os.chmod(name, 0o700)
+        func(name)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=retry_writable)
+    else:
+        shutil.rmtree(path, onerror=lambda func, name, info: retry_writable(func, name, info[1]))
+
+
+def _sweep_files_of_uid(uid: int) -> None:
+    """Remove what a bot without bubblewrap left in the machine's world-writable folders."""
+    for folder in _WORLD_WRITABLE:
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for entry in os.scandir(folder):
+                with contextlib.suppress(FileNotFoundError):
+                    if entry.stat(follow_symlinks=False).st_uid != uid:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        _remove_tree(Path(entry.path))
+                    else:
+                        os.unlink(entry.path)
+
+
+# --------------------------------------------------------------------------- the process
+
+
+class _BotProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's stream protocol plus an event for the moment the process itself exits.
+
+    ``Process.wait()`` also waits until every pipe is closed, which a child that inherited
+    stdout can put off forever; the referee needs to know when the bot ended.
+    """
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+class ProcessBotProcess(BotProcess):
+    """A bot started by :class:`ProcessSandbox`.
+
+    ``pid`` is the process the referee started (bubblewrap or the bot itself) and leads its
+    process group; ``uid`` is the bot's own uid when the referee dropped root, else ``None``.
+    """
+
+    def __init__(
+        self,
+        spec: BotSpec,
+        transport: asyncio.SubprocessTransport,
+        protocol: _BotProtocol,
+        *,
+        lease: UidLease | None,
+        scratch: Path | None,
+        bwrap: bool,
+        notes: list[str],
+    ) -> None:
+        assert protocol.stdout is not None and protocol.stderr is not None
+        super().__init__(spec=spec, stdout=protocol.stdout, stderr=protocol.stderr, notes=notes)
+        self._transport = transport
+        self._protocol = protocol
+        self._stdin = protocol.stdin
+        self._lease = lease
+        self._scratch = scratch
+        self.bwrap = bwrap
+        self._killed = False
+        self._exit: ExitInfo | None = None
+
+    @property
+    def pid(self) -> int:
+        """Pid (and process group id) of the started process."""
+        return self._transport.get_pid()
+
+    @property
+    def uid(self) -> int | None:
+        """The bot's dedicated uid (``None`` when the referee did not drop root)."""
+        return self._lease.uid if self._lease is not None else None
+
+    @property
+    def scratch(self) -> Path | None:
+        """The host folder used as ``TMPDIR`` (``None`` under bubblewrap: /tmp is a tmpfs)."""
+        return self._scratch
+
+    async def write(self, data: bytes) -> None:
+        """Write to the bot's stdin; ``BrokenPipeError``/``ConnectionResetError`` once gone.
+
+        Blocks while the pipe is full (a bot that does not read): the caller's time
+        control bounds it.
+        """
+        stdin = self._stdin
+        if stdin is None or stdin.is_closing() or self._protocol.exited.is_set():
+            raise BrokenPipeError(f"bot {self.spec.name!r} is gone (stdin closed)")
+        stdin.write(data)
+        await stdin.drain()
+
+    async def close_stdin(self) -> None:
+        """Close the bot's stdin so it reads end of file. Never raises."""
+        stdin = self._stdin
+        if stdin is None or stdin.is_closing():
+            return
+        stdin.close()
+        with contextlib.suppress(ConnectionError):
+            await stdin.wait_closed()
+
+    async def kill(self) -> None:
+        """SIGKILL the process group, then every process of the bot's uid. Never raises.
+
+        Under bubblewrap, killing bwrap (the group leader) takes its pid namespace down, so
+        a ``setsid`` daemon dies too; the uid sweep covers the case without bubblewrap.
+        """
+        if self._transport.get_returncode() is None:
+            self._killed = True
+            # The leader is not reaped yet, so its pid still names our process group.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+        if self._lease is not None:
+            await kill_uid(self._lease.uid)
+
+    async def wait(self, timeout: float | None = None) -> ExitInfo | None:
+        """Wait for the started process to end; ``None`` if still running after ``timeout``.
+
+        This is the process, not its pipes: an orphan still holding stdout does not delay it.
+        """
+        try:
+            await asyncio.wait_for(self._protocol.exited.wait(), timeout)
+        except TimeoutError:
+            return None
+        return self._exit_info()
+
+    async def cleanup(self) -> ExitInfo:
+        """Kill, reap, close the pipes, remove the scratch folder, give the uid back."""
+        if self._exit is not None:
+            return self._exit
+        try:
+            await self.kill()
+            if await self.wait(_REAP_TIMEOUT_S) is None:
+                raise InfrastructureError(
+                    f"bot {self.spec.name!r} (pid {self.pid}) did not die after SIGKILL"
+                )
+            if self._lease is not None:
+                await kill_uid(self._lease.uid)
+                if not self.bwrap:
+                    _sweep_files_of_uid(self._lease.uid)
+            self._exit = self._exit_info()
+        finally:
+            # Closes the read pipes too, even if a stray process held their other end.
+            self._transport.close()
+            if self._scratch is not None:
+                _remove_tree(self._scratch)
+                self._scratch = None
+            if self._lease is not None and not pids_of_uid(self._lease.uid):
+                self._lease.release()
+        return self._exit
+
+    def _exit_info(self) -> ExitInfo:
+        returncode = self._transport.get_returncode()
+        assert returncode is not None
+        sig: int | None = None
+        via = ""
+        if returncode < 0:
+            sig = -returncode
+        elif self.bwrap and returncode > 128 and (returncode - 128) in signal.valid_signals():
+            # bubblewrap passes a signal death on as exit status 128 + signal number.
+            sig = returncode - 128
+            via = f" (bubblewrap exit status {returncode})"
+        if sig is None:
+            return ExitInfo(returncode=returncode)
+        name = signal.Signals(sig).name if sig in signal.valid_signals() else f"signal {sig}"
+        if sig == signal.SIGKILL and self._killed:
+            detail = f"{name}: killed by the referee"
+        elif sig in _SIGNAL_REASONS:
+            detail = f"{name}: {_SIGNAL_REASONS[signal.Signals(sig)]}"
+        else:
+            detail = name
+        return ExitInfo(returncode=returncode, signal=sig, detail=detail + via)
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+class ProcessSandbox(Sandbox):
+    """Run bots as local processes: rlimits, a dropped uid when root, bubblewrap if it works.
+
+    ``bwrap``: ``None`` uses bubblewrap when it is installed and works (else warns once and
+    runs without), ``True`` requires it, ``False`` never uses it. ``uid_range`` and
+    ``lock_dir`` configure the uids lent to bots when the referee is root; ``scratch_root``
+    is where scratch folders go when there is no bubblewrap tmpfs.
+    """
+
+    name = "process"
+
+    def __init__(
+        self,
+        *,
+        bwrap: bool | None = None,
+        uid_range: range = DEFAULT_UID_RANGE,
+        lock_dir: Path | None = None,
+        scratch_root: Path | None = None,
+    ) -> None:
+        self._want_bwrap = bwrap
+        self._uids = UidPool(uid_range, lock_dir) if os.geteuid() == 0 else None
+        self._scratch_root = scratch_root
+        self._prlimit = shutil.which("prlimit") or shutil.which("prlimit", path=SANDBOX_PATH)
+
+    @property
+    def drops_privileges(self) -> bool:
+        """True when bots run under uids of their own (the referee is root)."""
+        return self._uids is not None
+
+    def _bwrap(self) -> BwrapStatus | None:
+        """The bubblewrap to use, or ``None``; warns once per process when there is none."""
+        global _warned_unconfined
+        if self._want_bwrap is False:
+            status = None
+            reason = "disabled by configuration"
+        else:
+            found = bwrap_status(self._uids)
+            if found.works:
+                return found
+            if self._want_bwrap:
+                raise InfrastructureError(f"bubblewrap is required but unusable: {found.reason}")
+            status, reason = None, found.reason
+        if not _warned_unconfined:
+            _warned_unconfined = True
+            uid_note = " and a dedicated uid" if self.drops_privileges else ""
+            log.warning(_UNCONFINED_WARNING, uid_note, reason)
+        return status
+
+    def describe(self) -> str:
+        """One line on what the bots are confined by."""
+        try:
+            status = self._bwrap()
+        except InfrastructureError as exc:
+            return f"process sandbox: {exc}"
+        uid = (
+            f", uids {self._uids.uids.start}-{self._uids.uids.stop - 1}"
+            if self._uids is not None
+            else ", the referee's own uid"
+        )
+        if status is None:
+            return f"process sandbox without bubblewrap: rlimits{uid}; NO network isolation"
+        return (
+            "process sandbox: bubblewrap (no network, read-only system folders, private /tmp, "
+            f"own pid namespace), rlimits{uid}"
+        )
+
+    async def start(self, bot: BotSpec, limits: Limits) -> ProcessBotProcess:
+        """Start ``bot`` under ``limits``.
+
+        Raises ``UsageError`` when the bot's folder is out of the sandbox user's reach and
+        ``InfrastructureError`` when the process cannot be started.
+        """
+        status = await asyncio.to_thread(self._bwrap)
+        lease = self._uids.acquire() if self._uids is not None else None
+        uid = lease.uid if lease is not None else os.geteuid()
+        scratch: Path | None = None
+        try:
+            if lease is not None:
+                self._check_reachable(bot, lease.uid)
+            if status is None or not status.sized_tmpfs:
+                scratch = self._make_scratch(lease)
+            nproc: int | None = None
+            if lease is not None:
+                nproc = limits.pids + (_BWRAP_PROCESSES if status is not None else 0)
+            rlimits = _rlimits(limits, nproc=nproc)
+            if status is not None:
+                argv, cwd = self._bwrap_argv(bot, limits, status, scratch), "/"
+                env = {"PATH": SANDBOX_PATH}
+                note = f"process sandbox: bubblewrap, uid {uid}"
+            else:
+                assert scratch is not None
+                argv, cwd = list(bot.command), str(bot.folder)
+                env = _bot_env(str(scratch))
+                note = f"process sandbox: no bubblewrap, uid {uid}"
+            preexec: Callable[[], None] | None = None
+            if self._prlimit is not None:
+                argv = _prlimit_argv(self._prlimit, rlimits) + argv
+            else:
+                preexec = _set_rlimits_in_child(rlimits)
+            loop = asyncio.get_running_loop()
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _BotProtocol(_STREAM_LIMIT, loop),
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                preexec_fn=preexec,
+                user=None if lease is None else lease.uid,
+                group=None if lease is None else lease.gid,
+                extra_groups=None if lease is None else [],
+            )
+        except BaseException as exc:
+            if scratch is not None:
+                _remove_tree(scratch)
+            if lease is not None:
+                lease.release()
+            if isinstance(exc, OSError):
+                raise InfrastructureError(f"cannot start bot {bot.name!r}: {exc}") from exc
+            raise
+        return ProcessBotProcess(
+            bot,
+            transport,
+            protocol,
+            lease=lease,
+            scratch=scratch,
+            bwrap=status is not None,
+            notes=[note],
+        )
+
+    def _check_reachable(self, bot: BotSpec, uid: int) -> None:
+        target = bot.folder / bot.single_file if bot.single_file else bot.folder
+        try:
+            blocker = _blocking_ancestor(target.resolve())
+        except FileNotFoundError:
+            raise UsageError(f"bot {bot.name!r}: {target} does not exist") from None
+        if blocker is not None:
+            raise UsageError(
+                f"bot {bot.name!r}: {target} is out of reach of the sandbox user (uid {uid}): "
+                f"{blocker} is not open to other users; stage the bot with stage_bot() into "
+                "a folder everyone may enter"
+            )
+
+    def _make_scratch(self, lease: UidLease | None) -> Path:
+        scratch = Path(tempfile.mkdtemp(prefix="referee-scratch-", dir=self._scratch_root))
+        if lease is not None:
+            os.chown(scratch, lease.uid, lease.gid)
+        return scratch
+
+    def _bwrap_argv(
+        self, bot: BotSpec, limits: Limits, status: BwrapStatus, scratch: Path | None
+    ) -> list[str]:
+        assert status.path is not None
+        env = _bot_env("/tmp")
+        argv = [status.path, *_BWRAP_FLAGS]
+        for key, value in env.items():
+            argv += ["--setenv", key, value]
+        argv += _system_binds()
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        if status.sized_tmpfs:
+            argv += ["--size", str(limits.tmp_mb * _MIB), "--tmpfs", "/tmp"]
+        else:
+            assert scratch is not None
+            argv += ["--bind", str(scratch), "/tmp"]
+        if bot.single_file:
+            name = bot.single_file
+            argv += ["--ro-bind", str(bot.folder / name), f"{BOT_MOUNT}/{name}"]
+        else:
+            argv += ["--ro-bind", str(bot.folder), BOT_MOUNT]
+        argv += ["--remount-ro", "/", "--chdir", BOT_MOUNT, "--", *bot.command]
+        return argv
+
+
+def _bot_env(tmp: str) -> dict[str, str]:
+    """The whole environment a bot sees: nothing is inherited from the referee."""
+    return {
+        "PATH": SANDBOX_PATH,
+        "LANG": "C.UTF-8",
+        "TMPDIR": tmp,
+        "HOME": tmp,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }

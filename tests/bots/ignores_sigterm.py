@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Ignores SIGTERM, SIGINT and SIGHUP, and never exits on `bye` or end of input.
+
+Self-contained (a single-file bot sees only its own file): the polite loop of polite.py
+plus signal handlers set at start and a refusal to exit. Markers on stderr are lines `WORD: result`.
+"""
+
+import json
+import signal
+import sys
+import time
+
+NAME = "ignores_sigterm"
+
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def log(line):
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def answer(msg):
+    """The polite reply fields for one `act` request."""
+    kind = msg.get("kind")
+    hand = msg.get("hand") or []
+    if kind == "give":
+        return {"cards": hand[: msg.get("count", 0)]}
+    if kind == "leftover":
+        offer = msg.get("offer") or []
+        return {"take": offer[0], "discard": hand[0] if hand else offer[0]}
+    legal = msg.get("legal") or [[]]
+    return {"cards": legal[0]}
+
+
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def trick(msg):
+    log("SIGTERM: ignored")
+
+
+def wants_trick(msg):
+    return True
+
+
+def main():
+    tricked = False
+    for line in sys.stdin:
+        msg = json.loads(line)
+        kind = msg.get("type")
+        if kind == "hello":
+            send({"id": msg["id"], "type": "ready", "name": NAME})
+        elif kind == "act":
+            if not tricked and wants_trick(msg):
+                tricked = True
+                if trick(msg) is False:
+                    continue
+            send(dict(answer(msg), id=msg["id"]))
+        elif kind == "bye":
+            break
+    log("EXIT: refusing to exit")
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

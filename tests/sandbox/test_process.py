@@ -1,0 +1,904 @@
+"""The process sandbox against real processes, real rlimits and real bubblewrap.
+
+Most properties are checked in both modes: ``bwrap`` (the default when bubblewrap works)
+and ``plain`` (rlimits, scratch folder and, as root, a dropped uid). Tests that need
+bubblewrap skip when it is unusable, except under CI (``CI=true``), where that is a failure.
+Tests about the dropped uid need root and skip otherwise. Every test checks that its bots
+left no process behind; a module fixture sweeps the uid range as a last resort.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import fcntl
+import json
+import logging
+import os
+import resource
+import shutil
+import signal
+import socket
+import sys
+import textwrap
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+import referee.sandbox
+from referee.errors import InfrastructureError, UsageError
+from referee.sandbox import get_sandbox, load_bot, make_staging_root, stage_bot
+from referee.sandbox import process as process_module
+from referee.sandbox.base import BotSpec, Limits
+from referee.sandbox.process import (
+    DEFAULT_UID_RANGE,
+    SANDBOX_PATH,
+    ProcessBotProcess,
+    ProcessSandbox,
+    UidPool,
+    bwrap_status,
+)
+
+T = TypeVar("T")
+
+BOTS = Path(__file__).resolve().parents[1] / "bots"
+IS_ROOT = os.geteuid() == 0
+LIMITS = Limits(memory_mb=256, cpu_seconds=20, file_size_mb=4, pids=32, tmp_mb=16)
+LINE_TIMEOUT_S = 15.0
+HELLO = {"type": "hello", "id": 1, "protocol": 1, "time": {"move_ms": 1000, "bank_ms": 5000}}
+ACT = {
+    "type": "act",
+    "id": 2,
+    "kind": "play",
+    "hand": ["7C", "8H", "AS"],
+    "trick": {"leader": 0, "count": 0, "top": []},
+    "passed": [],
+    "legal": [["7C"], ["8H"], ["AS"]],
+    "bank_ms": 5000,
+}
+
+TEST_UIDS = range(61500, 61600)  # away from the low uids other referees' tests lease first
+
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="dropping to a bot uid needs root")
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
+    """Run one scenario on a fresh event loop, bounded in time."""
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+def _bwrap_usable() -> bool:
+    pool = UidPool() if IS_ROOT else None
+    status = bwrap_status(pool)
+    if status.works:
+        return True
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but bubblewrap is unusable: {status.reason}")
+    return False
+
+
+@pytest.fixture(params=["bwrap", "plain"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Each sandbox property is checked with and without bubblewrap."""
+    if request.param == "bwrap" and not _bwrap_usable():
+        pytest.skip("bubblewrap is not usable here")
+    return str(request.param)
+
+
+@pytest.fixture
+def bwrap_only() -> None:
+    """For properties only bubblewrap gives (network, file-system view)."""
+    if not _bwrap_usable():
+        pytest.skip("bubblewrap is not usable here")
+
+
+def make_sandbox(mode: str, **options: Any) -> ProcessSandbox:
+    return ProcessSandbox(bwrap=(mode == "bwrap"), uid_range=TEST_UIDS, **options)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _status(pid: str) -> dict[str, str] | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+            text = handle.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+
+
+def _pgid(pid: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[2])
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def live_processes(
+    *, uid: int | None = None, pgid: int | None = None, uids: range = range(0)
+) -> list[str]:
+    """Non-zombie processes running as ``uid`` (or one of ``uids``) or in group ``pgid``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        fields = _status(pid)
+        if fields is None or fields.get("State", "").startswith("Z"):
+            continue
+        ids = {int(part) for part in fields.get("Uid", "").split()}
+        if (
+            (uid is not None and uid in ids)
+            or (pgid is not None and _pgid(pid) == pgid)
+            or any(each in uids for each in ids)
+        ):
+            found.append(f"{pid} {fields.get('Name')} uid={sorted(ids)}")
+    return found
+
+
+@contextlib.contextmanager
+def unleased(uid: int) -> Iterator[bool]:
+    """Hold ``uid``'s lease lock while checking it; ``False`` if another referee leased it.
+
+    Test runs may overlap (ours, the match runner's): a uid we released may already run
+    someone else's bot, which is theirs to check.
+    """
+    path = UidPool().lock_dir / str(uid)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def assert_nothing_left(bot: ProcessBotProcess, uid: int | None) -> None:
+    """No process of this bot is left: not in its process group, not under its uid."""
+    assert not live_processes(pgid=bot.pid), f"processes of {bot.spec.name} left in its group"
+    if uid is None:
+        return
+    with unleased(uid) as ours:
+        left = live_processes(uid=uid) if ours else []
+    assert not left, f"processes of bot {bot.spec.name} left under uid {uid}: {left}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sweep_uid_range() -> Iterator[None]:
+    """Last resort after the module: fail loudly, and kill, if a test bot uid still runs."""
+    yield
+    if not IS_ROOT or not live_processes(uids=TEST_UIDS):
+        return
+    left = {}
+    for uid in TEST_UIDS:
+        if not live_processes(uid=uid):
+            continue
+        with unleased(uid) as ours:
+            if ours:
+                left[uid] = live_processes(uid=uid)
+                asyncio.run(process_module.kill_uid(uid))
+    assert not left, f"bot processes left after the module: {left}"
+
+
+# --------------------------------------------------------------------------- bots
+
+
+@pytest.fixture(scope="module")
+def staging() -> Iterator[Path]:
+    """A staging root the sandbox users can enter (pytest's tmp_path is private to root)."""
+    root = make_staging_root()
+    yield root
+    shutil.rmtree(root)
+
+
+def staged(root: Path, name: str, *args: str) -> BotSpec:
+    """The hostile bot ``tests/bots/<name>.py`` staged under ``root``, with extra argv."""
+    spec = stage_bot(load_bot(BOTS / f"{name}.py"), root)
+    return dataclasses.replace(spec, command=spec.command + args)
+
+
+def script(root: Path, code: str, name: str = "probe") -> BotSpec:
+    """A single-file bot that runs ``code`` (to probe the sandbox from inside)."""
+    source = root / f"{name}-source"
+    source.mkdir(exist_ok=True)
+    (source / f"{name}.py").write_text(textwrap.dedent(code))
+    return stage_bot(load_bot(source / f"{name}.py"), root)
+
+
+async def send(bot: ProcessBotProcess, message: dict[str, Any]) -> None:
+    await bot.write(json.dumps(message).encode() + b"\n")
+
+
+async def reply(bot: ProcessBotProcess) -> dict[str, Any]:
+    line = await asyncio.wait_for(bot.stdout.readline(), LINE_TIMEOUT_S)
+    assert line.endswith(b"\n"), f"no reply line from {bot.spec.name}: {line!r}"
+    decoded: dict[str, Any] = json.loads(line)
+    return decoded
+
+
+async def greet(bot: ProcessBotProcess) -> None:
+    await send(bot, HELLO)
+    assert (await reply(bot))["type"] == "ready"
+
+
+async def marker(bot: ProcessBotProcess, word: str) -> str:
+    """Read the bot's stderr up to the line ``<word>: ...``; returns what follows."""
+    seen = []
+    while True:
+        line = await asyncio.wait_for(bot.stderr.readline(), LINE_TIMEOUT_S)
+        assert line, f"stderr ended before {word}: {b''.join(seen)[-2000:]!r}"
+        seen.append(line)
+        text = line.decode(errors="replace").rstrip("\n")
+        if text.startswith(word + ": "):
+            return text[len(word) + 2 :]
+
+
+async def markers(bot: ProcessBotProcess, prefix: str, until: str) -> list[str]:
+    """The bot's stderr lines starting with ``prefix``, up to one starting with ``until``."""
+    lines = []
+    while True:
+        line = await asyncio.wait_for(bot.stderr.readline(), LINE_TIMEOUT_S)
+        assert line, f"stderr ended before {until!r}: {lines}"
+        text = line.decode(errors="replace").rstrip("\n")
+        if text.startswith(prefix):
+            lines.append(text)
+        if text.startswith(until):
+            return lines
+
+
+# --------------------------------------------------------------------------- basics
+
+
+def test_round_trip_and_clean_exit(mode: str, staging: Path) -> None:
+    spec = staged(staging, "polite")
+
+    async def scenario() -> None:
+        bot = await make_sandbox(mode).start(spec, LIMITS)
+        uid = bot.uid
+        await greet(bot)
+        await send(bot, ACT)
+        assert await reply(bot) == {"id": 2, "cards": ["7C"]}
+        await bot.close_stdin()
+        ended = await bot.wait(10)
+        assert ended is not None and ended.returncode == 0 and ended.signal is None
+        scratch = bot.scratch
+        info = await bot.cleanup()
+        assert info.describe() == "exit code 0"
+        assert await bot.cleanup() is info
+        assert_nothing_left(bot, uid)
+        if scratch is not None:
+            assert not scratch.exists()
+
+    run(scenario())
+
+
+def test_inside_view(mode: str, staging: Path) -> None:
+    """Clean environment, cwd at the bot, a non-root uid (as root), the rlimits applied."""
+    spec = script(
+        staging,
+        """
+        import json, os, resource, sys
+        names = ["DATA", "CPU", "FSIZE", "NOFILE", "CORE", "NPROC"]
+        limits = {n: resource.getrlimit(getattr(resource, "RLIMIT_" + n)) for n in names}
+        print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
+                          "env": dict(os.environ), "cwd": os.getcwd(), "limits": limits,
+                          "exe": os.path.realpath(sys.executable), "files": os.listdir(".")}))
+        """,
+    )
+
+    async def scenario() -> dict[str, Any]:
+        bot = await make_sandbox(mode).start(spec, LIMITS)
+        try:
+            return await reply(bot)
+        finally:
+            await bot.cleanup()
+
+    seen = run(scenario())
+    tmp = "/tmp" if mode == "bwrap" else seen["env"]["TMPDIR"]
+    cwd = {"PWD": "/bot"} if mode == "bwrap" else {}  # bubblewrap sets PWD after --chdir
+    assert seen["env"] == cwd | {
+        "PATH": SANDBOX_PATH,
+        "LANG": "C.UTF-8",
+        "TMPDIR": tmp,
+        "HOME": tmp,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    assert seen["files"] == ["probe.py"]
+    assert seen["cwd"] == ("/bot" if mode == "bwrap" else str(spec.folder))
+    assert not seen["exe"].startswith(sys.prefix), "bots must not run the referee's venv"
+    mib = 1024 * 1024
+    assert seen["limits"]["DATA"] == [256 * mib] * 2
+    assert seen["limits"]["CPU"] == [20, 21]
+    assert seen["limits"]["FSIZE"] == [4 * mib] * 2
+    assert seen["limits"]["NOFILE"] == [LIMITS.open_files] * 2
+    assert seen["limits"]["CORE"] == [0, 0]
+    if IS_ROOT:
+        assert seen["uid"] in DEFAULT_UID_RANGE and seen["gid"] == seen["uid"]
+        assert seen["groups"] in ([], [seen["gid"]])
+        extra = 2 if mode == "bwrap" else 0
+        assert seen["limits"]["NPROC"] == [LIMITS.pids + extra] * 2
+
+
+def test_rlimits_without_prlimit(staging: Path) -> None:
+    """Where prlimit is missing, the same limits come from a preexec function."""
+    spec = script(staging, "import resource; print(resource.getrlimit(resource.RLIMIT_DATA))")
+    sandbox = make_sandbox("plain")
+    sandbox._prlimit = None
+
+    async def scenario() -> bytes:
+        bot = await sandbox.start(spec, LIMITS)
+        try:
+            return await asyncio.wait_for(bot.stdout.readline(), LINE_TIMEOUT_S)
+        finally:
+            await bot.cleanup()
+
+    assert run(scenario()).strip() == str((256 << 20, 256 << 20)).encode()
+
+
+@needs_root
+def test_concurrent_bots_get_distinct_uids(staging: Path) -> None:
+    spec = staged(staging, "polite")
+
+    async def scenario() -> None:
+        first_sandbox, second_sandbox = make_sandbox("plain"), make_sandbox("plain")
+        bots = [await sandbox.start(spec, LIMITS) for sandbox in (first_sandbox, second_sandbox)]
+        uids = [bot.uid for bot in bots]
+        assert None not in uids and len(set(uids)) == 2
+        # Another referee process would use its own pool: the lock files keep them apart.
+        other = UidPool().acquire()
+        try:
+            assert other.uid not in uids
+        finally:
+            other.release()
+        for bot in bots:
+            await greet(bot)
+            await bot.cleanup()
+            assert_nothing_left(bot, bot.uid)
+
+    run(scenario())
+
+
+def test_uid_pool_exhaustion_is_an_infrastructure_error(tmp_path: Path) -> None:
+    pool = UidPool(range(61990, 61991), lock_dir=tmp_path / "locks")
+    lease = pool.acquire()
+    try:
+        with pytest.raises(InfrastructureError, match="no free sandbox uid"):
+            pool.acquire()
+    finally:
+        lease.release()
+    pool.acquire().release()
+
+
+@needs_root
+def test_unreachable_bot_folder_is_a_usage_error(tmp_path: Path) -> None:
+    """pytest's tmp_path is private to root: a dropped uid could not read a bot there."""
+    (tmp_path / "bot.py").write_text("print('hi')\n")
+    spec = load_bot(tmp_path / "bot.py")
+    with pytest.raises(UsageError, match="out of reach of the sandbox user"):
+        run(make_sandbox("plain").start(spec, LIMITS))
+
+
+def test_warns_once_without_bubblewrap(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(process_module, "_warned_unconfined", False)
+    with caplog.at_level(logging.WARNING, logger="referee.sandbox.process"):
+        for _ in range(3):
+            assert "NO network isolation" in make_sandbox("plain").describe()
+    warnings = [r for r in caplog.records if "WITHOUT bubblewrap" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "no network" in warnings[0].getMessage()
+
+
+def test_required_bubblewrap_missing(monkeypatch: pytest.MonkeyPatch, staging: Path) -> None:
+    monkeypatch.setattr(process_module, "_find_bwrap", lambda: None)
+    monkeypatch.setattr(process_module, "_bwrap_cache", {})
+    with pytest.raises(InfrastructureError, match="bwrap is not installed"):
+        run(make_sandbox("bwrap").start(staged(staging, "polite"), LIMITS))
+
+
+def test_get_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert isinstance(get_sandbox("process"), ProcessSandbox)
+    with pytest.raises(UsageError, match="unknown sandbox 'nope'"):
+        get_sandbox("nope")
+    # As if the docker extra were missing (also when another test imported the module).
+    monkeypatch.setitem(sys.modules, "referee.sandbox.docker", None)
+    monkeypatch.delattr(referee.sandbox, "docker", raising=False)
+    with pytest.raises(UsageError, match="pip install"):
+        get_sandbox("docker")
+    assert isinstance(get_sandbox("auto"), ProcessSandbox)
+
+
+# --------------------------------------------------------------------------- ending
+
+
+def test_write_after_exit_raises_connection_error(mode: str, staging: Path) -> None:
+    spec = staged(staging, "exits_mid_match")
+
+    async def scenario() -> None:
+        bot = await make_sandbox(mode).start(spec, LIMITS)
+        await greet(bot)
+        await send(bot, ACT)
+        ended = await bot.wait(10)
+        assert ended is not None and ended.returncode == 3
+        with pytest.raises(ConnectionError):
+            await send(bot, ACT)
+        await bot.close_stdin()
+        await bot.close_stdin()
+        await bot.kill()
+        await bot.kill()
+        assert (await bot.cleanup()).describe() == "exit code 3"
+
+    run(scenario())
+
+
+def test_kill_a_bot_that_ignores_sigterm(mode: str, staging: Path) -> None:
+    spec = staged(staging, "ignores_sigterm")
+
+    async def scenario() -> None:
+        bot = await make_sandbox(mode).start(spec, LIMITS)
+        uid = bot.uid
+        await greet(bot)
+        await bot.close_stdin()
+        assert await marker(bot, "EXIT") == "refusing to exit"
+        assert await bot.wait(0.3) is None
+        info = await bot.cleanup()
+        assert info.signal == signal.SIGKILL
+        assert "killed by the referee" in info.detail
+        assert_nothing_left(bot, uid)
+
+    run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("name", "word"),
+    [
+        ("fork_many", "FORK"),
+        ("setsid_daemon", "DAEMON"),
+        ("child_holds_stdout", "CHILD"),
+        ("endless_line", None),
+        ("infinite_loop", "LOOP"),
+    ],
+)
+def test_kill_leaves_no_process(mode: str, staging: Path, name: str, word: str | None) -> None:
+    if mode == "plain" and not IS_ROOT and name in ("setsid_daemon", "child_holds_stdout"):
+        pytest.skip("without bubblewrap only a dedicated uid finds processes outside the group")
+    spec = staged(staging, name)
+
+    async def scenario() -> None:
+        bot = await make_sandbox(mode).start(spec, LIMITS)
+        uid = bot.uid
+        try:
+            await greet(bot)
+            await send(bot, ACT)
+            await check_trick(bot, uid)
+        finally:
+            await bot.cleanup()
+        assert_nothing_left(bot, uid)
+
+    async def check_trick(bot: ProcessBotProcess, uid: int | None) -> None:
+        if word is None:
+            await bot.stdout.readexactly(1 << 20)
+            return
+        await marker(bot, word)
+        if name == "setsid_daemon":
+            assert await reply(bot) == {"id": 2, "cards": ["7C"]}
+            if IS_ROOT:
+                assert len(live_processes(uid=uid)) >= 2 + (mode == "bwrap")
+        if name == "child_holds_stdout":
+            assert await bot.wait(LINE_TIMEOUT_S) is not None, "the bot itself has exited"
+            if mode == "bwrap":
+                # bwrap follows the bot; its pid namespace takes the child with it.
+                assert await asyncio.wait_for(bot.stdout.read(), LINE_TIMEOUT_S) == b""
+            elif IS_ROOT:
+                assert live_processes(uid=uid), "the child should outlive its parent"
+
+    run(scenario())
+
+
+@needs_root
+def test_process_limit_stops_a_fork_storm(mode: str, staging: Path) -> None:
+    spec = staged(staging, "fork_many")
+
+    async def scenario() -> str:
+        bot = await make_sandbox(mode).start(spec, dataclasses.replace(LIMITS, pids=16))
+        try:
+            await greet(bot)
+            await send(bot, ACT)
+            report = await marker(bot, "FORK")
+            assert await reply(bot) == {"id": 2, "cards": ["7C"]}
+            return report
+        finally:
+            await bot.cleanup()
+
+    report = run(scenario())
+    started = int(report.split()[1])
+    assert started < 16 and "Resource temporarily unavailable" in report
+
+
+# --------------------------------------------------------------------------- the bots
+
+
+def _first_line_check(name: str, line: bytes) -> None:
+    """What each protocol-breaking bot writes at its first ``act`` (the runner's inputs)."""
+    if name == "garbage":
+        assert line == b"this is not json at all\n"
+    elif name == "invalid_utf8":
+        with pytest.raises(UnicodeDecodeError):
+            line.decode("utf-8")
+    elif name == "deep_json":
+        assert len(line) < 65536 and line.startswith(b"[[[[")
+        with pytest.raises(RecursionError):
+            json.loads(line)
+    else:
+        expected = {
+            "wrong_id": {"id": 1002, "cards": ["7C"]},
+            "unsolicited": {"id": 2, "cards": ["7C"]},
+            "same_card_twice": {"id": 2, "cards": ["7C", "7C"]},
+            "pass_lead": {"id": 2, "cards": []},
+            "trickle": {"id": 2, "cards": ["7C"]},
+            "polite": {"id": 2, "cards": ["7C"]},
+        }
+        if name == "not_held":
+            cards = json.loads(line)["cards"]
+            assert len(cards) == 1 and cards[0] not in ACT["hand"]
+        else:
+            assert json.loads(line) == expected[name]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "polite",
+        "garbage",
+        "invalid_utf8",
+        "deep_json",
+        "wrong_id",
+        "unsolicited",
+        "same_card_twice",
+        "pass_lead",
+        "not_held",
+        "trickle",
+    ],
+)
+def test_protocol_breaking_bots(name: str, staging: Path) -> None:
+    spec = staged(staging, name)
+
+    async def scenario() -> None:
+        bot = await make_sandbox("bwrap" if _bwrap_usable() else "plain").start(spec, LIMITS)
+        try:
+            await greet(bot)
+            await send(bot, ACT)
+            line = await asyncio.wait_for(bot.stdout.readline(), LINE_TIMEOUT_S)
+            _first_line_check(name, line)
+            if name == "unsolicited":
+                assert await reply(bot) == {"id": 2, "cards": ["7C"]}
+            await send(bot, {"type": "bye"})
+            ended = await bot.wait(LINE_TIMEOUT_S)
+            assert ended is not None and ended.returncode == 0
+        finally:
+            await bot.cleanup()
+
+    run(scenario())
+
+
+def test_silent_and_flooding_bots(mode: str, staging: Path) -> None:
+    silent, flood = staged(staging, "never_answers"), staged(staging, "stderr_flood")
+
+    async def scenario() -> None:
+        sandbox = make_sandbox(mode)
+        quiet = await sandbox.start(silent, LIMITS)
+        loud = await sandbox.start(flood, LIMITS)
+        try:
+            await greet(quiet)
+            await greet(loud)
+            await send(quiet, ACT)
+            await send(loud, ACT)
+            drained = asyncio.create_task(loud.stderr.read())
+            assert await reply(loud) == {"id": 2, "cards": ["7C"]}
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(quiet.stdout.readline(), 0.5)
+            await loud.close_stdin()
+            assert await loud.wait(LINE_TIMEOUT_S) is not None
+            assert len(await drained) == 16 * 1024 * 1024
+        finally:
+            await quiet.cleanup()
+            await loud.cleanup()
+
+    run(scenario())
+
+
+def test_closed_stdout(mode: str, staging: Path) -> None:
+    """Without bubblewrap the referee sees end of file at once; under bubblewrap, bwrap's
+    own processes keep the pipe open, so only the move timeout (or the exit) tells."""
+    spec = staged(staging, "closes_stdout")
+
+    async def scenario() -> bytes | None:
+        bot = await make_sandbox(mode).start(spec, LIMITS)
+        try:
+            await greet(bot)
+            await send(bot, ACT)
+            assert await marker(bot, "STDOUT") == "closed"
+            try:
+                return await asyncio.wait_for(bot.stdout.read(), 1.0)
+            except TimeoutError:
+                return None
+            finally:
+                assert await bot.wait(0) is None, "the bot keeps running"
+        finally:
+            await bot.cleanup()
+
+    assert run(scenario()) == (None if mode == "bwrap" else b"")
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def test_memory_bomb_stopped_by_data_limit(mode: str, staging: Path) -> None:
+    spec = staged(staging, "memory_bomb")
+
+    async def scenario() -> tuple[int | None, bytes]:
+        bot = await make_sandbox(mode).start(spec, dataclasses.replace(LIMITS, memory_mb=128))
+        try:
+            await greet(bot)
+            await send(bot, ACT)
+            ended = await bot.wait(LINE_TIMEOUT_S)
+            assert ended is not None
+            return ended.returncode, await bot.stderr.read()
+        finally:
+            await bot.cleanup()
+
+    returncode, stderr = run(scenario())
+    assert returncode == 1
+    assert b"MemoryError" in stderr
+    assert b"MEMORY: 128 MiB" not in stderr and b"no limit hit" not in stderr
+
+
+def test_cpu_loop_killed_by_cpu_limit(mode: str, staging: Path) -> None:
+    spec = staged(staging, "infinite_loop")
+
+    async def scenario() -> None:
+        bot = await make_sandbox(mode).start(spec, dataclasses.replace(LIMITS, cpu_seconds=1))
+        try:
+            await greet(bot)
+            await send(bot, ACT)
+            ended = await bot.wait(LINE_TIMEOUT_S)
+            assert ended is not None
+            assert ended.signal == signal.SIGXCPU
+            assert "CPU time limit" in ended.detail
+            assert ended.describe() == f"killed by signal {int(signal.SIGXCPU)}"
+        finally:
+            await bot.cleanup()
+
+    run(scenario())
+
+
+def test_file_size_limit(mode: str, staging: Path) -> None:
+    spec = script(
+        staging,
+        """
+        import os
+        path = os.path.join(os.environ["TMPDIR"], "big")
+        with open(path, "wb") as handle:
+            handle.write(b"x" * (1 << 20))
+            try:
+                handle.write(b"x" * (2 << 20))
+                handle.flush()
+                print("FSIZE: open", flush=True)
+            except OSError as exc:
+                print("FSIZE: " + (exc.strerror or str(exc)), flush=True)
+        """,
+    )
+
+    async def scenario() -> bytes:
+        limits = dataclasses.replace(LIMITS, file_size_mb=2, tmp_mb=8)
+        bot = await make_sandbox(mode).start(spec, limits)
+        try:
+            return await asyncio.wait_for(bot.stdout.readline(), LINE_TIMEOUT_S)
+        finally:
+            await bot.cleanup()
+
+    assert run(scenario()).strip() == b"FSIZE: File too large"
+
+
+def test_private_tmp_is_size_limited(bwrap_only: None, staging: Path) -> None:
+    spec = script(
+        staging,
+        """
+        import os
+        written = 0
+        try:
+            for index in range(64):
+                with open("/tmp/part%d" % index, "wb") as handle:
+                    handle.write(b"x" * (1 << 20))
+                written += 1
+        except OSError as exc:
+            print("TMP: %d MiB, %s" % (written, exc.strerror), flush=True)
+        """,
+    )
+
+    async def scenario() -> bytes:
+        bot = await make_sandbox("bwrap").start(spec, dataclasses.replace(LIMITS, tmp_mb=4))
+        try:
+            return await asyncio.wait_for(bot.stdout.readline(), LINE_TIMEOUT_S)
+        finally:
+            await bot.cleanup()
+
+    assert run(scenario()).strip() in (
+        b"TMP: 3 MiB, No space left on device",
+        b"TMP: 4 MiB, No space left on device",
+    )
+
+
+# --------------------------------------------------------------------------- isolation
+
+
+def test_no_network_under_bubblewrap(bwrap_only: None, staging: Path) -> None:
+    verdict, connected = _network_scenario("bwrap", staging)
+    assert verdict == "blocked"
+    assert not connected
+
+
+def test_network_is_open_without_bubblewrap(staging: Path) -> None:
+    """The documented gap of the plain mode (and proof that the check above can fail)."""
+    verdict, connected = _network_scenario("plain", staging)
+    assert verdict == "open"
+    assert connected
+
+
+def _network_scenario(mode: str, staging: Path) -> tuple[str, bool]:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.setblocking(False)
+        spec = staged(staging, "network", str(listener.getsockname()[1]))
+
+        async def scenario() -> str:
+            bot = await make_sandbox(mode).start(spec, LIMITS)
+            try:
+                await greet(bot)
+                await send(bot, ACT)
+                verdict = await marker(bot, "NETWORK")
+                assert await reply(bot) == {"id": 2, "cards": ["7C"]}
+                return verdict
+            finally:
+                await bot.cleanup()
+
+        verdict = run(scenario())
+        try:
+            listener.accept()[0].close()
+        except BlockingIOError:
+            return verdict, False
+        return verdict, True
+
+
+def test_cannot_write_outside_scratch(mode: str, staging: Path) -> None:
+    if mode == "plain" and not IS_ROOT:
+        pytest.skip("without bubblewrap the bot's own uid owns its files")
+    spec = staged(staging, "write_outside")
+
+    async def scenario() -> list[str]:
+        bot = await make_sandbox(mode).start(spec, LIMITS)
+        try:
+            await greet(bot)
+            await send(bot, ACT)
+            lines = await markers(bot, "WRITE", "WRITE-TMP: ")
+            assert await reply(bot) == {"id": 2, "cards": ["7C"]}
+            return lines
+        finally:
+            await bot.cleanup()
+
+    lines = run(scenario())
+    assert "WRITE-OUTSIDE: blocked" in lines, lines
+    assert "WRITE-TMP: ok" in lines, lines
+    assert len([line for line in lines if " denied " in line]) == 5, lines
+    assert sorted(os.listdir(spec.folder)) == ["write_outside.py"]
+
+
+@needs_root
+def test_files_left_in_shared_tmp_folders_are_removed(staging: Path) -> None:
+    """Without bubblewrap a bot can write to /tmp, /var/tmp and /dev/shm; cleanup sweeps."""
+    spec = script(
+        staging,
+        """
+        import os
+        for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+            os.makedirs(os.path.join(folder, "referee-leftover-%d" % os.getpid(), "sub"))
+            with open(os.path.join(folder, "referee-leftover-file-%d" % os.getpid()), "w"):
+                pass
+        print("done", flush=True)
+        """,
+    )
+
+    async def scenario() -> int | None:
+        bot = await make_sandbox("plain").start(spec, LIMITS)
+        uid = bot.uid
+        try:
+            assert await asyncio.wait_for(bot.stdout.readline(), LINE_TIMEOUT_S) == b"done\n"
+        finally:
+            await bot.cleanup()
+        return uid
+
+    uid = run(scenario())
+    for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+        left = [
+            entry.path
+            for entry in os.scandir(folder)
+            if entry.stat(follow_symlinks=False).st_uid == uid
+        ]
+        assert not left
+
+
+def test_cannot_read_secrets_or_other_bots(mode: str, staging: Path) -> None:
+    if mode == "plain" and not IS_ROOT:
+        pytest.skip("without bubblewrap or a dropped uid the bot reads what the referee reads")
+    other = staged(staging, "polite")
+    secret = other.folder / "polite.py"
+    # Without bubblewrap the staged copies are world-readable by design (0644); what keeps
+    # them apart is the unlistable staging root, so the plain bot does not get the path.
+    extra = (str(secret), str(other.folder)) if mode == "bwrap" else ()
+    spec = staged(staging, "read_other", *extra)
+
+    async def scenario() -> list[str]:
+        bot = await make_sandbox(mode).start(spec, LIMITS)
+        try:
+            await greet(bot)
+            await send(bot, ACT)
+            lines = await markers(bot, "READ", "READ-SECRETS: ")
+            assert await reply(bot) == {"id": 2, "cards": ["7C"]}
+            return lines
+        finally:
+            await bot.cleanup()
+
+    lines = run(scenario())
+    assert lines[-1] == "READ-SECRETS: blocked", lines
+    assert any(line.startswith("READ: /etc/shadow denied") for line in lines)
+    assert any(line.startswith("READ: /root denied") for line in lines)
+    if mode == "bwrap":
+        assert any(line.startswith(f"READ: {secret} denied") for line in lines)
+    else:
+        assert any(line.startswith(f"READ: {staging} denied") for line in lines)
+
+
+def test_bot_cannot_signal_the_referee_or_other_bots(mode: str, staging: Path) -> None:
+    if mode == "plain" and not IS_ROOT:
+        pytest.skip("a bot under the referee's own uid and pid namespace can kill it")
+    spec = staged(staging, "signal_parent", "--kill-all")
+    victim_spec = staged(staging, "polite")
+
+    async def scenario() -> list[str]:
+        sandbox = make_sandbox(mode)
+        victim = await sandbox.start(victim_spec, LIMITS)
+        bot = await sandbox.start(spec, LIMITS)
+        try:
+            await greet(victim)
+            await greet(bot)
+            await send(bot, ACT)
+            lines = await markers(bot, "SIGNAL: ", "SIGNAL: still alive")
+            assert await reply(bot) == {"id": 2, "cards": ["7C"]}
+            await send(victim, ACT)
+            assert await reply(victim) == {"id": 2, "cards": ["7C"]}
+            return lines
+        finally:
+            await bot.cleanup()
+            await victim.cleanup()
+
+    lines = run(scenario())
+    assert any(line.startswith("SIGNAL: kill(-1, SIGKILL)") for line in lines), lines
+    if mode == "plain":
+        parent_lines = [line for line in lines if "kill(parent" in line]
+        assert parent_lines and all("denied" in line for line in parent_lines), lines
+        return
+    # Under bubblewrap the parent is the namespace's init, which ignores these signals.
+    assert any("kill(parent 1," in line for line in lines), lines
+
+
+def test_resource_module_matches_prlimit_names() -> None:
+    """prlimit is driven by name; every resource we limit must have one."""
+    limits = process_module._rlimits(LIMITS, nproc=7)
+    assert set(limits) <= set(process_module._PRLIMIT_NAMES)
+    assert limits[resource.RLIMIT_NPROC] == (7, 7)

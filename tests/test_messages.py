@@ -1,0 +1,329 @@
+"""referee.messages: building, encoding and parsing every protocol message."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from referee import messages as m
+from referee.errors import BotFault
+
+RULES: dict[str, Any] = {
+    "name": "arschloch",
+    "deck": "skat32",
+    "suits": ["C", "S", "H", "D"],
+    "ranks": ["7", "8", "9", "10", "J", "Q", "K", "A"],
+    "deal": "equal",
+    "pass_rule": "reenter",
+    "equal_rank": "forbidden",
+    "top_card_ends_trick": True,
+    "no_finish_on": ["A"],
+    "start_card": "7C",
+    "exchange": [2, 1],
+    "return_choice": "choose",
+    "leftovers": "swap",
+    "scoring": "below",
+    "target": 15,
+    "rounds": None,
+    "max_rounds": 100,
+    "tie_break": "shared",
+}
+
+# One example of every referee-to-bot message, as the JSON object a bot reads.
+TO_BOT: list[dict[str, Any]] = [
+    {
+        "type": "hello",
+        "id": 1,
+        "protocol": 1,
+        "time": {"move_ms": 200, "bank_ms": 10000, "hello_ms": 5000},
+    },
+    {
+        "type": "match_start",
+        "match": "demo-1",
+        "seat": 2,
+        "players": ["a", "b", "c", "d"],
+        "rules": {**RULES, "players": 4},
+        "bank_ms": 10000,
+    },
+    {
+        "type": "round_start",
+        "round": 1,
+        "dealer": 0,
+        "hand": ["7C", "8H", "8D", "JC", "QS", "KD", "AS", "10H"],
+        "hand_sizes": [8, 8, 8, 8],
+        "roles": None,
+        "scores": [0, 0, 0, 0],
+        "leftovers": [],
+    },
+    {
+        "type": "round_start",
+        "round": 2,
+        "dealer": 3,
+        "hand": ["7C"],
+        "hand_sizes": [1, 1, 1],
+        "roles": ["president", "citizen", "arschloch"],
+        "scores": [2, 1, 0],
+        "leftovers": ["9C", "KH"],
+    },
+    {
+        "type": "act",
+        "id": 7,
+        "kind": "play",
+        "hand": ["8H", "8D", "JC", "AS"],
+        "trick": {"leader": 2, "count": 0, "top": []},
+        "passed": [],
+        "legal": [["8H"], ["8H", "8D"], ["JC"], ["AS"]],
+        "bank_ms": 10000,
+    },
+    {"type": "act", "id": 8, "kind": "give", "hand": ["7C", "AS", "AD"], "to": 3, "count": 2},
+    {"type": "act", "id": 9, "kind": "leftover", "hand": ["7C", "AS"], "offer": ["9C", "KH"]},
+    {"type": "played", "seat": 2, "cards": ["8H", "8D"]},
+    {"type": "passed", "seat": 0},
+    {"type": "skipped", "seat": 1},
+    {"type": "trick_end", "winner": 3, "reason": "top_card", "leader": 3},
+    {"type": "finished", "seat": 3, "place": 1},
+    {"type": "eliminated", "seat": 0, "place": 4, "cards": ["AC", "AS"]},
+    {"type": "exchanged", "from": 0, "to": 3, "count": 2},
+    {"type": "received", "from": 0, "cards": ["QS", "AD"]},
+    {"type": "leftover_taken", "seat": 2, "card": "KH"},
+    {"type": "fault", "seat": 1, "kind": "timeout", "detail": "no reply within move_ms + bank"},
+    {"type": "round_end", "places": [3, 1, 2, 0], "points": [0, 2, 1, 3], "scores": [0, 2, 1, 3]},
+    {
+        "type": "match_end",
+        "standings": [
+            {"seat": 3, "name": "d", "place": 1, "score": 15, "forfeit": False},
+            {"seat": 1, "name": "b", "place": 2, "score": 9, "forfeit": True},
+        ],
+    },
+    {"type": "bye"},
+]
+
+
+def _id(msg: dict[str, Any]) -> str:
+    return str(msg["type"]) + (f"-{msg['kind']}" if msg["type"] == "act" else "")
+
+
+@pytest.mark.parametrize("msg", TO_BOT, ids=[_id(x) for x in TO_BOT])
+def test_to_bot_round_trip_is_exact(msg: dict[str, Any]) -> None:
+    model = m.parse_to_bot(msg)
+    line = m.encode(model)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert b", " not in line and b": " not in line, "encoding must be compact"
+    assert json.loads(line) == msg
+    assert m.parse_to_bot(line) == model
+
+
+def test_every_to_bot_type_has_an_example() -> None:
+    sent = {(x["type"], x.get("kind") if x["type"] == "act" else None) for x in TO_BOT}
+    assert sent == {
+        ("hello", None), ("match_start", None), ("round_start", None), ("act", "play"),
+        ("act", "give"), ("act", "leftover"), ("played", None), ("passed", None),
+        ("skipped", None), ("trick_end", None), ("finished", None), ("eliminated", None),
+        ("exchanged", None), ("received", None), ("leftover_taken", None), ("fault", None),
+        ("round_end", None), ("match_end", None), ("bye", None),
+    }  # fmt: skip
+
+
+def test_models_are_built_with_python_names_and_sent_with_protocol_names() -> None:
+    line = m.encode(m.Exchanged(from_=1, to=2, count=2))
+    assert line == b'{"type":"exchanged","from":1,"to":2,"count":2}\n'
+    act = m.ActPlay(
+        id=7,
+        hand=["8H"],
+        trick=m.Trick(leader=0, count=1, top=["7C"]),
+        passed=[],
+        legal=[["8H"], []],
+        bank_ms=500,
+    )
+    assert json.loads(m.encode(act))["kind"] == "play"
+    assert list(json.loads(m.encode(act))) == [
+        "type", "id", "kind", "hand", "trick", "passed", "legal", "bank_ms",
+    ]  # fmt: skip
+
+
+def test_nullable_fields_are_sent_as_null() -> None:
+    rules = m.Rules.model_validate(RULES)
+    assert json.loads(m.encode(rules))["rounds"] is None
+    start = m.RoundStart(
+        round=1, dealer=0, hand=[], hand_sizes=[0, 0, 0], roles=None, scores=[0, 0, 0], leftovers=[]
+    )
+    assert json.loads(m.encode(start))["roles"] is None
+
+
+def test_rules_keep_extra_keys_and_accept_points_tables() -> None:
+    rules = m.Rules.model_validate({**RULES, "scoring": [2, 1, -1, -2], "players": 4})
+    data = json.loads(m.encode(rules))
+    assert data["players"] == 4 and data["scoring"] == [2, 1, -1, -2]
+    with pytest.raises(ValidationError):
+        m.Rules.model_validate({**RULES, "scoring": "above"})
+
+
+def test_to_bot_models_refuse_bad_values() -> None:
+    with pytest.raises(ValidationError):
+        m.Played(seat=0, cards=["XY"])
+    with pytest.raises(ValidationError):
+        m.Played(seat=-1, cards=["7C"])
+    with pytest.raises(ValidationError):
+        m.parse_to_bot({"type": "act", "id": 1, "kind": "dance", "hand": []})
+    with pytest.raises(ValidationError):
+        m.parse_to_bot({"type": "nonsense"})
+
+
+def test_to_bot_models_ignore_unknown_fields_and_are_frozen() -> None:
+    played = m.parse_to_bot({"type": "played", "seat": 1, "cards": ["7C"], "future": 1})
+    assert isinstance(played, m.Played)
+    assert b"future" not in m.encode(played)
+    with pytest.raises(ValidationError):
+        played.seat = 2  # type: ignore[misc]
+
+
+def test_encode_plain_mapping() -> None:
+    assert m.encode({"type": "bye"}) == b'{"type":"bye"}\n'
+    assert m.encode({"name": "café"}) == '{"name":"café"}\n'.encode()
+
+
+# --- replies ------------------------------------------------------------------------------
+
+
+def test_ready_reply() -> None:
+    ready = m.parse_reply(b'{"id":1,"type":"ready","name":"bot","version":"2"}\n', 1, "hello")
+    assert ready == m.Ready(id=1, type="ready", name="bot", version="2")
+    bare = m.parse_reply(b'{"id":1,"type":"ready","name":"bot"}', 1, "hello")
+    assert bare.version is None
+    assert m.encode(bare) == b'{"id":1,"type":"ready","name":"bot"}\n'
+
+
+def test_play_give_and_leftover_replies() -> None:
+    play = m.parse_reply(b'{"id":7,"cards":["8H","8D"]}\n', 7, "play")
+    assert isinstance(play, m.PlayReply) and play.cards == ["8H", "8D"]
+    assert m.parse_reply(b'{"id":7,"cards":[]}', 7, "play").cards == []
+    give = m.parse_reply(b'{"id":8,"cards":["7C"]}', 8, "give")
+    assert isinstance(give, m.GiveReply)
+    left = m.parse_reply(b'{"id":9,"take":"KH","discard":"7C"}', 9, "leftover")
+    assert (left.take, left.discard) == ("KH", "7C")
+
+
+def test_reply_cards_are_not_checked_against_the_deck() -> None:
+    """A string that is no card is an illegal play, judged by the rules, not a protocol fault."""
+    assert m.parse_reply(b'{"id":1,"cards":["ZZ"]}', 1, "play").cards == ["ZZ"]
+
+
+def test_unknown_reply_fields_are_ignored() -> None:
+    line = b'{"id":3,"cards":["7C"],"debug":{"thinking":[1,[2,[3]]]},"type":"x"}'
+    assert m.parse_reply(line, 3, "play") == m.PlayReply(id=3, cards=["7C"])
+
+
+def test_reply_round_trip() -> None:
+    for reply, kind in [
+        (m.PlayReply(id=4, cards=["10H"]), "play"),
+        (m.GiveReply(id=5, cards=["7C", "8C"]), "give"),
+        (m.LeftoverReply(id=6, take="AS", discard="7D"), "leftover"),
+    ]:
+        assert m.parse_reply(m.encode(reply), reply.id, kind) == reply
+
+
+def _fault(line: bytes, expected_id: int = 7, kind: str = "play") -> BotFault:
+    with pytest.raises(BotFault) as info:
+        m.parse_reply(line, expected_id, kind)
+    assert info.value.kind == "protocol"
+    assert info.value.request_id == expected_id
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("line", "detail"),
+    [
+        (b'\xff{"id":7}', "reply is not valid UTF-8 (bad byte at offset 0)"),
+        (b"\n", "reply is an empty line"),
+        (b"pass", "reply is not valid JSON: Expecting value at column 1"),
+        (b'{"id":7,"cards":[]', "reply is not valid JSON: Expecting ',' delimiter at column 19"),
+        (b'{"id":7,"cards":[]} {}', "reply is not valid JSON: Extra data at column 21"),
+        (b'["8H"]', "reply must be a JSON object, got a list"),
+        (b'"hi"', "reply must be a JSON object, got a string"),
+        (b"null", "reply must be a JSON object, got null"),
+        (b'{"cards":[]}', "reply is missing field 'id'"),
+        (b'{"id":"7","cards":[]}', "field 'id' must be an integer, got a string"),
+        (b'{"id":7.0,"cards":[]}', "field 'id' must be an integer, got a number"),
+        (b'{"id":true,"cards":[]}', "field 'id' must be an integer, got a boolean"),
+        (b'{"id":8,"cards":[]}', "reply id 8 does not match request id 7"),
+        (b'{"id":7}', "reply is missing field 'cards'"),
+        (b'{"id":7,"cards":"8H"}', "field 'cards' must be a list of card strings, got a string"),
+        (b'{"id":7,"cards":null}', "field 'cards' must be a list of card strings, got null"),
+        (
+            b'{"id":7,"cards":["8H",8]}',
+            "field 'cards' must be a list of card strings; item 1 is a number",
+        ),
+    ],
+)
+def test_play_reply_protocol_faults(line: bytes, detail: str) -> None:
+    assert _fault(line).detail == detail
+
+
+def test_ready_and_leftover_faults() -> None:
+    assert _fault(b'{"id":7,"type":"ready"}', kind="hello").detail == (
+        "reply is missing field 'name'"
+    )
+    assert _fault(b'{"id":7,"type":"hi","name":"x"}', kind="hello").detail == (
+        'field \'type\' must be the string "ready", got "hi"'
+    )
+    assert _fault(b'{"id":7,"name":"x"}', kind="hello").detail == "reply is missing field 'type'"
+    assert _fault(b'{"id":7,"type":"ready","name":5}', kind="hello").detail == (
+        "field 'name' must be a string, got a number"
+    )
+    assert _fault(b'{"id":7,"take":"AS","discard":["7C"]}', kind="leftover").detail == (
+        "field 'discard' must be a card string, got a list"
+    )
+
+
+def test_fault_keeps_the_offending_line_cut_to_200_bytes() -> None:
+    line = b'{"id":7,"cards":"' + b"x" * 500 + b'"}'
+    fault = _fault(line)
+    assert fault.reply == line[:200].decode()
+
+
+def test_over_long_line_is_a_fault() -> None:
+    line = b'{"id":7,"cards":[],"pad":"' + b"x" * m.MAX_LINE_BYTES + b'"}'
+    assert _fault(line).detail == (f"reply line is {len(line)} bytes; the limit is 65536")
+    just_fits = b'{"id":7,"cards":[],"p":"' + b"x" * (m.MAX_LINE_BYTES - 26) + b'"}'
+    assert len(just_fits) == m.MAX_LINE_BYTES
+    assert m.parse_reply(just_fits + b"\n", 7, "play").cards == []
+
+
+@pytest.mark.parametrize("opener", [b"[", b'{"a":'])
+def test_huge_nesting_is_a_fault_not_a_crash(opener: bytes) -> None:
+    depth = 60_000 // len(opener)
+    line = b'{"id":7,"cards":[],"x":' + opener * depth
+    assert "deep" in _fault(line).detail
+
+
+def test_nesting_limit_is_exact_and_ignores_brackets_in_strings() -> None:
+    def nested(depth: int) -> bytes:
+        # the reply object itself is level 1
+        inner = b"[" * (depth - 1) + b"]" * (depth - 1)
+        return b'{"id":7,"cards":[],"x":' + inner + b"}"
+
+    assert m.parse_reply(nested(m.MAX_NESTING), 7, "play").cards == []
+    assert _fault(nested(m.MAX_NESTING + 1)).detail == (
+        f"reply nests arrays/objects {m.MAX_NESTING + 1} deep; the limit is {m.MAX_NESTING}"
+    )
+    brackets_in_text = b'{"id":7,"cards":[],"note":"' + b"[[[[" * 100 + b'"}'
+    assert m.parse_reply(brackets_in_text, 7, "play").cards == []
+
+
+def test_absurd_number_is_a_fault() -> None:
+    detail = _fault(b'{"id":' + b"9" * 5000 + b',"cards":[]}').detail
+    assert detail.startswith("reply is not valid JSON: Exceeds the limit")
+
+
+def test_unknown_kind_is_the_callers_bug() -> None:
+    with pytest.raises(ValueError, match="unknown reply kind"):
+        m.parse_reply(b'{"id":1}', 1, "dance")
+
+
+def test_public_names() -> None:
+    assert set(m.__all__) <= set(dir(m))
+    for name in ("encode", "parse_reply", "parse_to_bot", "Rules", "ActPlay", "PlayReply"):
+        assert name in m.__all__
