@@ -95,6 +95,18 @@ def demo(preset: str, players: int, seed: int) -> None:
     console.print(render_text(game_log_lines(game, f"demo-{seed}"), color=console.is_terminal))
 
 
+def _default_log(stem: str) -> Any:
+    """A log file under the temp folder, named after the match (made file-system safe)."""
+    import tempfile
+    from pathlib import Path
+
+    from referee.sandbox import safe_name
+
+    log_dir = Path(tempfile.gettempdir()) / "referee-logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return log_dir / f"{safe_name(stem)}.jsonl"
+
+
 def _bots_or_fail(paths: tuple[str, ...]) -> list[Any]:
     from referee.sandbox import load_bot
 
@@ -143,8 +155,6 @@ def play(
     import json
     import random
     import shutil
-    import tempfile
-    from pathlib import Path
 
     from referee.match import TimeControl, play_match
     from referee.rules import RuleSet
@@ -157,9 +167,7 @@ def play(
         seed = random.SystemRandom().randrange(2**31)
     match_id = f"play-{preset}-{seed}"
     if log_path is None:
-        log_dir = Path(tempfile.gettempdir()) / "referee-logs"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        log_path = str(log_dir / f"{match_id}.jsonl")
+        log_path = str(_default_log(match_id))
     sandbox = get_sandbox(sandbox_name)
     if not as_json:
         click.echo(f"sandbox: {sandbox.describe()}", err=True)
@@ -209,3 +217,142 @@ def _print_result(result: Any) -> None:
             for line in lines:
                 console.print("  " + line, markup=False)
     console.print(f"match log: {result.log}  (referee replay {result.log})", markup=False)
+
+
+def _repo_sample_bots() -> Any:
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "sample_bots"
+    if not folder.is_dir():
+        raise UsageError(f"the sample bots are not found at {folder} (run from a checkout)")
+    return folder
+
+
+@main.group()
+def bot() -> None:
+    """Create and check bots."""
+
+
+@bot.command("check")
+@click.argument("path")
+@click.option("--rules", "preset", default="arschloch", show_default=True)
+@click.option(
+    "--sandbox",
+    "sandbox_name",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "process", "docker"]),
+)
+@click.option("--seed", default=1, show_default=True, type=int)
+@friendly
+def bot_check(path: str, preset: str, sandbox_name: str, seed: int) -> None:
+    """Play PATH against the sample bots and explain anything it did wrong.
+
+    Exit code 0 when the bot played a whole match without a fault, 1 when it faulted.
+    """
+    import asyncio
+    import shutil
+
+    from referee.match import TimeControl, play_match
+    from referee.rules import RuleSet
+    from referee.sandbox import get_sandbox, load_bot, make_staging_root, stage_bot
+
+    spec = load_bot(path)
+    samples = _repo_sample_bots()
+    opponents = [load_bot(samples / name) for name in ("heuristic", "lowest", "random")]
+    rules = RuleSet.preset(preset).resolve(4)
+    sandbox = get_sandbox(sandbox_name)
+    staging = make_staging_root()
+    try:
+        staged = [stage_bot(s, staging) for s in [spec, *opponents]]
+        result = asyncio.run(
+            play_match(
+                sandbox,
+                staged,
+                rules,
+                seed,
+                match_id=f"check-{seed}",
+                time_control=TimeControl(),
+                log_path=_default_log(f"check-{spec.name}-{seed}"),
+            )
+        )
+        _print_result(result)
+        mine = next(s for s in result.standings if s.seat == 0)
+        if mine.fault is not None:
+            click.echo(f"{spec.name}: FAILED ({mine.fault.kind}: {mine.fault.detail})", err=True)
+            sys.exit(1)
+        click.echo(f"{spec.name}: ok — a whole {preset} match without a fault (place {mine.place})")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+_PY_TEMPLATE = '''"""{name}: a bot for the Arschloch referee (see protocol/SPEC.md)."""
+
+from botkit import Bot
+
+
+class MyBot(Bot):
+    name = {name!r}
+    version = "0.1"
+
+    def on_play(self, state):
+        # state.legal lists every legal play; [] (a pass) is there when you may pass.
+        plays = [p for p in state.legal if p]
+        return plays[0] if plays else []
+
+
+if __name__ == "__main__":
+    MyBot().run()
+'''
+
+_JS_TEMPLATE = """// {name}: a bot for the Arschloch referee (see protocol/SPEC.md).
+const {{ Bot }} = require("./botkit.js");
+
+class MyBot extends Bot {{
+  onPlay(state) {{
+    const plays = state.legal.filter((p) => p.length > 0);
+    return plays.length ? plays[0] : [];
+  }}
+}}
+
+new MyBot({name_json}, "0.1").run();
+"""
+
+
+@bot.command("new")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--lang", default="python", type=click.Choice(["python", "javascript"]))
+@click.option("--name", default=None, help="Display name (default: the folder's name).")
+@friendly
+def bot_new(folder: str, lang: str, name: str | None) -> None:
+    """Create FOLDER with bot.toml, the bot kit and a bot that plays its lowest legal play."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    target = Path(folder)
+    if target.exists():
+        raise UsageError(f"{target} already exists; choose a new folder")
+    bot_name = name or target.name
+    kits = Path(__file__).resolve().parent.parent / "protocol" / "kits"
+    kit = kits / ("python/botkit.py" if lang == "python" else "javascript/botkit.js")
+    if not kit.exists():
+        raise UsageError(f"the bot kit is not found at {kit} (run from a checkout)")
+    target.mkdir(parents=True)
+    shutil.copy(kit, target / kit.name)
+    if lang == "python":
+        (target / "bot.py").write_text(_PY_TEMPLATE.format(name=bot_name))
+        command = "python3 bot.py"
+    else:
+        (target / "bot.js").write_text(
+            _JS_TEMPLATE.format(name=bot_name, name_json=json.dumps(bot_name))
+        )
+        command = "node bot.js"
+    (target / "bot.toml").write_text(
+        f'name = {json.dumps(bot_name)}\ncommand = {json.dumps(command)}\nversion = "0.1"\n'
+    )
+    click.echo(f"created {target}: edit it, then run `referee bot check {target}`")
+
+
+# The tournament commands live in their own module and register on `main` when imported.
+from referee import cli_tournament  # noqa: E402,F401  (registers tournament commands)

@@ -1,0 +1,146 @@
+"""The command line: results, JSON output, replay, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_bots"
+BOTS = ROOT / "tests" / "bots"
+GOLDEN = ROOT / "tests" / "rules" / "golden"
+
+
+def referee(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "referee", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def test_play_json_is_one_object(tmp_path: Path) -> None:
+    log = tmp_path / "m.jsonl"
+    out = referee(
+        "play",
+        str(SAMPLES / "heuristic"),
+        str(SAMPLES / "lowest"),
+        str(BOTS / "garbage.py"),
+        "--seed",
+        "4",
+        "--sandbox",
+        "process",
+        "--json",
+        "--log",
+        str(log),
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) == {"match", "seed", "rules", "rounds", "log", "standings"}
+    assert data["seed"] == 4 and data["rules"] == "arschloch" and data["log"] == str(log)
+    last = data["standings"][-1]
+    assert last["name"] == "garbage" and last["forfeit"] is True
+    assert last["fault"]["kind"] == "protocol"
+    assert set(last) == {"seat", "name", "place", "score", "forfeit", "fault"}
+    check = referee("replay", "--check-only", str(log))
+    assert check.returncode == 0 and "ok" in check.stdout
+
+
+def test_play_summary_names_the_fault_and_the_log(tmp_path: Path) -> None:
+    out = referee(
+        "play",
+        str(BOTS / "polite.py"),
+        str(BOTS / "polite.py"),
+        str(BOTS / "not_held.py"),
+        "--sandbox",
+        "process",
+        "--seed",
+        "2",
+        "--log",
+        str(tmp_path / "x.jsonl"),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "polite#1" in out.stdout and "polite#2" in out.stdout
+    assert "illegal" in out.stdout and "not in your hand" in out.stdout
+    assert "x.jsonl" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["play", "a.py", "b.py"], "a match needs 3 to 6 bots, got 2"),
+        (["play", "nope.py", "x.py", "y.py"], "nope.py"),
+        (
+            ["play", str(BOTS / "polite.py")] * 1
+            + [str(BOTS / "polite.py")] * 2
+            + ["--rules", "chess"],
+            "unknown preset 'chess'",
+        ),
+        (["replay", "does-not-exist.jsonl"], "no such match log"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args: list[str], message: str) -> None:
+    out = referee(*args)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_bot_toml_without_command(tmp_path: Path) -> None:
+    folder = tmp_path / "b"
+    folder.mkdir()
+    (folder / "bot.toml").write_text('name = "b"\n')
+    out = referee("play", str(folder), str(BOTS / "polite.py"), str(BOTS / "polite.py"))
+    assert out.returncode == 2 and "command" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_replay_prints_tricks_and_catches_a_tampered_log(tmp_path: Path) -> None:
+    path = GOLDEN / "arschloch-4p-seed101.jsonl"
+    out = referee("replay", "--no-color", str(path))
+    assert out.returncode == 0
+    assert "Trick 1" in out.stdout and "7♣" in out.stdout and "Final standings" in out.stdout
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[3])
+    row["cards"] = ["KH"]
+    lines[3] = json.dumps(row)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    out = referee("replay", str(bad))
+    assert out.returncode == 1 and "line 4" in out.stderr
+
+
+def test_hostile_names_are_shown_harmlessly(tmp_path: Path) -> None:
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    (folder / "bot.py").write_text((BOTS / "polite.py").read_text())
+    (folder / "bot.toml").write_text('name = "[bold]x\\u001b[2J"\ncommand = "python3 bot.py"\n')
+    out = referee(
+        "play",
+        str(folder),
+        str(BOTS / "polite.py"),
+        str(BOTS / "polite.py"),
+        "--sandbox",
+        "process",
+        "--log",
+        str(tmp_path / "e.jsonl"),
+    )
+    assert out.returncode in (0, 2), out.stderr
+    assert "\x1b[2J" not in out.stdout
+
+
+def test_bot_new_then_check(tmp_path: Path) -> None:
+    folder = tmp_path / "mybot"
+    out = referee("bot", "new", str(folder))
+    assert out.returncode == 0 and (folder / "bot.toml").exists()
+    out = referee("bot", "check", str(folder), "--sandbox", "process")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ok" in out.stdout
+    out = referee("bot", "check", str(BOTS / "pass_lead.py"), "--sandbox", "process")
+    assert out.returncode == 1 and "passing while leading" in out.stderr
