@@ -104,6 +104,7 @@ class Game:
         self.holding = 0
         self._next_table = _next_seat_table(n)
         self._play_pending = [(PLAY, s) for s in range(n)]
+        self._pass_events = [("passed", s) for s in range(n)]
         self.masks = [0] * n
         self.held_rank = [0] * self.nranks
         self.held_mask = 0
@@ -584,10 +585,10 @@ class Game:
         """Apply a play (or a pass, ``()``) of ``seat``; True when it ends the round."""
         events = self.events
         if not cards:
-            events.append(("passed", seat))
+            events.append(self._pass_events[seat])
             if self._out_rule:
                 self.passed |= 1 << seat
-            nxt = self._next_turn(seat)
+            nxt = self._next_table[(seat * 7 + self.last + 1) << 6 | (self.holding & ~self.passed)]
             if nxt < 0:
                 self._end_trick("all_passed")
             else:
@@ -637,7 +638,7 @@ class Game:
         if self._top_ends and not self.held_mask >> (rank + 1):
             self._end_trick("top_card")
             return False
-        nxt = self._next_turn(seat)
+        nxt = self._next_table[(seat * 7 + seat + 1) << 6 | (self.holding & ~self.passed)]
         if nxt >= 0 and equal and self._skip_next:
             events.append(("skipped", nxt))
             nxt = self._next_turn(nxt)
