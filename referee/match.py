@@ -106,12 +106,15 @@ class BotSession:
     async def _read_stdout(self) -> None:
         buf = bytearray()
         reader = self.proc.stdout
+        overlong = False
         try:
             while True:
                 chunk = await reader.read(65536)
                 if not chunk:
                     self.lines.put_nowait(_EOF)
                     return
+                if overlong:
+                    continue  # keep the stream flowing (and discarded) until the bot is gone
                 buf += chunk
                 start = 0
                 while True:
@@ -119,15 +122,16 @@ class BotSession:
                     if nl < 0:
                         break
                     if nl - start > LINE_CAP:
-                        self.lines.put_nowait(_OVERLONG)
-                        return
+                        overlong = True
+                        break
                     self.lines.put_nowait(bytes(buf[start:nl]))
                     start = nl + 1
                 del buf[:start]
-                if len(buf) > LINE_CAP:
-                    # Stop reading: the bot may block on a full pipe; it is faulted anyway.
+                if overlong or len(buf) > LINE_CAP:
+                    # Never buffer more than one line's worth: the bot is faulted for this.
+                    overlong = True
+                    buf.clear()
                     self.lines.put_nowait(_OVERLONG)
-                    return
         except (ConnectionError, OSError):
             self.lines.put_nowait(_EOF)
 

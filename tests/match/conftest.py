@@ -64,10 +64,47 @@ def staging() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def docker_sandbox() -> Iterator[Any]:
+    """The Docker backend, or a skip when no daemon answers (a failure under CI=true)."""
+    from referee.sandbox.docker import DockerSandbox, docker_status
+
+    ok, why = docker_status()
+    if not ok:
+        if IN_CI:
+            pytest.fail(f"CI=true but Docker is not usable: {why}")
+        pytest.skip(why)
+    backend = DockerSandbox(match_id="pytest")
+    yield backend
+    asyncio.run(backend.aclose())
+
+
+def referee_containers() -> list[str]:
+    """Containers carrying the referee's label (running or not)."""
+    import subprocess
+
+    out = subprocess.run(
+        ["docker", "ps", "-a", "-q", "--filter", "label=org.arschloch-referee"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.split()
+
+
 @pytest.fixture
 def play(sandbox: ProcessSandbox, staging: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
     """Play one match; returns result, each seat's stderr and the parsed log."""
+    return _player(sandbox, staging, tmp_path)
 
+
+@pytest.fixture
+def play_docker(docker_sandbox: Any, staging: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Like ``play``, with every bot in its own container."""
+    return _player(docker_sandbox, staging, tmp_path)
+
+
+def _player(sandbox: Any, staging: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
     def run(
         bots: Sequence[BotSpec | Path | str],
         *,

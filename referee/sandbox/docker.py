@@ -1,0 +1,647 @@
+"""The Docker sandbox backend: one locked-down container per bot process.
+
+Each bot runs in a fresh container of the bot runtime image (:data:`IMAGE_NAME` unless the
+backend or the bot names another) with no network, a read-only root, a small ``/tmp`` tmpfs,
+an unprivileged user, every capability dropped, ``no-new-privileges``, memory = memory+swap,
+a pids limit, a CPU quota and rlimits. The bot's folder (or its one file) is bind-mounted
+read-only at ``/bot``, the working directory.
+
+Stdio goes over the container's attach socket, opened *before* the container starts so no
+output is lost. Docker multiplexes stdout and stderr on that socket in frames (an 8-byte
+header: stream type, three zero bytes, a big-endian payload length); :class:`_FrameDemux`
+splits them into two :class:`asyncio.StreamReader` without blocking. Closing stdin is a
+half-close of the socket (the container is created with ``StdinOnce``, so the bot sees EOF).
+
+Every blocking Docker SDK call runs in a worker thread. A container is removed when its
+:class:`DockerBotProcess` is cleaned up, also when the cleanup is cancelled; containers
+orphaned by a crashed referee carry the label :data:`LABEL` and are removed by
+:func:`remove_leftovers` when a backend first connects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import posixpath
+import re
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from referee.errors import InfrastructureError, UsageError
+from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.sandbox.image import IMAGE_NAME
+
+__all__ = [
+    "IMAGE_NAME",
+    "LABEL",
+    "DockerBotProcess",
+    "DockerSandbox",
+    "connect",
+    "docker_status",
+    "remove_leftovers",
+]
+
+LABEL = "org.arschloch-referee"
+"""Every container the referee creates carries ``LABEL=1`` (``docker ps --filter label=…``)."""
+
+_LABEL_MATCH = f"{LABEL}.match"
+_LABEL_BOT = f"{LABEL}.bot"
+_LABEL_OWNER = f"{LABEL}.owner"
+
+_INSTALL_HINT = "the docker extra is not installed: pip install 'arschloch-referee[docker]'"
+_BUILD_HINT = (
+    "run `referee sandbox build-image` (or `referee sandbox build-image --offline` "
+    "on a machine without a registry)"
+)
+_BOT_DIR = "/bot"
+_STREAM_LIMIT = 2**16  # the same buffer limit as asyncio's subprocess pipes
+_RECV_SIZE = 2**16
+_KILL_GRACE_S = 10.0
+
+_T = TypeVar("_T")
+
+_SIGNALS = {int(sig): sig for sig in signal.Signals}
+_SIGNAL_REASONS = {
+    signal.SIGXCPU: "the CPU time limit",
+    signal.SIGXFSZ: "the file size limit",
+    signal.SIGSEGV: "a segmentation fault",
+    signal.SIGABRT: "an abort",
+}
+
+
+def _docker_module() -> Any:
+    """Import the Docker SDK lazily: it is an optional extra."""
+    try:
+        import docker
+    except ImportError as exc:
+        raise UsageError(_INSTALL_HINT) from exc
+    return docker
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and everything it was raised from, or while handling."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        todo += [current.__cause__, current.__context__]
+        todo += [arg for arg in current.args if isinstance(arg, BaseException)]
+
+
+def _explain_connect_error(exc: BaseException) -> str:
+    """One line saying why the daemon cannot be reached and what to do about it."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    text = " ".join(str(cause) for cause in _causes(exc))
+    if any(isinstance(c, PermissionError) for c in _causes(exc)) or "ermission denied" in text:
+        return (
+            f"permission denied on the Docker socket ({host}): add your user to the "
+            "`docker` group and log in again, or run as root"
+        )
+    return (
+        f"no Docker daemon answers at {host}: start it (`dockerd`, or `systemctl start "
+        "docker`) or use the process sandbox (--sandbox process)"
+    )
+
+
+def connect(timeout: float = 30.0) -> Any:
+    """A ``docker.DockerClient`` from the environment; :class:`UsageError` if unusable."""
+    docker = _docker_module()
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise UsageError(_explain_connect_error(exc)) from exc
+    return client
+
+
+def _require_image(client: Any, image: str) -> None:
+    docker = _docker_module()
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound as exc:
+        raise UsageError(f"the Docker image {image} is missing: {_BUILD_HINT}") from exc
+
+
+def docker_status(image: str = IMAGE_NAME) -> tuple[bool, str]:
+    """Whether the Docker backend is usable here, and one line saying why (not)."""
+    try:
+        client = connect(timeout=10.0)
+    except UsageError as exc:
+        return False, str(exc)
+    try:
+        version = client.version().get("Version", "?")
+        _require_image(client, image)
+    except UsageError as exc:
+        return False, f"Docker {version}, but {exc}"
+    finally:
+        client.close()
+    return True, f"Docker {version} answers; image {image} present"
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}/{os.getpid()}"
+
+
+def _owner_alive(owner: str) -> bool:
+    """Whether the referee process that created a container may still be running.
+
+    Containers made on another host (a shared remote daemon) are never called orphans.
+    """
+    host, _, pid_text = owner.rpartition("/")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return True
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_leftovers(client: Any, *, orphans_only: bool = False) -> int:
+    """Force-remove the referee's containers (those labelled :data:`LABEL`); returns how many.
+
+    With ``orphans_only`` only containers whose creating referee process is gone are removed,
+    so parallel workers sharing one daemon do not remove each other's bots.
+    """
+    docker = _docker_module()
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        owner = container.labels.get(_LABEL_OWNER, "")
+        if orphans_only and owner and _owner_alive(owner):
+            continue
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            continue
+        removed += 1
+    return removed
+
+
+class _Valve(asyncio.ReadTransport):
+    """The transport a :class:`asyncio.StreamReader` pauses when its buffer is full.
+
+    The reader calls ``pause_reading`` above twice its limit and ``resume_reading`` once
+    drained; the socket pump waits on :meth:`opened` so an unread stream applies
+    backpressure to the bot (like a full pipe) instead of filling the referee's memory.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._open = asyncio.Event()
+        self._open.set()
+
+    def pause_reading(self) -> None:
+        self._open.clear()
+
+    def resume_reading(self) -> None:
+        self._open.set()
+
+    def is_reading(self) -> bool:
+        return self._open.is_set()
+
+    async def opened(self) -> None:
+        await self._open.wait()
+
+
+class _FrameDemux:
+    """Splits Docker's multiplexed attach stream into stdout and stderr, incrementally.
+
+    Payload bytes are forwarded as soon as they arrive; a frame is never waited for whole.
+    Stream type 1 is stdout, 2 stderr; anything else (3 is the daemon's own error text) goes
+    to stderr too and is noted.
+    """
+
+    HEADER_SIZE = 8
+
+    def __init__(
+        self,
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+        note: Callable[[str], None],
+    ) -> None:
+        self._readers = {1: stdout, 2: stderr}
+        self._stderr = stderr
+        self._note = note
+        self._header = bytearray()
+        self._target: asyncio.StreamReader | None = None
+        self._remaining = 0
+
+    def feed(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            if self._remaining == 0:
+                need = self.HEADER_SIZE - len(self._header)
+                self._header += view[:need]
+                view = view[need:]
+                if len(self._header) < self.HEADER_SIZE:
+                    return
+                self._start_frame(bytes(self._header))
+                self._header.clear()
+                continue
+            chunk = view[: self._remaining]
+            view = view[len(chunk) :]
+            self._remaining -= len(chunk)
+            assert self._target is not None
+            self._target.feed_data(bytes(chunk))
+
+    def _start_frame(self, header: bytes) -> None:
+        kind = header[0]
+        self._remaining = int.from_bytes(header[4:8], "big")
+        self._target = self._readers.get(kind)
+        if self._target is None:
+            self._note(f"docker sent a frame of stream type {kind}; passed on as stderr")
+            self._target = self._stderr
+
+    def feed_eof(self) -> None:
+        if self._header or self._remaining:
+            self._note("the attach stream ended inside a frame")
+        for reader in self._readers.values():
+            reader.feed_eof()
+
+
+class DockerBotProcess(BotProcess):
+    """A bot running in a container; stdio over the container's attach socket."""
+
+    def __init__(
+        self,
+        spec: BotSpec,
+        container: Any,
+        sock: socket.socket,
+        run_blocking: Callable[..., Any],
+        on_removed: Callable[[DockerBotProcess], None],
+    ) -> None:
+        stdout = asyncio.StreamReader(limit=_STREAM_LIMIT)
+        stderr = asyncio.StreamReader(limit=_STREAM_LIMIT)
+        super().__init__(spec=spec, stdout=stdout, stderr=stderr)
+        self.container = container
+        self._sock = sock
+        self._run_blocking = run_blocking
+        self._on_removed = on_removed
+        self._valves = (_Valve(), _Valve())
+        stdout.set_transport(self._valves[0])
+        stderr.set_transport(self._valves[1])
+        self._demux = _FrameDemux(stdout, stderr, self.notes.append)
+        self._write_lock = asyncio.Lock()
+        self._stdin_closed = False
+        self._killed = False
+        self._removed = False
+        self._exit: ExitInfo | None = None
+        self._pump = asyncio.get_running_loop().create_task(
+            self._pump_output(), name=f"docker-attach-{spec.name}"
+        )
+
+    @property
+    def container_id(self) -> str:
+        return str(self.container.id)
+
+    async def _pump_output(self) -> None:
+        """Read the attach socket until EOF, feeding the demultiplexer."""
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                for valve in self._valves:
+                    await valve.opened()
+                try:
+                    data = await loop.sock_recv(self._sock, _RECV_SIZE)
+                except OSError as exc:
+                    self.notes.append(f"attach socket failed: {exc}")
+                    return
+                if not data:
+                    return
+                self._demux.feed(data)
+        finally:
+            self._demux.feed_eof()
+
+    async def write(self, data: bytes) -> None:
+        if self._stdin_closed or self._sock.fileno() == -1:
+            raise ConnectionError("the bot's stdin is closed")
+        # The daemon keeps swallowing stdin after the container ended; the end of the output
+        # stream (docker-init holds it until the container ends) is the reliable sign.
+        if self._pump.done():
+            raise ConnectionError("the bot's container has ended")
+        loop = asyncio.get_running_loop()
+        async with self._write_lock:
+            send = loop.create_task(loop.sock_sendall(self._sock, data))
+            try:
+                await asyncio.wait({send, self._pump}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not send.done():
+                    send.cancel()
+            if not send.done() or send.cancelled():
+                raise ConnectionError("the bot's container ended while we wrote to it")
+            error = send.exception()
+            if isinstance(error, OSError):
+                raise ConnectionError(f"cannot write to the bot's container: {error}") from error
+            if error is not None:
+                raise error
+
+    async def close_stdin(self) -> None:
+        if self._stdin_closed:
+            return
+        self._stdin_closed = True
+        # No write lock: a write blocked on a bot that never reads must not block this too.
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_WR)
+
+    async def kill(self) -> None:
+        if self._killed or self._removed or self._exit is not None:
+            return
+        self._killed = True
+        docker = _docker_module()
+        try:
+            await self._run_blocking(self.container.kill)
+        except docker.errors.APIError as exc:
+            # 409: it had already stopped; 404: already removed. Both mean "dead".
+            if exc.status_code not in (404, 409):
+                self.notes.append(f"docker kill failed: {exc}")
+                self._killed = False
+        except (docker.errors.DockerException, OSError) as exc:
+            self.notes.append(f"docker kill failed: {exc}")
+            self._killed = False
+
+    async def _state(self) -> dict[str, Any] | None:
+        """The container's ``State`` from the daemon, ``None`` when it cannot be read."""
+        docker = _docker_module()
+        try:
+            await self._run_blocking(self.container.reload)
+        except (docker.errors.DockerException, OSError) as exc:
+            self.notes.append(f"docker inspect failed: {exc}")
+            return None
+        state: dict[str, Any] = self.container.attrs.get("State", {})
+        return state
+
+    def _exit_info(self, state: dict[str, Any]) -> ExitInfo:
+        code = int(state.get("ExitCode", -1))
+        # docker-init (PID 1) passes a child's death by signal N on as exit status 128 + N.
+        sig = code - 128 if code - 128 in _SIGNALS else None
+        if state.get("OOMKilled"):
+            return ExitInfo(returncode=code, signal=sig, oom_killed=True, detail="memory limit")
+        if sig is None:
+            return ExitInfo(returncode=code, detail=str(state.get("Error", "")))
+        signum = _SIGNALS[sig]
+        if signum == signal.SIGKILL and self._killed:
+            reason = "killed by the referee"
+        else:
+            reason = _SIGNAL_REASONS.get(signum, "")
+        detail = f"{signum.name}: {reason}" if reason else signum.name
+        return ExitInfo(returncode=code, signal=sig, detail=f"{detail} (exit status {code})")
+
+    async def wait(self, timeout: float | None = None) -> ExitInfo | None:
+        if self._exit is not None:
+            return self._exit
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            # The attach stream ends when the container's init exits; poll the daemon as well
+            # in case nobody reads the streams (the pump is then paused by backpressure).
+            slice_s = 0.25 if remaining is None else min(0.25, remaining)
+            if not self._pump.done():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self._pump), slice_s)
+            state = await self._state()
+            if state is None:
+                return None
+            if not state.get("Running", False) and state.get("Status") != "created":
+                self._exit = self._exit_info(state)
+                return self._exit
+            if remaining is not None and remaining <= 0:
+                return None
+            if self._pump.done():
+                await asyncio.sleep(min(0.02, remaining or 0.02))
+
+    async def cleanup(self) -> ExitInfo:
+        loop = asyncio.get_running_loop()
+        try:
+            info = await self.wait(0)
+            if info is None:
+                await self.kill()
+                info = await self.wait(_KILL_GRACE_S)
+            if info is None:
+                info = ExitInfo(returncode=None, detail="state unknown: the daemon did not say")
+            return info
+        finally:
+            if not self._pump.done():
+                self._pump.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._pump
+            self._close_socket()
+            if not self._removed:
+                self._removed = True
+                # Submitted before the next await: it runs even if we are cancelled meanwhile.
+                removal = loop.run_in_executor(None, self._remove_container)
+                await asyncio.shield(removal)
+
+    def _close_socket(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+
+    def _remove_container(self) -> None:
+        docker = _docker_module()
+        try:
+            self.container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except (docker.errors.DockerException, OSError) as exc:
+            self.notes.append(f"docker rm failed (removed at the next start): {exc}")
+        finally:
+            self._on_removed(self)
+
+
+_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
+
+
+class DockerSandbox(Sandbox):
+    """Runs each bot in its own container (see the module docstring for the confinement).
+
+    ``image`` is the default runtime image (a bot's ``BotSpec.image`` overrides it);
+    ``match_id`` only labels the containers. ``client`` is an existing
+    ``docker.DockerClient``; without one the backend connects from the environment on the
+    first :meth:`start`, checks the image and removes orphaned containers.
+    """
+
+    name = "docker"
+
+    def __init__(
+        self, image: str = IMAGE_NAME, *, match_id: str = "", client: Any | None = None
+    ) -> None:
+        _docker_module()
+        self.image = image
+        self.match_id = match_id
+        self._client = client
+        self._own_client = client is None
+        self._checked_images: set[str] = set()
+        self._live: dict[int, DockerBotProcess] = {}  # by id(): BotProcess is unhashable
+        self._connect_lock = asyncio.Lock()
+
+    def describe(self) -> str:
+        return (
+            f"docker ({self.image}): no network, read-only root, non-root user, no "
+            "capabilities, memory/pids/CPU limits, /tmp tmpfs"
+        )
+
+    async def _run_blocking(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        return await asyncio.to_thread(func, *args, **kwargs)
+
+    async def _ready_client(self, image: str) -> Any:
+        async with self._connect_lock:
+            if self._client is None:
+                self._client = await self._run_blocking(connect)
+                await self._run_blocking(remove_leftovers, self._client, orphans_only=True)
+            if image not in self._checked_images:
+                await self._run_blocking(_require_image, self._client, image)
+                self._checked_images.add(image)
+        return self._client
+
+    async def start(self, bot: BotSpec, limits: Limits) -> BotProcess:
+        image = bot.image or self.image
+        client = await self._ready_client(image)
+        docker = _docker_module()
+        options = self._create_options(bot, limits, image)
+        creating = asyncio.ensure_future(self._run_blocking(client.containers.create, **options))
+        try:
+            container = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            # The worker thread creates the container anyway: wait for it and remove it.
+            with contextlib.suppress(docker.errors.DockerException, OSError):
+                await self._run_blocking(_force_remove, await creating)
+            raise
+        except docker.errors.ImageNotFound as exc:
+            self._checked_images.discard(image)
+            raise UsageError(f"the Docker image {image} is missing: {_BUILD_HINT}") from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            raise InfrastructureError(f"docker could not create {bot.name!r}: {exc}") from exc
+        process: DockerBotProcess | None = None
+        started = False
+        try:
+            sock = await self._run_blocking(_attach, container)
+            process = DockerBotProcess(bot, container, sock, self._run_blocking, self._forget)
+            self._live[id(process)] = process
+            await self._run_blocking(container.start)
+            started = True
+            return process
+        except (docker.errors.DockerException, OSError) as exc:
+            raise InfrastructureError(f"docker could not start {bot.name!r}: {exc}") from exc
+        finally:
+            if not started:
+                if process is not None:
+                    await process.cleanup()
+                else:
+                    removal = asyncio.get_running_loop().run_in_executor(
+                        None, _force_remove, container
+                    )
+                    await asyncio.shield(removal)
+
+    def _forget(self, process: DockerBotProcess) -> None:
+        self._live.pop(id(process), None)
+
+    def _create_options(self, bot: BotSpec, limits: Limits, image: str) -> dict[str, Any]:
+        docker = _docker_module()
+        ulimit = docker.types.Ulimit
+        folder = bot.folder.resolve()
+        if bot.single_file:
+            volumes = {
+                str(folder / bot.single_file): {
+                    "bind": posixpath.join(_BOT_DIR, bot.single_file),
+                    "mode": "ro",
+                }
+            }
+        else:
+            volumes = {str(folder): {"bind": _BOT_DIR, "mode": "ro"}}
+        memory = f"{limits.memory_mb}m"
+        file_size = limits.file_size_mb << 20
+        return {
+            "image": image,
+            "command": _container_command(bot),
+            "name": f"referee-{_NAME_UNSAFE.sub('-', bot.name)[:40]}-{uuid.uuid4().hex[:8]}",
+            "stdin_open": True,
+            "tty": False,
+            "network_mode": "none",
+            "ipc_mode": "none",
+            "read_only": True,
+            "tmpfs": {"/tmp": f"size={limits.tmp_mb}m,mode=1777,nosuid,nodev"},
+            "user": "65534:65534",
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "mem_limit": memory,
+            "memswap_limit": memory,
+            "oom_score_adj": 1000,
+            "pids_limit": limits.pids,
+            "nano_cpus": int(limits.cpus * 1e9),
+            "ulimits": [
+                ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
+                ulimit(name="fsize", soft=file_size, hard=file_size),
+                ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds),
+                ulimit(name="core", soft=0, hard=0),
+            ],
+            "init": True,
+            "log_config": docker.types.LogConfig(type="none"),
+            "labels": {
+                LABEL: "1",
+                _LABEL_MATCH: self.match_id,
+                _LABEL_BOT: bot.name,
+                _LABEL_OWNER: _owner(),
+            },
+            "working_dir": _BOT_DIR,
+            "volumes": volumes,
+            "environment": {"TMPDIR": "/tmp", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
+        }
+
+    async def aclose(self) -> None:
+        """Clean up every bot this backend still runs, then close the client."""
+        for process in list(self._live.values()):
+            await process.cleanup()
+        if self._client is not None and self._own_client:
+            await self._run_blocking(self._client.close)
+            self._client = None
+
+
+def _container_command(bot: BotSpec) -> list[str]:
+    """``bot.command`` for inside the container: a program in the bot's folder gets ``/bot/``."""
+    program, *args = bot.command
+    local = (
+        program == bot.single_file
+        if bot.single_file
+        else "/" not in program and (bot.folder / program).is_file()
+    )
+    if local and not posixpath.isabs(program):
+        program = posixpath.join(_BOT_DIR, program)
+    return [program, *args]
+
+
+def _attach(container: Any) -> socket.socket:
+    """Open the container's attach socket (before start) as a socket we own.
+
+    The SDK hands out the HTTP connection's socket wrapped in ``SocketIO``; we duplicate its
+    descriptor and close the SDK's objects, so the socket's life is ours alone (no garbage
+    collector closing it under us). Nothing can be buffered yet: the container has not run.
+    """
+    raw = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+    inner = getattr(raw, "_sock", None)
+    if not isinstance(inner, socket.socket):
+        raw.close()
+        raise UsageError(
+            "the docker backend needs a local or plain-TCP daemon socket "
+            "(DOCKER_HOST over TLS or SSH is not supported)"
+        )
+    sock = socket.socket(fileno=os.dup(inner.fileno()))
+    raw.close()
+    sock.setblocking(False)
+    return sock
+
+
+def _force_remove(container: Any) -> None:
+    docker = _docker_module()
+    with contextlib.suppress(docker.errors.NotFound):
+        container.remove(force=True)

@@ -1,0 +1,360 @@
+"""Build the bot runtime image used by the Docker sandbox.
+
+Two ways to the same image (Python 3 with its full standard library, run as a non-root
+user in ``/bot``):
+
+- online: ``docker build`` of ``sandbox/Dockerfile`` (from an official slim Python image);
+- offline, for machines without a container registry: ``debootstrap --variant=minbase
+  --include=python3`` of the host's Debian release, trimmed, tarred and ``docker import``-ed.
+  The trimmed root file system is cached as a tarball in :data:`CACHE_DIR`, so a rebuild
+  only re-imports it. ``.ci/docker-setup.sh`` does the same steps in bash (same cache).
+
+Run it as ``python -m referee.sandbox.image [--offline] [--tag TAG] [--rebuild]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from referee.errors import InfrastructureError, RefereeError, UsageError
+
+__all__ = ["CACHE_DIR", "DOCKERFILE", "IMAGE_NAME", "build_image", "host_suite"]
+
+IMAGE_NAME = "arschloch-referee-bot:latest"
+
+PACKAGES = "python3,nodejs"
+"""Debian packages of the offline image: runtimes for Python and JavaScript bots."""
+"""The default bot runtime image of the Docker sandbox."""
+
+CACHE_DIR = Path("/var/cache/arschloch-referee")
+"""Where the offline build keeps its root file system tarball and downloaded packages."""
+
+DOCKERFILE = Path(__file__).resolve().parents[2] / "sandbox" / "Dockerfile"
+"""The online variant's Dockerfile (in a source checkout, not in an installed wheel)."""
+
+STDLIB_CHECK = "import json, asyncio, random, sqlite3"
+"""Run in the finished image: the bot runtime must have the full standard library."""
+
+IMPORT_CHANGES = (
+    "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "ENV LANG=C.UTF-8",
+    "ENV PYTHONDONTWRITEBYTECODE=1 TMPDIR=/tmp HOME=/tmp",
+    "USER 65534:65534",
+    "WORKDIR /bot",
+    'CMD ["python3"]',
+)
+"""Dockerfile instructions applied on ``docker import`` (keep in step with the Dockerfile)."""
+
+# Paths (relative to the root file system) removed after debootstrap: package caches,
+# indexes, logs, manuals and translations. Copyright files under usr/share/doc are kept.
+_TRIM_GLOBS = (
+    "var/cache/apt/archives/*.deb",
+    "var/cache/apt/*.bin",
+    "var/lib/apt/lists/*",
+    "var/cache/debconf/*-old",
+    "var/log/*",
+    "usr/share/man/*",
+    "usr/share/info/*",
+    "usr/share/locale/*",
+    "usr/share/doc/*/*",
+)
+_KEEP_NAMES = frozenset({"copyright"})
+
+Echo = Callable[[str], None]
+
+
+def _progress(echo: Echo) -> Echo:
+    started = time.monotonic()
+
+    def say(line: str) -> None:
+        echo(f"[{time.monotonic() - started:6.1f}s] {line}")
+
+    return say
+
+
+def host_suite() -> str:
+    """The host's Debian codename (``VERSION_CODENAME`` in ``/etc/os-release``)."""
+    fields: dict[str, str] = {}
+    with contextlib.suppress(FileNotFoundError):
+        for line in Path("/etc/os-release").read_text().splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                fields[key] = value.strip().strip('"')
+    suite = fields.get("VERSION_CODENAME", "")
+    if not suite:
+        raise UsageError(
+            "the offline image build needs a Debian host (no VERSION_CODENAME in "
+            "/etc/os-release): build online with `referee sandbox build-image`"
+        )
+    return suite
+
+
+def _host_arch() -> str:
+    try:
+        result = subprocess.run(
+            ["dpkg", "--print-architecture"], check=True, capture_output=True, text=True
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise UsageError(f"cannot ask dpkg for the host architecture: {exc}") from exc
+    return result.stdout.strip()
+
+
+def _check_offline_tools() -> None:
+    if shutil.which("debootstrap") is None:
+        raise UsageError("debootstrap is missing: apt-get install debootstrap")
+    if os.geteuid() != 0:
+        raise UsageError("the offline image build runs debootstrap, which needs root")
+
+
+def _mounts_under(root: Path) -> list[str]:
+    """Mount points inside ``root``, deepest first (debootstrap mounts /proc, /sys there)."""
+    prefix = str(root.resolve()) + "/"
+    found: list[str] = []
+    with contextlib.suppress(FileNotFoundError):
+        for line in Path("/proc/mounts").read_text().splitlines():
+            point = line.split()[1].replace("\\040", " ")
+            if point.startswith(prefix):
+                found.append(point)
+    return sorted(found, key=len, reverse=True)
+
+
+def _remove_tree(root: Path) -> None:
+    """Delete a half-built root file system, never descending into a still-mounted /proc."""
+    for point in _mounts_under(root):
+        subprocess.run(["umount", "-l", point], check=False)
+    if _mounts_under(root):
+        raise InfrastructureError(f"{root} still has mounts; remove it by hand")
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _trim(rootfs: Path) -> None:
+    for pattern in _TRIM_GLOBS:
+        for path in rootfs.glob(pattern):
+            if path.name in _KEEP_NAMES:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+
+
+def _run(argv: Sequence[str], say: Echo) -> None:
+    say("$ " + " ".join(argv))
+    try:
+        subprocess.run(argv, check=True)
+    except OSError as exc:
+        raise UsageError(f"cannot run {argv[0]}: {exc}") from exc
+    except subprocess.CalledProcessError as exc:
+        raise InfrastructureError(f"{argv[0]} failed with exit code {exc.returncode}") from exc
+
+
+def rootfs_tarball(
+    *, rebuild: bool = False, cache_dir: Path = CACHE_DIR, echo: Echo = print
+) -> Path:
+    """The trimmed ``debootstrap`` root file system as a tarball, built once and cached.
+
+    ``echo`` gets the progress lines as they are.
+    """
+    say = echo
+    suite, arch = host_suite(), _host_arch()
+    tarball = cache_dir / f"rootfs-{suite}-{arch}-{PACKAGES.replace(',', '-')}.tar"
+    if tarball.is_file() and not rebuild:
+        say(f"using the cached root file system {tarball}")
+        return tarball
+    _check_offline_tools()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    debs = cache_dir / "debs"
+    debs.mkdir(exist_ok=True)
+    work = cache_dir / f"build-{os.getpid()}"
+    _remove_tree(work)
+    rootfs = work / "rootfs"
+    try:
+        say(f"debootstrap {suite} ({arch}, minbase + {PACKAGES}) into {rootfs}; takes a minute")
+        _run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={PACKAGES}",
+                f"--cache-dir={debs}",
+                suite,
+                str(rootfs),
+            ],
+            say,
+        )
+        say("trimming package caches, indexes, logs, manuals and translations")
+        _trim(rootfs)
+        partial = work / "rootfs.tar"
+        _run(
+            [
+                "tar",
+                "-C",
+                str(rootfs),
+                "--numeric-owner",
+                "--exclude=./dev/*",
+                "--exclude=./proc/*",
+                "--exclude=./sys/*",
+                "-cf",
+                str(partial),
+                ".",
+            ],
+            say,
+        )
+        partial.replace(tarball)
+    finally:
+        _remove_tree(work)
+    say(f"cached {tarball} ({tarball.stat().st_size >> 20} MiB)")
+    return tarball
+
+
+def _client() -> Any:
+    """A Docker client; the SDK is imported only now (it is an optional extra)."""
+    # Imported here: referee.sandbox.docker imports this module for IMAGE_NAME.
+    from referee.sandbox.docker import connect
+
+    return connect(timeout=600.0)
+
+
+def _split_tag(tag: str) -> tuple[str, str]:
+    name, sep, version = tag.rpartition(":")
+    if not sep or "/" in version:
+        return tag, "latest"
+    return name, version
+
+
+def _import_offline(client: Any, tag: str, tarball: Path, say: Echo) -> None:
+    repository, version = _split_tag(tag)
+    say(f"docker import {tarball.name} as {repository}:{version}")
+    client.api.import_image(
+        src=str(tarball), repository=repository, tag=version, changes=list(IMPORT_CHANGES)
+    )
+
+
+def _build_online(client: Any, tag: str, say: Echo) -> None:
+    import docker
+
+    if not DOCKERFILE.is_file():
+        raise UsageError(
+            f"{DOCKERFILE} is not here (it ships with the source tree): build from a "
+            "checkout, or use --offline"
+        )
+    say(f"docker build -t {tag} -f {DOCKERFILE}")
+    try:
+        for chunk in client.api.build(
+            path=str(DOCKERFILE.parent), dockerfile=DOCKERFILE.name, tag=tag, rm=True, decode=True
+        ):
+            if "error" in chunk:
+                raise UsageError(
+                    f"docker build failed: {chunk['error'].strip()} (no registry reachable? "
+                    "build it offline: `referee sandbox build-image --offline`)"
+                )
+            for line in str(chunk.get("stream", "")).splitlines():
+                if line.strip():
+                    say("  " + line.rstrip())
+    except docker.errors.APIError as exc:
+        raise UsageError(f"docker build failed: {exc}") from exc
+
+
+def _check_image(client: Any, tag: str, say: Echo) -> None:
+    import docker
+
+    from referee.sandbox.docker import LABEL
+
+    say(f"checking the standard library inside {tag}: {STDLIB_CHECK}")
+    try:
+        output = client.containers.run(
+            tag,
+            ["python3", "-c", STDLIB_CHECK + "; import sys; print(sys.version.split()[0])"],
+            network_mode="none",
+            read_only=True,
+            user="65534:65534",
+            labels={LABEL: "1"},
+            remove=True,
+        )
+    except docker.errors.ContainerError as exc:
+        raise InfrastructureError(f"the image {tag} lacks part of Python's stdlib: {exc}") from exc
+    say(f"ok: Python {output.decode().strip()}, runs as uid 65534")
+
+
+def build_image(
+    tag: str = IMAGE_NAME,
+    offline: bool = False,
+    *,
+    rebuild: bool = False,
+    cache_dir: Path = CACHE_DIR,
+    echo: Echo = print,
+) -> str:
+    """Build the bot runtime image ``tag`` and return its id; prints progress lines.
+
+    ``offline`` uses debootstrap + ``docker import`` instead of ``docker build`` (no registry
+    needed, Debian host and root required). ``rebuild`` ignores the cached root file system.
+    """
+    say = _progress(echo)
+    client = _client()
+    try:
+        if offline:
+            tarball = rootfs_tarball(rebuild=rebuild, cache_dir=cache_dir, echo=say)
+            _import_offline(client, tag, tarball, say)
+        else:
+            _build_online(client, tag, say)
+        _check_image(client, tag, say)
+        image_id = str(client.images.get(tag).id)
+    finally:
+        client.close()
+    say(f"built {tag} ({image_id[:19]})")
+    return image_id
+
+
+def image_exists(tag: str = IMAGE_NAME) -> bool:
+    """Whether the Docker daemon already has ``tag``."""
+    import docker
+
+    client = _client()
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    finally:
+        client.close()
+    return True
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m referee.sandbox.image", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--offline", action="store_true", help="debootstrap + docker import")
+    parser.add_argument("--tag", default=IMAGE_NAME, help=f"image name (default {IMAGE_NAME})")
+    parser.add_argument("--rebuild", action="store_true", help="ignore the cached rootfs")
+    parser.add_argument(
+        "--if-missing", action="store_true", help="do nothing when the image exists"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    try:
+        if args.if_missing and image_exists(args.tag):
+            print(f"{args.tag} is already built")
+            return 0
+        build_image(args.tag, args.offline, rebuild=args.rebuild)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except RefereeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
