@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -97,26 +98,18 @@ async def _round_trip_docker(bot: BotSpec, count: int) -> list[float]:
         await sandbox.aclose()
 
 
-async def _round_trip_pipe(bot: BotSpec, count: int) -> list[float]:
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(bot.folder / "bot.py"),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    stdin, stdout = child.stdin, child.stdout
+async def _round_trip_process(bot: BotSpec, count: int) -> list[float]:
+    """The same bot in the process backend (bubblewrap when installed)."""
+    from referee.sandbox import ProcessSandbox, make_staging_root, stage_bot
 
-    async def write(data: bytes) -> None:
-        stdin.write(data)
-        await stdin.drain()
-
+    staging = make_staging_root()
+    process = await ProcessSandbox().start(stage_bot(bot, staging), Limits())
     try:
-        assert await stdout.readline() == b"ready\n"
-        return await _round_trips(write, stdout.readline, count)
+        assert await process.stdout.readline() == b"ready\n"
+        return await _round_trips(process.write, process.stdout.readline, count)
     finally:
-        stdin.close()
-        await child.wait()
+        await process.cleanup()
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def bench_start(runs: int = 10) -> dict[str, float]:
@@ -131,11 +124,11 @@ def bench_round_trip(count: int = 2000) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         bot = _echo_bot(Path(folder))
         docker = asyncio.run(_round_trip_docker(bot, count))
-        pipe = asyncio.run(_round_trip_pipe(bot, count))
+        pipe = asyncio.run(_round_trip_process(bot, count))
     ratio = statistics.median(docker) / statistics.median(pipe)
     print(f"round trip, docker attach     {_ms(docker)}")
-    print(f"round trip, subprocess pipe   {_ms(pipe)}")
-    print(f"attach / pipe                 {ratio:.2f}x")
+    print(f"round trip, process backend   {_ms(pipe)}")
+    print(f"attach / process              {ratio:.2f}x   (target ≤ 1.5x)")
     return {
         "round_trip_docker_ms": statistics.median(docker) * 1000,
         "round_trip_pipe_ms": statistics.median(pipe) * 1000,
@@ -143,10 +136,54 @@ def bench_round_trip(count: int = 2000) -> dict[str, float]:
     }
 
 
+def bench_reuse(matches: int = 20) -> dict[str, float]:
+    """A sequence of short matches of 4 instant bots: containers reused vs one per match."""
+    from referee.match import SessionPool, TimeControl, play_match
+    from referee.rules import RuleSet
+    from referee.sandbox import load_bot, make_staging_root, stage_bot
+
+    polite = Path(__file__).resolve().parent.parent / "tests" / "bots" / "polite.py"
+    staging = make_staging_root()
+    bots = [stage_bot(load_bot(polite), staging) for _ in range(4)]
+    rules = RuleSet.preset("arschloch", target=3).resolve(4)
+    tc = TimeControl(move_ms=2000, bank_ms=10_000, hello_ms=30_000)
+
+    async def pooled() -> float:
+        sandbox = DockerSandbox(client=connect())
+        pool = SessionPool(sandbox, Limits(), tc)
+        start = time.perf_counter()
+        for i in range(matches):
+            await pool.play(bots, rules, i, match_id=f"reuse-{i}", deal_key=f"deal-{i}")
+        await pool.aclose()
+        elapsed = time.perf_counter() - start
+        await sandbox.aclose()
+        return elapsed
+
+    async def fresh() -> float:
+        sandbox = DockerSandbox(client=connect())
+        start = time.perf_counter()
+        for i in range(matches):
+            await play_match(sandbox, bots, rules, i, match_id=f"fresh-{i}", time_control=tc)
+        elapsed = time.perf_counter() - start
+        await sandbox.aclose()
+        return elapsed
+
+    try:
+        with_reuse = asyncio.run(pooled())
+        without = asyncio.run(fresh())
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    print(f"{matches} matches, containers reused  {with_reuse:7.2f} s")
+    print(f"{matches} matches, fresh containers   {without:7.2f} s")
+    print(f"reuse speed-up                {without / with_reuse:.1f}x   (target ≥ 3x)")
+    return {"reuse_s": with_reuse, "fresh_s": without, "reuse_speedup": without / with_reuse}
+
+
 def main() -> dict[str, float]:
     print(f"Docker sandbox ({len(REQUEST)}-byte request lines)")
     figures = bench_start()
     figures.update(bench_round_trip())
+    figures.update(bench_reuse())
     return figures
 
 

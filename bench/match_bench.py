@@ -85,7 +85,7 @@ def run() -> dict[str, float]:
     try:
         floor = min(ping_pong(3000) for _ in range(3))
         use_bwrap = shutil.which("bwrap") is not None
-        sandbox = ProcessSandbox(bwrap=True if use_bwrap else False)
+        sandbox = ProcessSandbox(bwrap=use_bwrap)
         best = None
         for _ in range(2):
             secs, requests = asyncio.run(_referee_match(sandbox, staging))
@@ -96,8 +96,10 @@ def run() -> dict[str, float]:
         start_bwrap = asyncio.run(_startup(sandbox, staging, 10)) if use_bwrap else float("nan")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    print("match runner: 4 instant bots, long arschloch match (process sandbox"
-          f"{', bubblewrap' if use_bwrap else ''})")
+    print(
+        "match runner: 4 instant bots, long arschloch match (process sandbox"
+        f"{', bubblewrap' if use_bwrap else ''})"
+    )
     print(f"  referee, wall time per request     {best * 1e6:8.1f} µs  ({requests} requests)")
     print(f"  raw JSON-lines ping-pong (floor)   {floor * 1e6:8.1f} µs")
     print(f"  ratio                              {best / floor:8.2f}x   (target ≤ 2x)")

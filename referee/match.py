@@ -687,3 +687,120 @@ def fault_kind(kind: str) -> FaultKind:
     if kind not in ("timeout", "illegal", "protocol", "crash"):
         raise ValueError(f"unknown fault kind {kind!r}")
     return kind  # type: ignore[return-value]
+
+
+class SessionPool:
+    """Keeps bot processes (or containers) alive between consecutive matches, like cutechess.
+
+    A session goes back to the pool after a match it finished without a fault, and is
+    handed out again for a later match of the same bot, greeted already. Two rules keep
+    duplicate play fair: a session never serves two seat rotations of the same deal (it
+    would know the others' hands), so a match names its ``deal_key``; and a fault always
+    ends the process. ``max_matches`` bounds how many matches one process serves.
+    """
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        limits: Limits,
+        time_control: TimeControl,
+        *,
+        max_matches: int = 50,
+    ) -> None:
+        self.sandbox = sandbox
+        self.limits = limits
+        self.time_control = time_control
+        self.max_matches = max_matches
+        self._idle: dict[tuple[str, str], list[BotSession]] = {}
+        self._deals: dict[int, set[str]] = {}
+        self._served: dict[int, int] = {}
+        self._ids = itertools.count(1)
+        self.started = 0
+
+    @staticmethod
+    def _key(spec: BotSpec) -> tuple[str, str]:
+        return (spec.name, spec.sha256 or str(spec.folder))
+
+    async def acquire(self, bots: Sequence[BotSpec], deal_key: str | None) -> list[BotSession]:
+        """One greeted session per seat: reused when possible, else started now."""
+        names = distinct_names([b.name for b in bots])
+        chosen: list[BotSession | None] = []
+        for spec in bots:
+            idle = self._idle.get(self._key(spec), [])
+            pick = next(
+                (
+                    s
+                    for s in idle
+                    if s.alive and (deal_key is None or deal_key not in self._deals[id(s)])
+                ),
+                None,
+            )
+            if pick is not None:
+                idle.remove(pick)
+            chosen.append(pick)
+        missing = [i for i, s in enumerate(chosen) if s is None]
+        if missing:
+            fresh = await start_sessions(
+                self.sandbox,
+                [bots[i] for i in missing],
+                self.limits,
+                self.time_control,
+                names=[names[i] for i in missing],
+                request_ids=self._ids,
+            )
+            self.started += len(fresh)
+            for i, session in zip(missing, fresh, strict=True):
+                self._deals[id(session)] = set()
+                self._served[id(session)] = 0
+                chosen[i] = session
+        sessions = [s for s in chosen if s is not None]
+        for session, name in zip(sessions, names, strict=True):
+            session.name = name
+            if deal_key is not None:
+                self._deals[id(session)].add(deal_key)
+        return sessions
+
+    async def release(self, sessions: Sequence[BotSession]) -> None:
+        """Return healthy sessions to the pool; close faulted or worn-out ones."""
+        for session in sessions:
+            self._served[id(session)] = self._served.get(id(session), 0) + 1
+            if session.alive and self._served[id(session)] < self.max_matches:
+                self._idle.setdefault(self._key(session.spec), []).append(session)
+            else:
+                await self._close(session)
+
+    async def _close(self, session: BotSession) -> None:
+        self._deals.pop(id(session), None)
+        self._served.pop(id(session), None)
+        await session.close()
+
+    async def aclose(self) -> None:
+        """Say ``bye`` to every idle bot and stop it."""
+        idle = [s for group in self._idle.values() for s in group]
+        self._idle.clear()
+        await asyncio.gather(*(self._close(s) for s in idle), return_exceptions=True)
+
+    async def play(
+        self,
+        bots: Sequence[BotSpec],
+        rules: ResolvedRules,
+        seed: int,
+        *,
+        match_id: str,
+        deal_key: str | None = None,
+        log_path: Path | str | None = None,
+    ) -> MatchResult:
+        """Play one match with pooled sessions."""
+        sessions = await self.acquire(bots, deal_key)
+        try:
+            return await run_match(
+                sessions,
+                rules,
+                seed,
+                match_id,
+                self.time_control,
+                log_path=log_path,
+                request_ids=self._ids,
+            )
+        finally:
+            await asyncio.shield(self.release(sessions))

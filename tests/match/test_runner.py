@@ -126,3 +126,58 @@ def test_hello_without_ready_is_a_fault_and_the_match_still_runs() -> None:
 def test_distinct_names() -> None:
     assert distinct_names(["a", "b", "a", "a"]) == ["a#1", "b", "a#2", "a#3"]
     assert distinct_names(["x", "y", "z"]) == ["x", "y", "z"]
+
+
+def test_session_pool_reuses_processes_but_never_across_rotations_of_a_deal() -> None:
+    from referee.match import SessionPool
+    from referee.sandbox import Limits
+
+    sandbox = FakeSandbox({"a": polite_bot, "b": polite_bot, "c": polite_bot})
+    bots = [spec("a"), spec("b"), spec("c")]
+
+    async def go() -> None:
+        pool = SessionPool(sandbox, Limits(), FAST)
+        await pool.play(bots, RULES3, 1, match_id="m1", deal_key="deal-1")
+        assert len(sandbox.started) == 3
+        await pool.play(bots, RULES3, 2, match_id="m2", deal_key="deal-2")
+        assert len(sandbox.started) == 3, "a new deal reuses the processes"
+        await pool.play(bots[1:] + bots[:1], RULES3, 1, match_id="m1r", deal_key="deal-1")
+        assert len(sandbox.started) == 6, "another rotation of deal-1 needs fresh processes"
+        await pool.aclose()
+
+    asyncio.run(go())
+    first = sandbox.started[0].received
+    assert [msg["type"] for msg in first].count("hello") == 1
+    assert [msg["type"] for msg in first].count("match_start") == 2
+    assert first[-1]["type"] == "bye"
+
+
+def test_session_pool_drops_a_faulted_process() -> None:
+    from referee.match import SessionPool
+    from referee.sandbox import Limits
+
+    def flaky() -> Any:
+        inner = polite_bot("flaky")
+        state = {"acts": 0}
+
+        def handle(msg: dict[str, Any]) -> Any:
+            if msg.get("type") == "act":
+                state["acts"] += 1
+                if state["acts"] == 3:
+                    return b"oops\n"
+            return inner(msg)
+
+        return handle
+
+    sandbox = FakeSandbox({"flaky": flaky, "b": polite_bot, "c": polite_bot})
+    bots = [spec("flaky"), spec("b"), spec("c")]
+
+    async def go() -> None:
+        pool = SessionPool(sandbox, Limits(), FAST)
+        result = await pool.play(bots, RULES3, 1, match_id="m1", deal_key="d1")
+        assert result.standings[-1].fault is not None
+        await pool.play(bots, RULES3, 2, match_id="m2", deal_key="d2")
+        await pool.aclose()
+
+    asyncio.run(go())
+    assert [p.spec.name for p in sandbox.started] == ["flaky", "b", "c", "flaky"]

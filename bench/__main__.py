@@ -1,0 +1,39 @@
+"""``make bench``: every benchmark, figures printed side by side with their targets.
+
+The machines are shared and noisy, so each figure that has a target is a ratio measured in
+the same run (or a best-of-N), never a bare wall-clock threshold. Docker figures are skipped
+with a note when no daemon answers.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> int:
+    from bench import engine_bench, match_bench, tournament_bench
+
+    print("=" * 72)
+    engine_bench.run()
+    print("=" * 72)
+    match_bench.run()
+    print("=" * 72)
+    try:
+        from referee.sandbox.docker import docker_status
+    except ImportError as exc:
+        print(f"Docker benchmarks skipped: {exc}")
+    else:
+        ok, why = docker_status()
+        if ok:
+            from bench import docker_bench
+
+            docker_bench.main()
+        else:
+            print(f"Docker benchmarks skipped: {why}")
+    print("=" * 72)
+    tournament_bench.main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

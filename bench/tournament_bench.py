@@ -1,0 +1,207 @@
+"""What a tournament run costs: throughput by worker count, coordinator footprint, fairness.
+
+Run ``python -m bench.tournament_bench`` (process sandbox, nothing else needed). Each
+function prints its figures and returns them, so ``make bench`` can collect them:
+
+* :func:`throughput` — a 200-match tournament of 4 instant bots with 1 and 2 workers:
+  matches per second and the ratio (target: 2 workers >= 1.7x one worker on 2 cores).
+* :func:`footprint` — the coordinator's RSS and open file descriptors before and after a
+  run (no growth beyond a few MB, no descriptor leak).
+* :func:`fairness` — bots that think for half of ``move_ms`` before every answer, with more
+  workers than cores: how many requests, how many timeouts (target: none).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from referee.executors import run_tournament
+from referee.executors.local import LocalExecutor
+from referee.tournament import load_tournament
+
+REPO = Path(__file__).resolve().parents[1]
+POLITE = REPO / "tests" / "bots" / "polite.py"
+
+THINKER = """\
+import json, sys, time
+
+THINK_S = {think_s!r}
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("type") == "hello":
+        reply = {{"type": "ready", "name": "thinker"}}
+    elif msg.get("type") == "act":
+        time.sleep(THINK_S)
+        hand = msg.get("hand") or []
+        if msg["kind"] == "give":
+            reply = {{"cards": hand[: msg["count"]]}}
+        elif msg["kind"] == "leftover":
+            reply = {{"take": msg["offer"][0], "discard": hand[0]}}
+        else:
+            reply = {{"cards": (msg.get("legal") or [[]])[0]}}
+    elif msg.get("type") == "bye":
+        break
+    else:
+        continue
+    reply["id"] = msg["id"]
+    sys.stdout.write(json.dumps(reply) + "\\n")
+    sys.stdout.flush()
+"""
+
+
+@contextmanager
+def _tournament(
+    *, deals: int, bot_source: str | None = None, move_ms: int = 1000, bank_ms: int = 5000
+) -> Iterator[Path]:
+    """A temporary tournament of 4 bots at one table of 4 (``deals`` x 4 matches)."""
+    folder = Path(tempfile.mkdtemp(prefix="referee-bench-"))
+    try:
+        entries = []
+        for name in ("north", "east", "south", "west"):
+            bot = folder / f"{name}.py"
+            if bot_source is None:
+                shutil.copy(POLITE, bot)
+            else:
+                bot.write_text(bot_source)
+            entries.append(f'[[bots]]\npath = "{bot.name}"\n')
+        path = folder / "bench.toml"
+        path.write_text(
+            'name = "bench"\nrules = { preset = "arschloch", target = 3 }\ntable_size = 4\n'
+            f"deals = {deals}\nseed = 1\n[time]\nmove_ms = {move_ms}\nbank_ms = {bank_ms}\n"
+            'hello_ms = 10000\n[sandbox]\nbackend = "process"\n\n' + "\n".join(entries)
+        )
+        yield path
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run(path: Path, workers: int) -> float:
+    """Play the whole tournament from scratch; returns the seconds it took."""
+    started = time.monotonic()
+    summary = run_tournament(load_tournament(path), LocalExecutor(workers), restart=True)
+    elapsed = time.monotonic() - started
+    if summary.failed or summary.done != summary.total:
+        raise RuntimeError(f"bench run incomplete: {summary}")
+    return elapsed
+
+
+def throughput(matches: int = 200) -> dict[str, float]:
+    """Matches per second with 1 and 2 workers, and their ratio."""
+    figures: dict[str, float] = {}
+    with _tournament(deals=matches // 4) as path:
+        for workers in (1, 2):
+            elapsed = _run(path, workers)
+            figures[f"workers_{workers}_per_s"] = matches / elapsed
+            print(
+                f"throughput: {matches} matches, {workers} worker(s): {elapsed:6.1f} s, "
+                f"{matches / elapsed:5.2f} matches/s"
+            )
+    figures["ratio"] = figures["workers_2_per_s"] / figures["workers_1_per_s"]
+    print(f"throughput: 2 workers / 1 worker = {figures['ratio']:.2f}x (target >= 1.7x)")
+    return figures
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def footprint(runs: int = 3, matches: int = 100) -> dict[str, int]:
+    """The coordinator's RSS and descriptors after a warm-up run and after ``runs`` more."""
+    with _tournament(deals=matches // 4) as path:
+        _run(path, 2)  # warm-up: imports, pools, caches
+        rss_before, fds_before = _rss_kib(), _fds()
+        for _ in range(runs):
+            _run(path, 2)
+        rss_after, fds_after = _rss_kib(), _fds()
+    figures = {
+        "rss_before_kib": rss_before,
+        "rss_after_kib": rss_after,
+        "fds_before": fds_before,
+        "fds_after": fds_after,
+    }
+    print(
+        f"footprint: after {runs} x {matches} matches the coordinator went from "
+        f"{rss_before / 1024:.1f} to {rss_after / 1024:.1f} MiB RSS "
+        f"({(rss_after - rss_before) / 1024:+.1f} MiB), {fds_before} to {fds_after} open fds"
+    )
+    return figures
+
+
+def fairness(
+    requests: int = 2000, move_ms: int = 100, workers: int | None = None
+) -> dict[str, Any]:
+    """Bots that sleep ``move_ms / 2`` before each answer, at more workers than cores.
+
+    The bank is 0, so any reply later than ``move_ms`` (the referee or the machine too
+    slow to serve a waiting bot) is a timeout.
+    """
+    workers = workers or 2 * (os.cpu_count() or 1)
+    per_match = 35  # about right for this ruleset; the real count is read from the logs
+    deals = max(1, requests // (4 * per_match))
+    source = THINKER.format(think_s=move_ms / 2000)
+    with _tournament(deals=deals, bot_source=source, move_ms=move_ms, bank_ms=0) as path:
+        elapsed = _run(path, workers)
+        results = path.parent / "bench.results"
+        db = sqlite3.connect(results / "results.sqlite")
+        timeouts = db.execute(
+            "SELECT COUNT(*) FROM results WHERE fault_kind = 'timeout'"
+        ).fetchone()[0]
+        faults = db.execute("SELECT COUNT(*) FROM results WHERE fault_kind IS NOT NULL").fetchone()[
+            0
+        ]
+        db.close()
+        served = sum(_requests_in(log) for log in (results / "logs").glob("*.jsonl"))
+    figures = {
+        "requests": served,
+        "timeouts": timeouts,
+        "faults": faults,
+        "workers": workers,
+        "seconds": round(elapsed, 1),
+    }
+    print(
+        f"fairness: {served} requests to bots thinking {move_ms // 2} of {move_ms} ms, "
+        f"{workers} workers on {os.cpu_count()} cores, {elapsed:.0f} s: "
+        f"{timeouts} timeouts, {faults} faults (target: 0)"
+    )
+    return figures
+
+
+def _requests_in(log: Path) -> int:
+    """Decisions a bot was asked for: plays and passes, leftovers, chosen give-backs."""
+    count = 0
+    with log.open(encoding="utf-8") as handle:
+        rules = json.loads(handle.readline())["rules"]
+        for line in handle:
+            kind = json.loads(line)["type"]
+            if kind in ("played", "passed", "leftover"):
+                count += 1
+            elif kind == "exchange" and rules["return_choice"] == "choose":
+                count += 0.5  # one of the two directions of each exchange is a request
+    return int(count)
+
+
+def main() -> None:
+    throughput()
+    footprint()
+    fairness()
+
+
+if __name__ == "__main__":
+    main()
