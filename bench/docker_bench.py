@@ -10,7 +10,6 @@ import asyncio
 import json
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
