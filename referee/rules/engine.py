@@ -175,9 +175,18 @@ class Game:
     def legal_plays(self, seat: int) -> list[list[str]]:
         """The ``legal`` list of an ``act``: card strings, sorted by rank then count."""
         names = self.codec.names
-        moves = [m for m in self.legal_moves(seat) if m]
-        moves.sort(key=lambda m: (m[0] >> 2, len(m)))
-        out = [[names[c] for c in m] for m in moves]
+        if self.pending is not None and self.pending[0] is PLAY and seat == self.turn:
+            # The seat to act: its memoised move codes are already in this order.
+            hand = self.hands[seat]
+            out = [
+                [names[c] for c in hand[code >> 3][: code & 7]]
+                for code in self.legal_move_codes()
+                if code
+            ]
+        else:
+            moves = [m for m in self.legal_moves(seat) if m]
+            moves.sort(key=lambda m: (m[0] >> 2, len(m)))
+            out = [[names[c] for c in m] for m in moves]
         if self.last >= 0:
             out.append([])
         return out
