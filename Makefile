@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/referee demo
+	$(BIN)/referee tournament demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check referee tests bench

@@ -481,7 +481,8 @@ async def run_match(
     banks = [time_control.bank_ms] * len(sessions)
     faults: dict[int, FaultInfo] = {}
     for s in sessions:
-        s.reset_stderr()
+        if s.fault is None:  # keep what a bot that failed hello wrote: it explains why
+            s.reset_stderr()
 
     async def fault(seat: int, f: BotFault) -> None:
         session = sessions[seat]

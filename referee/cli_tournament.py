@@ -1,0 +1,415 @@
+"""Commands ``referee tournament run|demo``, ``referee leaderboard`` and ``referee submit``.
+
+Exit codes: 0 done; 1 the run finished but some matches failed on the referee's side (run
+again to retry them), or ``submit`` refused the bot; 2 a usage error (bad file, flag or
+path), shown as one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+import referee
+from referee.cli import friendly, main
+from referee.errors import UsageError
+from referee.executors import (
+    Event,
+    MatchFailed,
+    MatchFinished,
+    RunStarted,
+    RunSummary,
+    run_tournament,
+)
+from referee.executors.local import LocalExecutor
+from referee.publish import FORMATS, Leaderboard, build_leaderboard, render, to_rich_table
+from referee.publish.leaderboard import terminal_text
+from referee.results import MatchResult
+from referee.rules import ResolvedRules
+from referee.sandbox import BotSpec, Sandbox, read_bot_files, safe_name
+from referee.sandbox.staging import BotFile
+from referee.tournament import (
+    Tournament,
+    append_bot_entry,
+    check_display_name,
+    load_tournament,
+)
+
+SMOKE_MAX_ROUNDS = 2
+_SMOKE_OPPONENTS = ("heuristic", "lowest", "random")
+_STDERR_TAIL_LINES = 15
+
+
+class BotRefused(UsageError):
+    """``submit`` refused the bot: it failed validation or its smoke match (exit code 1)."""
+
+    exit_code = 1
+
+
+def _repo_path(*parts: str) -> Path:
+    """A folder of the source checkout (``sample_bots``, ``tournaments``), or a clear error."""
+    path = Path(referee.__file__).resolve().parent.parent.joinpath(*parts)
+    if not path.exists():
+        raise UsageError(
+            f"{path} is missing: this command needs the referee's source checkout "
+            "(install it with pip install -e from a clone)"
+        )
+    return path
+
+
+# --------------------------------------------------------------------------- run
+
+
+@main.group()
+def tournament() -> None:
+    """Run tournaments described by a TOML file (see docs/tournaments.md)."""
+
+
+@tournament.command("run")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Worker processes (default: one per core).",
+)
+@click.option("--restart", is_flag=True, help="Discard the stored results and start over.")
+@friendly
+def run(file: Path, workers: int | None, restart: bool) -> None:
+    """Play every match of the tournament FILE not yet played, then print the leaderboard.
+
+    Results are stored as they arrive in NAME.results/ next to FILE; run the same command
+    again after an interruption and it resumes where it stopped.
+    """
+    spec = load_tournament(file)
+    summary = _run(spec, workers=workers, restart=restart)
+    _print_board(_leaderboard(spec, summary.results_dir))
+    _finish(summary)
+
+
+@tournament.command("demo")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Worker processes (default: one per core).",
+)
+@friendly
+def demo(workers: int | None) -> None:
+    """Run tournaments/demo.toml (the sample bots) from scratch and print the leaderboard.
+
+    Results go to a folder under the system's temporary directory, so the checkout stays
+    clean; every run starts over.
+    """
+    spec = load_tournament(_repo_path("tournaments", "demo.toml"))
+    folder = Path(tempfile.gettempdir()) / "referee-demo" / f"{spec.name}.results"
+    summary = _run(spec, workers=workers, restart=True, results_dir=folder)
+    _print_board(_leaderboard(spec, folder))
+    _finish(summary)
+
+
+def _run(
+    spec: Tournament, *, workers: int | None, restart: bool, results_dir: Path | None = None
+) -> RunSummary:
+    executor = LocalExecutor(workers)
+    with _ProgressView(spec.name, executor.workers) as view:
+        return run_tournament(
+            spec, executor, restart=restart, results_dir=results_dir, on_event=view.update
+        )
+
+
+def _finish(summary: RunSummary) -> None:
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err.print(
+        f"{summary.done}/{summary.total} matches done ({summary.played} played in this run, "
+        f"{summary.faults} faults); results in {summary.results_dir}",
+        markup=False,
+    )
+    if summary.failed:
+        click.echo(
+            f"referee: {summary.failed} matches failed on the referee's side; "
+            "run the same command again to retry them",
+            err=True,
+        )
+        raise SystemExit(1)
+
+
+class _ProgressView:
+    """A live progress bar on a terminal; a line every tenth of the run otherwise."""
+
+    def __init__(self, name: str, workers: int) -> None:
+        self.name = name
+        self.workers = workers
+        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.live = self.console.is_terminal
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("faults {task.fields[faults]}"),
+            console=self.console,
+            disable=not self.live,
+            transient=False,
+        )
+        self.task: TaskID | None = None
+        self.started = time.monotonic()
+        self.total = self.done = self.played = self.faults = self.to_play = 0
+        self.next_report = 0
+
+    def __enter__(self) -> _ProgressView:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.progress.__exit__(exc_type, exc, tb)
+
+    def update(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.total, self.done, self.to_play = event.total, event.done, event.to_play
+            self.console.print(f"sandbox: {event.sandbox}", markup=False)
+            self.console.print(
+                f"{self.name}: {event.total} matches, {event.done} already done, "
+                f"{event.to_play} to play with {self.workers} workers",
+                markup=False,
+            )
+            self.started = time.monotonic()
+            self.task = self.progress.add_task(
+                self.name, total=event.total, completed=event.done, rate="", faults=0
+            )
+            self.next_report = max(1, event.to_play // 10)
+            return
+        if isinstance(event, MatchFinished):
+            self.done += 1
+            self.played += 1
+            self.faults += sum(st.fault is not None for st in event.result.standings)
+        elif isinstance(event, MatchFailed):
+            verb = "failed" if event.final else f"will be retried (attempt {event.attempt})"
+            last = event.error.strip().splitlines()[-1:] or ["?"]
+            self.console.print(f"match {event.key} {verb}: {last[0]}", markup=False)
+            if not event.final:
+                return
+            self.done += 1
+        else:
+            return
+        rate = self.played / max(time.monotonic() - self.started, 1e-9)
+        if self.task is not None:
+            self.progress.update(
+                self.task, completed=self.done, rate=f"{rate:.1f}/s", faults=self.faults
+            )
+        if not self.live and (self.played % self.next_report == 0 or self.done == self.total):
+            self.console.print(
+                f"{self.done}/{self.total} matches, {rate:.1f}/s, {self.faults} faults",
+                markup=False,
+            )
+
+
+# --------------------------------------------------------------------------- leaderboard
+
+
+def _leaderboard(spec: Tournament, results_dir: Path | None = None) -> Leaderboard:
+    from referee.store import DATABASE, Store
+
+    folder = results_dir or spec.results_dir
+    if not (folder / DATABASE).exists():
+        raise UsageError(
+            f"no results yet for {spec.name} ({folder} has none); "
+            f"run: referee tournament run {spec.path}"
+        )
+    with Store(folder) as store:
+        matches = store.completed()
+    return build_leaderboard(spec.name, spec.rules.name, matches, spec.entrants)
+
+
+def _print_board(board: Leaderboard) -> None:
+    Console(highlight=False).print(to_rich_table(board))
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="table (terminal), md (Markdown), json, or csv.",
+)
+@friendly
+def leaderboard(file: Path, fmt: str) -> None:
+    """Print the leaderboard of the tournament FILE from its stored results.
+
+    Ratings are TrueSkill, replayed over the finished matches in key order, ranked by
+    mu - 3 sigma. It may be called while the tournament runs.
+    """
+    board = _leaderboard(load_tournament(file))
+    if fmt == "table":
+        _print_board(board)
+    else:
+        click.echo(render(board, fmt), nl=False)
+
+
+# --------------------------------------------------------------------------- submit
+
+
+@main.command()
+@click.argument("bot", type=click.Path(path_type=Path))
+@click.option(
+    "--to",
+    "file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The tournament file to enter the bot in.",
+)
+@click.option("--name", default=None, help="Display name (default: the bot's own name).")
+@friendly
+def submit(bot: Path, file: Path, name: str | None) -> None:
+    """Check BOT, play a short smoke match, and enter it in the tournament FILE.
+
+    BOT is a .py file, an executable, or a folder with bot.toml. The bot is copied into
+    bots/ next to FILE and a [[bots]] entry is appended to FILE. Exit code 1 when the bot
+    is refused (the reason and the end of its stderr are shown), 2 for a usage error.
+    """
+    from referee.sandbox import load_bot
+
+    spec = load_tournament(file)
+    try:
+        candidate = load_bot(bot)
+    except UsageError as exc:
+        raise BotRefused(f"bot refused: {exc}") from None
+    display = check_display_name(name if name is not None else candidate.name)
+    if display in spec.entrants:
+        raise UsageError(
+            f"{file}: a bot named {display!r} is already entered; choose another with --name"
+        )
+    candidate = dataclasses.replace(candidate, name=display)
+    try:
+        files = read_bot_files(candidate)
+    except UsageError as exc:
+        raise BotRefused(f"bot refused: {exc}") from None
+    out = Console(stderr=True, highlight=False)
+    out.print(
+        f"smoke match: {terminal_text(display)} against the sample bots, "
+        f"{SMOKE_MAX_ROUNDS} rounds of {spec.rules.name} at {spec.file.table_size}",
+        markup=False,
+    )
+    _smoke_match(spec, candidate)
+    folder, entry_path = _copy_in(spec, candidate, files)
+    try:
+        append_bot_entry(spec.path, entry_path, display)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    click.echo(f"accepted: {display} entered in {file} as {entry_path}")
+
+
+def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
+    """Play the candidate at seat 0 against sample bots; refuse it if it forfeits."""
+    from referee.sandbox import get_sandbox, load_bot, make_staging_root, stage_bot
+
+    samples = _repo_path("sample_bots")
+    k = spec.file.table_size
+    opponents = [load_bot(samples / _SMOKE_OPPONENTS[i % 3]) for i in range(k - 1)]
+    rules = spec.file.ruleset().with_overrides(max_rounds=SMOKE_MAX_ROUNDS).resolve(k)
+    sandbox = get_sandbox(spec.file.sandbox.backend)
+    staging = make_staging_root()
+    try:
+        bots = [stage_bot(b, staging) for b in (candidate, *opponents)]
+        with _temporary_log() as log_path:
+            result, stderr = asyncio.run(_play_smoke(spec, sandbox, bots, rules, log_path))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    mine = next(st for st in result.standings if st.seat == 0)
+    if mine.fault is None:
+        return
+    message = f"bot refused: {mine.fault.kind}: {mine.fault.detail}"
+    tail = [terminal_text(x) for x in stderr.strip().splitlines()]
+    if tail:
+        message += "\nits stderr ended with:\n" + "\n".join(
+            "  " + line for line in tail[-_STDERR_TAIL_LINES:]
+        )
+    raise BotRefused(message)
+
+
+async def _play_smoke(
+    spec: Tournament, sandbox: Sandbox, bots: list[BotSpec], rules: ResolvedRules, log: Path
+) -> tuple[MatchResult, str]:
+    """The smoke match and seat 0's stderr.
+
+    ``play_match`` would do, but it drops the stderr of a bot that failed ``hello`` (the
+    runner resets stderr when the match starts), and that is where a crash explains itself.
+    """
+    from referee.match import run_match, start_sessions
+
+    ids = itertools.count(1)
+    tc = spec.time_control
+    sessions = []
+    try:
+        sessions = await start_sessions(sandbox, bots, spec.limits, tc, request_ids=ids)
+        hello_stderr = sessions[0].stderr_tail(4096) if sessions[0].fault else ""
+        result = await run_match(
+            sessions, rules, spec.file.seed, "submit-smoke", tc, log_path=log, request_ids=ids
+        )
+    finally:
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+    return result, hello_stderr or result.stderr_tails.get(0, "")
+
+
+@contextlib.contextmanager
+def _temporary_log() -> Iterator[Path]:
+    fd, name = tempfile.mkstemp(prefix="referee-submit-", suffix=".jsonl")
+    os.close(fd)
+    try:
+        yield Path(name)
+    finally:
+        Path(name).unlink(missing_ok=True)
+
+
+def _copy_in(spec: Tournament, candidate: BotSpec, files: tuple[BotFile, ...]) -> tuple[Path, str]:
+    """Write the bot's files to ``bots/<safe name>/`` next to the tournament file.
+
+    Returns the folder and the path for the ``[[bots]]`` entry (relative to the file).
+    """
+    bots_dir = spec.path.parent / "bots"
+    slug = safe_name(candidate.name)
+    folder, n = bots_dir / slug, 1
+    while folder.exists():
+        n += 1
+        folder = bots_dir / f"{slug}-{n}"
+    folder.mkdir(parents=True)
+    for item in files:
+        target = folder / item.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(item.data)
+        target.chmod(0o755 if item.executable else 0o644)
+    relative = folder.relative_to(spec.path.parent).as_posix()
+    if candidate.single_file:
+        return folder, f"{relative}/{candidate.single_file}"
+    return folder, relative

@@ -1,0 +1,258 @@
+"""Where matches run, and the coordinator that feeds them and stores what comes back.
+
+An executor takes :class:`MatchTask` values (a match spec plus staged bots, rules, time
+control, limits and the sandbox backend's name: everything a worker needs, picklable) and
+reports :data:`Event` values to one callback, in the coordinator's own thread. The
+coordinator, :func:`run_tournament`, is the only writer of the results store: it stages
+every bot once per run, checks the store, skips finished matches, and commits each result
+as it arrives.
+
+Blame decides what happens to a match: a bot fault is a normal result; an
+``InfrastructureError`` or a dead worker is retried a bounded number of times and then
+recorded as ``failed``; a ``UsageError`` (the configuration cannot work at all) stops the
+run; an unexpected exception (a bug of ours) fails that match at once with its traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import shutil
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from referee.errors import InfrastructureError, UsageError
+from referee.match import TimeControl, play_match
+from referee.results import MatchResult
+from referee.rules import ResolvedRules
+from referee.sandbox import BotSpec, Limits, Sandbox, get_sandbox, make_staging_root, stage_bot
+from referee.scheduler import MatchSpec, schedule
+from referee.store import EntrantRecord, RunLock, Store, wipe
+from referee.tournament import Tournament
+
+__all__ = [
+    "Event",
+    "Executor",
+    "MatchFailed",
+    "MatchFinished",
+    "MatchStarted",
+    "MatchTask",
+    "RunStarted",
+    "RunSummary",
+    "TaskOutcome",
+    "play_task",
+    "run_tournament",
+]
+
+PARTIAL_SUFFIX = ".part"
+
+
+@dataclass(frozen=True)
+class MatchTask:
+    """One match, ready for any worker: bots are staged copies, in seat order."""
+
+    spec: MatchSpec
+    bots: tuple[BotSpec, ...]
+    rules: ResolvedRules
+    time_control: TimeControl
+    limits: Limits
+    sandbox: str
+    log_path: str
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """What a worker sends back: the result as a dict, or why there is none."""
+
+    status: Literal["done", "infrastructure", "usage", "bug"]
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    total: int
+    done: int
+    to_play: int
+    sandbox: str
+
+
+@dataclass(frozen=True)
+class MatchStarted:
+    key: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class MatchFinished:
+    key: str
+    result: MatchResult
+
+
+@dataclass(frozen=True)
+class MatchFailed:
+    """An attempt failed on our side; ``final`` when no attempt is left."""
+
+    key: str
+    error: str
+    attempt: int
+    final: bool
+
+
+Event = RunStarted | MatchStarted | MatchFinished | MatchFailed
+
+
+class Executor(Protocol):
+    """Runs tasks somewhere and reports every attempt to ``on_event`` in the caller's thread."""
+
+    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[Event], None]) -> None: ...
+
+
+@dataclass
+class RunSummary:
+    """How a run ended."""
+
+    total: int
+    done: int
+    failed: int
+    played: int
+    faults: int
+    results_dir: Path
+
+
+@functools.cache
+def _sandbox(name: str) -> Sandbox:
+    """One sandbox backend per worker process (bubblewrap is probed once)."""
+    return get_sandbox(name)
+
+
+def play_task(task: MatchTask) -> TaskOutcome:
+    """Play one match in this process; never raises for a match that went wrong.
+
+    The log is written to a private ``.part`` file and renamed to ``task.log_path`` only
+    when the match is complete, so an attempt that dies (or a worker that outlives a killed
+    coordinator) never mixes its lines into another attempt's log.
+    """
+    final = Path(task.log_path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=final.stem + ".", suffix=PARTIAL_SUFFIX, dir=final.parent)
+    os.close(fd)
+    partial = Path(name)
+    try:
+        result = asyncio.run(
+            play_match(
+                _sandbox(task.sandbox),
+                task.bots,
+                task.rules,
+                task.spec.match_seed,
+                match_id=task.spec.key,
+                time_control=task.time_control,
+                limits=task.limits,
+                log_path=partial,
+            )
+        )
+        os.replace(partial, final)
+    except InfrastructureError as exc:
+        return TaskOutcome("infrastructure", error=str(exc))
+    except UsageError as exc:
+        return TaskOutcome("usage", error=str(exc))
+    except Exception:  # a bug of ours: recorded with its traceback, the run goes on
+        return TaskOutcome("bug", error=traceback.format_exc())
+    finally:
+        partial.unlink(missing_ok=True)
+    return TaskOutcome(
+        "done", result=result.model_copy(update={"log": str(final)}).model_dump(mode="json")
+    )
+
+
+def run_tournament(
+    tournament: Tournament,
+    executor: Executor,
+    *,
+    restart: bool = False,
+    results_dir: Path | None = None,
+    on_event: Callable[[Event], None] | None = None,
+) -> RunSummary:
+    """Play every match of ``tournament`` not yet in its store; resume where a run stopped.
+
+    ``restart`` wipes the stored results first. Raises ``UsageError`` when stored results
+    were played by other bot files or other settings (unless ``restart``), or when another
+    run holds the tournament's lock.
+    """
+    folder = results_dir or tournament.results_dir
+    notify = on_event or (lambda event: None)
+    with RunLock(folder):
+        if restart:
+            wipe(folder)
+        with Store(folder) as store:
+            _remove_partial_logs(store)
+            sandbox = get_sandbox(tournament.file.sandbox.backend)
+            staging = make_staging_root()
+            try:
+                staged = {b.name: stage_bot(b, staging) for b in tournament.bots}
+                records = [_record(tournament, staged[name]) for name in tournament.entrants]
+                store.check_entrants(records)
+                store.check_settings(tournament.settings())
+                store.save_entrants(records)
+                specs = schedule(tournament)
+                store.add_matches(specs)
+                finished = store.done_keys()
+                tasks = [
+                    MatchTask(
+                        spec=spec,
+                        bots=tuple(staged[name] for name in spec.table),
+                        rules=tournament.rules,
+                        time_control=tournament.time_control,
+                        limits=tournament.limits,
+                        sandbox=sandbox.name,
+                        log_path=str(store.log_path(spec.key)),
+                    )
+                    for spec in specs
+                    if spec.key not in finished
+                ]
+                summary = RunSummary(
+                    total=len(specs),
+                    done=len(specs) - len(tasks),
+                    failed=0,
+                    played=0,
+                    faults=0,
+                    results_dir=folder,
+                )
+                notify(RunStarted(len(specs), summary.done, len(tasks), sandbox.describe()))
+                tables = {task.spec.key: task.spec.table for task in tasks}
+
+                def record(event: Event) -> None:
+                    if isinstance(event, MatchStarted):
+                        store.mark_running(event.key)
+                    elif isinstance(event, MatchFinished):
+                        store.record_result(event.key, event.result, tables[event.key])
+                        summary.done += 1
+                        summary.played += 1
+                        summary.faults += sum(st.fault is not None for st in event.result.standings)
+                    elif isinstance(event, MatchFailed):
+                        store.record_failure(event.key, event.error, final=event.final)
+                        summary.failed += event.final
+                    notify(event)
+
+                executor.run(tasks, record)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+                _remove_partial_logs(store)
+    return summary
+
+
+def _remove_partial_logs(store: Store) -> None:
+    """Logs of attempts that died with their worker (or with a killed coordinator)."""
+    for partial in store.logs_dir.glob(f"*{PARTIAL_SUFFIX}"):
+        partial.unlink(missing_ok=True)
+
+
+def _record(tournament: Tournament, staged: BotSpec) -> EntrantRecord:
+    original = tournament.bot(staged.name)
+    path = original.folder / original.single_file if original.single_file else original.folder
+    return EntrantRecord(staged.name, staged.version, staged.sha256, str(path))

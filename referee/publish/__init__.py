@@ -1,0 +1,28 @@
+"""Publishing a tournament: the leaderboard as a terminal table, Markdown, JSON or CSV.
+
+Bot names are untrusted display text; every renderer escapes them for its medium.
+"""
+
+from referee.publish.leaderboard import (
+    FORMATS,
+    Leaderboard,
+    LeaderboardEntry,
+    build_leaderboard,
+    render,
+    to_csv,
+    to_json,
+    to_markdown,
+    to_rich_table,
+)
+
+__all__ = [
+    "FORMATS",
+    "Leaderboard",
+    "LeaderboardEntry",
+    "build_leaderboard",
+    "render",
+    "to_csv",
+    "to_json",
+    "to_markdown",
+    "to_rich_table",
+]

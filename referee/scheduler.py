@@ -1,0 +1,129 @@
+"""Tournament formats turned into a deterministic list of match specs.
+
+Every deal is played in all ``k`` cyclic seat rotations of its table with one shared deal
+seed ("duplicate" play): the same hands go round the table, so each bot holds each seat's
+cards once and deal luck cancels out. A rotation ``r`` seats ``table[(seat + r) % k]``.
+
+* ``round-robin``: every ``k``-subset of the entrants (names sorted, so the order of the
+  file does not matter) x ``deals`` x ``k`` rotations.
+* ``gauntlet``: the candidate against ``k - 1`` opponents drawn from the field, ``matches``
+  times, each draw played for ``deals`` deals x ``k`` rotations.
+
+Keys and seeds come from SHA hashes of the tournament seed and the table, never from
+``hash()`` or a random generator whose algorithm could change, so the same file schedules
+the same matches with the same keys and cards on every run and machine. Keys do not depend
+on a match's position in the list: adding a bot or a deal keeps every existing key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from referee.tournament import Tournament
+
+__all__ = ["MatchSpec", "gauntlet", "round_robin", "schedule"]
+
+_KEY_HASH_CHARS = 12
+_SEED_BYTES = 6  # 48 bits: exact in JSON numbers and in every language's doubles
+
+
+class MatchSpec(BaseModel):
+    """One match to play.
+
+    ``table`` holds entrant names by seat (already rotated). ``deal_seed`` decides the
+    cards and is shared by every rotation of a deal; ``match_seed`` is the seed the match
+    is played with — equal to ``deal_seed`` in both duplicate formats, a separate field so
+    a format without duplicate deals needs no change downstream.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    table: tuple[str, ...]
+    deal: int
+    rotation: int
+    deal_seed: int
+    match_seed: int
+
+
+def schedule(tournament: Tournament) -> list[MatchSpec]:
+    """Every match of ``tournament``, in a canonical order."""
+    f = tournament.file
+    if f.format == "gauntlet":
+        assert f.candidate is not None and f.matches is not None  # load_tournament checks
+        return gauntlet(f.candidate, tournament.entrants, f.table_size, f.matches, f.deals, f.seed)
+    return round_robin(tournament.entrants, f.table_size, f.deals, f.seed)
+
+
+def round_robin(names: Sequence[str], table_size: int, deals: int, seed: int) -> list[MatchSpec]:
+    """Every ``table_size``-subset of ``names`` x ``deals`` x every seat rotation."""
+    specs: list[MatchSpec] = []
+    for table in itertools.combinations(sorted(names), table_size):
+        table_id = _digest("rr", seed, table)[:_KEY_HASH_CHARS]
+        for deal in range(deals):
+            deal_seed = _seed("deal", "rr", seed, table, deal)
+            specs += _rotations(f"rr/{table_id}/d{deal:03d}", table, deal, deal_seed)
+    return _unique(specs)
+
+
+def gauntlet(
+    candidate: str,
+    names: Sequence[str],
+    table_size: int,
+    matches: int,
+    deals: int,
+    seed: int,
+) -> list[MatchSpec]:
+    """``candidate`` against ``table_size - 1`` opponents drawn from the field, ``matches`` times.
+
+    Draw ``m`` takes the opponents whose SHA-256 of ``(seed, m, name)`` is smallest: an
+    even, reproducible draw without a random generator.
+    """
+    field = sorted(n for n in names if n != candidate)
+    if len(field) < table_size - 1:
+        raise ValueError(f"a gauntlet at {table_size} needs {table_size - 1} opponents")
+    specs: list[MatchSpec] = []
+    for draw in range(matches):
+        opponents = sorted(field, key=lambda name: _digest("draw", seed, draw, name))
+        table = (candidate, *sorted(opponents[: table_size - 1]))
+        table_id = _digest("g", seed, draw, table)[:_KEY_HASH_CHARS]
+        for deal in range(deals):
+            deal_seed = _seed("deal", "g", seed, draw, table, deal)
+            specs += _rotations(f"g/{table_id}/m{draw:04d}/d{deal:03d}", table, deal, deal_seed)
+    return _unique(specs)
+
+
+def _rotations(prefix: str, table: tuple[str, ...], deal: int, deal_seed: int) -> list[MatchSpec]:
+    k = len(table)
+    return [
+        MatchSpec(
+            key=f"{prefix}/r{rotation}",
+            table=tuple(table[(seat + rotation) % k] for seat in range(k)),
+            deal=deal,
+            rotation=rotation,
+            deal_seed=deal_seed,
+            match_seed=deal_seed,
+        )
+        for rotation in range(k)
+    ]
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _seed(*parts: Any) -> int:
+    return int(_digest(*parts)[: 2 * _SEED_BYTES], 16)
+
+
+def _unique(specs: list[MatchSpec]) -> list[MatchSpec]:
+    keys = {spec.key for spec in specs}
+    if len(keys) != len(specs):  # a 48-bit hash prefix collided: never silently merge matches
+        raise RuntimeError("two matches got the same key; change the tournament seed")
+    return specs

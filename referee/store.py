@@ -1,0 +1,351 @@
+"""The results database of one tournament: SQLite in WAL mode, plus match logs on disk.
+
+Layout, in ``<name>.results/`` next to the tournament file::
+
+    results.sqlite      entrants, matches (with status), results per seat, settings
+    logs/<key>.jsonl    the match log of each match (``/`` in the key becomes ``_``)
+    .lock               held (flock) by the one process running the tournament
+
+Only the coordinator writes. Each finished match is one transaction that replaces the seat
+rows of its key and marks it ``done``, so a result is never half stored and never counted
+twice, however often the match was started. A coordinator killed mid-run leaves matches
+``running``; the next run plays them again. Readers (``referee leaderboard``) never block
+the writer (WAL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from referee.errors import UsageError
+from referee.results import MatchResult
+from referee.scheduler import MatchSpec
+
+__all__ = [
+    "DATABASE",
+    "EntrantRecord",
+    "MatchStatus",
+    "RunLock",
+    "Store",
+    "StoredMatch",
+    "StoredSeat",
+    "wipe",
+]
+
+DATABASE = "results.sqlite"
+LOGS = "logs"
+LOCK = ".lock"
+SCHEMA_VERSION = 1
+
+MatchStatus = Literal["pending", "running", "done", "failed"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entrants (
+    name TEXT PRIMARY KEY,
+    version TEXT,
+    sha256 TEXT NOT NULL,
+    path TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS matches (
+    key TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'running', 'done', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    started REAL,
+    finished REAL,
+    duration REAL,
+    rounds INTEGER,
+    log_path TEXT,
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS results (
+    match_key TEXT NOT NULL REFERENCES matches(key),
+    seat INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    place INTEGER NOT NULL,
+    score INTEGER NOT NULL,
+    forfeit INTEGER NOT NULL,
+    fault_kind TEXT,
+    fault_detail TEXT,
+    PRIMARY KEY (match_key, seat)
+);
+CREATE INDEX IF NOT EXISTS matches_by_status ON matches(status);
+"""
+
+
+@dataclass(frozen=True)
+class EntrantRecord:
+    """An entrant as stored: ``sha256`` fingerprints the files its results were played with."""
+
+    name: str
+    version: str | None
+    sha256: str
+    path: str
+
+
+@dataclass(frozen=True)
+class StoredSeat:
+    """One seat's stored result."""
+
+    seat: int
+    name: str
+    place: int
+    score: int
+    forfeit: bool
+    fault_kind: str | None
+    fault_detail: str | None
+
+
+@dataclass(frozen=True)
+class StoredMatch:
+    """A finished match: its spec and its seats in standings order (place, then seat)."""
+
+    spec: MatchSpec
+    seats: tuple[StoredSeat, ...]
+
+
+class Store:
+    """The SQLite results database of one tournament (one connection, this process only)."""
+
+    def __init__(self, results_dir: Path) -> None:
+        self.results_dir = results_dir
+        self.logs_dir = results_dir / LOGS
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        self.path = results_dir / DATABASE
+        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a killed process loses nothing committed; a power cut may
+        # lose the last few results, which the next run then plays again.
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        with self._transaction():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            elif row[0] != str(SCHEMA_VERSION):
+                raise UsageError(
+                    f"{self.path} was written by another version of the referee "
+                    f"(schema {row[0]}, this one reads {SCHEMA_VERSION}); run with --restart"
+                )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def log_path(self, key: str) -> Path:
+        """Where the match log of ``key`` goes."""
+        return self.logs_dir / f"{key.replace('/', '_')}.jsonl"
+
+    # -- settings and entrants ------------------------------------------------------
+
+    def check_settings(self, settings: dict[str, Any]) -> None:
+        """Store ``settings`` on first use; refuse if stored results were played with others."""
+        text = json.dumps(settings, sort_keys=True)
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        if row is None:
+            with self._transaction():
+                self._db.execute("INSERT INTO meta VALUES ('settings', ?)", (text,))
+            return
+        stored = json.loads(row[0])
+        keys = settings.keys() | stored.keys()
+        changed = sorted(k for k in keys if settings.get(k) != stored.get(k))
+        if changed:
+            raise UsageError(
+                f"{self.path}: results were played with other settings ({', '.join(changed)} "
+                "changed); run with --restart to discard them, or undo the change"
+            )
+
+    def entrants(self) -> dict[str, EntrantRecord]:
+        rows = self._db.execute("SELECT name, version, sha256, path FROM entrants ORDER BY name")
+        return {r[0]: EntrantRecord(*r) for r in rows}
+
+    def check_entrants(self, current: Sequence[EntrantRecord]) -> None:
+        """Refuse when a stored entrant's files changed or it left the tournament.
+
+        Results played by other code would be mixed with new ones. New entrants are fine.
+        """
+        stored = self.entrants()
+        now = {e.name: e for e in current}
+        problems = []
+        for name, old in stored.items():
+            new = now.get(name)
+            if new is None:
+                problems.append(f"{name!r} has results but is no longer in the tournament")
+            elif new.sha256 != old.sha256:
+                problems.append(
+                    f"{name!r} changed since its results were stored "
+                    f"(sha256 {old.sha256[:12]}… is now {new.sha256[:12]}…)"
+                )
+        if problems:
+            raise UsageError(
+                f"{self.path}: {'; '.join(problems)}; run with --restart to discard the "
+                "stored results, or put the old files back"
+            )
+
+    def save_entrants(self, entrants: Iterable[EntrantRecord]) -> None:
+        with self._transaction():
+            self._db.executemany(
+                "INSERT INTO entrants VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                "version = excluded.version, sha256 = excluded.sha256, path = excluded.path",
+                [(e.name, e.version, e.sha256, e.path) for e in entrants],
+            )
+
+    # -- matches ----------------------------------------------------------------------
+
+    def add_matches(self, specs: Iterable[MatchSpec]) -> None:
+        """Record scheduled matches as ``pending``; keys already stored keep their state."""
+        with self._transaction():
+            self._db.executemany(
+                "INSERT INTO matches (key, spec) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
+                [(s.key, s.model_dump_json()) for s in specs],
+            )
+
+    def done_keys(self) -> set[str]:
+        rows = self._db.execute("SELECT key FROM matches WHERE status = 'done'")
+        return {r[0] for r in rows}
+
+    def counts(self) -> dict[str, int]:
+        """How many matches are in each status."""
+        rows = self._db.execute("SELECT status, COUNT(*) FROM matches GROUP BY status")
+        counts = dict.fromkeys(("pending", "running", "done", "failed"), 0)
+        counts.update({r[0]: r[1] for r in rows})
+        return counts
+
+    def mark_running(self, key: str) -> None:
+        """A match was handed to a worker: one more attempt."""
+        with self._transaction():
+            self._db.execute(
+                "UPDATE matches SET status = 'running', attempts = attempts + 1, started = ?, "
+                "error = NULL WHERE key = ?",
+                (time.time(), key),
+            )
+
+    def record_result(self, key: str, result: MatchResult, table: Sequence[str]) -> None:
+        """Store a finished match: its seat rows and ``done``, in one transaction.
+
+        ``table`` (entrant names by seat, from the spec) names the seats, so a seat name the
+        match runner made distinct never hides whose result it is.
+        """
+        rows = [
+            (
+                key,
+                st.seat,
+                table[st.seat],
+                st.place,
+                st.score,
+                int(st.forfeit),
+                st.fault.kind if st.fault else None,
+                st.fault.detail if st.fault else None,
+            )
+            for st in result.standings
+        ]
+        if sorted(r[1] for r in rows) != list(range(len(table))):
+            raise ValueError(f"match {key}: standings do not cover seats 0..{len(table) - 1}")
+        with self._transaction():
+            self._db.execute("DELETE FROM results WHERE match_key = ?", (key,))
+            self._db.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            self._db.execute(
+                "UPDATE matches SET status = 'done', finished = ?, duration = ?, rounds = ?, "
+                "log_path = ?, error = NULL WHERE key = ?",
+                (time.time(), result.duration_s, result.rounds, result.log, key),
+            )
+
+    def record_failure(self, key: str, error: str, *, final: bool) -> None:
+        """An attempt failed on our side: back to ``pending`` for a retry, or ``failed``."""
+        with self._transaction():
+            self._db.execute(
+                "UPDATE matches SET status = ?, finished = ?, error = ? WHERE key = ?",
+                ("failed" if final else "pending", time.time(), error, key),
+            )
+
+    def attempts(self) -> dict[str, int]:
+        rows = self._db.execute("SELECT key, attempts FROM matches")
+        return {r[0]: r[1] for r in rows}
+
+    def completed(self) -> list[StoredMatch]:
+        """Every ``done`` match with its seats, in key order (the canonical rating order)."""
+        seats: dict[str, list[StoredSeat]] = {}
+        rows = self._db.execute(
+            "SELECT r.match_key, r.seat, r.name, r.place, r.score, r.forfeit, r.fault_kind, "
+            "r.fault_detail FROM results r JOIN matches m ON m.key = r.match_key "
+            "WHERE m.status = 'done' ORDER BY r.match_key, r.place, r.seat"
+        )
+        for r in rows:
+            seats.setdefault(r[0], []).append(
+                StoredSeat(r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7])
+            )
+        specs = self._db.execute("SELECT key, spec FROM matches WHERE status = 'done' ORDER BY key")
+        return [
+            StoredMatch(MatchSpec.model_validate_json(spec), tuple(seats.get(key, ())))
+            for key, spec in specs
+        ]
+
+
+class RunLock:
+    """One run per tournament at a time: an ``flock`` on ``<results>/.lock``.
+
+    The lock goes away with its process, so a killed run never blocks the next one.
+    """
+
+    def __init__(self, results_dir: Path) -> None:
+        self.path = results_dir / LOCK
+        self._fd: int | None = None
+
+    def __enter__(self) -> RunLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UsageError(
+                f"another run of this tournament is in progress ({self.path} is locked)"
+            ) from None
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def wipe(results_dir: Path) -> None:
+    """Delete the stored results and logs of a tournament (``--restart``); keeps the lock."""
+    for name in (DATABASE, f"{DATABASE}-wal", f"{DATABASE}-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            (results_dir / name).unlink()
+    shutil.rmtree(results_dir / LOGS, ignore_errors=True)

@@ -1,0 +1,351 @@
+"""The tournament file (TOML): its model, and loading it into bots and rules ready to run.
+
+A tournament file names the rules, the table size, the format, the seed, the time control,
+the sandbox and the bots; paths are relative to the file::
+
+    name = "spring"
+    rules = "arschloch"            # a preset, or { preset = "arschloch", target = 10 }
+    table_size = 4
+    format = "round-robin"         # or "gauntlet" (then also candidate = "...", matches = N)
+    deals = 2
+    seed = 1
+    [time]
+    move_ms = 1000
+    [sandbox]
+    backend = "process"
+    [[bots]]
+    path = "bots/alice.py"
+
+:func:`load_tournament` refuses anything else with one line naming the file, the key and
+what is allowed (:class:`~referee.errors.UsageError`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from referee.errors import UsageError
+from referee.match import TimeControl
+from referee.rules import ResolvedRules, RuleSet
+from referee.sandbox import BotSpec, Limits, load_bot
+
+__all__ = [
+    "BotEntry",
+    "SandboxSettings",
+    "TimeSettings",
+    "Tournament",
+    "TournamentFile",
+    "append_bot_entry",
+    "check_display_name",
+    "load_tournament",
+    "parse_tournament",
+    "toml_string",
+]
+
+RESULTS_SUFFIX = ".results"
+
+_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TimeSettings(_Strict):
+    """``[time]``: milliseconds per request, the per-match bank, and the start-up allowance."""
+
+    move_ms: int = Field(default=1000, ge=1, le=3_600_000)
+    bank_ms: int = Field(default=10_000, ge=0, le=36_000_000)
+    hello_ms: int = Field(default=10_000, ge=1, le=3_600_000)
+
+
+class SandboxSettings(_Strict):
+    """``[sandbox]``: the backend that runs the bots and their memory limit."""
+
+    backend: Literal["process", "docker", "auto"] = "process"
+    memory_mb: int = Field(default=512, ge=32, le=65_536)
+
+
+class BotEntry(_Strict):
+    """One ``[[bots]]`` entry: a path (relative to the file) and an optional display name."""
+
+    path: str = Field(min_length=1)
+    name: str | None = None
+
+
+class TournamentFile(_Strict):
+    """The tournament file as written, checked key by key."""
+
+    name: str = Field(pattern=_NAME_PATTERN)
+    rules: str | dict[str, Any] = Field(
+        default="arschloch",
+        description='a preset name, or a table { preset = "...", <parameter> = <value>, ... }',
+    )
+    table_size: int = Field(default=4, ge=3, le=6)
+    format: Literal["round-robin", "gauntlet"] = "round-robin"
+    deals: int = Field(default=1, ge=1, le=10_000)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    time: TimeSettings = TimeSettings()
+    sandbox: SandboxSettings = SandboxSettings()
+    bots: list[BotEntry] = Field(min_length=3)
+    candidate: str | None = None
+    matches: int | None = Field(default=None, ge=1, le=100_000)
+
+    def ruleset(self) -> RuleSet:
+        """The preset named by ``rules`` with its overrides applied."""
+        if isinstance(self.rules, str):
+            return RuleSet.preset(self.rules)
+        overrides = dict(self.rules)
+        preset = overrides.pop("preset", None)
+        if not isinstance(preset, str):
+            raise UsageError(
+                "rules.preset: required in a rules table, "
+                'e.g. { preset = "arschloch", target = 10 }'
+            )
+        return RuleSet.preset(preset, **overrides)
+
+
+@dataclass(frozen=True)
+class Tournament:
+    """A loaded tournament: the checked file plus its bots (named as entrants) and rules."""
+
+    path: Path
+    file: TournamentFile
+    bots: tuple[BotSpec, ...]
+    rules: ResolvedRules
+
+    @property
+    def name(self) -> str:
+        return self.file.name
+
+    @property
+    def entrants(self) -> list[str]:
+        """Entrant names in file order."""
+        return [bot.name for bot in self.bots]
+
+    @property
+    def results_dir(self) -> Path:
+        """``<name>.results/`` next to the tournament file."""
+        return self.path.parent / f"{self.file.name}{RESULTS_SUFFIX}"
+
+    @property
+    def time_control(self) -> TimeControl:
+        t = self.file.time
+        return TimeControl(move_ms=t.move_ms, bank_ms=t.bank_ms, hello_ms=t.hello_ms)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(memory_mb=self.file.sandbox.memory_mb)
+
+    def settings(self) -> dict[str, Any]:
+        """What results depend on besides the bots: stored results are only comparable
+        between runs with equal settings. More deals, matches or bots may be added."""
+        f = self.file
+        return {
+            "rules": self.rules.as_protocol(),
+            "table_size": f.table_size,
+            "format": f.format,
+            "seed": f.seed,
+            "time": f.time.model_dump(),
+            "candidate": f.candidate,
+        }
+
+    def bot(self, name: str) -> BotSpec:
+        """The entrant called ``name``."""
+        for spec in self.bots:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+
+def load_tournament(path: str | Path) -> Tournament:
+    """Read, check and resolve the tournament file at ``path``."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"tournament file {file} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError(f"{file} is a folder; name the tournament's .toml file") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{file} is not UTF-8 text") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read tournament file {file}: {exc.strerror or exc}") from None
+    return parse_tournament(text, file)
+
+
+def parse_tournament(text: str, path: Path) -> Tournament:
+    """Check the TOML ``text`` of the tournament file at ``path`` (used for relative paths)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path} is not valid TOML: {exc}") from None
+    try:
+        model = TournamentFile.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(_explain(path, exc)) from None
+    return _resolve(path, model)
+
+
+def append_bot_entry(path: Path, bot_path: str, name: str) -> Tournament:
+    """Append a ``[[bots]]`` entry to the tournament file, leaving the rest as written.
+
+    The new text is checked as a whole before anything is written (a file that lists its
+    bots inline, ``bots = [...]``, cannot take a ``[[bots]]`` table); returns the tournament
+    as it now is.
+    """
+    text = path.read_text(encoding="utf-8")
+    block = "" if not text or text.endswith("\n") else "\n"
+    block += f"\n[[bots]]\npath = {toml_string(bot_path)}\nname = {toml_string(name)}\n"
+    try:
+        updated = parse_tournament(text + block, path)
+    except UsageError as exc:
+        raise UsageError(f"cannot add the bot to {path}: {exc}") from None
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(block)
+    return updated
+
+
+def toml_string(value: str) -> str:
+    """``value`` as a TOML basic string (quotes, backslashes and control characters escaped)."""
+    out = ['"']
+    for ch in value:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(f"\\U{ord(ch):08X}")
+    out.append('"')
+    return "".join(out)
+
+
+def _resolve(path: Path, model: TournamentFile) -> Tournament:
+    k = model.table_size
+    if k > len(model.bots):
+        raise UsageError(
+            f"{path}: table_size: {k} is more than the {len(model.bots)} bots listed; "
+            f"allowed: 3 to {min(6, len(model.bots))}"
+        )
+    try:
+        rules = model.ruleset().resolve(k)
+    except UsageError as exc:
+        message = str(exc) if str(exc).startswith("rules") else f"rules: {exc}"
+        raise UsageError(f"{path}: {message}") from None
+    base = path.parent
+    bots: list[BotSpec] = []
+    first_seen: dict[str, int] = {}
+    for i, entry in enumerate(model.bots):
+        where = f"{path}: bots[{i}]"
+        try:
+            spec = load_bot(base / entry.path)
+            if entry.name is not None:
+                spec = dataclasses.replace(spec, name=check_display_name(entry.name))
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+        if spec.name in first_seen:
+            raise UsageError(
+                f"{where}: the name {spec.name!r} is already used by "
+                f"bots[{first_seen[spec.name]}]; "
+                'names must be unique (set name = "..." on one of them)'
+            )
+        first_seen[spec.name] = i
+        bots.append(spec)
+    _check_format(path, model, list(first_seen))
+    return Tournament(path=path, file=model, bots=tuple(bots), rules=rules)
+
+
+def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
+    if model.format == "gauntlet":
+        if model.candidate is None or model.matches is None:
+            missing = "candidate" if model.candidate is None else "matches"
+            raise UsageError(
+                f'{path}: {missing}: required when format = "gauntlet" '
+                '(candidate = "<bot name>", matches = <number of tables to draw>)'
+            )
+        if model.candidate not in names:
+            raise UsageError(
+                f"{path}: candidate: {model.candidate!r} is not a bot of this tournament "
+                f"(allowed: {', '.join(repr(n) for n in names)})"
+            )
+        return
+    for key in ("candidate", "matches"):
+        if getattr(model, key) is not None:
+            raise UsageError(
+                f'{path}: {key}: only allowed when format = "gauntlet" (format is {model.format!r})'
+            )
+
+
+def check_display_name(name: str) -> str:
+    """A display name: printable characters, trimmed, 1 to 64 characters."""
+    from referee.sandbox.staging import MAX_NAME_LENGTH
+
+    if not name.strip():
+        raise UsageError("name: the bot name is empty")
+    if len(name) > MAX_NAME_LENGTH:
+        raise UsageError(f"name: {len(name)} characters; at most {MAX_NAME_LENGTH} are allowed")
+    if not name.isprintable() or name != name.strip():
+        raise UsageError(
+            f"name: {name!r} must be printable characters without leading or trailing spaces"
+        )
+    return name
+
+
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "": TournamentFile,
+    "time": TimeSettings,
+    "sandbox": SandboxSettings,
+    "bots": BotEntry,
+}
+
+
+def _explain(path: Path, exc: ValidationError) -> str:
+    """One line naming the file, each bad key, and what is allowed there."""
+    parts = []
+    for err in exc.errors():
+        loc = list(err["loc"])
+        key = _key(loc)
+        if loc and loc[0] == "rules":
+            parts.append(
+                f"rules: got {err['input']!r}; use a preset name or a table like "
+                '{ preset = "arschloch", target = 10 }'
+            )
+            continue
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            section = ".".join(str(p) for p in loc[:-1] if isinstance(p, str))
+            model = _SECTIONS.get(section)
+            allowed = ", ".join(model.model_fields) if model is not None else "none"
+            parts.append(f"unknown key {key!r} (allowed: {allowed})")
+            continue
+        if err["type"] == "missing":
+            msg = "required key is missing"
+        elif err["type"] == "literal_error":
+            msg = f"got {err['input']!r}; {msg[0].lower()}{msg[1:]}"
+        elif err["type"] == "string_pattern_mismatch":
+            msg = (
+                f"got {err['input']!r}; use 1 to 64 letters, digits, '.', '_' or '-' "
+                "(it names the results folder)"
+            )
+        elif "input" in err and not isinstance(err["input"], dict | list):
+            msg = f"got {err['input']!r}; {msg[0].lower()}{msg[1:]}"
+        parts.append(f"{key}: {msg}" if key else msg)
+    return f"{path}: " + "; ".join(dict.fromkeys(parts))
+
+
+def _key(loc: list[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out

@@ -1,0 +1,225 @@
+"""Running tournaments for real: determinism across worker counts, resume after SIGKILL,
+a worker killed mid-match, refusal of changed bots, and the demo.
+
+All matches use the process sandbox and instant deterministic bots (see conftest), so the
+same tournament must give the same leaderboard however it was run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from referee.cli import main
+from referee.errors import UsageError
+from referee.executors import run_tournament
+from referee.executors.local import LocalExecutor
+from referee.publish import build_leaderboard
+from referee.store import Store
+from referee.tournament import load_tournament
+
+from .conftest import MARKER, REFEREE, leftover_processes, wait_for, write_tournament
+
+BOTS, TABLE = 5, 3
+TOTAL = 10 * TABLE  # C(5, 3) tables x 1 deal x 3 rotations
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _board(path: Path) -> dict[str, Any]:
+    t = load_tournament(path)
+    with Store(t.results_dir) as store:
+        matches = store.completed()
+    data = build_leaderboard(t.name, t.rules.name, matches, t.entrants).as_dict()
+    return data
+
+
+def _db(path: Path) -> Path:
+    return path.parent / "t.results" / "results.sqlite"
+
+
+def _query(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    db = _db(path)
+    if not db.exists():
+        return []
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.OperationalError:  # tables not created yet
+        return []
+    finally:
+        conn.close()
+
+
+def _done(path: Path) -> int:
+    rows = _query(path, "SELECT COUNT(*) FROM matches WHERE status = 'done'")
+    return rows[0][0] if rows else 0
+
+
+def _assert_complete_once(path: Path) -> None:
+    """Every scheduled key done, with exactly one row per seat."""
+    assert _query(path, "SELECT status, COUNT(*) FROM matches GROUP BY status") == [("done", TOTAL)]
+    per_key = _query(
+        path, "SELECT match_key, COUNT(*), COUNT(DISTINCT seat) FROM results GROUP BY match_key"
+    )
+    assert len(per_key) == TOTAL
+    assert {(n, d) for _, n, d in per_key} == {(TABLE, TABLE)}
+    logs = path.parent / "t.results" / "logs"
+    assert len(list(logs.glob("*.jsonl"))) == TOTAL
+    assert not list(logs.glob("*.part")), "a partial log of an interrupted attempt was left"
+    stored = [Path(p) for (p,) in _query(path, "SELECT log_path FROM matches")]
+    assert all(p.parent == logs and p.is_file() for p in stored)
+
+
+def _start_runner(path: Path, workers: int = 2) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(REFEREE), "tournament", "run", str(path), "--workers", str(workers)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "REFEREE_TEST_MARKER": MARKER},
+    )
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The pool's worker processes (``spawn_main``) among the children of ``pid``."""
+    children: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += [int(c) for c in (task / "children").read_text().split()]
+    workers = []
+    for child in children:
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in cmdline:
+            workers.append(child)
+    return workers
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The leaderboard of an uninterrupted run with two workers."""
+    path = write_tournament(tmp_path_factory.mktemp("reference"), bots=BOTS, table_size=TABLE)
+    summary = run_tournament(load_tournament(path), LocalExecutor(2))
+    assert (summary.total, summary.done, summary.played, summary.failed) == (TOTAL, TOTAL, TOTAL, 0)
+    _assert_complete_once(path)
+    board = _board(path)
+    assert board["matches"] == TOTAL
+    assert len({e["mu"] for e in board["entries"]}) > 1  # the bots really differ
+    return board
+
+
+def test_one_worker_gives_the_same_leaderboard_as_two(
+    tmp_path: Path, reference: dict[str, Any]
+) -> None:
+    path = write_tournament(tmp_path, bots=BOTS, table_size=TABLE)
+    result = CliRunner().invoke(main, ["tournament", "run", str(path), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert _board(path) == reference
+    again = CliRunner().invoke(main, ["leaderboard", str(path), "--format", "json"])
+    assert again.exit_code == 0
+    assert json.loads(again.output) == reference
+
+
+def test_resume_after_sigkill_gives_the_uninterrupted_leaderboard(
+    tmp_path: Path, reference: dict[str, Any]
+) -> None:
+    path = write_tournament(tmp_path, bots=BOTS, table_size=TABLE)
+    runner = _start_runner(path)
+    try:
+        wait_for(lambda: _done(path) >= 8, 60, "8 matches to finish")
+    finally:
+        runner.kill()
+        runner.communicate(timeout=30)
+    done = _done(path)
+    assert 8 <= done < TOTAL, "the run must be cut half-way"
+    wait_for(lambda: not leftover_processes(), 20, "the killed run's workers and bots to end")
+
+    resumed = subprocess.run(
+        [str(REFEREE), "tournament", "run", str(path), "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{TOTAL} matches, {done} already done, {TOTAL - done} to play" in resumed.stderr
+    _assert_complete_once(path)
+    assert _board(path) == reference
+
+
+def test_a_worker_killed_mid_match_is_retried(tmp_path: Path, reference: dict[str, Any]) -> None:
+    path = write_tournament(tmp_path, bots=BOTS, table_size=TABLE)
+    runner = _start_runner(path)
+    try:
+        wait_for(lambda: _done(path) >= 3, 60, "3 matches to finish")
+        workers = _workers_of(runner.pid)
+        assert workers, "no pool worker found"
+        os.kill(workers[0], signal.SIGKILL)
+        _, err = runner.communicate(timeout=150)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+    assert runner.returncode == 0, err
+    assert "will be retried (attempt 1): a worker process died during the match" in err
+    _assert_complete_once(path)
+    attempts = [n for (n,) in _query(path, "SELECT attempts FROM matches")]
+    assert max(attempts) == 2 and attempts.count(1) >= TOTAL - 3
+    assert _board(path) == reference
+
+
+def test_a_changed_bot_is_refused_unless_restart(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path, bots=3, table_size=3)
+    runner = CliRunner()
+    assert runner.invoke(main, ["tournament", "run", str(path), "--workers", "1"]).exit_code == 0
+    again = runner.invoke(main, ["tournament", "run", str(path), "--workers", "1"])
+    assert again.exit_code == 0 and "3 matches, 3 already done, 0 to play" in again.output
+
+    bot = tmp_path / "bots" / f"{MARKER}-a.py"
+    bot.write_text(bot.read_text() + "\n# changed\n")
+    refused = runner.invoke(main, ["tournament", "run", str(path)])
+    assert refused.exit_code == 2
+    assert f"'{MARKER}-a' changed since its results were stored" in refused.output
+    assert "--restart" in refused.output
+
+    restarted = runner.invoke(main, ["tournament", "run", str(path), "--restart", "--workers", "1"])
+    assert restarted.exit_code == 0, restarted.output
+    assert "3 matches, 0 already done, 3 to play" in restarted.output
+
+
+def test_changed_settings_are_refused(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path, bots=3, table_size=3)
+    t = load_tournament(path)
+    run_tournament(t, LocalExecutor(1))
+    path.write_text(path.read_text().replace("seed = 7", "seed = 8"))
+    with pytest.raises(UsageError, match=r"other settings \(seed changed\)"):
+        run_tournament(load_tournament(path), LocalExecutor(1))
+
+
+def test_leaderboard_before_any_run_says_what_to_do(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path)
+    result = CliRunner().invoke(main, ["leaderboard", str(path)])
+    assert result.exit_code == 2
+    assert "no results yet" in result.output and "referee tournament run" in result.output
+
+
+def test_tournament_demo_runs_the_sample_bots() -> None:
+    result = subprocess.run(
+        [str(REFEREE), "tournament", "demo", "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    for name in ("heuristic", "lowest", "random", "js-lowest"):
+        assert name in result.stdout
+    assert "24/24 matches done" in result.stderr

@@ -1,0 +1,174 @@
+"""The results store (idempotent results, resume states, refusals) and TrueSkill replay."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from referee.errors import UsageError
+from referee.ratings import make_environment, rate
+from referee.results import FaultInfo, MatchResult, SeatResult
+from referee.scheduler import round_robin
+from referee.store import EntrantRecord, RunLock, Store, StoredMatch, StoredSeat, wipe
+
+NAMES = ["a", "b", "c", "d"]
+
+
+def _result(
+    key: str, table: tuple[str, ...], places: list[int], fault_seat: int | None = None
+) -> MatchResult:
+    standings = [
+        SeatResult(
+            seat=seat,
+            name=name,
+            place=places[seat],
+            score=10 - places[seat],
+            forfeit=seat == fault_seat,
+            fault=FaultInfo(kind="timeout", detail="slow") if seat == fault_seat else None,
+        )
+        for seat, name in enumerate(table)
+    ]
+    standings.sort(key=lambda s: (s.place, s.seat))
+    return MatchResult(
+        match=key, seed=1, rules="arschloch", rounds=2, log=None, standings=standings
+    )
+
+
+def test_store_records_each_result_once_however_often_it_is_stored(tmp_path: Path) -> None:
+    specs = round_robin(NAMES, 3, 1, seed=1)
+    with Store(tmp_path) as store:
+        store.add_matches(specs)
+        store.add_matches(specs)  # scheduling again keeps states
+        spec = specs[0]
+        store.mark_running(spec.key)
+        store.record_result(spec.key, _result(spec.key, spec.table, [1, 2, 3]), spec.table)
+        store.mark_running(spec.key)
+        store.record_result(spec.key, _result(spec.key, spec.table, [3, 2, 1]), spec.table)
+        assert store.counts() == {"pending": len(specs) - 1, "running": 0, "done": 1, "failed": 0}
+        [done] = store.completed()
+        assert [s.place for s in done.seats] == [1, 2, 3]
+        assert done.seats[0].name == spec.table[2]
+        assert store.attempts()[spec.key] == 2
+    rows = (
+        sqlite3.connect(tmp_path / "results.sqlite")
+        .execute("SELECT COUNT(*) FROM results")
+        .fetchone()
+    )
+    assert rows == (3,)
+
+
+def test_a_running_match_stays_to_be_played_and_failures_are_recorded(tmp_path: Path) -> None:
+    specs = round_robin(NAMES, 3, 1, seed=1)
+    with Store(tmp_path) as store:
+        store.add_matches(specs)
+        store.mark_running(specs[0].key)
+        store.mark_running(specs[1].key)
+        store.record_failure(specs[1].key, "sandbox down", final=False)
+        store.mark_running(specs[2].key)
+        store.record_failure(specs[2].key, "sandbox down", final=True)
+    with Store(tmp_path) as store:  # as after a killed coordinator
+        counts = store.counts()
+        assert counts["running"] == 1 and counts["failed"] == 1 and counts["done"] == 0
+        assert store.done_keys() == set()
+        assert store.completed() == []
+
+
+def test_seat_rows_must_cover_the_table(tmp_path: Path) -> None:
+    spec = round_robin(NAMES, 3, 1, seed=1)[0]
+    with Store(tmp_path) as store:
+        store.add_matches([spec])
+        bad = _result(spec.key, spec.table[:2], [1, 2])
+        with pytest.raises(ValueError, match="standings do not cover"):
+            store.record_result(spec.key, bad, spec.table)
+        assert store.counts()["done"] == 0
+
+
+def test_changed_or_removed_bots_and_changed_settings_are_refused(tmp_path: Path) -> None:
+    records = [EntrantRecord(n, "1", n * 64, f"/bots/{n}") for n in NAMES]
+    with Store(tmp_path) as store:
+        store.check_entrants(records)
+        store.save_entrants(records)
+        store.check_settings({"seed": 1})
+        store.check_settings({"seed": 1})
+        store.check_entrants([*records, EntrantRecord("e", None, "e" * 64, "/bots/e")])
+        changed = [EntrantRecord("a", "1", "f" * 64, "/bots/a"), *records[1:]]
+        with pytest.raises(
+            UsageError, match=r"'a' changed since its results were stored .*--restart"
+        ):
+            store.check_entrants(changed)
+        with pytest.raises(UsageError, match="'d' has results but is no longer in the tournament"):
+            store.check_entrants(records[:3])
+        with pytest.raises(UsageError, match=r"other settings \(seed changed\)"):
+            store.check_settings({"seed": 2})
+    wipe(tmp_path)
+    with Store(tmp_path) as store:
+        store.check_entrants(changed)
+        assert store.entrants() == {}
+
+
+def test_one_run_at_a_time(tmp_path: Path) -> None:
+    with RunLock(tmp_path), pytest.raises(UsageError, match="another run"), RunLock(tmp_path):
+        pass
+    with RunLock(tmp_path):
+        pass
+
+
+def _stored(
+    key: str, places: dict[str, int], forfeits: frozenset[str] = frozenset()
+) -> StoredMatch:
+    from referee.scheduler import MatchSpec
+
+    table = tuple(places)
+    spec = MatchSpec(key=key, table=table, deal=0, rotation=0, deal_seed=1, match_seed=1)
+    seats = tuple(
+        StoredSeat(i, n, places[n], 0, n in forfeits, "crash" if n in forfeits else None, None)
+        for i, n in enumerate(table)
+    )
+    return StoredMatch(spec, seats)
+
+
+def test_ratings_do_not_depend_on_the_order_matches_arrive() -> None:
+    rng = random.Random(4)
+    matches = []
+    for i in range(40):
+        table = rng.sample(NAMES, 3)
+        places = rng.sample([1, 2, 3], 3)
+        matches.append(_stored(f"k{i:03d}", dict(zip(table, places, strict=True))))
+    first = rate(matches, NAMES)
+    rng.shuffle(matches)
+    assert rate(matches, NAMES) == first
+    assert sum(r.matches for r in first) == 120
+    assert [r.score for r in first] == sorted((r.score for r in first), reverse=True)
+
+
+def test_shared_places_are_draws_and_the_winner_rises() -> None:
+    [m] = [_stored("k", {"a": 1, "b": 1, "c": 3})]
+    ratings = {r.name: r for r in rate([m], ["a", "b", "c"])}
+    assert ratings["a"].mu == pytest.approx(ratings["b"].mu, rel=1e-3)  # TrueSkill iterates to 1e-4
+    assert ratings["a"].mu > 25 > ratings["c"].mu
+    assert ratings["a"].firsts == ratings["b"].firsts == 1
+    strict = {r.name: r for r in rate([_stored("k", {"a": 1, "b": 2, "c": 3})], ["a", "b", "c"])}
+    assert strict["a"].mu > strict["b"].mu
+
+
+def test_records_count_places_forfeits_and_faults() -> None:
+    matches = [
+        _stored("k1", {"a": 1, "b": 2, "c": 3}, frozenset({"c"})),
+        _stored("k2", {"a": 2, "b": 1, "c": 3}, frozenset({"c"})),
+    ]
+    ratings = {r.name: r for r in rate(matches, ["a", "b", "c", "idle"])}
+    assert ratings["c"].forfeits == 2 and ratings["c"].faults == {"crash": 2}
+    assert ratings["a"].avg_place == 1.5 and ratings["a"].firsts == 1
+    assert ratings["idle"].matches == 0 and ratings["idle"].avg_place is None
+    assert ratings["c"].score < ratings["idle"].score == pytest.approx(0, abs=1e-9)
+
+
+def test_the_environment_is_explicit_not_global() -> None:
+    import trueskill
+
+    env = make_environment(draw_probability=0.3)
+    assert env.draw_probability == 0.3
+    assert trueskill.global_env().draw_probability == 0.1

@@ -1,0 +1,111 @@
+"""``referee submit``: a good bot is entered; a broken one is refused with the reason."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from referee.cli import main
+from referee.tournament import load_tournament
+
+from .conftest import MARKER, TEST_BOTS, write_tournament
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _submit(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["submit", *args])
+    return result.exit_code, result.output
+
+
+def test_a_good_folder_bot_is_copied_in_and_appended(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path / "t")
+    before = path.read_text()
+    bot = tmp_path / "mine"
+    bot.mkdir()
+    shutil.copy(TEST_BOTS / "polite.py", bot / "main.py")
+    (bot / "bot.toml").write_text('name = "ignored"\ncommand = "python3 main.py"\n')
+    display = f"Quick Fox | {MARKER} *v2*"
+
+    code, output = _submit(str(bot), "--to", str(path), "--name", display)
+    assert code == 0, output
+    assert "accepted" in output
+    folder = tmp_path / "t" / "bots" / f"quick-fox-{MARKER}-v2"
+    assert (folder / "main.py").read_bytes() == (TEST_BOTS / "polite.py").read_bytes()
+    assert path.read_text().startswith(before)
+    t = load_tournament(path)
+    assert t.entrants[-1] == display
+    assert t.bot(display).folder == folder
+
+    again, output = _submit(str(bot), "--to", str(path), "--name", display)
+    assert again == 2 and "already entered" in output
+
+
+def test_a_single_file_bot_keeps_its_file_name(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path)
+    code, output = _submit(str(TEST_BOTS / "polite.py"), "--to", str(path))
+    assert code == 0, output
+    assert load_tournament(path).bot("polite").single_file == "polite.py"
+    assert (tmp_path / "bots" / "polite" / "polite.py").is_file()
+
+
+def test_a_bot_that_never_says_hello_is_refused_with_the_reason(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path, time_section="move_ms = 500\nbank_ms = 500\nhello_ms = 1500")
+    before = path.read_text()
+    bot = tmp_path / "silent.py"
+    bot.write_text("import time\ntime.sleep(60)\n")
+    code, output = _submit(str(bot), "--to", str(path))
+    assert code == 1
+    assert "bot refused: timeout: timed out answering hello after 1500 ms" in output
+    assert path.read_text() == before
+    assert not (tmp_path / "bots" / "silent").exists()
+
+
+def test_a_bot_that_never_plays_is_refused_with_the_reason(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path, time_section="move_ms = 300\nbank_ms = 200\nhello_ms = 5000")
+    code, output = _submit(str(TEST_BOTS / "never_answers.py"), "--to", str(path))
+    assert code == 1
+    assert "bot refused: timeout: no reply within 500 ms" in output
+
+
+def test_a_crashing_bot_is_refused_with_its_stderr(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path)
+    bot = tmp_path / "crashy.py"
+    bot.write_text(
+        textwrap.dedent("""\
+        import sys
+        print("loading my model...", file=sys.stderr, flush=True)
+        raise SystemExit("cannot find weights.bin")
+    """)
+    )
+    code, output = _submit(str(bot), "--to", str(path))
+    assert code == 1
+    assert "bot refused: crash:" in output
+    assert "cannot find weights.bin" in output and "loading my model" in output
+    assert "crashy" not in path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("", "empty"),
+        ("x" * 65, "at most 64"),
+        ("tab\there", "printable"),
+        (f"{MARKER}-a", "already entered"),
+    ],
+)
+def test_bad_names_are_usage_errors(tmp_path: Path, name: str, expected: str) -> None:
+    path = write_tournament(tmp_path)
+    code, output = _submit(str(TEST_BOTS / "polite.py"), "--to", str(path), "--name", name)
+    assert code == 2
+    assert expected in output
+
+
+def test_a_missing_bot_is_refused(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path)
+    code, output = _submit(str(tmp_path / "nope.py"), "--to", str(path))
+    assert code == 1 and "does not exist" in output

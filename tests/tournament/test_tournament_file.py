@@ -1,0 +1,172 @@
+"""Loading tournament files: what is accepted, and one clear line for what is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from referee.cli import main
+from referee.errors import UsageError
+from referee.tournament import append_bot_entry, load_tournament, toml_string
+
+from .conftest import MARKER, write_tournament
+
+
+def test_a_good_file_loads_with_defaults(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path, bots=4, table_size=3, deals=2)
+    t = load_tournament(path)
+    assert t.name == "t"
+    assert t.entrants == [f"{MARKER}-{c}" for c in "abcd"]
+    assert t.rules.name == "arschloch" and t.rules.target == 3 and t.rules.players == 3
+    assert t.results_dir == tmp_path / "t.results"
+    assert t.time_control.move_ms == 2000
+    assert t.limits.memory_mb == 256
+    assert all(b.folder == tmp_path / "bots" for b in t.bots)
+
+
+def test_a_name_in_the_file_overrides_the_bots_own(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path)
+    path.write_text(
+        path.read_text().replace(f'{MARKER}-a.py"\n', f'{MARKER}-a.py"\nname = "Ann <3"\n')
+    )
+    assert load_tournament(path).entrants[0] == "Ann <3"
+
+
+def _variant(tmp_path: Path, old: str, new: str) -> Path:
+    path = write_tournament(tmp_path)
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            "seed = 7",
+            "seed = 7\ncolour = 1",
+            "unknown key 'colour' (allowed: name, rules, table_size",
+        ),
+        (
+            "move_ms = 2000",
+            "move_msec = 2000",
+            "unknown key 'time.move_msec' (allowed: move_ms, bank_ms, hello_ms)",
+        ),
+        (
+            "table_size = 3",
+            "table_size = 5",
+            "table_size: 5 is more than the 4 bots listed; allowed: 3 to 4",
+        ),
+        (
+            "table_size = 3",
+            "table_size = 7",
+            "table_size: got 7; input should be less than or equal to 6",
+        ),
+        (
+            'preset = "arschloch"',
+            'preset = "skat"',
+            "rules: unknown preset 'skat' (allowed: arschloch",
+        ),
+        ("target = 3", "goal = 3", "rules: unknown parameter 'goal'"),
+        (
+            'rules = { preset = "arschloch", target = 3 }',
+            'rules = "poker"',
+            "rules: unknown preset 'poker'",
+        ),
+        (
+            'backend = "process"',
+            'backend = "vm"',
+            "sandbox.backend: got 'vm'; input should be 'process', 'docker' or 'auto'",
+        ),
+        ('name = "t"', 'name = "../x"', "name: got '../x'; use 1 to 64 letters"),
+        ('format = "round-robin"', 'format = "swiss"', "format: got 'swiss'"),
+        (
+            'format = "round-robin"',
+            'format = "gauntlet"',
+            'candidate: required when format = "gauntlet"',
+        ),
+        ("deals = 1", "deals = 1\nmatches = 2", 'matches: only allowed when format = "gauntlet"'),
+        (f"{MARKER}-b.py", "missing.py", "bots[1]: bot not found"),
+        (
+            f'path = "bots/{MARKER}-c.py"',
+            f'path = "bots/{MARKER}-a.py"',
+            f"bots[2]: the name '{MARKER}-a' is already used by bots[0]; names must be unique",
+        ),
+        (
+            f'path = "bots/{MARKER}-c.py"',
+            f'path = "bots/{MARKER}-c.py"\nname = "{MARKER}-a"',
+            "names must be unique",
+        ),
+        (
+            f'path = "bots/{MARKER}-c.py"',
+            f'path = "bots/{MARKER}-c.py"\nname = "x\\u0007"',
+            "bots[2]: name: 'x\\x07' must be printable",
+        ),
+        (
+            f'path = "bots/{MARKER}-c.py"',
+            f'path = "bots/{MARKER}-c.py"\nname = "{"x" * 65}"',
+            "at most 64 are allowed",
+        ),
+        ("seed = 7", "seed = 7 7", "is not valid TOML"),
+    ],
+)
+def test_bad_files_are_refused_with_file_and_key(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    path = _variant(tmp_path, old, new)
+    with pytest.raises(UsageError) as info:
+        load_tournament(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") or message.startswith(f"{path} is not valid TOML")
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="does not exist"):
+        load_tournament(tmp_path / "nope.toml")
+
+
+def test_cli_shows_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    path = _variant(tmp_path, "seed = 7", "seed = 7\ncolour = 1")
+    result = CliRunner().invoke(main, ["tournament", "run", str(path)])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1
+    assert "unknown key 'colour'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_appending_a_bot_keeps_the_users_text(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path)
+    before = path.read_text() + "# a comment the user wrote, no newline at the end"
+    path.write_text(before)
+    (tmp_path / "bots" / "new.py").write_text("print('hi')\n")
+    updated = append_bot_entry(path, "bots/new.py", 'Quote " and \\ back')
+    after = path.read_text()
+    assert after.startswith(before + "\n")
+    assert updated.entrants[-1] == 'Quote " and \\ back'
+    assert load_tournament(path).entrants == updated.entrants
+
+
+def test_appending_to_inline_bots_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path)
+    text = path.read_text().split("[[bots]]")[0]
+    inline = ", ".join(f'{{ path = "bots/{MARKER}-{c}.py" }}' for c in "abc")
+    path.write_text(text.replace("[time]", f"bots = [{inline}]\n\n[time]", 1))
+    before = path.read_text()
+    assert len(load_tournament(path).entrants) == 3
+    with pytest.raises(UsageError, match="cannot add the bot"):
+        append_bot_entry(path, f"bots/{MARKER}-d.py", "d")
+    assert path.read_text() == before
+
+
+@pytest.mark.parametrize(
+    "name", ["plain", 'q"uote', "back\\slash", "tab\there", "émoji 🂡", "del\x7f"]
+)
+def test_toml_strings_round_trip(name: str) -> None:
+    import tomllib
+
+    assert tomllib.loads(f"x = {toml_string(name)}")["x"] == name
