@@ -100,14 +100,36 @@ def throughput(matches: int = 200) -> dict[str, float]:
     figures: dict[str, float] = {}
     with _tournament(deals=matches // 4) as path:
         for workers in (1, 2):
+            before = os.times()
             elapsed = _run(path, workers)
+            after = os.times()
+            # Workers, bots and their sandboxes are reaped children: their CPU time adds up
+            # here once the pool has shut down.
+            cpu = sum(
+                getattr(after, f) - getattr(before, f)
+                for f in ("user", "system", "children_user", "children_system")
+            )
             figures[f"workers_{workers}_per_s"] = matches / elapsed
             print(
                 f"throughput: {matches} matches, {workers} worker(s): {elapsed:6.1f} s, "
-                f"{matches / elapsed:5.2f} matches/s"
+                f"{matches / elapsed:5.2f} matches/s, {cpu / elapsed:4.2f} cores busy"
             )
     figures["ratio"] = figures["workers_2_per_s"] / figures["workers_1_per_s"]
     print(f"throughput: 2 workers / 1 worker = {figures['ratio']:.2f}x (target >= 1.7x)")
+    # A run pays a fixed start (worker interpreters, staging, bwrap probe, first bots):
+    # the marginal rate, from a run four times longer, shows how the pool itself scales.
+    marginal: dict[int, float] = {}
+    with _tournament(deals=matches) as path:
+        for workers in (1, 2):
+            long_run = _run(path, workers)
+            short_run = matches / figures[f"workers_{workers}_per_s"]
+            marginal[workers] = (3 * matches) / (long_run - short_run)
+            print(
+                f"throughput: {4 * matches} matches, {workers} worker(s): {long_run:6.1f} s; "
+                f"marginal {marginal[workers]:5.1f} matches/s"
+            )
+    figures["marginal_ratio"] = marginal[2] / marginal[1]
+    print(f"throughput: marginal rate, 2 workers / 1 worker = {figures['marginal_ratio']:.2f}x")
     return figures
 
 

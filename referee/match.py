@@ -790,7 +790,7 @@ class SessionPool:
         """Play one match with pooled sessions."""
         sessions = await self.acquire(bots, deal_key)
         try:
-            return await run_match(
+            result = await run_match(
                 sessions,
                 rules,
                 seed,
@@ -799,5 +799,9 @@ class SessionPool:
                 log_path=log_path,
                 request_ids=self._ids,
             )
-        finally:
-            await asyncio.shield(self.release(sessions))
+        except BaseException:
+            # A match that broke off leaves its bots mid-conversation: never reuse them.
+            await asyncio.shield(asyncio.gather(*(self._close(s) for s in sessions)))
+            raise
+        await asyncio.shield(self.release(sessions))
+        return result

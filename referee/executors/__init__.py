@@ -16,6 +16,7 @@ run; an unexpected exception (a bug of ours) fails that match at once with its t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import shutil
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from referee.errors import InfrastructureError, UsageError
-from referee.match import TimeControl, play_match
+from referee.match import SessionPool, TimeControl, play_match
 from referee.results import MatchResult
 from referee.rules import ResolvedRules
 from referee.sandbox import BotSpec, Limits, Sandbox, get_sandbox, make_staging_root, stage_bot
@@ -131,6 +132,60 @@ def _sandbox(name: str) -> Sandbox:
     return get_sandbox(name)
 
 
+class _Reuse:
+    """Bot process reuse inside one worker process: an event loop and pools that outlive a task.
+
+    Off by default (a task played in the coordinator starts and stops its own bots); a
+    worker turns it on with :func:`enable_reuse`. The pools follow :class:`SessionPool`'s
+    rules: never two rotations of one deal in the same process, a fault ends the process.
+    """
+
+    enabled = False
+    runner: asyncio.Runner | None = None
+    pools: dict[tuple[str, TimeControl, Limits], SessionPool] = {}
+
+    @classmethod
+    def pool(cls, task: MatchTask) -> SessionPool:
+        key = (task.sandbox, task.time_control, task.limits)
+        if key not in cls.pools:
+            cls.pools[key] = SessionPool(_sandbox(task.sandbox), task.limits, task.time_control)
+        return cls.pools[key]
+
+    @classmethod
+    def loop_runner(cls) -> asyncio.Runner:
+        if cls.runner is None:
+            cls.runner = asyncio.Runner()
+        return cls.runner
+
+    @classmethod
+    def close(cls) -> None:
+        """Stop every pooled bot (at worker exit)."""
+        if cls.runner is None:
+            return
+        pools = list(cls.pools.values())
+        cls.pools.clear()
+        for pool in pools:
+            with contextlib.suppress(Exception):
+                cls.runner.run(pool.aclose())
+        cls.runner.close()
+        cls.runner = None
+
+
+def enable_reuse() -> None:
+    """Keep bots running between the matches this process plays (worker processes only)."""
+    _Reuse.enabled = True
+
+
+def close_reused() -> None:
+    """Stop the bots kept for reuse in this process."""
+    _Reuse.close()
+
+
+def deal_key(key: str) -> str:
+    """The part of a match key shared by every seat rotation of one deal."""
+    return key.rsplit("/r", 1)[0]
+
+
 def play_task(task: MatchTask) -> TaskOutcome:
     """Play one match in this process; never raises for a match that went wrong.
 
@@ -144,18 +199,30 @@ def play_task(task: MatchTask) -> TaskOutcome:
     os.close(fd)
     partial = Path(name)
     try:
-        result = asyncio.run(
-            play_match(
-                _sandbox(task.sandbox),
-                task.bots,
-                task.rules,
-                task.spec.match_seed,
-                match_id=task.spec.key,
-                time_control=task.time_control,
-                limits=task.limits,
-                log_path=partial,
+        if _Reuse.enabled:
+            result = _Reuse.loop_runner().run(
+                _Reuse.pool(task).play(
+                    task.bots,
+                    task.rules,
+                    task.spec.match_seed,
+                    match_id=task.spec.key,
+                    deal_key=deal_key(task.spec.key),
+                    log_path=partial,
+                )
             )
-        )
+        else:
+            result = asyncio.run(
+                play_match(
+                    _sandbox(task.sandbox),
+                    task.bots,
+                    task.rules,
+                    task.spec.match_seed,
+                    match_id=task.spec.key,
+                    time_control=task.time_control,
+                    limits=task.limits,
+                    log_path=partial,
+                )
+            )
         os.replace(partial, final)
     except InfrastructureError as exc:
         return TaskOutcome("infrastructure", error=str(exc))
@@ -215,6 +282,9 @@ def run_tournament(
                     for spec in specs
                     if spec.key not in finished
                 ]
+                # Rotation-major order: a worker's consecutive matches are different deals,
+                # so it can keep its bot processes (never across rotations of one deal).
+                tasks.sort(key=lambda task: (task.spec.rotation, task.spec.key))
                 summary = RunSummary(
                     total=len(specs),
                     done=len(specs) - len(tasks),

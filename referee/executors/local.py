@@ -1,10 +1,11 @@
 """The local executor: ``N`` worker processes on this machine, one match per task.
 
-Each task runs :func:`referee.executors.play_task` (``asyncio.run(play_match(...))``) in a
-``ProcessPoolExecutor`` worker started with ``spawn``: a clean interpreter that inherits no
-SQLite connection, no lock and no threads from the coordinator. Bots are started fresh for
-every match (no process reuse), so no process can carry knowledge from one rotation of a
-deal to the next.
+Each task runs :func:`referee.executors.play_task` in a ``ProcessPoolExecutor`` worker
+started with ``spawn``: a clean interpreter that inherits no SQLite connection, no lock and
+no threads from the coordinator. A worker keeps its bot processes between matches (like
+cutechess), but never for another seat rotation of a deal they have played, so no process
+can carry knowledge from one rotation of a deal to the next; they stop when the worker
+exits.
 
 A worker that dies (killed, out of memory, a crash in C code) breaks the whole pool in
 ``concurrent.futures``: every match in flight fails with ``BrokenProcessPool``. The pool is
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import multiprocessing
+import multiprocessing.util
 import os
 import signal
 import threading
@@ -42,6 +44,8 @@ from referee.executors import (
     MatchStarted,
     MatchTask,
     TaskOutcome,
+    close_reused,
+    enable_reuse,
     play_task,
 )
 from referee.results import MatchResult
@@ -146,6 +150,9 @@ def _init_worker(coordinator: int) -> None:
     if os.getppid() != coordinator:  # the coordinator died before prctl took effect
         os._exit(1)
     threading.Thread(target=_watch_coordinator, daemon=True).start()
+    # Bots stay up between this worker's matches; they are stopped when the worker exits.
+    enable_reuse()
+    multiprocessing.util.Finalize(None, close_reused, exitpriority=10)
 
 
 def _on_orphaned(signum: int, frame: object) -> None:
