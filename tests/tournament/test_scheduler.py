@@ -121,3 +121,12 @@ def test_every_table_size_rotates_fully(k: int) -> None:
     specs = round_robin(names, k, 1, seed=0)
     assert len(specs) == comb(6, k) * k
     assert Counter(s.rotation for s in specs) == dict.fromkeys(range(k), comb(6, k))
+
+
+def test_deal_key_is_shared_by_the_rotations_of_a_deal_only() -> None:
+    from referee.executors import deal_key
+
+    assert deal_key("rr/0123456789ab/d000/r2") == "rr/0123456789ab/d000"
+    assert deal_key("rr/0123456789ab/d000/r0") == deal_key("rr/0123456789ab/d000/r3")
+    assert deal_key("rr/0123456789ab/d001/r0") != deal_key("rr/0123456789ab/d000/r0")
+    assert deal_key("g/0123456789ab/m0003/d000/r1") == "g/0123456789ab/m0003/d000"
