@@ -445,19 +445,23 @@ class Game:
             self._check_deal(dealt, leftovers)  # a deal from outside (a log) is checked
         hands: list[list[list[int]]] = [[[] for _ in range(self.nranks)] for _ in range(n)]
         self.hands = hands
-        self.held_rank = held = [0] * self.nranks
+        # Every card is dealt except the leftovers: four of each rank, less those.
+        self.held_rank = held = [4] * self.nranks
+        for c in leftovers:
+            held[c >> 2] -= 1
         self.masks = masks = [0] * n
         for s in range(n):
             hand = hands[s]
             mask = 0
             for c in sorted(dealt[s]):
-                r = c >> 2
-                lst = hand[r]
-                mask |= 1 << (len(lst) * _LAYER + r)
+                lst = hand[c >> 2]
+                mask |= 1 << (len(lst) * _LAYER + (c >> 2))
                 lst.append(c)
-                held[r] += 1
             masks[s] = mask
-        self.held_mask = sum(1 << r for r in range(self.nranks) if held[r])
+        self.held_mask = (1 << self.nranks) - 1
+        for r in range(self.nranks):
+            if not held[r]:
+                self.held_mask &= ~(1 << r)
         self.nheld = [len(h) for h in dealt]
         self.holding = sum(1 << s for s in range(n) if dealt[s])
         self.active = n
@@ -588,7 +592,13 @@ class Game:
         winner = self.last
         leader = winner if self.nheld[winner] else self._next_holder(winner)
         self.events.append(("trick_end", winner, reason, leader))
-        self._new_trick(leader)
+        # _new_trick(leader), inlined: this runs after every trick.
+        self.leader = self.turn = leader
+        self.last = -1
+        self.top_rank = -1
+        self.top_count = 0
+        self.top_cards = ()
+        self.passed = 0
 
     def _apply(self, seat: int, cards: Decision) -> bool:
         """Apply a play (or a pass, ``()``) of ``seat``; True when it ends the round."""
@@ -789,9 +799,15 @@ _MEMO_CAP: Final = 200_000
 
 
 def _lead_moves(mask: int) -> tuple[int, ...]:
-    moves = tuple(
-        r << 3 | j + 1 for r in range(_MAX_RANKS) for j in range(4) if mask >> (j * _LAYER + r) & 1
-    )
+    found = []
+    for j in range(4):
+        layer = mask >> (j * _LAYER) & _LAYER_MASK
+        while layer:
+            low = layer & -layer
+            found.append((low.bit_length() - 1) << 3 | (j + 1))
+            layer ^= low
+    found.sort()  # by rank, then count
+    moves = tuple(found)
     if len(_LEAD) > _MEMO_CAP:
         _LEAD.clear()
     _LEAD[mask] = moves
@@ -799,7 +815,14 @@ def _lead_moves(mask: int) -> tuple[int, ...]:
 
 
 def _follow_moves(key: int, k: int) -> tuple[int, ...]:
-    moves = (*(r << 3 | k for r in range(_MAX_RANKS) if key >> r & 1), 0)
+    found = []
+    bits = key
+    while bits:
+        low = bits & -bits
+        found.append((low.bit_length() - 1) << 3 | k)
+        bits ^= low
+    found.append(0)
+    moves = tuple(found)
     table = _FOLLOW[k]
     if len(table) > _MEMO_CAP:
         table.clear()
