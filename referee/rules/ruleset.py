@@ -276,40 +276,6 @@ PRESETS: dict[str, RuleSet] = {
         target=15,
         tie_break="shared",
     ),
-    "arschloch-high10": RuleSet(
-        name="arschloch-high10",
-        deck="skat32",
-        ranks=["7", "8", "9", "J", "Q", "K", "A", "10"],
-        deal="equal",
-        pass_rule="reenter",
-        equal_rank="forbidden",
-        top_card_ends_trick=True,
-        no_finish_on=["A"],
-        start_card="7C",
-        exchange=_ARSCHLOCH_EXCHANGE,
-        return_choice="choose",
-        leftovers="swap",
-        scoring="below",
-        target=15,
-        tie_break="shared",
-    ),
-    "arschloch-52": RuleSet(
-        name="arschloch-52",
-        deck="french52",
-        ranks=["2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K", "A"],
-        deal="equal",
-        pass_rule="reenter",
-        equal_rank="forbidden",
-        top_card_ends_trick=True,
-        no_finish_on=["A"],
-        start_card="2C",
-        exchange=_ARSCHLOCH_EXCHANGE,
-        return_choice="choose",
-        leftovers="swap",
-        scoring="below",
-        target=15,
-        tie_break="shared",
-    ),
     "trou-du-cul": RuleSet(
         name="trou-du-cul",
         deck="french52",
@@ -356,6 +322,23 @@ PRESETS: dict[str, RuleSet] = {
         rounds=5,
         tie_break="last_round",
     ),
+}
+
+
+# The Arschloch variants change only the deck, the rank order and the start card.
+PRESETS = {
+    "arschloch": PRESETS["arschloch"],
+    "arschloch-high10": PRESETS["arschloch"].with_overrides(
+        name="arschloch-high10", ranks=["7", "8", "9", "J", "Q", "K", "A", "10"]
+    ),
+    "arschloch-52": PRESETS["arschloch"].with_overrides(
+        name="arschloch-52",
+        deck="french52",
+        ranks=["2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K", "A"],
+        start_card="2C",
+    ),
+    "trou-du-cul": PRESETS["trou-du-cul"],
+    "president-es": PRESETS["president-es"],
 }
 
 
