@@ -693,7 +693,8 @@ class SessionPool:
     handed out again for a later match of the same bot, greeted already. Two rules keep
     duplicate play fair: a session never serves two seat rotations of the same deal (it
     would know the others' hands), so a match names its ``deal_key``; and a fault always
-    ends the process. ``max_matches`` bounds how many matches one process serves.
+    ends the process. ``max_matches`` bounds how many matches one process serves, and
+    ``max_idle`` how many idle processes of one bot are kept.
     """
 
     def __init__(
@@ -703,11 +704,13 @@ class SessionPool:
         time_control: TimeControl,
         *,
         max_matches: int = 50,
+        max_idle: int = 2,
     ) -> None:
         self.sandbox = sandbox
         self.limits = limits
         self.time_control = time_control
         self.max_matches = max_matches
+        self.max_idle = max_idle
         self._idle: dict[tuple[str, str], list[BotSession]] = {}
         self._deals: dict[int, set[str]] = {}
         self._served: dict[int, int] = {}
@@ -758,13 +761,23 @@ class SessionPool:
         return sessions
 
     async def release(self, sessions: Sequence[BotSession]) -> None:
-        """Return healthy sessions to the pool; close faulted or worn-out ones."""
+        """Return healthy sessions to the pool; close faulted, worn-out or surplus ones.
+
+        At most ``max_idle`` idle processes are kept per bot: the newest, since an older
+        one has seen more deals and can serve fewer of the matches to come.
+        """
+        closing: list[BotSession] = []
         for session in sessions:
             self._served[id(session)] = self._served.get(id(session), 0) + 1
             if session.alive and self._served[id(session)] < self.max_matches:
-                self._idle.setdefault(self._key(session.spec), []).append(session)
+                idle = self._idle.setdefault(self._key(session.spec), [])
+                idle.append(session)
+                while len(idle) > self.max_idle:
+                    closing.append(idle.pop(0))
             else:
-                await self._close(session)
+                closing.append(session)
+        if closing:
+            await asyncio.gather(*(self._close(s) for s in closing), return_exceptions=True)
 
     async def _close(self, session: BotSession) -> None:
         self._deals.pop(id(session), None)
