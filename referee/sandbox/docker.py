@@ -332,6 +332,17 @@ class DockerBotProcess(BotProcess):
             raise ConnectionError("the bot's container has ended")
         loop = asyncio.get_running_loop()
         async with self._write_lock:
+            # Fast path: the socket is non-blocking and a request line fits its buffer, so
+            # one send() usually takes it all, without a task or a wait.
+            try:
+                sent = self._sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                raise ConnectionError(f"cannot write to the bot's container: {exc}") from exc
+            if sent == len(data):
+                return
+            data = data[sent:]
             send = loop.create_task(loop.sock_sendall(self._sock, data))
             try:
                 await asyncio.wait({send, self._pump}, return_when=asyncio.FIRST_COMPLETED)
