@@ -306,14 +306,33 @@ class DockerBotProcess(BotProcess):
         return str(self.container.id)
 
     async def _pump_output(self) -> None:
-        """Read the attach socket until EOF, feeding the demultiplexer."""
+        """Read the attach socket until EOF, feeding the demultiplexer.
+
+        The socket stays registered with the event loop while the streams want data (one
+        registration, not one per read as ``sock_recv`` does: this is on every reply's
+        path); it is unregistered while a full stream applies backpressure.
+        """
         loop = asyncio.get_running_loop()
+        fd = self._sock.fileno()
+        readable = asyncio.Event()
+        watching = False
         try:
             while True:
-                for valve in self._valves:
-                    await valve.opened()
+                if not all(valve.is_reading() for valve in self._valves):
+                    if watching:
+                        loop.remove_reader(fd)
+                        watching = False
+                    for valve in self._valves:
+                        await valve.opened()
+                if not watching:
+                    loop.add_reader(fd, readable.set)
+                    watching = True
                 try:
-                    data = await loop.sock_recv(self._sock, _RECV_SIZE)
+                    data = self._sock.recv(_RECV_SIZE)
+                except (BlockingIOError, InterruptedError):
+                    readable.clear()
+                    await readable.wait()
+                    continue
                 except OSError as exc:
                     self.notes.append(f"attach socket failed: {exc}")
                     return
@@ -321,6 +340,9 @@ class DockerBotProcess(BotProcess):
                     return
                 self._demux.feed(data)
         finally:
+            if watching:
+                with contextlib.suppress(OSError, ValueError):
+                    loop.remove_reader(fd)
             self._demux.feed_eof()
 
     async def write(self, data: bytes) -> None:
