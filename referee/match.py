@@ -714,6 +714,7 @@ class SessionPool:
         self._idle: dict[tuple[str, str], list[BotSession]] = {}
         self._deals: dict[int, set[str]] = {}
         self._served: dict[int, int] = {}
+        self._width: dict[tuple[str, str], int] = {}  # most seats one bot took in a match
         self._ids = itertools.count(1)
         self.started = 0
 
@@ -724,6 +725,9 @@ class SessionPool:
     async def acquire(self, bots: Sequence[BotSpec], deal_key: str | None) -> list[BotSession]:
         """One greeted session per seat: reused when possible, else started now."""
         names = distinct_names([b.name for b in bots])
+        for key in {self._key(b) for b in bots}:
+            seats = sum(1 for b in bots if self._key(b) == key)
+            self._width[key] = max(self._width.get(key, 1), seats)
         chosen: list[BotSession | None] = []
         for spec in bots:
             idle = self._idle.get(self._key(spec), [])
@@ -763,16 +767,17 @@ class SessionPool:
     async def release(self, sessions: Sequence[BotSession]) -> None:
         """Return healthy sessions to the pool; close faulted, worn-out or surplus ones.
 
-        At most ``max_idle`` idle processes are kept per bot: the newest, since an older
-        one has seen more deals and can serve fewer of the matches to come.
+        At most ``max_idle`` idle processes are kept per seat a bot takes: the newest, since
+        an older one has seen more deals and can serve fewer of the matches to come.
         """
         closing: list[BotSession] = []
         for session in sessions:
             self._served[id(session)] = self._served.get(id(session), 0) + 1
             if session.alive and self._served[id(session)] < self.max_matches:
-                idle = self._idle.setdefault(self._key(session.spec), [])
+                key = self._key(session.spec)
+                idle = self._idle.setdefault(key, [])
                 idle.append(session)
-                while len(idle) > self.max_idle:
+                while len(idle) > self.max_idle * self._width.get(key, 1):
                     closing.append(idle.pop(0))
             else:
                 closing.append(session)
