@@ -181,3 +181,20 @@ def test_session_pool_drops_a_faulted_process() -> None:
 
     asyncio.run(go())
     assert [p.spec.name for p in sandbox.started] == ["flaky", "b", "c", "flaky"]
+
+
+def test_session_pool_keeps_every_seat_of_a_bot_that_fills_the_table() -> None:
+    from referee.match import SessionPool
+    from referee.sandbox import Limits
+
+    sandbox = FakeSandbox({"a": polite_bot})
+    bots = [spec("a"), spec("a"), spec("a")]
+
+    async def go() -> None:
+        pool = SessionPool(sandbox, Limits(), FAST, max_idle=1)
+        for i in range(3):
+            await pool.play(bots, RULES3, i, match_id=f"m{i}", deal_key=f"d{i}")
+        await pool.aclose()
+
+    asyncio.run(go())
+    assert len(sandbox.started) == 3
