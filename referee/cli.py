@@ -95,6 +95,16 @@ def demo(preset: str, players: int, seed: int) -> None:
     console.print(render_text(game_log_lines(game, f"demo-{seed}"), color=console.is_terminal))
 
 
+_sandbox_option = click.option(
+    "--sandbox",
+    "sandbox_name",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "process", "docker"]),
+    help="Where bots run: docker when its daemon and image are there, else process.",
+)
+
+
 def _default_log(stem: str) -> Any:
     """A log file under the temp folder, named after the match (made file-system safe)."""
     import tempfile
@@ -119,13 +129,7 @@ def _bots_or_fail(paths: tuple[str, ...]) -> list[Any]:
 @click.argument("bots", nargs=-1, required=True)
 @click.option("--rules", "preset", default="arschloch", show_default=True, help="Preset name.")
 @click.option("--seed", default=None, type=int, help="Deal seed (default: random).")
-@click.option(
-    "--sandbox",
-    "sandbox_name",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "process", "docker"]),
-)
+@_sandbox_option
 @click.option("--move-ms", default=1000, show_default=True, type=click.IntRange(1, 3_600_000))
 @click.option("--bank-ms", default=10_000, show_default=True, type=click.IntRange(0, 36_000_000))
 @click.option("--hello-ms", default=10_000, show_default=True, type=click.IntRange(1, 3_600_000))
@@ -236,13 +240,7 @@ def bot() -> None:
 @bot.command("check")
 @click.argument("path")
 @click.option("--rules", "preset", default="arschloch", show_default=True)
-@click.option(
-    "--sandbox",
-    "sandbox_name",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "process", "docker"]),
-)
+@_sandbox_option
 @click.option("--seed", default=1, show_default=True, type=int)
 @friendly
 def bot_check(path: str, preset: str, sandbox_name: str, seed: int) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from referee import messages as m
-from referee.errors import BotFault, FaultKind, IllegalMove
+from referee.errors import BotFault, IllegalMove
 from referee.matchlog import LogWriter
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.rules.engine import GIVE, LEFTOVER, PLAY, Game, roles_for
@@ -677,13 +677,6 @@ async def play_match(
 
 async def _close_all(sessions: Sequence[BotSession]) -> None:
     await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
-
-
-def fault_kind(kind: str) -> FaultKind:
-    """Narrow a string to a fault kind (for results read back from storage)."""
-    if kind not in ("timeout", "illegal", "protocol", "crash"):
-        raise ValueError(f"unknown fault kind {kind!r}")
-    return kind  # type: ignore[return-value]
 
 
 class SessionPool:

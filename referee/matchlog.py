@@ -40,8 +40,8 @@ class LogWriter:
         if len(self.game.events) - self._written >= batch:
             self.flush()
 
-    def flush(self) -> list[dict[str, Any]]:
-        """Write events produced since the last flush; returns them as dicts."""
+    def flush(self) -> None:
+        """Write the events produced since the last flush."""
         events = self.game.events
         new = [self.game.event_dict(ev) for ev in events[self._written :]]
         self._written = len(events)
@@ -49,7 +49,6 @@ class LogWriter:
         if self._fh is not None and new:
             self._fh.write("".join(dumps(d) + "\n" for d in new))
             self._fh.flush()
-        return new
 
     def close(self) -> None:
         """Flush what is left and close the file."""

@@ -200,49 +200,18 @@ class Game:
         names = self.codec.names
         return [names[c] for cards in self.hands[seat] for c in cards]
 
-    def legal_moves(self, seat: int | None = None) -> list[Decision]:
-        """Every legal play of the seat to act, as card-id tuples; ``()`` is a pass.
-
-        One entry per distinct play (rank and count), with the lowest suits chosen.
-        """
-        s = self.turn if seat is None else seat
-        hand = self.hands[s]
-        nheld = self.nheld[s]
-        forbidden = self._forbidden
-        moves: list[Decision] = []
-        if self.last < 0:
-            for r in range(self.nranks):
-                cards = hand[r]
-                c = len(cards)
-                for k in range(1, c + 1):
-                    if k == nheld and forbidden[r]:
-                        continue
-                    moves.append(tuple(cards[:k]))
-            return moves
-        k = self.top_count
-        lo = self.top_rank if self._skip_next else self.top_rank + 1
-        for r in range(lo, self.nranks):
-            cards = hand[r]
-            if len(cards) >= k and not (k == nheld and forbidden[r]):
-                moves.append(tuple(cards[:k]))
-        moves.append(())
-        return moves
-
     def legal_plays(self, seat: int) -> list[list[str]]:
-        """The ``legal`` list of an ``act``: card strings, sorted by rank then count."""
+        """The ``legal`` list of an ``act`` for the seat to act: card strings, sorted by
+        rank then count, lowest suits chosen, ``[]`` (a pass) last when not leading."""
+        self._expect(PLAY, seat)
         names = self.codec.names
-        if self.pending is not None and self.pending[0] is PLAY and seat == self.turn:
-            # The seat to act: its memoised move codes are already in this order.
-            hand = self.hands[seat]
-            out = [
-                [names[c] for c in hand[code >> 3][: code & 7]]
-                for code in self.legal_move_codes()
-                if code
-            ]
-        else:
-            moves = [m for m in self.legal_moves(seat) if m]
-            moves.sort(key=lambda m: (m[0] >> 2, len(m)))
-            out = [[names[c] for c in m] for m in moves]
+        hand = self.hands[seat]
+        # The memoised move codes are already in this order.
+        out = [
+            [names[c] for c in hand[code >> 3][: code & 7]]
+            for code in self.legal_move_codes()
+            if code
+        ]
         if self.last >= 0:
             out.append([])
         return out
