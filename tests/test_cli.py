@@ -116,11 +116,22 @@ def test_replay_prints_tricks_and_catches_a_tampered_log(tmp_path: Path) -> None
     assert out.returncode == 1 and "line 4" in out.stderr
 
 
-def test_hostile_names_are_shown_harmlessly(tmp_path: Path) -> None:
+def test_control_characters_in_a_bot_name_are_refused(tmp_path: Path) -> None:
     folder = tmp_path / "evil"
     folder.mkdir()
     (folder / "bot.py").write_text((BOTS / "polite.py").read_text())
-    (folder / "bot.toml").write_text('name = "[bold]x\\u001b[2J"\ncommand = "python3 bot.py"\n')
+    (folder / "bot.toml").write_text('name = "x\\u001b[2J"\ncommand = "python3 bot.py"\n')
+    out = referee("play", str(folder), str(BOTS / "polite.py"), str(BOTS / "polite.py"))
+    assert out.returncode == 2
+    assert "non-printable character U+001B" in out.stderr
+    assert "\x1b" not in out.stderr and "Traceback" not in out.stderr
+
+
+def test_markup_in_a_bot_name_is_shown_literally(tmp_path: Path) -> None:
+    folder = tmp_path / "markup"
+    folder.mkdir()
+    (folder / "bot.py").write_text((BOTS / "polite.py").read_text())
+    (folder / "bot.toml").write_text('name = "[bold]x[/bold]"\ncommand = "python3 bot.py"\n')
     out = referee(
         "play",
         str(folder),
@@ -131,8 +142,8 @@ def test_hostile_names_are_shown_harmlessly(tmp_path: Path) -> None:
         "--log",
         str(tmp_path / "e.jsonl"),
     )
-    assert out.returncode in (0, 2), out.stderr
-    assert "\x1b[2J" not in out.stdout
+    assert out.returncode == 0, out.stderr
+    assert "[bold]x[/bold]" in out.stdout
 
 
 def test_bot_new_then_check(tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ def _bwrap_usable() -> bool:
 def mode(request: pytest.FixtureRequest) -> str:
     """Each sandbox property is checked with and without bubblewrap."""
     if request.param == "bwrap" and not _bwrap_usable():
-        pytest.skip("bubblewrap is not usable here")
+        pytest.skip("bubblewrap is not usable on this machine (under CI=true this fails instead)")
     return str(request.param)
 
 
@@ -92,7 +92,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 def bwrap_only() -> None:
     """For properties only bubblewrap gives (network, file-system view)."""
     if not _bwrap_usable():
-        pytest.skip("bubblewrap is not usable here")
+        pytest.skip("bubblewrap is not usable on this machine (under CI=true this fails instead)")
 
 
 def make_sandbox(mode: str, **options: Any) -> ProcessSandbox:
@@ -468,7 +468,10 @@ def test_kill_a_bot_that_ignores_sigterm(mode: str, staging: Path) -> None:
 )
 def test_kill_leaves_no_process(mode: str, staging: Path, name: str, word: str | None) -> None:
     if mode == "plain" and not IS_ROOT and name in ("setsid_daemon", "child_holds_stdout"):
-        pytest.skip("without bubblewrap only a dedicated uid finds processes outside the group")
+        pytest.skip(
+            "needs root: without bubblewrap, only the dedicated uid that root drops to finds "
+            "processes that left the bot's group (CI runs as root)"
+        )
     spec = staged(staging, name)
 
     async def scenario() -> None:
