@@ -25,6 +25,10 @@ CHANGES=(
     --change 'CMD ["python3"]'
 )
 
+# The owner label (host/pid of this script) keeps a referee starting meanwhile from removing
+# the check containers below as orphans of a dead referee.
+LABELS=(--label org.arschloch-referee=1 --label "org.arschloch-referee.owner=$(cat /proc/sys/kernel/hostname)/$$")
+
 say() { echo "docker-setup: $*"; }
 die() { echo "docker-setup: error: $*" >&2; exit 1; }
 
@@ -130,7 +134,7 @@ build_rootfs() {
 
 build_image() {
     if docker image inspect "$IMAGE" >/dev/null 2>&1; then
-        if docker run --rm --network none --label org.arschloch-referee=1 "$IMAGE" \
+        if docker run --rm --network none "${LABELS[@]}" "$IMAGE" \
             sh -c 'command -v python3 && command -v node' >/dev/null 2>&1; then
             say "image $IMAGE already built"
             return
@@ -144,7 +148,7 @@ build_image() {
     say "docker import $tarball as $IMAGE"
     docker import "${CHANGES[@]}" "$tarball" "$IMAGE" >/dev/null
     say "checking the standard library inside $IMAGE"
-    docker run --rm --network none --read-only --label org.arschloch-referee=1 \
+    docker run --rm --network none --read-only "${LABELS[@]}" \
         "$IMAGE" python3 -c "$STDLIB_CHECK" || die "$IMAGE lacks part of Python's stdlib"
     say "built $IMAGE"
 }

@@ -1,20 +1,95 @@
-"""Suite-wide checks: nothing the tests started may outlive the test session."""
+"""Suite-wide set-up and checks: this run's own uids and containers, and nothing left of them.
+
+Several test runs, tournaments and referees may share this machine. A test run therefore
+claims, before any test starts, a block of sandbox uids of its own (``REFEREE_SANDBOX_UIDS``,
+locked for the whole session) and a run id that labels every container it creates
+(``REFEREE_RUN_ID``); both are inherited by the worker processes the tests start. The checks
+below and in the tests look only at those: another run's bots are never this run's business.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import secrets
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+_UID_BASE = 61000
+_UID_BLOCK = 50
+_UID_BLOCKS = 20  # 61000-61999, the sandbox's default range
+_held_lock: int | None = None
 
-def _referee_containers() -> list[str] | None:
+
+def _claim_uid_block() -> range:
+    """Lock the first free block of sandbox uids for this session (kept until it exits)."""
+    global _held_lock
+    folder = Path(tempfile.gettempdir()) / "referee-test-uid-blocks"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for block in range(_UID_BLOCKS):
+        fd = os.open(folder / str(block), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        _held_lock = fd
+        start = _UID_BASE + block * _UID_BLOCK
+        return range(start, start + _UID_BLOCK)
+    raise RuntimeError(f"all {_UID_BLOCKS} blocks of test uids are taken by other test runs")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "REFEREE_SANDBOX_UIDS" not in os.environ:
+        uids = _claim_uid_block()
+        os.environ["REFEREE_SANDBOX_UIDS"] = f"{uids.start}-{uids.stop - 1}"
+    os.environ.setdefault("REFEREE_RUN_ID", f"pytest-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def run_uids() -> range:
+    """The sandbox uids this test run lends to bots."""
+    first, _, last = os.environ["REFEREE_SANDBOX_UIDS"].partition("-")
+    return range(int(first), int(last) + 1)
+
+
+def sandbox_pids() -> list[int]:
+    """Live processes running under one of this run's sandbox uids."""
+    uids = run_uids()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("State", "").startswith("Z"):
+            continue  # a zombie waiting for init to reap it: nothing runs
+        if int(fields.get("Uid", "-1").split()[0]) in uids:
+            found.append(int(entry.name))
+    return found
+
+
+def run_containers() -> list[str] | None:
+    """Ids of the containers this test run created (``None`` without a docker client)."""
     if shutil.which("docker") is None:
         return None
     out = subprocess.run(
-        ["docker", "ps", "-a", "-q", "--filter", "label=org.arschloch-referee"],
+        [
+            "docker",
+            "ps",
+            "-a",
+            "-q",
+            "--filter",
+            f"label=org.arschloch-referee.run={os.environ['REFEREE_RUN_ID']}",
+        ],
         capture_output=True,
         text=True,
         timeout=30,
@@ -24,13 +99,11 @@ def _referee_containers() -> list[str] | None:
 
 @pytest.fixture(scope="session", autouse=True)
 def nothing_left_behind() -> Iterator[None]:
-    """After the whole suite: no container with the referee's label, no bot process."""
+    """After the whole suite: no bot process of this run's uids, no container of this run."""
     yield
-    from tests.match.conftest import sandbox_pids
-
     deadline = time.monotonic() + 10
     while sandbox_pids() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert sandbox_pids() == [], "bot processes outlived the test suite"
-    left = _referee_containers()
-    assert not left, f"containers with the referee's label outlived the suite: {left}"
+    left = run_containers()
+    assert not left, f"containers of this test run outlived the suite: {left}"

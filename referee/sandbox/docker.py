@@ -39,10 +39,13 @@ from referee.sandbox.image import IMAGE_NAME
 __all__ = [
     "IMAGE_NAME",
     "LABEL",
+    "LABEL_RUN",
+    "RUN_ENV",
     "DockerBotProcess",
     "DockerSandbox",
     "connect",
     "docker_status",
+    "owner_labels",
     "remove_leftovers",
 ]
 
@@ -52,6 +55,9 @@ LABEL = "org.arschloch-referee"
 _LABEL_MATCH = f"{LABEL}.match"
 _LABEL_BOT = f"{LABEL}.bot"
 _LABEL_OWNER = f"{LABEL}.owner"
+LABEL_RUN = f"{LABEL}.run"
+"""Label holding :data:`RUN_ENV` when it is set: which run (a test session) made a container."""
+RUN_ENV = "REFEREE_RUN_ID"
 
 _INSTALL_HINT = "the docker extra is not installed: pip install 'arschloch-referee[docker]'"
 _BUILD_HINT = (
@@ -149,6 +155,19 @@ def docker_status(image: str = IMAGE_NAME) -> tuple[bool, str]:
 
 def _owner() -> str:
     return f"{socket.gethostname()}/{os.getpid()}"
+
+
+def owner_labels() -> dict[str, str]:
+    """The labels of every container this process creates: the referee's, its owner, its run.
+
+    The owner (host and pid) lets a later referee remove the containers of a dead one
+    (:func:`remove_leftovers`) and never those of a live one.
+    """
+    labels = {LABEL: "1", _LABEL_OWNER: _owner()}
+    run = os.environ.get(RUN_ENV)
+    if run:
+        labels[LABEL_RUN] = run
+    return labels
 
 
 def _owner_alive(owner: str) -> bool:
@@ -621,10 +640,9 @@ class DockerSandbox(Sandbox):
             "init": True,
             "log_config": docker.types.LogConfig(type="none"),
             "labels": {
-                LABEL: "1",
+                **owner_labels(),
                 _LABEL_MATCH: self.match_id,
                 _LABEL_BOT: bot.name,
-                _LABEL_OWNER: _owner(),
             },
             "working_dir": _BOT_DIR,
             "volumes": volumes,

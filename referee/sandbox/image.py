@@ -266,7 +266,7 @@ def _build_online(client: Any, tag: str, say: Echo) -> None:
 def _check_image(client: Any, tag: str, say: Echo) -> None:
     import docker
 
-    from referee.sandbox.docker import LABEL
+    from referee.sandbox.docker import owner_labels
 
     say(f"checking the standard library inside {tag}: {STDLIB_CHECK}")
     try:
@@ -276,7 +276,7 @@ def _check_image(client: Any, tag: str, say: Echo) -> None:
             network_mode="none",
             read_only=True,
             user="65534:65534",
-            labels={LABEL: "1"},
+            labels=owner_labels(),
             remove=True,
         )
     except docker.errors.ContainerError as exc:

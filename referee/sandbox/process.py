@@ -68,12 +68,14 @@ __all__ = [
     "BOT_MOUNT",
     "DEFAULT_UID_RANGE",
     "SANDBOX_PATH",
+    "UIDS_ENV",
     "BwrapStatus",
     "ProcessBotProcess",
     "ProcessSandbox",
     "UidLease",
     "UidPool",
     "bwrap_status",
+    "default_uid_range",
     "kill_uid",
     "pids_of_uid",
 ]
@@ -82,6 +84,31 @@ log = logging.getLogger(__name__)
 
 DEFAULT_UID_RANGE = range(61000, 62000)
 """Uids (and gids of the same number) lent to bots when the referee runs as root."""
+
+UIDS_ENV = "REFEREE_SANDBOX_UIDS"
+"""Environment variable that narrows the uid range, e.g. ``61000-61099`` (both ends included).
+
+Two referees on one machine already never share a uid (leases are locked); a range of its own
+lets a test run or an operator tell which bot processes are whose."""
+
+
+def default_uid_range() -> range:
+    """:data:`DEFAULT_UID_RANGE`, or the range named by :data:`UIDS_ENV` when it is set."""
+    text = os.environ.get(UIDS_ENV, "").strip()
+    if not text:
+        return DEFAULT_UID_RANGE
+    first, sep, last = text.partition("-")
+    try:
+        if not sep:
+            raise ValueError
+        uids = range(int(first), int(last) + 1)
+    except ValueError:
+        raise UsageError(
+            f"{UIDS_ENV}={text!r}: write the uid range as FIRST-LAST, e.g. 61000-61099"
+        ) from None
+    if not uids or uids.start < 1000:
+        raise UsageError(f"{UIDS_ENV}={text!r}: the range must be non-empty and start at 1000+")
+    return uids
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 """``PATH`` inside the sandbox: ``python3`` is the system's interpreter, never the referee's."""
@@ -232,7 +259,8 @@ class UidPool:
     tournaments) never share a uid, and a crashed referee's locks vanish with it.
     """
 
-    def __init__(self, uids: range = DEFAULT_UID_RANGE, lock_dir: Path | None = None) -> None:
+    def __init__(self, uids: range | None = None, lock_dir: Path | None = None) -> None:
+        uids = default_uid_range() if uids is None else uids
         if not uids or uids.start <= 0:
             raise UsageError(f"sandbox uid range must be non-empty and above 0, not {uids}")
         self.uids = uids
@@ -666,7 +694,7 @@ class ProcessSandbox(Sandbox):
         self,
         *,
         bwrap: bool | None = None,
-        uid_range: range = DEFAULT_UID_RANGE,
+        uid_range: range | None = None,
         lock_dir: Path | None = None,
         scratch_root: Path | None = None,
     ) -> None:

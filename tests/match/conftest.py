@@ -17,7 +17,6 @@ from referee.matchlog import read_log
 from referee.results import MatchResult
 from referee.rules import RuleSet
 from referee.sandbox import BotSpec, Limits, ProcessSandbox, load_bot, make_staging_root, stage_bot
-from referee.sandbox.process import DEFAULT_UID_RANGE
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTS = ROOT / "tests" / "bots"
@@ -26,21 +25,10 @@ IN_CI = os.environ.get("CI") == "true"
 
 
 def sandbox_pids() -> list[int]:
-    """Processes running under a uid the sandbox lends to bots."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields.get("State", "").startswith("Z"):
-            continue  # a zombie waiting for init to reap it: nothing runs
-        if int(fields.get("Uid", "-1").split()[0]) in DEFAULT_UID_RANGE:
-            found.append(int(entry.name))
-    return found
+    """Processes running under one of this test run's sandbox uids."""
+    from tests.conftest import sandbox_pids as run_pids
+
+    return run_pids()
 
 
 @dataclass
@@ -80,16 +68,10 @@ def docker_sandbox() -> Iterator[Any]:
 
 
 def referee_containers() -> list[str]:
-    """Containers carrying the referee's label (running or not)."""
-    import subprocess
+    """Containers this test run created (running or not)."""
+    from tests.conftest import run_containers
 
-    out = subprocess.run(
-        ["docker", "ps", "-a", "-q", "--filter", "label=org.arschloch-referee"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.split()
+    return run_containers() or []
 
 
 @pytest.fixture

@@ -34,13 +34,13 @@ from referee.sandbox import get_sandbox, load_bot, make_staging_root, stage_bot
 from referee.sandbox import process as process_module
 from referee.sandbox.base import BotSpec, Limits
 from referee.sandbox.process import (
-    DEFAULT_UID_RANGE,
     SANDBOX_PATH,
     ProcessBotProcess,
     ProcessSandbox,
     UidPool,
     bwrap_status,
 )
+from tests.conftest import run_uids
 
 T = TypeVar("T")
 
@@ -60,7 +60,7 @@ ACT = {
     "bank_ms": 5000,
 }
 
-TEST_UIDS = range(61500, 61600)  # away from the low uids other referees' tests lease first
+TEST_UIDS = run_uids()  # this test run's own block (tests/conftest.py)
 
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="dropping to a bot uid needs root")
 
@@ -319,7 +319,7 @@ def test_inside_view(mode: str, staging: Path) -> None:
     assert seen["limits"]["NOFILE"] == [LIMITS.open_files] * 2
     assert seen["limits"]["CORE"] == [0, 0]
     if IS_ROOT:
-        assert seen["uid"] in DEFAULT_UID_RANGE and seen["gid"] == seen["uid"]
+        assert seen["uid"] in run_uids() and seen["gid"] == seen["uid"]
         assert seen["groups"] in ([], [seen["gid"]])
         extra = 2 if mode == "bwrap" else 0
         assert seen["limits"]["NPROC"] == [LIMITS.pids + extra] * 2
@@ -365,7 +365,7 @@ def test_concurrent_bots_get_distinct_uids(staging: Path) -> None:
 
 
 def test_uid_pool_exhaustion_is_an_infrastructure_error(tmp_path: Path) -> None:
-    pool = UidPool(range(61990, 61991), lock_dir=tmp_path / "locks")
+    pool = UidPool(range(TEST_UIDS.stop - 1, TEST_UIDS.stop), lock_dir=tmp_path / "locks")
     lease = pool.acquire()
     try:
         with pytest.raises(InfrastructureError, match="no free sandbox uid"):
