@@ -7,6 +7,7 @@ command with one line on stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -106,14 +107,19 @@ _sandbox_option = click.option(
 
 
 def _default_log(stem: str) -> Any:
-    """A log file under the temp folder, named after the match (made file-system safe)."""
+    """A log file in a private folder under the temp folder, named after the match.
+
+    The folder is the user's alone (0700): a match log holds every hand, and a bot without
+    bubblewrap could otherwise read the log of the match it is playing.
+    """
     import tempfile
     from pathlib import Path
 
     from referee.sandbox import safe_name
+    from referee.store import make_private_dir
 
-    log_dir = Path(tempfile.gettempdir()) / "referee-logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = Path(tempfile.gettempdir()) / f"referee-logs-{os.geteuid()}"
+    make_private_dir(log_dir)
     return log_dir / f"{safe_name(stem)}.jsonl"
 
 
@@ -128,7 +134,12 @@ def _bots_or_fail(paths: tuple[str, ...]) -> list[Any]:
 @main.command()
 @click.argument("bots", nargs=-1, required=True)
 @click.option("--rules", "preset", default="arschloch", show_default=True, help="Preset name.")
-@click.option("--seed", default=None, type=int, help="Deal seed (default: random).")
+@click.option(
+    "--seed",
+    default=None,
+    type=click.IntRange(0),
+    help="Deal seed, to repeat a deal; the deal is then predictable. Default: a secret one.",
+)
 @_sandbox_option
 @click.option("--move-ms", default=1000, show_default=True, type=click.IntRange(1, 3_600_000))
 @click.option("--bank-ms", default=10_000, show_default=True, type=click.IntRange(0, 36_000_000))
@@ -157,9 +168,10 @@ def play(
     """
     import asyncio
     import json
-    import random
+    import secrets
     import shutil
 
+    from referee.deals import deal_seed, new_secret
     from referee.match import TimeControl, play_match
     from referee.rules import RuleSet
     from referee.sandbox import get_sandbox, make_staging_root, stage_bot
@@ -167,9 +179,16 @@ def play(
     specs = _bots_or_fail(bots)
     overrides = {"max_rounds": max_rounds} if max_rounds else {}
     rules = RuleSet.preset(preset, **overrides).resolve(len(specs))
+    # The match id is random and says nothing of the deal; the seed stays in the log.
+    match_id = f"play-{preset}-{secrets.token_hex(6)}"
     if seed is None:
-        seed = random.SystemRandom().randrange(2**31)
-    match_id = f"play-{preset}-{seed}"
+        seed = deal_seed(new_secret(), "play", match_id)
+    elif not as_json:
+        click.echo(
+            f"note: --seed {seed} makes the deal predictable: a bot that knows the seed can "
+            "compute every hand. Leave it out for a secret deal.",
+            err=True,
+        )
     if log_path is None:
         log_path = str(_default_log(match_id))
     sandbox = get_sandbox(sandbox_name)

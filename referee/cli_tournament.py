@@ -42,7 +42,14 @@ from referee.executors import (
     run_tournament,
 )
 from referee.executors.local import LocalExecutor
-from referee.publish import FORMATS, Leaderboard, build_leaderboard, render, to_rich_table
+from referee.publish import (
+    FORMATS,
+    DealCommitment,
+    Leaderboard,
+    build_leaderboard,
+    render,
+    to_rich_table,
+)
 from referee.publish.leaderboard import terminal_text
 from referee.results import MatchResult
 from referee.rules import ResolvedRules
@@ -94,15 +101,24 @@ def tournament() -> None:
     help="Worker processes (default: one per core).",
 )
 @click.option("--restart", is_flag=True, help="Discard the stored results and start over.")
+@click.option(
+    "--deal-secret-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Deal with this secret (hex) instead of a fresh one: to reproduce a published run.",
+)
 @friendly
-def run(file: Path, workers: int | None, restart: bool) -> None:
+def run(file: Path, workers: int | None, restart: bool, deal_secret_file: Path | None) -> None:
     """Play every match of the tournament FILE not yet played, then print the leaderboard.
 
     Results are stored as they arrive in NAME.results/ next to FILE; run the same command
-    again after an interruption and it resumes where it stopped.
+    again after an interruption and it resumes where it stopped. The deals come from a
+    secret kept there: its SHA-256 is shown now, the secret itself once every match is
+    played (referee verify checks every deal with it).
     """
     spec = load_tournament(file)
-    summary = _run(spec, workers=workers, restart=restart)
+    secret = _read_secret(deal_secret_file) if deal_secret_file is not None else None
+    summary = _run(spec, workers=workers, restart=restart, deal_secret=secret)
     _print_board(_leaderboard(spec, summary.results_dir))
     _finish(summary)
 
@@ -128,13 +144,34 @@ def demo(workers: int | None) -> None:
     _finish(summary)
 
 
+def _read_secret(path: Path) -> bytes:
+    from referee.deals import parse_secret
+
+    try:
+        return parse_secret(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the deal secret file {path}: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+
+
 def _run(
-    spec: Tournament, *, workers: int | None, restart: bool, results_dir: Path | None = None
+    spec: Tournament,
+    *,
+    workers: int | None,
+    restart: bool,
+    results_dir: Path | None = None,
+    deal_secret: bytes | None = None,
 ) -> RunSummary:
     executor = LocalExecutor(workers)
     with _ProgressView(spec.name, executor.workers) as view:
         return run_tournament(
-            spec, executor, restart=restart, results_dir=results_dir, on_event=view.update
+            spec,
+            executor,
+            restart=restart,
+            results_dir=results_dir,
+            on_event=view.update,
+            deal_secret=deal_secret,
         )
 
 
@@ -196,6 +233,11 @@ class _ProgressView:
             self.total, self.done, self.to_play = event.total, event.done, event.to_play
             self.console.print(f"sandbox: {event.sandbox}", markup=False)
             self.console.print(
+                f"deals: secret, committed to sha256 {event.commitment} "
+                "(the secret is published when every match is played)",
+                markup=False,
+            )
+            self.console.print(
                 f"{self.name}: {event.total} matches, {event.done} already done, "
                 f"{event.to_play} to play with {self.workers} workers",
                 markup=False,
@@ -245,7 +287,11 @@ def _leaderboard(spec: Tournament, results_dir: Path | None = None) -> Leaderboa
         )
     with Store(folder) as store:
         matches = store.completed()
-    return build_leaderboard(spec.name, spec.rules.name, matches, spec.entrants)
+        deals = [
+            DealCommitment(s.commitment, s.secret.hex() if s.revealed is not None else None)
+            for s in store.deal_secrets()
+        ]
+    return build_leaderboard(spec.name, spec.rules.name, matches, spec.entrants, deals=deals)
 
 
 def _print_board(board: Leaderboard) -> None:
@@ -274,6 +320,62 @@ def leaderboard(file: Path, fmt: str) -> None:
         _print_board(board)
     else:
         click.echo(render(board, fmt), nl=False)
+
+
+# --------------------------------------------------------------------------- verify
+
+
+@main.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option(
+    "--commitment",
+    default=None,
+    help="The SHA-256 published when the run started; it must be the tournament's.",
+)
+@friendly
+def verify(results: Path, commitment: str | None) -> None:
+    """Check a tournament's deals and logs from its RESULTS folder (or its .toml file).
+
+    Every match's deal is re-derived from the deal secret, every log is replayed through
+    the engine, and every stored result is compared with its log. Exit code 0 when all
+    agree, 1 when something does not (each problem is listed).
+    """
+    from referee.verify import verify_results
+
+    folder = results
+    if results.suffix == ".toml" and results.is_file():
+        folder = load_tournament(results).results_dir
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    with Progress(
+        TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), console=err, transient=True
+    ) as progress:
+        task = progress.add_task("verify", total=None)
+        found = verify_results(
+            folder,
+            commitment=commitment,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
+        )
+    out = Console(highlight=False, soft_wrap=True)
+    for secret in found.secrets:
+        state = "revealed" if secret.revealed is not None else "NOT revealed yet"
+        out.print(f"deal secret {secret.id}: commitment sha256 {secret.commitment} ({state})")
+    if found.unrevealed:
+        out.print(
+            f"{found.unrevealed} matches were dealt by a secret not revealed yet (the "
+            "tournament is not finished): checked with the organiser's copy",
+            markup=False,
+        )
+    if found.problems:
+        for problem in found.problems[:50]:
+            out.print(f"FAIL {terminal_text(problem)}", markup=False)
+        if len(found.problems) > 50:
+            out.print(f"… and {len(found.problems) - 50} more", markup=False)
+        raise SystemExit(1)
+    out.print(
+        f"ok: {found.matches} matches verified: every deal is the secret's, every log "
+        "replays, every stored result is its log's",
+        markup=False,
+    )
 
 
 # --------------------------------------------------------------------------- submit
@@ -366,8 +468,10 @@ async def _play_smoke(
     ``play_match`` would do, but it drops the stderr of a bot that failed ``hello`` (the
     runner resets stderr when the match starts), and that is where a crash explains itself.
     """
+    from referee.deals import deal_seed, new_secret
     from referee.match import run_match, start_sessions
 
+    seed = deal_seed(new_secret(), "submit")  # a secret deal, like every tournament match
     ids = itertools.count(1)
     tc = spec.time_control
     sessions = []
@@ -375,7 +479,7 @@ async def _play_smoke(
         sessions = await start_sessions(sandbox, bots, spec.limits, tc, request_ids=ids)
         hello_stderr = sessions[0].stderr_tail(4096) if sessions[0].fault else ""
         result = await run_match(
-            sessions, rules, spec.file.seed, "submit-smoke", tc, log_path=log, request_ids=ids
+            sessions, rules, seed, "submit-smoke", tc, log_path=log, request_ids=ids
         )
     finally:
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)

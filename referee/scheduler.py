@@ -9,10 +9,12 @@ cards once and deal luck cancels out. A rotation ``r`` seats ``table[(seat + r) 
 * ``gauntlet``: the candidate against ``k - 1`` opponents drawn from the field, ``matches``
   times, each draw played for ``deals`` deals x ``k`` rotations.
 
-Keys and seeds come from SHA hashes of the tournament seed and the table, never from
-``hash()`` or a random generator whose algorithm could change, so the same file schedules
-the same matches with the same keys and cards on every run and machine. Keys do not depend
-on a match's position in the list: adding a bot or a deal keeps every existing key.
+Keys come from SHA hashes of the tournament seed and the table, never from ``hash()`` or a
+random generator whose algorithm could change, so the same file schedules the same matches
+with the same keys on every run and machine. Keys do not depend on a match's position in the
+list: adding a bot or a deal keeps every existing key. Keys are public (bots see them as
+match ids); the cards are not: each deal's seed is keyed by the tournament's deal secret
+(:mod:`referee.deals`), so the same file and the same secret give the same cards.
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from referee.deals import deal_seed
 from referee.tournament import Tournament
 
-__all__ = ["MatchSpec", "gauntlet", "round_robin", "schedule"]
+__all__ = ["MatchSpec", "deal_key", "gauntlet", "round_robin", "schedule"]
 
 _KEY_HASH_CHARS = 12
-_SEED_BYTES = 6  # 48 bits: exact in JSON numbers and in every language's doubles
 
 
 class MatchSpec(BaseModel):
@@ -52,23 +54,31 @@ class MatchSpec(BaseModel):
     match_seed: int
 
 
-def schedule(tournament: Tournament) -> list[MatchSpec]:
-    """Every match of ``tournament``, in a canonical order."""
+def schedule(tournament: Tournament, secret: bytes) -> list[MatchSpec]:
+    """Every match of ``tournament``, in a canonical order, dealt with ``secret``."""
     f = tournament.file
     if f.format == "gauntlet":
         assert f.candidate is not None and f.matches is not None  # load_tournament checks
-        return gauntlet(f.candidate, tournament.entrants, f.table_size, f.matches, f.deals, f.seed)
-    return round_robin(tournament.entrants, f.table_size, f.deals, f.seed)
+        return gauntlet(
+            f.candidate, tournament.entrants, f.table_size, f.matches, f.deals, f.seed, secret
+        )
+    return round_robin(tournament.entrants, f.table_size, f.deals, f.seed, secret)
 
 
-def round_robin(names: Sequence[str], table_size: int, deals: int, seed: int) -> list[MatchSpec]:
+def deal_key(key: str) -> str:
+    """The part of a match key shared by every seat rotation of one deal."""
+    return key.rsplit("/r", 1)[0]
+
+
+def round_robin(
+    names: Sequence[str], table_size: int, deals: int, seed: int, secret: bytes
+) -> list[MatchSpec]:
     """Every ``table_size``-subset of ``names`` x ``deals`` x every seat rotation."""
     specs: list[MatchSpec] = []
     for table in itertools.combinations(sorted(names), table_size):
         table_id = _digest("rr", seed, table)[:_KEY_HASH_CHARS]
         for deal in range(deals):
-            deal_seed = _seed("deal", "rr", seed, table, deal)
-            specs += _rotations(f"rr/{table_id}/d{deal:03d}", table, deal, deal_seed)
+            specs += _rotations(f"rr/{table_id}/d{deal:03d}", table, deal, seed, secret)
     return _unique(specs)
 
 
@@ -79,6 +89,7 @@ def gauntlet(
     matches: int,
     deals: int,
     seed: int,
+    secret: bytes,
 ) -> list[MatchSpec]:
     """``candidate`` against ``table_size - 1`` opponents drawn from the field, ``matches`` times.
 
@@ -94,21 +105,25 @@ def gauntlet(
         table = (candidate, *sorted(opponents[: table_size - 1]))
         table_id = _digest("g", seed, draw, table)[:_KEY_HASH_CHARS]
         for deal in range(deals):
-            deal_seed = _seed("deal", "g", seed, draw, table, deal)
-            specs += _rotations(f"g/{table_id}/m{draw:04d}/d{deal:03d}", table, deal, deal_seed)
+            prefix = f"g/{table_id}/m{draw:04d}/d{deal:03d}"
+            specs += _rotations(prefix, table, deal, seed, secret)
     return _unique(specs)
 
 
-def _rotations(prefix: str, table: tuple[str, ...], deal: int, deal_seed: int) -> list[MatchSpec]:
+def _rotations(
+    prefix: str, table: tuple[str, ...], deal: int, seed: int, secret: bytes
+) -> list[MatchSpec]:
+    """Every seat rotation of one deal; they share its secret-keyed seed."""
     k = len(table)
+    seed_of_deal = deal_seed(secret, "deal", seed, prefix)
     return [
         MatchSpec(
             key=f"{prefix}/r{rotation}",
             table=tuple(table[(seat + rotation) % k] for seat in range(k)),
             deal=deal,
             rotation=rotation,
-            deal_seed=deal_seed,
-            match_seed=deal_seed,
+            deal_seed=seed_of_deal,
+            match_seed=seed_of_deal,
         )
         for rotation in range(k)
     ]
@@ -116,10 +131,6 @@ def _rotations(prefix: str, table: tuple[str, ...], deal: int, deal_seed: int) -
 
 def _digest(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def _seed(*parts: Any) -> int:
-    return int(_digest(*parts)[: 2 * _SEED_BYTES], 16)
 
 
 def _unique(specs: list[MatchSpec]) -> list[MatchSpec]:

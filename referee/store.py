@@ -2,9 +2,13 @@
 
 Layout, in ``<name>.results/`` next to the tournament file::
 
-    results.sqlite      entrants, matches (with status), results per seat, settings
+    results.sqlite      entrants, matches (with status), results per seat, settings,
+                        the deal secrets (see :mod:`referee.deals`)
     logs/<key>.jsonl    the match log of each match (``/`` in the key becomes ``_``)
     .lock               held (flock) by the one process running the tournament
+
+The folder is private to its owner (mode 0700): it holds the deal secret, and the log of a
+match in progress holds every hand of it; a bot must never read either.
 
 Only the coordinator writes. Each finished match is one transaction that replaces the seat
 rows of its key and marks it ``done``, so a result is never half stored and never counted
@@ -27,12 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from referee.deals import commitment, new_secret
 from referee.errors import UsageError
 from referee.results import MatchResult
 from referee.scheduler import MatchSpec
 
 __all__ = [
     "DATABASE",
+    "DealSecret",
     "EntrantRecord",
     "MatchStatus",
     "RunLock",
@@ -45,7 +51,7 @@ __all__ = [
 DATABASE = "results.sqlite"
 LOGS = "logs"
 LOCK = ".lock"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MatchStatus = Literal["pending", "running", "done", "failed"]
 
@@ -60,9 +66,17 @@ CREATE TABLE IF NOT EXISTS entrants (
     sha256 TEXT NOT NULL,
     path TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS deal_secrets (
+    id INTEGER PRIMARY KEY,
+    secret TEXT NOT NULL,
+    commitment TEXT NOT NULL,
+    created REAL NOT NULL,
+    revealed REAL
+);
 CREATE TABLE IF NOT EXISTS matches (
     key TEXT PRIMARY KEY,
     spec TEXT NOT NULL,
+    secret_id INTEGER NOT NULL REFERENCES deal_secrets(id),
     status TEXT NOT NULL DEFAULT 'pending'
         CHECK (status IN ('pending', 'running', 'done', 'failed')),
     attempts INTEGER NOT NULL DEFAULT 0,
@@ -119,13 +133,24 @@ class StoredMatch:
     seats: tuple[StoredSeat, ...]
 
 
+@dataclass(frozen=True)
+class DealSecret:
+    """A deal secret: ``revealed`` (a time) once the matches it dealt are all played."""
+
+    id: int
+    secret: bytes
+    commitment: str
+    revealed: float | None
+
+
 class Store:
     """The SQLite results database of one tournament (one connection, this process only)."""
 
     def __init__(self, results_dir: Path) -> None:
         self.results_dir = results_dir
         self.logs_dir = results_dir / LOGS
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(results_dir)
+        make_private_dir(self.logs_dir)
         self.path = results_dir / DATABASE
         self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -170,6 +195,11 @@ class Store:
         return self.logs_dir / f"{key.replace('/', '_')}.jsonl"
 
     # -- settings and entrants ------------------------------------------------------
+
+    def settings(self) -> dict[str, Any] | None:
+        """The settings the stored results were played with (``None`` before the first run)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        return None if row is None else dict(json.loads(row[0]))
 
     def check_settings(self, settings: dict[str, Any]) -> None:
         """Store ``settings`` on first use; refuse if stored results were played with others."""
@@ -223,15 +253,68 @@ class Store:
                 [(e.name, e.version, e.sha256, e.path) for e in entrants],
             )
 
+    # -- deal secrets -------------------------------------------------------------------
+
+    def deal_secret(self, provided: bytes | None = None) -> DealSecret:
+        """The secret that deals new matches: the unrevealed one, or a new one.
+
+        ``provided`` (to reproduce a tournament) becomes the new secret when one is needed,
+        and must equal the unrevealed one when there is one.
+        """
+        row = self._db.execute(
+            "SELECT id, secret, commitment, revealed FROM deal_secrets WHERE revealed IS NULL"
+        ).fetchone()
+        if row is not None:
+            current = _secret_row(row)
+            if provided is not None and provided != current.secret:
+                raise UsageError(
+                    f"{self.path}: its matches are dealt with another secret (commitment "
+                    f"{current.commitment[:16]}…); run with --restart to deal with this one"
+                )
+            return current
+        secret = provided if provided is not None else new_secret()
+        with self._transaction():
+            cursor = self._db.execute(
+                "INSERT INTO deal_secrets (secret, commitment, created) VALUES (?, ?, ?)",
+                (secret.hex(), commitment(secret), time.time()),
+            )
+        assert cursor.lastrowid is not None
+        return DealSecret(cursor.lastrowid, secret, commitment(secret), None)
+
+    def deal_secrets(self) -> list[DealSecret]:
+        """Every deal secret of the tournament, oldest first."""
+        rows = self._db.execute(
+            "SELECT id, secret, commitment, revealed FROM deal_secrets ORDER BY id"
+        )
+        return [_secret_row(r) for r in rows]
+
+    def reveal_secrets(self) -> None:
+        """Mark every secret revealed (the tournament is complete): it never deals again."""
+        with self._transaction():
+            self._db.execute(
+                "UPDATE deal_secrets SET revealed = ? WHERE revealed IS NULL", (time.time(),)
+            )
+
+    def secret_of(self) -> dict[str, int]:
+        """The id of the secret that dealt each match, by key."""
+        return dict(self._db.execute("SELECT key, secret_id FROM matches"))
+
     # -- matches ----------------------------------------------------------------------
 
-    def add_matches(self, specs: Iterable[MatchSpec]) -> None:
-        """Record scheduled matches as ``pending``; keys already stored keep their state."""
+    def add_matches(self, specs: Iterable[MatchSpec], secret: DealSecret) -> None:
+        """Record scheduled matches as ``pending``; keys already stored keep their state,
+        their spec and the secret that dealt them."""
         with self._transaction():
             self._db.executemany(
-                "INSERT INTO matches (key, spec) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
-                [(s.key, s.model_dump_json()) for s in specs],
+                "INSERT INTO matches (key, spec, secret_id) VALUES (?, ?, ?) "
+                "ON CONFLICT(key) DO NOTHING",
+                [(s.key, s.model_dump_json(), secret.id) for s in specs],
             )
+
+    def specs(self) -> dict[str, MatchSpec]:
+        """Every stored match spec (with the deal seed it was scheduled with), by key."""
+        rows = self._db.execute("SELECT key, spec FROM matches")
+        return {key: MatchSpec.model_validate_json(spec) for key, spec in rows}
 
     def done_keys(self) -> set[str]:
         rows = self._db.execute("SELECT key FROM matches WHERE status = 'done'")
@@ -325,7 +408,7 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -341,6 +424,16 @@ class RunLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _secret_row(row: tuple[Any, ...]) -> DealSecret:
+    return DealSecret(row[0], bytes.fromhex(row[1]), row[2], row[3])
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) if needed and make it private to its owner (0700)."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
 
 
 def wipe(results_dir: Path) -> None:

@@ -32,7 +32,7 @@ from referee.match import SessionPool, TimeControl, play_match
 from referee.results import MatchResult
 from referee.rules import ResolvedRules
 from referee.sandbox import BotSpec, Limits, Sandbox, get_sandbox, make_staging_root, stage_bot
-from referee.scheduler import MatchSpec, schedule
+from referee.scheduler import MatchSpec, deal_key, schedule
 from referee.store import EntrantRecord, RunLock, Store, wipe
 from referee.tournament import Tournament
 
@@ -81,6 +81,8 @@ class RunStarted:
     done: int
     to_play: int
     sandbox: str
+    commitment: str
+    """SHA-256 of the deal secret that deals this run's new matches (published now)."""
 
 
 @dataclass(frozen=True)
@@ -181,11 +183,6 @@ def close_reused() -> None:
     _Reuse.close()
 
 
-def deal_key(key: str) -> str:
-    """The part of a match key shared by every seat rotation of one deal."""
-    return key.rsplit("/r", 1)[0]
-
-
 def play_task(task: MatchTask) -> TaskOutcome:
     """Play one match in this process; never raises for a match that went wrong.
 
@@ -244,12 +241,15 @@ def run_tournament(
     restart: bool = False,
     results_dir: Path | None = None,
     on_event: Callable[[Event], None] | None = None,
+    deal_secret: bytes | None = None,
 ) -> RunSummary:
     """Play every match of ``tournament`` not yet in its store; resume where a run stopped.
 
-    ``restart`` wipes the stored results first. Raises ``UsageError`` when stored results
-    were played by other bot files or other settings (unless ``restart``), or when another
-    run holds the tournament's lock.
+    ``restart`` wipes the stored results first. New matches are dealt with the store's
+    unrevealed deal secret (a fresh one when there is none, or ``deal_secret`` to reproduce
+    a tournament); when every scheduled match is done the secret is revealed. Raises
+    ``UsageError`` when stored results were played by other bot files or other settings
+    (unless ``restart``), or when another run holds the tournament's lock.
     """
     folder = results_dir or tournament.results_dir
     notify = on_event or (lambda event: None)
@@ -266,8 +266,12 @@ def run_tournament(
                 store.check_entrants(records)
                 store.check_settings(tournament.settings())
                 store.save_entrants(records)
-                specs = schedule(tournament)
-                store.add_matches(specs)
+                secret = store.deal_secret(deal_secret)
+                scheduled = schedule(tournament, secret.secret)
+                store.add_matches(scheduled, secret)
+                # Stored specs: a match keeps the deal of the secret it was scheduled with.
+                stored = store.specs()
+                specs = [stored[spec.key] for spec in scheduled]
                 finished = store.done_keys()
                 tasks = [
                     MatchTask(
@@ -293,7 +297,11 @@ def run_tournament(
                     faults=0,
                     results_dir=folder,
                 )
-                notify(RunStarted(len(specs), summary.done, len(tasks), sandbox.describe()))
+                notify(
+                    RunStarted(
+                        len(specs), summary.done, len(tasks), sandbox.describe(), secret.commitment
+                    )
+                )
                 tables = {task.spec.key: task.spec.table for task in tasks}
 
                 def record(event: Event) -> None:
@@ -310,6 +318,8 @@ def run_tournament(
                     notify(event)
 
                 executor.run(tasks, record)
+                if {spec.key for spec in specs} <= store.done_keys():
+                    store.reveal_secrets()  # complete: publish the secret, never deal with it again
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
                 _remove_partial_logs(store)

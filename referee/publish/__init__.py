@@ -5,6 +5,7 @@ Bot names are untrusted display text; every renderer escapes them for its medium
 
 from referee.publish.leaderboard import (
     FORMATS,
+    DealCommitment,
     Leaderboard,
     LeaderboardEntry,
     build_leaderboard,
@@ -17,6 +18,7 @@ from referee.publish.leaderboard import (
 
 __all__ = [
     "FORMATS",
+    "DealCommitment",
     "Leaderboard",
     "LeaderboardEntry",
     "build_leaderboard",

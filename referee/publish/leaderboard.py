@@ -24,6 +24,7 @@ from referee.store import StoredMatch
 
 __all__ = [
     "FORMATS",
+    "DealCommitment",
     "Leaderboard",
     "LeaderboardEntry",
     "build_leaderboard",
@@ -55,20 +56,34 @@ class LeaderboardEntry:
 
 
 @dataclass(frozen=True)
+class DealCommitment:
+    """A deal secret as published: its commitment, and the secret once revealed."""
+
+    commitment: str
+    secret: str | None
+
+
+@dataclass(frozen=True)
 class Leaderboard:
-    """A tournament's ranking: ``matches`` is how many finished matches it rests on."""
+    """A tournament's ranking: ``matches`` is how many finished matches it rests on.
+
+    ``deals`` are the commitments of the secrets that dealt the matches, with each secret
+    once the tournament is complete (``referee verify`` checks the deals with them).
+    """
 
     tournament: str
     rules: str
     matches: int
     entries: tuple[LeaderboardEntry, ...]
+    deals: tuple[DealCommitment, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON shape: tournament, rules, matches, entries."""
+        """The JSON shape: tournament, rules, matches, deals, entries."""
         return {
             "tournament": self.tournament,
             "rules": self.rules,
             "matches": self.matches,
+            "deals": [{"commitment": d.commitment, "secret": d.secret} for d in self.deals],
             "entries": [
                 {
                     "rank": e.rank,
@@ -88,7 +103,12 @@ class Leaderboard:
 
 
 def build_leaderboard(
-    tournament: str, rules: str, matches: Sequence[StoredMatch], entrants: Sequence[str]
+    tournament: str,
+    rules: str,
+    matches: Sequence[StoredMatch],
+    entrants: Sequence[str],
+    *,
+    deals: Sequence[DealCommitment] = (),
 ) -> Leaderboard:
     """Rate ``matches`` (in key order) and rank ``entrants`` by ``mu - 3 sigma``."""
     ratings = rate(matches, entrants)
@@ -97,7 +117,21 @@ def build_leaderboard(
         rules=rules,
         matches=len(matches),
         entries=tuple(_entry(rank, r) for rank, r in enumerate(ratings, start=1)),
+        deals=tuple(deals),
     )
+
+
+def _deals_text(board: Leaderboard) -> str:
+    """One sentence on the deal secrets: committed, and revealed or not yet."""
+    if not board.deals:
+        return ""
+    parts = []
+    for d in board.deals:
+        if d.secret is None:
+            parts.append(f"committed to sha256 {d.commitment}, secret not revealed yet")
+        else:
+            parts.append(f"committed to sha256 {d.commitment}, secret {d.secret}")
+    return "Deals: " + "; ".join(parts) + " (check them with `referee verify`)."
 
 
 def _entry(rank: int, r: EntrantRating) -> LeaderboardEntry:
@@ -168,10 +202,11 @@ def markdown_escape(text: str) -> str:
 
 
 def to_markdown(board: Leaderboard) -> str:
+    deals = f"{_deals_text(board)}\n\n" if board.deals else ""
     head = (
         f"## Leaderboard: {markdown_escape(board.tournament)}\n\n"
         f"Rules {markdown_escape(board.rules)}, {board.matches} matches. "
-        "Ranked by TrueSkill score = mu - 3 sigma.\n\n"
+        f"Ranked by TrueSkill score = mu - 3 sigma.\n\n{deals}"
         "| rank | bot | score | mu | sigma | matches | avg place | firsts | forfeits | faults |\n"
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
     )
@@ -242,7 +277,8 @@ def to_rich_table(board: Leaderboard) -> Table:
             f"{terminal_text(board.tournament)} · {terminal_text(board.rules)} · "
             f"{board.matches} matches"
         ),
-        caption="score = mu - 3 sigma (TrueSkill)",
+        caption="score = mu - 3 sigma (TrueSkill)"
+        + (f"\n{terminal_text(_deals_text(board))}" if board.deals else ""),
         box=box.SIMPLE_HEAD,
     )
     table.add_column("#", justify="right")

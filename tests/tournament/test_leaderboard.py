@@ -37,7 +37,7 @@ def _board():  # type: ignore[no-untyped-def]
 
 def test_json_has_exactly_the_documented_shape() -> None:
     data = json.loads(to_json(_board()))
-    assert list(data) == ["tournament", "rules", "matches", "entries"]
+    assert list(data) == ["tournament", "rules", "matches", "deals", "entries"]
     assert (data["tournament"], data["rules"], data["matches"]) == ("spring", "arschloch", 6)
     assert [e["rank"] for e in data["entries"]] == [1, 2, 3, 4, 5]
     for entry in data["entries"]:

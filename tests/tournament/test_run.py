@@ -22,11 +22,11 @@ from referee.cli import main
 from referee.errors import UsageError
 from referee.executors import run_tournament
 from referee.executors.local import LocalExecutor
-from referee.publish import build_leaderboard
-from referee.store import Store
 from referee.tournament import load_tournament
 
 from .conftest import MARKER, REFEREE, leftover_processes, wait_for, write_tournament
+
+TEST_SECRET = bytes.fromhex("5e" * 32)
 
 BOTS, TABLE = 5, 3
 TOTAL = 10 * TABLE  # C(5, 3) tables x 1 deal x 3 rotations
@@ -35,11 +35,10 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def _board(path: Path) -> dict[str, Any]:
-    t = load_tournament(path)
-    with Store(t.results_dir) as store:
-        matches = store.completed()
-    data = build_leaderboard(t.name, t.rules.name, matches, t.entrants).as_dict()
-    return data
+    """The leaderboard as `referee leaderboard --format json` gives it."""
+    from referee.cli_tournament import _leaderboard
+
+    return _leaderboard(load_tournament(path)).as_dict()
 
 
 def _db(path: Path) -> Path:
@@ -79,9 +78,25 @@ def _assert_complete_once(path: Path) -> None:
     assert all(p.parent == logs and p.is_file() for p in stored)
 
 
+def _secret_file(path: Path) -> Path:
+    """The test deal secret as a file beside the tournament (as a published one would be)."""
+    file = path.parent / "deal-secret.hex"
+    file.write_text(TEST_SECRET.hex() + "\n")
+    return file
+
+
 def _start_runner(path: Path, workers: int = 2) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [str(REFEREE), "tournament", "run", str(path), "--workers", str(workers)],
+        [
+            str(REFEREE),
+            "tournament",
+            "run",
+            str(path),
+            "--workers",
+            str(workers),
+            "--deal-secret-file",
+            str(_secret_file(path)),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -109,7 +124,7 @@ def _workers_of(pid: int) -> list[int]:
 def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The leaderboard of an uninterrupted run with two workers."""
     path = write_tournament(tmp_path_factory.mktemp("reference"), bots=BOTS, table_size=TABLE)
-    summary = run_tournament(load_tournament(path), LocalExecutor(2))
+    summary = run_tournament(load_tournament(path), LocalExecutor(2), deal_secret=TEST_SECRET)
     assert (summary.total, summary.done, summary.played, summary.failed) == (TOTAL, TOTAL, TOTAL, 0)
     _assert_complete_once(path)
     board = _board(path)
@@ -122,7 +137,9 @@ def test_one_worker_gives_the_same_leaderboard_as_two(
     tmp_path: Path, reference: dict[str, Any]
 ) -> None:
     path = write_tournament(tmp_path, bots=BOTS, table_size=TABLE)
-    result = CliRunner().invoke(main, ["tournament", "run", str(path), "--workers", "1"])
+    secret = _secret_file(path)
+    args = ["tournament", "run", str(path), "--workers", "1", "--deal-secret-file", str(secret)]
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert _board(path) == reference
     again = CliRunner().invoke(main, ["leaderboard", str(path), "--format", "json"])

@@ -38,10 +38,10 @@ def _result(
 
 
 def test_store_records_each_result_once_however_often_it_is_stored(tmp_path: Path) -> None:
-    specs = round_robin(NAMES, 3, 1, seed=1)
+    specs = round_robin(NAMES, 3, 1, seed=1, secret=bytes(32))
     with Store(tmp_path) as store:
-        store.add_matches(specs)
-        store.add_matches(specs)  # scheduling again keeps states
+        store.add_matches(specs, store.deal_secret())
+        store.add_matches(specs, store.deal_secret())  # scheduling again keeps states
         spec = specs[0]
         store.mark_running(spec.key)
         store.record_result(spec.key, _result(spec.key, spec.table, [1, 2, 3]), spec.table)
@@ -61,9 +61,9 @@ def test_store_records_each_result_once_however_often_it_is_stored(tmp_path: Pat
 
 
 def test_a_running_match_stays_to_be_played_and_failures_are_recorded(tmp_path: Path) -> None:
-    specs = round_robin(NAMES, 3, 1, seed=1)
+    specs = round_robin(NAMES, 3, 1, seed=1, secret=bytes(32))
     with Store(tmp_path) as store:
-        store.add_matches(specs)
+        store.add_matches(specs, store.deal_secret())
         store.mark_running(specs[0].key)
         store.mark_running(specs[1].key)
         store.record_failure(specs[1].key, "sandbox down", final=False)
@@ -77,9 +77,9 @@ def test_a_running_match_stays_to_be_played_and_failures_are_recorded(tmp_path: 
 
 
 def test_seat_rows_must_cover_the_table(tmp_path: Path) -> None:
-    spec = round_robin(NAMES, 3, 1, seed=1)[0]
+    spec = round_robin(NAMES, 3, 1, seed=1, secret=bytes(32))[0]
     with Store(tmp_path) as store:
-        store.add_matches([spec])
+        store.add_matches([spec], store.deal_secret())
         bad = _result(spec.key, spec.table[:2], [1, 2])
         with pytest.raises(ValueError, match="standings do not cover"):
             store.record_result(spec.key, bad, spec.table)
