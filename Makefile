@@ -4,13 +4,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean setup
 
+# flock: two `make` runs in one checkout at the same time build the venv once.
 $(STAMP): pyproject.toml
-	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[all]'
-	touch $(STAMP)
+	flock .venv.lock sh -c '\
+	  test -f $(STAMP) && test $(STAMP) -nt pyproject.toml && exit 0; \
+	  test -d $(VENV) || $(PYTHON) -m venv $(VENV); \
+	  $(BIN)/pip install --quiet --upgrade pip && \
+	  $(BIN)/pip install --quiet -e ".[all]" && touch $(STAMP)'
 
 demo: $(STAMP)
 	$(BIN)/referee tournament demo
@@ -19,11 +21,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check referee tests bench
 	$(BIN)/mypy
 
-test: lint
+# Installs and starts what the tests need (as root on Debian): bubblewrap, Node.js, Docker and
+# its bot image. Without root it says what is missing and those tests skip (CI=true: fail).
+setup:
+	.ci/setup-machine
+
+test: setup lint
 	$(BIN)/pytest
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv.lock build *.egg-info .pytest_cache .mypy_cache .ruff_cache
