@@ -444,17 +444,15 @@ def _symlink_refusal(root: Path, relative: str, dir_fd: int, name: str) -> Usage
     )
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a folder (did it change meanwhile?)"),
+    (stat.S_ISFIFO, "a pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
 def _not_regular(path: Path, info: os.stat_result) -> str:
-    mode = info.st_mode
-    kind = (
-        "a folder (did it change meanwhile?)"
-        if stat.S_ISDIR(mode)
-        else "a pipe"
-        if stat.S_ISFIFO(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a device"
-    )
+    kind = next((kind for test, kind in _KINDS if test(info.st_mode)), "a device")
     return f"bot file {_shown(path)} is not a regular file: it is {kind}"
 
 
