@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import statistics
 import tempfile
 import time
@@ -99,7 +98,7 @@ async def _round_trip_docker(bot: BotSpec, count: int) -> list[float]:
 
 async def _round_trip_process(bot: BotSpec, count: int) -> list[float]:
     """The same bot in the process backend (bubblewrap when installed)."""
-    from referee.sandbox import ProcessSandbox, make_staging_root, stage_bot
+    from referee.sandbox import ProcessSandbox, make_staging_root, remove_staging_root, stage_bot
 
     staging = make_staging_root()
     process = await ProcessSandbox().start(stage_bot(bot, staging), Limits())
@@ -108,7 +107,7 @@ async def _round_trip_process(bot: BotSpec, count: int) -> list[float]:
         return await _round_trips(process.write, process.stdout.readline, count)
     finally:
         await process.cleanup()
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_staging_root(staging)
 
 
 def bench_start(runs: int = 10) -> dict[str, float]:
@@ -139,7 +138,7 @@ def bench_reuse(matches: int = 20) -> dict[str, float]:
     """A sequence of short matches of 4 instant bots: containers reused vs one per match."""
     from referee.match import SessionPool, TimeControl, play_match
     from referee.rules import RuleSet
-    from referee.sandbox import load_bot, make_staging_root, stage_bot
+    from referee.sandbox import load_bot, make_staging_root, remove_staging_root, stage_bot
 
     polite = Path(__file__).resolve().parent.parent / "tests" / "bots" / "polite.py"
     staging = make_staging_root()
@@ -171,7 +170,7 @@ def bench_reuse(matches: int = 20) -> dict[str, float]:
         with_reuse = asyncio.run(pooled())
         without = asyncio.run(fresh())
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_staging_root(staging)
     print(f"{matches} matches, containers reused  {with_reuse:7.2f} s")
     print(f"{matches} matches, fresh containers   {without:7.2f} s")
     print(f"reuse speed-up                {without / with_reuse:.1f}x   (target ≥ 3x)")

@@ -13,7 +13,14 @@ from pathlib import Path
 
 from referee.match import TimeControl, run_match, start_sessions
 from referee.rules import RuleSet
-from referee.sandbox import Limits, ProcessSandbox, load_bot, make_staging_root, stage_bot
+from referee.sandbox import (
+    Limits,
+    ProcessSandbox,
+    load_bot,
+    make_staging_root,
+    remove_staging_root,
+    stage_bot,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 POLITE = ROOT / "tests" / "bots" / "polite.py"
@@ -107,7 +114,7 @@ def run() -> dict[str, float]:
         start_plain = asyncio.run(_startup(ProcessSandbox(bwrap=False), staging, 10))
         start_bwrap = asyncio.run(_startup(sandbox, staging, 10)) if use_bwrap else float("nan")
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_staging_root(staging)
     print(
         "match runner: 4 instant bots, long arschloch match (process sandbox"
         f"{', bubblewrap' if use_bwrap else ''})"

@@ -169,12 +169,11 @@ def play(
     import asyncio
     import json
     import secrets
-    import shutil
 
     from referee.deals import deal_seed, new_secret
     from referee.match import TimeControl, play_match
     from referee.rules import RuleSet
-    from referee.sandbox import get_sandbox, make_staging_root, stage_bot
+    from referee.sandbox import get_sandbox, make_staging_root, remove_staging_root, stage_bot
 
     specs = _bots_or_fail(bots)
     overrides = {"max_rounds": max_rounds} if max_rounds else {}
@@ -204,7 +203,7 @@ def play(
             )
         )
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_staging_root(staging)
     if as_json:
         data = result.model_dump(mode="json", exclude={"duration_s", "stderr_tails"})
         click.echo(json.dumps(data, ensure_ascii=False))
@@ -268,11 +267,16 @@ def bot_check(path: str, preset: str, sandbox_name: str, seed: int) -> None:
     Exit code 0 when the bot played a whole match without a fault, 1 when it faulted.
     """
     import asyncio
-    import shutil
 
     from referee.match import TimeControl, play_match
     from referee.rules import RuleSet
-    from referee.sandbox import get_sandbox, load_bot, make_staging_root, stage_bot
+    from referee.sandbox import (
+        get_sandbox,
+        load_bot,
+        make_staging_root,
+        remove_staging_root,
+        stage_bot,
+    )
 
     spec = load_bot(path)
     samples = _repo_sample_bots()
@@ -300,7 +304,7 @@ def bot_check(path: str, preset: str, sandbox_name: str, seed: int) -> None:
             sys.exit(1)
         click.echo(f"{spec.name}: ok — a whole {preset} match without a fault (place {mine.place})")
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_staging_root(staging)
 
 
 _PY_TEMPLATE = '''"""{name}: a bot for the Arschloch referee (see protocol/SPEC.md)."""

@@ -434,7 +434,13 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
 
 def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
     """Play the candidate at seat 0 against sample bots; refuse it if it forfeits."""
-    from referee.sandbox import get_sandbox, load_bot, make_staging_root, stage_bot
+    from referee.sandbox import (
+        get_sandbox,
+        load_bot,
+        make_staging_root,
+        remove_staging_root,
+        stage_bot,
+    )
 
     samples = _repo_path("sample_bots")
     k = spec.file.table_size
@@ -447,7 +453,7 @@ def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
         with _temporary_log() as log_path:
             result, stderr = asyncio.run(_play_smoke(spec, sandbox, bots, rules, log_path))
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_staging_root(staging)
     mine = next(st for st in result.standings if st.seat == 0)
     if mine.fault is None:
         return

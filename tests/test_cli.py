@@ -101,6 +101,23 @@ def test_bot_toml_without_command(tmp_path: Path) -> None:
     assert out.returncode == 2 and "command" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_a_bot_named_through_a_symlink_is_refused_unread(tmp_path: Path) -> None:
+    """Root must not stage what a symlink points at: here a root-only file whose content
+    would come back in the bot's stderr tail if it ran."""
+    secret = tmp_path / "root-only.py"
+    secret.write_text("ROOT_ONLY_SECRET_5b1e\n")
+    secret.chmod(0o600)
+    link = tmp_path / "bot.py"
+    link.symlink_to(secret)
+    out = referee(
+        "play", str(link), str(BOTS / "polite.py"), str(BOTS / "polite.py"), "--sandbox", "process"
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "is a symlink" in out.stderr and "name the real file instead" in out.stderr
+    assert "ROOT_ONLY_SECRET" not in out.stdout + out.stderr
+
+
 def test_replay_prints_tricks_and_catches_a_tampered_log(tmp_path: Path) -> None:
     path = GOLDEN / "arschloch-4p-seed101.jsonl"
     out = referee("replay", "--no-color", str(path))

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import functools
 import os
-import shutil
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
@@ -31,7 +30,15 @@ from referee.errors import InfrastructureError, UsageError
 from referee.match import SessionPool, TimeControl, play_match
 from referee.results import MatchResult
 from referee.rules import ResolvedRules
-from referee.sandbox import BotSpec, Limits, Sandbox, get_sandbox, make_staging_root, stage_bot
+from referee.sandbox import (
+    BotSpec,
+    Limits,
+    Sandbox,
+    get_sandbox,
+    make_staging_root,
+    remove_staging_root,
+    stage_bot,
+)
 from referee.scheduler import MatchSpec, deal_key, schedule
 from referee.store import EntrantRecord, RunLock, Store, wipe
 from referee.tournament import Tournament
@@ -321,7 +328,7 @@ def run_tournament(
                 if {spec.key for spec in specs} <= store.done_keys():
                     store.reveal_secrets()  # complete: publish the secret, never deal with it again
             finally:
-                shutil.rmtree(staging, ignore_errors=True)
+                remove_staging_root(staging)
                 _remove_partial_logs(store)
     return summary
 

@@ -3,7 +3,8 @@
 ``get_sandbox("process")`` runs bots as local processes (rlimits, a dropped uid when root,
 bubblewrap when it works); ``"docker"`` runs each in a locked-down container (the ``docker``
 extra); ``"auto"`` picks docker when a daemon answers and its image exists, else process.
-:func:`load_bot` and :func:`stage_bot` turn what a user names into a :class:`BotSpec`.
+:func:`load_bot` and :func:`stage_bot` turn what a user names into a :class:`BotSpec`;
+:func:`make_staging_root` and :func:`remove_staging_root` hold the staged copies.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from referee.sandbox.staging import (
     load_bot,
     make_staging_root,
     read_bot_files,
+    remove_staging_root,
     safe_name,
     stage_bot,
 )
@@ -35,6 +37,7 @@ __all__ = [
     "load_bot",
     "make_staging_root",
     "read_bot_files",
+    "remove_staging_root",
     "safe_name",
     "stage_bot",
 ]

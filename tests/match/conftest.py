@@ -16,7 +16,15 @@ from referee.match import TimeControl, run_match, start_sessions
 from referee.matchlog import read_log
 from referee.results import MatchResult
 from referee.rules import RuleSet
-from referee.sandbox import BotSpec, Limits, ProcessSandbox, load_bot, make_staging_root, stage_bot
+from referee.sandbox import (
+    BotSpec,
+    Limits,
+    ProcessSandbox,
+    load_bot,
+    make_staging_root,
+    remove_staging_root,
+    stage_bot,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTS = ROOT / "tests" / "bots"
@@ -49,7 +57,7 @@ def sandbox() -> ProcessSandbox:
 def staging() -> Iterator[Path]:
     root = make_staging_root()
     yield root
-    shutil.rmtree(root, ignore_errors=True)
+    remove_staging_root(root)
 
 
 @pytest.fixture(scope="session")

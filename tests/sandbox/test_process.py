@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import resource
-import shutil
 import signal
 import socket
 import sys
@@ -30,7 +29,13 @@ import pytest
 
 import referee.sandbox
 from referee.errors import InfrastructureError, UsageError
-from referee.sandbox import get_sandbox, load_bot, make_staging_root, stage_bot
+from referee.sandbox import (
+    get_sandbox,
+    load_bot,
+    make_staging_root,
+    remove_staging_root,
+    stage_bot,
+)
 from referee.sandbox import process as process_module
 from referee.sandbox.base import BotSpec, Limits
 from referee.sandbox.process import (
@@ -193,7 +198,7 @@ def staging() -> Iterator[Path]:
     """A staging root the sandbox users can enter (pytest's tmp_path is private to root)."""
     root = make_staging_root()
     yield root
-    shutil.rmtree(root)
+    remove_staging_root(root)
 
 
 def staged(root: Path, name: str, *args: str) -> BotSpec:

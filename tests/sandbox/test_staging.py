@@ -1,5 +1,11 @@
 """Loading bots from user paths and staging private copies: what is accepted, what is
-refused and with which message, and what the staged copy looks like."""
+refused and with which message, and what the staged copy looks like.
+
+The hostile half plays the bot author against a referee running as root: symlinks to
+root-only files, files and folders flipped into symlinks while they are copied, folders
+nested 1,200 deep, special files, too many entries; and staging roots left by a referee
+that was killed.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +13,28 @@ import dataclasses
 import json
 import os
 import re
+import shutil
+import socket
 import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from referee.errors import UsageError
+from referee.sandbox import BotSpec, staging
 from referee.sandbox.staging import (
     MANIFEST,
+    MAX_BOT_DEPTH,
     BotFile,
     bot_sha256,
     load_bot,
     make_staging_root,
     read_bot_files,
+    remove_staging_root,
     safe_name,
     stage_bot,
 )
@@ -214,23 +229,6 @@ def test_hash_is_stable_and_sensitive(tmp_path: Path) -> None:
     assert bot_sha256([BotFile("a", b"bc", False)]) != bot_sha256([BotFile("ab", b"c", False)])
 
 
-def test_symlink_inside_is_copied_as_a_file(tmp_path: Path) -> None:
-    folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n')
-    (folder / "alias.py").symlink_to("bot.py")
-    spec = stage_bot(load_bot(folder), tmp_path / "staging")
-    alias = spec.folder / "alias.py"
-    assert not alias.is_symlink() and alias.read_text() == "print('hi')\n"
-
-
-@pytest.mark.parametrize("target", ["/etc/passwd", "../outside.txt", "/etc"])
-def test_symlink_out_of_the_folder_is_refused(tmp_path: Path, target: str) -> None:
-    write(tmp_path / "outside.txt", "secret")
-    folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n')
-    (folder / "link").symlink_to(target)
-    with pytest.raises(UsageError, match=f"link is a symlink to {target}, which is not a file"):
-        stage_bot(load_bot(folder), tmp_path / "staging")
-
-
 def test_size_cap(tmp_path: Path) -> None:
     folder = folder_bot(
         tmp_path, 'command = "python3 bot.py"\n', {"a.bin": "x" * 600, "b.bin": "x" * 600}
@@ -241,15 +239,425 @@ def test_size_cap(tmp_path: Path) -> None:
     stage_bot(load_bot(folder), tmp_path / "staging", max_bytes=2000)
 
 
-def test_special_files_are_refused_without_blocking(tmp_path: Path) -> None:
-    folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n')
-    os.mkfifo(folder / "pipe")
-    with pytest.raises(UsageError, match="not a regular file"):
-        stage_bot(load_bot(folder), tmp_path / "staging")
-
-
 def test_staged_spec_keeps_everything_else(tmp_path: Path) -> None:
     folder = folder_bot(tmp_path, 'name = "Fox"\ncommand = "python3 bot.py"\nversion = "3"\n')
     spec = load_bot(folder)
     staged = stage_bot(spec, tmp_path / "staging")
     assert dataclasses.replace(staged, folder=spec.folder, sha256="") == spec
+
+
+# --------------------------------------------------------------------------- hostile bots
+
+SECRET = b"ROOT-ONLY-SECRET-7f3a9c"
+REGULAR = b"regular content\n"
+RACE_STAGINGS = 3000
+RACE_SECONDS = 3.0
+
+
+def root_only_secret(tmp_path: Path, name: str = "secret") -> Path:
+    """A 0600 file owned by root, outside every bot: what an author must never obtain."""
+    secret = tmp_path / "root-only" / name
+    secret.parent.mkdir(exist_ok=True)
+    secret.write_bytes(SECRET + b"\n")
+    secret.chmod(0o600)
+    if os.geteuid() == 0:
+        os.chown(secret, 0, 0)
+    return secret
+
+
+def assert_no_secret(folder: Path) -> None:
+    """No file under ``folder`` holds the secret, and nothing there is a symlink."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            assert not path.is_symlink(), path
+            assert path.is_dir() or SECRET not in path.read_bytes(), path
+
+
+def one_line(exc: pytest.ExceptionInfo[UsageError]) -> str:
+    message = str(exc.value)
+    assert "\n" not in message and "\r" not in message, message
+    return message
+
+
+@pytest.fixture
+def leased_root(tmp_path: Path) -> Iterator[Path]:
+    root = make_staging_root(tmp_path)
+    yield root
+    remove_staging_root(root)
+
+
+def test_a_single_file_bot_named_through_a_symlink_is_refused(tmp_path: Path) -> None:
+    link = tmp_path / "bot.py"
+    link.symlink_to(root_only_secret(tmp_path))
+    with pytest.raises(UsageError) as exc:
+        load_bot(link)
+    assert re.fullmatch(
+        r"bot .*/bot\.py is a symlink \(to .*/root-only/secret\); name the real file instead",
+        one_line(exc),
+    )
+
+
+def test_a_folder_bot_named_through_a_symlink_is_refused(tmp_path: Path) -> None:
+    folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n')
+    (tmp_path / "alias").symlink_to(folder)
+    with pytest.raises(
+        UsageError, match=r"alias is a symlink \(to .*my-bot\); name the real folder"
+    ):
+        load_bot(tmp_path / "alias")
+
+
+def test_a_single_file_that_became_a_symlink_after_loading_stages_nothing(
+    tmp_path: Path, leased_root: Path
+) -> None:
+    """The spec was made while it was a file (a tournament file, or a swap after load_bot)."""
+    spec = load_bot(write(tmp_path / "src" / "bot.py", "print()\n"))
+    (tmp_path / "src" / "bot.py").unlink()
+    (tmp_path / "src" / "bot.py").symlink_to(root_only_secret(tmp_path))
+    for read in (lambda: stage_bot(spec, leased_root), lambda: read_bot_files(spec)):
+        with pytest.raises(UsageError) as exc:
+            read()
+        assert one_line(exc).endswith(
+            "src/bot.py is a symlink; the referee follows no symlinks "
+            "(name the real file or folder, or copy it in)"
+        )
+    assert_no_secret(leased_root)
+
+
+@pytest.mark.parametrize("single_file", [True, False])
+def test_a_bot_folder_that_became_a_symlink_is_refused(tmp_path: Path, single_file: bool) -> None:
+    root_only_secret(tmp_path, "bot.py")
+    root_only_secret(tmp_path, MANIFEST)
+    if single_file:
+        spec = load_bot(write(tmp_path / "my-bot" / "bot.py", "print()\n"))
+    else:
+        spec = load_bot(folder_bot(tmp_path, 'command = "python3 bot.py"\n'))
+    (tmp_path / "my-bot").rename(tmp_path / "moved")
+    (tmp_path / "my-bot").symlink_to(tmp_path / "root-only")
+    with pytest.raises(UsageError) as exc:
+        stage_bot(spec, tmp_path / "staging")
+    assert one_line(exc).endswith(
+        "/my-bot is a symlink; the referee follows no symlinks "
+        "(name the real file or folder, or copy it in)"
+    )
+    assert not (tmp_path / "staging").exists()
+
+
+@pytest.mark.parametrize(
+    ("link", "target"),
+    [
+        ("shadow", "/etc/shadow"),
+        ("secret", "../root-only/secret"),
+        ("alias.py", "bot.py"),
+        ("lib/up.py", "../bot.py"),
+        ("etc", "/etc"),
+        ("lib2", "lib"),
+        ("lib/loop", "."),
+        ("dangling", "nowhere"),
+    ],
+)
+def test_a_symlink_anywhere_in_a_folder_is_refused(tmp_path: Path, link: str, target: str) -> None:
+    root_only_secret(tmp_path)
+    folder = folder_bot(
+        tmp_path, 'command = "python3 bot.py"\n', {"bot.py": "print()\n", "lib/x.py": "X = 1\n"}
+    )
+    (folder / link).symlink_to(target)
+    with pytest.raises(UsageError) as exc:
+        stage_bot(load_bot(folder), tmp_path / "staging")
+    assert one_line(exc).endswith(
+        f"my-bot: {link} is a symlink (to {target}); the referee copies no symlinks: "
+        "put the file itself in the folder"
+    )
+    assert not (tmp_path / "staging").exists()
+
+
+def test_a_manifest_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
+    secret = root_only_secret(tmp_path)
+    secret.write_bytes(b'command = "python3 bot.py"\nname = "' + SECRET + b'"\n')
+    folder = tmp_path / "my-bot"
+    write(folder / "bot.py", "print()\n")
+    (folder / MANIFEST).symlink_to(secret)
+    with pytest.raises(UsageError) as exc:
+        load_bot(folder)
+    message = one_line(exc)
+    assert message.endswith(
+        "my-bot/bot.toml is a symlink; the referee follows no symlinks "
+        "(name the real file or folder, or copy it in)"
+    )
+    assert SECRET.decode() not in message
+
+
+# Swaps two paths atomically (renameat2 RENAME_EXCHANGE) as fast as it can. A separate
+# process, not a thread: the swaps must land in the middle of staging's system calls.
+_FLIPPER = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = (os.fsencode(p) for p in sys.argv[1:3])
+def swap():
+    if libc.renameat2(-100, a, -100, b, 2) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+swap()
+swap()
+print("flipping", flush=True)
+while True:
+    swap()
+"""
+
+
+def stage_while_flipping(
+    spec: BotSpec, root: Path, inside: Path, outside: Path, check: Callable[[Path], None]
+) -> tuple[int, int]:
+    """Stage ``spec`` over and over while ``inside`` and ``outside`` keep trading places.
+
+    Returns how many stagings succeeded and how many were refused; any other exception
+    escapes and fails the test.
+    """
+    flipper = subprocess.Popen(
+        [sys.executable, "-c", _FLIPPER, str(inside), str(outside)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    staged = refused = 0
+    try:
+        assert flipper.stdout is not None and flipper.stdout.readline() == "flipping\n"
+        deadline = time.monotonic() + RACE_SECONDS
+        while staged + refused < RACE_STAGINGS and time.monotonic() < deadline:
+            try:
+                copy = stage_bot(spec, root)
+            except UsageError as exc:
+                assert "\n" not in str(exc)
+                refused += 1
+                continue
+            staged += 1
+            assert_no_secret(copy.folder)
+            check(copy.folder)
+            shutil.rmtree(copy.folder)
+    finally:
+        flipper.kill()
+        flipper.wait()
+    return staged, refused
+
+
+def test_a_file_flipped_into_a_symlink_while_staging_never_leaks(
+    tmp_path: Path, leased_root: Path
+) -> None:
+    folder = folder_bot(
+        tmp_path, 'command = "python3 bot.py"\n', {"bot.py": "print()\n", "data.txt": ""}
+    )
+    (folder / "data.txt").write_bytes(REGULAR)
+    spec = load_bot(folder)
+    (tmp_path / "decoy").mkdir()
+    (tmp_path / "decoy" / "data.txt").symlink_to(root_only_secret(tmp_path))
+
+    def check(copy: Path) -> None:
+        assert (copy / "data.txt").read_bytes() == REGULAR
+
+    staged, refused = stage_while_flipping(
+        spec, leased_root, folder / "data.txt", tmp_path / "decoy" / "data.txt", check
+    )
+    assert staged > 0 and refused > 0, (staged, refused)
+
+
+def test_a_folder_flipped_into_a_symlink_while_staging_never_leaks(
+    tmp_path: Path, leased_root: Path
+) -> None:
+    folder = folder_bot(
+        tmp_path, 'command = "python3 bot.py"\n', {"bot.py": "print()\n", "lib/data.txt": ""}
+    )
+    (folder / "lib" / "data.txt").write_bytes(REGULAR)
+    spec = load_bot(folder)
+    root_only_secret(tmp_path, "data.txt")
+    (tmp_path / "decoy").mkdir()
+    (tmp_path / "decoy" / "lib").symlink_to(tmp_path / "root-only")
+
+    def check(copy: Path) -> None:
+        assert (copy / "lib" / "data.txt").read_bytes() == REGULAR
+
+    staged, refused = stage_while_flipping(
+        spec, leased_root, folder / "lib", tmp_path / "decoy" / "lib", check
+    )
+    assert staged > 0 and refused > 0, (staged, refused)
+
+
+def test_a_folder_nested_1200_deep_is_refused_in_one_line(tmp_path: Path) -> None:
+    folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n')
+    depth = 1200
+    for level in range(1, depth + 1):  # mkdir(parents=True) recurses: too deep for it
+        (folder / Path(*["d"] * level)).mkdir()
+    (folder / Path(*["d"] * depth) / "leaf.txt").write_text("x")
+    try:
+        with pytest.raises(UsageError) as exc:
+            stage_bot(load_bot(folder), tmp_path / "staging")
+        assert re.search(
+            r"nests folders more than 32 deep \(at (d/){32}d\); flatten it$", one_line(exc)
+        )
+    finally:
+        # Bottom up by path: a recursive rmtree would itself hit the recursion limit.
+        (folder / Path(*["d"] * depth) / "leaf.txt").unlink()
+        for level in range(depth, 0, -1):
+            (folder / Path(*["d"] * level)).rmdir()
+
+
+def test_nesting_up_to_the_limit_is_fine(tmp_path: Path) -> None:
+    folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n')
+    deepest = Path(*["d"] * MAX_BOT_DEPTH)
+    write(folder / deepest / "leaf.txt", "x")
+    spec = stage_bot(load_bot(folder), tmp_path / "staging")
+    assert (spec.folder / deepest / "leaf.txt").read_text() == "x"
+    write(folder / deepest / "d" / "leaf.txt", "x")
+    with pytest.raises(UsageError, match=f"nests folders more than {MAX_BOT_DEPTH} deep"):
+        stage_bot(load_bot(folder), tmp_path / "staging")
+
+
+@pytest.mark.parametrize("kind", ["files", "folders"])
+def test_too_many_entries_are_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setattr(staging, "MAX_BOT_FILES", 20)
+    folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n')
+    for n in range(20):
+        if kind == "files":
+            write(folder / "many" / f"f{n}\nx", "")
+        else:
+            (folder / "many" / f"d{n}").mkdir(parents=True)
+    with pytest.raises(UsageError) as exc:
+        stage_bot(load_bot(folder), tmp_path / "staging")
+    assert one_line(exc).endswith(
+        "has more than 20 files and folders; leave data sets and virtual environments out of it"
+    )
+
+
+def test_too_big_is_refused_in_one_line(tmp_path: Path) -> None:
+    folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n', {"big\nfile.bin": "x" * 2000})
+    with pytest.raises(UsageError) as exc:
+        stage_bot(load_bot(folder), tmp_path / "staging", max_bytes=1000)
+    assert re.search(
+        r"bot is larger than 0\.0\d+ MB \(reached at .*big\\nfile\.bin\)", one_line(exc)
+    )
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _device(path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("making a device node needs root")
+    os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+
+
+def _socket(path: Path) -> None:
+    # A socket path is limited to 108 bytes: bind relative to the folder.
+    here = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(path.name)
+    finally:
+        os.chdir(here)
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"), [(_fifo, "a pipe"), (_device, "a device"), (_socket, "a socket")]
+)
+def test_special_files_are_refused_in_one_line_without_blocking(
+    tmp_path: Path, make: Callable[[Path], None], kind: str
+) -> None:
+    folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n', {"lib/x.py": ""})
+    make(folder / "lib" / "odd\nname")
+    with pytest.raises(UsageError) as exc:
+        stage_bot(load_bot(folder), tmp_path / "staging")
+    assert one_line(exc).endswith(f"lib/odd\\nname is not a regular file: it is {kind}")
+
+
+# --------------------------------------------------------------------------- staging roots
+
+# Makes a staging root (with something staged in it), prints it, and holds its lease until
+# the test kills it.
+_HOLDER = r"""
+import sys
+from pathlib import Path
+from referee.sandbox.staging import make_staging_root
+root = make_staging_root(Path(sys.argv[1]))
+(root / "staged-bot").mkdir()
+print(root, flush=True)
+sys.stdin.read()
+"""
+
+
+def start_holder(parent: Path) -> tuple[subprocess.Popen[str], Path]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(parent)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    root = Path(holder.stdout.readline().strip())
+    assert root.parent == parent and (root / "staged-bot").is_dir()
+    return holder, root
+
+
+def dead_holder(parent: Path) -> Path:
+    """The staging root of a referee killed with SIGKILL: nothing of it cleaned up."""
+    holder, root = start_holder(parent)
+    holder.kill()
+    holder.wait()
+    return root
+
+
+def test_a_dead_referees_staging_root_is_removed_a_live_ones_kept(tmp_path: Path) -> None:
+    live, live_root = start_holder(tmp_path)
+    roots: list[Path] = []
+    try:
+        dead_root = dead_holder(tmp_path)
+        assert dead_root.is_dir()
+        roots.append(make_staging_root(tmp_path))
+        assert not dead_root.exists()
+        assert (live_root / "staged-bot").is_dir()
+
+        roots.append(make_staging_root(tmp_path))
+        assert roots[0].is_dir()  # this process's own lease counts as held too
+
+        live.kill()
+        live.wait()
+        roots.append(make_staging_root(tmp_path))
+        assert not live_root.exists()
+        assert all(root.is_dir() for root in roots)
+    finally:
+        live.kill()
+        live.wait()
+        for root in roots:
+            remove_staging_root(root)
+
+
+def test_the_sweep_touches_only_dead_staging_roots_of_its_own(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = dead_holder(elsewhere)
+    (tmp_path / "referee-bots-link").symlink_to(target)
+    renamed = tmp_path / "my-folder"
+    dead_holder(tmp_path).rename(renamed)
+    unleased = tmp_path / "referee-bots-old"
+    (unleased / "staged-bot").mkdir(parents=True)
+    kept = [target, renamed, unleased]
+    if os.geteuid() == 0:
+        foreign = dead_holder(tmp_path)
+        os.chown(foreign, 65534, 65534)
+        kept.append(foreign)
+
+    root = make_staging_root(tmp_path)
+    remove_staging_root(root)
+    assert all(path.is_dir() for path in kept)
+    assert (tmp_path / "referee-bots-link").is_symlink()
+
+
+def test_remove_staging_root_removes_and_lets_go(tmp_path: Path) -> None:
+    fds = len(os.listdir("/proc/self/fd"))
+    root = make_staging_root(tmp_path)
+    assert stat.S_IMODE(root.stat().st_mode) == 0o711
+    assert stat.S_IMODE((root / ".lease").stat().st_mode) == 0o600
+    stage_bot(load_bot(folder_bot(tmp_path, 'command = "python3 bot.py"\n')), root)
+    remove_staging_root(root)
+    assert not root.exists()
+    assert len(os.listdir("/proc/self/fd")) == fds

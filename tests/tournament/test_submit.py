@@ -109,3 +109,31 @@ def test_a_missing_bot_is_refused(tmp_path: Path) -> None:
     path = write_tournament(tmp_path)
     code, output = _submit(str(tmp_path / "nope.py"), "--to", str(path))
     assert code == 1 and "does not exist" in output
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_a_symlinked_bot_is_refused_and_nothing_is_copied(tmp_path: Path, inside: bool) -> None:
+    path = write_tournament(tmp_path / "t")
+    before = path.read_text()
+    secret = tmp_path / "root-only.py"
+    secret.write_text("ROOT_ONLY_SECRET_93c2\n")
+    secret.chmod(0o600)
+    if inside:
+        bot = tmp_path / "mine"
+        bot.mkdir()
+        shutil.copy(TEST_BOTS / "polite.py", bot / "main.py")
+        (bot / "bot.toml").write_text('command = "python3 main.py"\n')
+        (bot / "weights.bin").symlink_to(secret)
+        expected = "weights.bin is a symlink"
+    else:
+        bot = tmp_path / "mine.py"
+        bot.symlink_to(secret)
+        expected = "is a symlink (to"
+    code, output = _submit(str(bot), "--to", str(path))
+    assert code == 1, output
+    assert "bot refused: " in output and expected in output
+    assert "ROOT_ONLY_SECRET" not in output
+    assert path.read_text() == before
+    assert sorted(p.name for p in (tmp_path / "t" / "bots").iterdir()) == sorted(
+        f"{MARKER}-{c}.py" for c in "abcd"
+    )
