@@ -26,6 +26,7 @@ import itertools
 import json
 import operator
 import sys
+from array import array
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeAlias, overload
 
@@ -642,9 +643,9 @@ def _first_non_string(items: list[Any]) -> int | None:
     return min(types.index(t) for t in odd)
 
 
-# Bytes that stay after _nesting drops everything but brackets.
+# _nesting keeps only brackets, as signed steps: [ and { are +1, ] and } are -1 (0xff).
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
-_ONE_KIND = bytes.maketrans(b"{}", b"[]")
+_STEPS = bytes.maketrans(b"[]{}", b"\x01\xff\x01\xff")
 
 
 def _nesting(body: bytes) -> int:
@@ -660,8 +661,10 @@ def _nesting(body: bytes) -> int:
        (a run of backslashes pairs off from the left, as in JSON);
     2. split on ``"``: every other piece is outside a string (an unterminated string runs
        to the end of the line);
-    3. keep only brackets, ``{}`` read as ``[]``; between two ``]`` the depth rises by the
-       number of ``[``, so the depth after the i-th ``]`` is the opens so far minus i.
+    3. keep only the brackets there, as steps of +1 and -1, and take the highest running
+       sum: ``accumulate`` over a signed byte array (about 25 ns a bracket) or, when few
+       brackets close, over the runs of opening ones between two closing ones (60 ns a
+       run; 64 KiB of ``[`` is one run).
 
     For a line that is not JSON the figure may be off (a backslash outside a string is
     taken as an escape); the parser refuses such a line anyway, and deep nesting there is
@@ -671,11 +674,16 @@ def _nesting(body: bytes) -> int:
         return 0
     unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
     outside = b"".join(unescaped.split(b'"')[::2])
-    brackets = outside.translate(_ONE_KIND, _NOT_BRACKET)
-    if brackets.count(b"[") <= MAX_NESTING:
+    steps = outside.translate(_STEPS, _NOT_BRACKET)
+    if steps.count(1) <= MAX_NESTING:
         return 0
-    opens = itertools.accumulate(map(len, brackets.split(b"]")))
-    deepest: int = max(map(operator.sub, opens, itertools.count()))
+    closes = steps.count(0xFF)
+    if closes * 4 < len(steps):
+        # The depth after the i-th close is the opens so far minus i.
+        opens = itertools.accumulate(map(len, steps.split(b"\xff")))
+        deepest: int = max(map(operator.sub, opens, itertools.count()))
+    else:
+        deepest = max(itertools.accumulate(array("b", steps)))
     return deepest
 
 
