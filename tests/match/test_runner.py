@@ -240,7 +240,7 @@ def _sessions_and_result(
     return asyncio.run(go())
 
 
-def _on_first_act(answer: Callable[[dict[str, Any], dict[str, Any]], Any]) -> Callable[[], Any]:
+def _on_first_act(answer: Callable[[dict[str, Any], Any], Any]) -> Callable[[], Any]:
     """A polite bot whose first ``act`` is answered by ``answer(msg, polite_reply)``."""
 
     def factory() -> Any:
