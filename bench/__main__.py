@@ -11,10 +11,12 @@ import sys
 
 
 def main() -> int:
-    from bench import engine_bench, match_bench, tournament_bench
+    from bench import engine_bench, match_bench, parser_bench, tournament_bench
 
     print("=" * 72)
     engine_bench.run()
+    print("=" * 72)
+    parser_bench.run()
     print("=" * 72)
     match_bench.run()
     print("=" * 72)

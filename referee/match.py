@@ -4,7 +4,11 @@ Layers, from the bytes up:
 
 * :class:`BotSession` frames a bot's stdout into lines (never more than 64 KiB buffered),
   keeps the last 64 KiB of its stderr, notices when the process exits even if a grandchild
-  still holds the pipe, and times each request against ``move_ms`` plus the bank.
+  still holds the pipe, and times each request against ``move_ms`` plus the bank. A line
+  is timed when it arrives, not when the runner gets to it, so a moment the referee spends
+  elsewhere (another bot's reply, the log) is never charged to this bot. Lines nobody
+  asked for are counted but only the first is kept, so a flooding bot cannot grow the
+  referee's memory; it is faulted before its next request.
 * :func:`run_match` drives a :class:`~referee.rules.Game`: it turns engine events into
   protocol messages (:mod:`referee.messages`), asks the seat to act, and turns every
   failure of a bot into a fault: the seat forfeits, its process is killed, and the
@@ -38,6 +42,8 @@ from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
 
 LINE_CAP = m.MAX_LINE_BYTES
 STDERR_CAP = 64 * 1024
+UNASKED_CAP = 8
+"""Lines nobody asked for after which a bot's output is discarded unread (it is faulted)."""
 _BYE_GRACE_S = 1.0
 _EXIT_SETTLE_S = 0.1
 
@@ -68,12 +74,21 @@ _EXITED = _Marker("exited")
 
 @dataclass
 class BotSession:
-    """A started bot: its process, framed stdout, captured stderr and fault state."""
+    """A started bot: its process, framed stdout, captured stderr and fault state.
+
+    ``lines`` holds what answers a request: ``(line, arrived)`` with the
+    ``time.monotonic()`` at which the reader took the line from the pipe, or a marker. A
+    line that comes while no request is waiting for one is counted in ``unasked``
+    instead; the first is kept in ``unasked_line`` as evidence, and past
+    :data:`UNASKED_CAP` the reader discards the bot's output without framing it.
+    """
 
     spec: BotSpec
     proc: BotProcess
     name: str
-    lines: asyncio.Queue[bytes | _Marker] = field(default_factory=asyncio.Queue)
+    lines: asyncio.Queue[tuple[bytes, float] | _Marker] = field(default_factory=asyncio.Queue)
+    unasked: int = 0
+    unasked_line: bytes | None = None
     fault: BotFault | None = None
     ready_name: str | None = None
     exit_info: ExitInfo | None = None
@@ -82,6 +97,7 @@ class BotSession:
     _stderr_dropped: int = 0
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _closed: bool = False
+    _awaiting: bool = False  # a request was written and its answer has not arrived yet
 
     @classmethod
     async def start(
@@ -106,31 +122,51 @@ class BotSession:
     async def _read_stdout(self) -> None:
         buf = bytearray()
         reader = self.proc.stdout
-        overlong = False
+        discard = flooded = False
         try:
             while True:
                 chunk = await reader.read(65536)
+                arrived = time.monotonic()
                 if not chunk:
                     self.lines.put_nowait(_EOF)
                     return
-                if overlong:
-                    continue  # keep the stream flowing (and discarded) until the bot is gone
+                if discard:
+                    # Keep the stream flowing (and dropped) until the bot is gone; a flood
+                    # is still counted, at C speed, for the fault detail.
+                    if flooded:
+                        self.unasked += chunk.count(b"\n")
+                    continue
                 buf += chunk
                 start = 0
                 while True:
                     nl = buf.find(b"\n", start)
                     if nl < 0:
                         break
-                    if nl - start > LINE_CAP:
-                        overlong = True
+                    end = nl - 1 if nl > start and buf[nl - 1] == 0x0D else nl
+                    if end - start > LINE_CAP:  # a \r before the \n is not counted
+                        self.lines.put_nowait(_OVERLONG)
+                        discard = True
                         break
-                    self.lines.put_nowait(bytes(buf[start:nl]))
+                    if self._awaiting:
+                        self._awaiting = False
+                        self.lines.put_nowait((bytes(buf[start:nl]), arrived))
+                    else:
+                        self.unasked += 1
+                        if self.unasked_line is None:
+                            self.unasked_line = bytes(buf[start:nl])
+                        if self.unasked >= UNASKED_CAP:
+                            self.unasked += buf.count(b"\n", nl + 1)
+                            discard = flooded = True
+                            break
                     start = nl + 1
-                del buf[:start]
-                if overlong or len(buf) > LINE_CAP:
-                    # Never buffer more than one line's worth: the bot is faulted for this.
-                    overlong = True
+                if discard:
                     buf.clear()
+                    continue
+                del buf[:start]
+                if len(buf) > LINE_CAP + 1:
+                    # Never buffer more than one line's worth (and its \r): a fault.
+                    buf.clear()
+                    discard = True
                     self.lines.put_nowait(_OVERLONG)
         except (ConnectionError, OSError):
             self.lines.put_nowait(_EOF)
@@ -210,19 +246,12 @@ class BotSession:
         Returns the parsed reply, the raw line and the elapsed milliseconds; raises
         :class:`BotFault` for a timeout, a crash or a protocol fault.
         """
-        if not self.lines.empty():
-            item = self.lines.get_nowait()
-            if isinstance(item, bytes):
-                raise BotFault(
-                    "protocol",
-                    "sent a line when no request was outstanding",
-                    request_id=request_id,
-                    reply=_cut(item),
-                )
-            self.lines.put_nowait(item)  # a marker: handled below, after the write fails
+        if self.unasked:
+            raise self.unasked_fault(request_id)
         self.outbox.append(data)
         payload = b"".join(self.outbox)
         self.outbox.clear()
+        self._awaiting = True
         start = time.monotonic()
         deadline_s = budget_ms / 1000
         try:
@@ -239,8 +268,8 @@ class BotSession:
                 request_id=request_id,
                 elapsed_ms=elapsed,
             ) from None
-        elapsed = _ms(start)
         if isinstance(item, _Marker):
+            elapsed = _ms(start)
             if item is _OVERLONG:
                 raise BotFault(
                     "protocol",
@@ -258,20 +287,35 @@ class BotSession:
                 request_id=request_id,
                 elapsed_ms=elapsed,
             )
+        line, arrived = item
+        # Charged up to the line's arrival: the runner may get to it later (another bot's
+        # reply, the log), and that time is the referee's, not the bot's.
+        elapsed = int((arrived - start) * 1000)
         if elapsed > budget_ms:
             raise BotFault(
                 "timeout",
                 f"reply after {elapsed} ms; {budget_ms} ms were left (move_ms + bank)",
                 request_id=request_id,
-                reply=_cut(item),
+                reply=m.reply_excerpt(line),
                 elapsed_ms=elapsed,
             )
         try:
-            reply = m.parse_reply(item, request_id, kind)
+            reply = m.parse_reply(line, request_id, kind)
         except BotFault as fault:
             fault.elapsed_ms = elapsed
             raise
-        return reply, item, elapsed
+        return reply, line, elapsed
+
+    def unasked_fault(self, request_id: int | None = None) -> BotFault:
+        """The protocol fault for the lines this bot wrote when no request was waiting."""
+        n = self.unasked
+        what = "a line" if n == 1 else f"{n} lines"
+        return BotFault(
+            "protocol",
+            f"sent {what} nobody asked for (no request was outstanding)",
+            request_id=request_id,
+            reply=m.reply_excerpt(self.unasked_line) if self.unasked_line is not None else None,
+        )
 
     async def hello(self, request_id: int, time_control: TimeControl, started: float) -> None:
         """Send ``hello`` and wait for ``ready`` within ``hello_ms`` counted from ``started``."""
@@ -314,10 +358,6 @@ class BotSession:
 
 def _ms(start: float) -> int:
     return int((time.monotonic() - start) * 1000)
-
-
-def _cut(line: bytes) -> str:
-    return line[:200].decode("utf-8", errors="replace")
 
 
 class EventTranslator:
@@ -530,6 +570,12 @@ async def run_match(
             pending = game.pending
             if pending is None:
                 break
+            unasked = [i for i, s in enumerate(sessions) if s.unasked and s.alive]
+            if unasked:
+                # Faulted now rather than at the bot's next request, which may never come.
+                for other in unasked:
+                    await fault(other, sessions[other].unasked_fault())
+                continue
             kind, seat = pending
             session = sessions[seat]
             rid = next(ids)
@@ -571,7 +617,11 @@ async def run_match(
                         game.leftover(seat, reply.take, reply.discard)
                 except IllegalMove as exc:
                     raise BotFault(
-                        "illegal", exc.reason, request_id=rid, reply=_cut(raw), elapsed_ms=elapsed
+                        "illegal",
+                        exc.reason,
+                        request_id=rid,
+                        reply=m.reply_excerpt(raw),
+                        elapsed_ms=elapsed,
                     ) from None
             except BotFault as f:
                 await fault(seat, f)

@@ -3,6 +3,13 @@
 Writing goes through :class:`LogWriter` so a log grows line by line while a match runs
 (a crash leaves every line written so far). Reading returns the parsed lines; replaying
 them is :func:`referee.rules.replay`.
+
+A log holds text a bot chose (the offending line of a fault, cut to 200 bytes), so a line
+must survive any reader: every line is split on ``\n`` alone by :func:`read_log`, and the
+writer escapes the characters other line splitters break on. ``json.dumps`` already
+escapes the ASCII ones (``\r``, ``\x0b``, ``\x0c``, ``\x1c``-``\x1e`` are below U+0020);
+:func:`dumps` escapes the rest: U+0085, U+2028 and U+2029 (``str.splitlines`` splits on
+them, and JavaScript before ES2019 refused them raw in a string).
 """
 
 from __future__ import annotations
@@ -15,10 +22,20 @@ from typing import IO, Any
 from referee.errors import UsageError
 from referee.rules.engine import Game
 
+# The line breaks of str.splitlines that json.dumps leaves raw (it escapes only < U+0020).
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
 
 def dumps(obj: dict[str, Any]) -> str:
-    """One log line, compact, without a newline; non-ASCII text is kept as UTF-8."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    """One log line, compact, without a newline and without any line break inside.
+
+    Non-ASCII text is kept as UTF-8 except U+0085, U+2028 and U+2029, written as ``\\uXXXX``
+    escapes. Those can only occur inside JSON strings, where the escape means the same.
+    """
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    if text.isascii():  # nearly every line: one pass at C speed
+        return text
+    return text.translate(_LINE_BREAKS)
 
 
 class LogWriter:
@@ -71,21 +88,26 @@ def write_lines(path: Path | str, lines: Iterable[dict[str, Any]]) -> None:
 
 
 def read_log(path: Path | str) -> list[dict[str, Any]]:
-    """Parse a match log; a missing file or a line that is not a JSON object is a UsageError."""
+    """Parse a match log; a missing file or a line that is not a JSON object is a UsageError.
+
+    Lines end at ``\n`` only (a ``\r`` before it is dropped), never at the other breaks
+    ``str.splitlines`` knows, so a log written before the writer escaped U+2028 still reads.
+    """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_bytes().decode("utf-8")  # not read_text: it would split at a lone \r
     except FileNotFoundError:
         raise UsageError(f"no such match log: {p}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read match log {p}: {exc}") from None
     rows: list[dict[str, Any]] = []
-    for no, line in enumerate(text.splitlines(), start=1):
+    for no, raw in enumerate(text.split("\n"), start=1):
+        line = raw.removesuffix("\r")
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError, huge int
             raise UsageError(f"{p}:{no}: not a JSON line ({exc})") from None
         if not isinstance(row, dict):
             raise UsageError(f"{p}:{no}: a log line must be a JSON object")

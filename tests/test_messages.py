@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from bench.parser_bench import WORST_LINES
 from referee import messages as m
 from referee.errors import BotFault
 
@@ -315,7 +316,156 @@ def test_nesting_limit_is_exact_and_ignores_brackets_in_strings() -> None:
 
 def test_absurd_number_is_a_fault() -> None:
     detail = _fault(b'{"id":' + b"9" * 5000 + b',"cards":[]}').detail
-    assert detail.startswith("reply is not valid JSON: Exceeds the limit")
+    assert detail == "reply holds an integer of more than 4300 digits"
+
+
+# --- hostile lines ----------------------------------------------------------------------
+# The worst lines we could construct for the parser live in bench/parser_bench.py, which
+# times each at 64 KiB and 16 KiB beside an ordinary reply; here only the verdict on each
+# is checked. The first one took the old parser 18 s.
+
+CAP = m.MAX_LINE_BYTES
+DEEP = "reply nests arrays/objects {} deep; the limit is 64"
+VERDICTS: dict[str, str | None] = {  # None: accepted
+    "escaped quotes, unterminated, after brackets": DEEP.format(65),
+    "escaped quotes, unterminated": (
+        "reply is not valid JSON: Unterminated string starting at at column 24"
+    ),
+    "escaped quotes, closed": None,
+    "escaped backslashes then a quote": None,
+    "opening brackets only": DEEP.format(CAP),
+    "opening braces only": DEEP.format(CAP),
+    "alternating [ and quote": DEEP.format(CAP // 4),  # every other [ is inside a string
+    "brackets inside one long string": None,
+    "empty lists, flat": None,
+    "nested to the limit, many times": None,
+    "one level past the limit at the end": DEEP.format(65),
+    "a 64 KiB integer": "reply holds an integer of more than 4300 digits",
+    "integers at the digit cap": None,
+    "a 64 KiB float": None,
+    "a 64 KiB exponent": "reply holds a number out of range: 1e999999999999999...",
+    "a 64 KiB negative exponent": None,
+    "floats, many": None,
+    "cards: all numbers": "field 'cards' must be a list of card strings; item 0 is a number",
+    "cards: strings then a number last": (
+        f"field 'cards' must be a list of card strings; item {(CAP - 20) // 5} is a number"
+    ),
+    "unicode escapes": None,
+    "backslashes only, after brackets": DEEP.format(65),
+}
+
+
+def _fill(head: bytes, unit: bytes, tail: bytes = b"") -> bytes:
+    """``head`` + ``unit`` repeated + ``tail``, as close to the 64 KiB cap as units allow."""
+    return head + unit * ((CAP - len(head) - len(tail)) // len(unit)) + tail
+
+
+def test_every_worst_line_has_a_verdict() -> None:
+    assert set(VERDICTS) == set(WORST_LINES)
+
+
+@pytest.mark.parametrize("name", list(VERDICTS))
+def test_worst_lines_get_the_right_verdict(name: str) -> None:
+    line, detail = WORST_LINES[name](CAP), VERDICTS[name]
+    assert CAP - 4300 < len(line) <= CAP
+    if detail is None:
+        assert m.parse_reply(line, 7, "play").cards == []
+    else:
+        assert _fault(line).detail == detail
+
+
+@pytest.mark.parametrize(
+    ("literal", "detail"),
+    [
+        (b"NaN", "reply is not valid JSON: NaN is not a JSON value"),
+        (b"Infinity", "reply is not valid JSON: Infinity is not a JSON value"),
+        (b"-Infinity", "reply is not valid JSON: -Infinity is not a JSON value"),
+        (b"1e999", "reply holds a number out of range: 1e999"),
+        (b"-1e999", "reply holds a number out of range: -1e999"),
+        (b"1" * 400 + b".0", "reply holds a number out of range: 11111111111111111..."),
+    ],
+)
+def test_json_is_strict(literal: bytes, detail: str) -> None:
+    """Python's json accepts these; a reply may not hold them, not even in an unknown field."""
+    assert _fault(b'{"id":7,"cards":[],"debug":' + literal + b"}").detail == detail
+    assert _fault(b'{"id":' + literal + b',"cards":[]}').detail == detail
+
+
+def test_finite_numbers_in_unknown_fields_are_fine() -> None:
+    line = b'{"id":7,"cards":[],"debug":[0.5,-2,1e308,1e-999,12345678901234567890]}'
+    assert m.parse_reply(line, 7, "play").cards == []
+
+
+def test_nesting_matches_a_plain_state_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The byte-operation scan agrees with the obvious loop on JSON of every shape.
+
+    Whole lines and lines cut anywhere (inside a string, after a backslash, with brackets
+    left open), which also takes the scan's other path, the one for few closing brackets.
+    With the limit at 0 the early exits for lines with few brackets never apply, so the
+    whole scan is compared.
+    """
+    monkeypatch.setattr(m, "MAX_NESTING", 0)
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    texts = st.text(alphabet='[]{}"\\ax\u00e9', max_size=8)
+    values = st.recursive(
+        st.none() | st.integers() | texts,
+        lambda kids: st.lists(kids, max_size=4) | st.dictionaries(texts, kids, max_size=4),
+        max_leaves=60,
+    )
+
+    def depth(line: bytes) -> int:
+        deepest = level = 0
+        in_string = escaped = False
+        for byte in line:  # no byte of a multi-byte UTF-8 character is ASCII
+            char = chr(byte)
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif char == "\\":
+                    escaped = True
+                elif char == '"':
+                    in_string = False
+            elif char == '"':
+                in_string = True
+            elif char in "[{":
+                level += 1
+                deepest = max(deepest, level)
+            elif char in "]}":
+                level -= 1
+        return deepest
+
+    @settings(max_examples=300, deadline=None)
+    @given(values, st.floats(0, 1))
+    def check(value: object, cut: float) -> None:
+        line = json.dumps({"x": value}, ensure_ascii=False).encode()
+        assert m._nesting(line) == depth(line)
+        part = line[: int(len(line) * cut)]
+        assert m._nesting(part) == depth(part)
+
+    check()
+
+
+def test_trailing_cr_is_tolerated_and_not_counted() -> None:
+    fits = _fill(b'{"id":7,"cards":[],"p":"', b"x", b'"}')
+    assert len(fits) == CAP
+    assert m.parse_reply(fits + b"\r\n", 7, "play").cards == []
+    assert m.parse_reply(fits + b"\r", 7, "play").cards == []
+    over = fits[:-2] + b'x"}'
+    assert _fault(over + b"\r\n").detail == f"reply line is {CAP + 1} bytes; the limit is {CAP}"
+
+
+def test_the_recorded_line_is_cut_on_a_character_boundary() -> None:
+    line = b'{"id":7,"cards":"' + "é".encode() * 300 + b'"}'
+    fault = _fault(line)
+    assert fault.reply is not None
+    assert fault.reply == '{"id":7,"cards":"' + "é" * 91  # 17 + 91 * 2 = 199 bytes
+    assert "\ufffd" not in fault.reply
+    bad_byte = b'{"id":7,"cards":"\xff' + b"x" * 300
+    assert _fault(bad_byte).reply == '{"id":7,"cards":"\ufffd' + "x" * 182
+    short = '{"id":8,"cards":["\u2028"]}'.encode()
+    assert _fault(short).reply == short.decode()
 
 
 def test_unknown_kind_is_the_callers_bug() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from referee.match import TimeControl, run_match, start_sessions
+from referee.match import BotSession, TimeControl, run_match, start_sessions
 from referee.matchlog import read_log
 from referee.results import MatchResult
 from referee.rules import RuleSet
@@ -44,6 +44,7 @@ class Played:
     result: MatchResult
     stderr: list[str]
     log: list[dict[str, Any]]
+    sessions: list[BotSession]  # closed; kept to look at what the referee held
 
 
 @pytest.fixture(scope="session")
@@ -118,7 +119,7 @@ def _player(sandbox: Any, staging: Path, tmp_path: Path):  # type: ignore[no-unt
                 stderr = [s.stderr_tail() for s in sessions]
             finally:
                 await asyncio.gather(*(s.close() for s in sessions))
-            return Played(result, stderr, read_log(log_path))
+            return Played(result, stderr, read_log(log_path), sessions)
 
         return asyncio.run(go())
 

@@ -29,6 +29,8 @@ EXPECTED = {
     "deep_json": "protocol",
     "wrong_id": "protocol",
     "unsolicited": "protocol",
+    "flood": "protocol",
+    "worst_hello": "protocol",
     "exits_mid_match": "crash",
     # Under bubblewrap its two processes hold a copy of the bot's stdout, so closing it
     # shows no end of file: the bot just stops answering (a timeout). Without: a crash.
@@ -65,6 +67,39 @@ def test_hostile_bot(play, bot: str, kind: str | None) -> None:  # type: ignore[
     assert sorted(s.seat for s in result.standings) == [0, 1, 2]
     replay(played.log)
     assert sandbox_pids() == [], "a process of the match is still running"
+
+
+def test_the_worst_line_for_the_parser_at_hello_harms_only_its_sender(play) -> None:  # type: ignore[no-untyped-def]
+    """The old parser spent 18 s on this line, and the three others timed out at hello."""
+    played = play(
+        [BOTS / "worst_hello.py", POLITE, POLITE, POLITE],
+        target=3,
+        tc=TimeControl(move_ms=1000, bank_ms=1000, hello_ms=5000),
+    )
+    bad, *others = played.sessions
+    assert bad.fault is not None and bad.fault.kind == "protocol"
+    assert bad.fault.detail == "reply nests arrays/objects 65 deep; the limit is 64"
+    assert bad.fault.reply is not None and bad.fault.reply.startswith("[" * 65 + '"')
+    assert "WORST: 65536 bytes sent" in played.stderr[0]
+    assert all(s.ready_name == "polite" and s.fault is None for s in others)
+    assert [s.seat for s in played.result.standings if s.forfeit] == [0]
+    replay(played.log)
+
+
+def test_a_flooding_bot_is_faulted_and_its_lines_are_not_kept(play) -> None:  # type: ignore[no-untyped-def]
+    played = play([BOTS / "flood.py", POLITE, POLITE], target=3)
+    flooder = played.sessions[0]
+    assert "FLOOD: started" in played.stderr[0]
+    fault = flooder.fault
+    assert fault is not None and fault.kind == "protocol"
+    assert "lines nobody asked for" in fault.detail or "a line nobody" in fault.detail
+    assert fault.reply == '{"note":"nobody asked"}'
+    queued = [flooder.lines.get_nowait() for _ in range(flooder.lines.qsize())]
+    assert not any(isinstance(x, bytes | tuple) for x in queued), "a line nobody asked for was kept"
+    assert flooder.unasked >= 1
+    assert not any(s.fault for s in played.sessions[1:])
+    assert played.log[-1]["type"] == "match_end"
+    replay(played.log)
 
 
 def test_fault_details_explain(play) -> None:  # type: ignore[no-untyped-def]

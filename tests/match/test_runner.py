@@ -4,12 +4,32 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
+from click.testing import CliRunner
+
 from referee import messages as m
-from referee.match import TimeControl, _act_play_line, distinct_names, play_match
+from referee.cli import main as cli_main
+from referee.match import (
+    UNASKED_CAP,
+    BotSession,
+    TimeControl,
+    _act_play_line,
+    distinct_names,
+    play_match,
+    run_match,
+    start_sessions,
+)
+from referee.matchlog import read_log
+from referee.results import MatchResult
 from referee.rules import RuleSet, replay
-from referee.testing import FakeSandbox, lowest_bot, polite_bot, spec
+from referee.sandbox import Limits
+from referee.testing import FakeBotProcess, FakeSandbox, lowest_bot, polite_bot, spec
 
 RULES3 = RuleSet.preset("arschloch", target=5).resolve(3)
 FAST = TimeControl(move_ms=200, bank_ms=200, hello_ms=1000)
@@ -198,3 +218,155 @@ def test_session_pool_keeps_every_seat_of_a_bot_that_fills_the_table() -> None:
 
     asyncio.run(go())
     assert len(sandbox.started) == 3
+
+
+# --- framing, unasked lines, clocks and logs under attack -----------------------------
+
+
+def _sessions_and_result(
+    handlers: dict[str, Any], tc: TimeControl = FAST, log: Any = None
+) -> tuple[list[BotSession], MatchResult]:
+    """Like ``run``, but keeps the sessions so a test can look inside them."""
+    sandbox = FakeSandbox(handlers)
+
+    async def go() -> tuple[list[BotSession], MatchResult]:
+        sessions = await start_sessions(sandbox, [spec(n) for n in handlers], Limits(), tc)
+        try:
+            result = await run_match(sessions, RULES3, 3, "m", tc, log_path=log)
+        finally:
+            await asyncio.gather(*(s.close() for s in sessions))
+        return sessions, result
+
+    return asyncio.run(go())
+
+
+def _on_first_act(answer: Callable[[dict[str, Any], Any], Any]) -> Callable[[], Any]:
+    """A polite bot whose first ``act`` is answered by ``answer(msg, polite_reply)``."""
+
+    def factory() -> Any:
+        inner = polite_bot("odd")
+        state = {"done": False}
+
+        def handle(msg: dict[str, Any]) -> Any:
+            out = inner(msg)
+            if msg.get("type") == "act" and not state["done"]:
+                state["done"] = True
+                return answer(msg, out)
+            return out
+
+        return handle
+
+    return factory
+
+
+def test_a_flood_of_unasked_lines_is_faulted_and_not_kept() -> None:
+    lines = 200_000  # 2.8 MB
+    flood = _on_first_act(
+        lambda _msg, out: json.dumps(out).encode() + b"\n" + b'{"note":"hi"}\n' * lines
+    )
+    sessions, result = _sessions_and_result({"flood": flood, "b": polite_bot, "c": polite_bot})
+    fault = result.standings[-1].fault
+    assert result.standings[-1].seat == 0 and fault is not None and fault.kind == "protocol"
+    said = re.fullmatch(
+        r"sent (\d+) lines nobody asked for \(no request was outstanding\)", fault.detail
+    )
+    assert said is not None, fault.detail
+    assert UNASKED_CAP <= int(said[1]) <= lines
+    flooder = sessions[0]
+    assert flooder.unasked_line == b'{"note":"hi"}'
+    queued = [flooder.lines.get_nowait() for _ in range(flooder.lines.qsize())]
+    assert len(queued) <= 2 and not any(isinstance(x, bytes | tuple) for x in queued), queued
+    assert not any(s.fault for s in sessions[1:])
+    assert result.rounds >= 1 and len(result.standings) == 3
+
+
+def test_lines_nobody_asked_for_are_faulted_before_the_next_request() -> None:
+    """Even when that bot is not asked again for a while, the fault comes at once."""
+    extra = _on_first_act(lambda _msg, out: json.dumps(out).encode() + b"\n" + b"{}\n" * 3)
+    _sessions, result = _sessions_and_result({"x": extra, "b": polite_bot, "c": polite_bot})
+    fault = result.standings[-1].fault
+    assert fault is not None
+    assert fault.detail == "sent 3 lines nobody asked for (no request was outstanding)"
+
+
+def test_a_referee_stall_after_the_line_arrived_is_not_charged_to_the_bot() -> None:
+    """The runner blocks the loop for 0.6 s between a reply's arrival and its parsing.
+
+    The bot answered at once; with 200 + 200 ms to answer it must be neither timed out nor
+    charged: its next ``act`` still shows the whole bank.
+    """
+
+    def stall(_msg: dict[str, Any], out: dict[str, Any]) -> bytes:
+        loop = asyncio.get_running_loop()
+        # Runs after the reader has taken the line (its wake-up is queued first) and
+        # before the runner gets it back.
+        loop.call_soon(loop.call_soon, time.sleep, 0.6)
+        return json.dumps(out).encode() + b"\n"
+
+    sessions, result = _sessions_and_result(
+        {"a": _on_first_act(stall), "b": polite_bot, "c": polite_bot}
+    )
+    assert not any(s.forfeit for s in result.standings), result.standings
+    proc = sessions[0].proc
+    assert isinstance(proc, FakeBotProcess)
+    banks = [msg["bank_ms"] for msg in proc.received if msg.get("kind") == "play"]
+    assert len(banks) > 1 and set(banks) == {FAST.bank_ms}
+
+
+def _padded_reply(msg: dict[str, Any], out: dict[str, Any], size: int) -> bytes:
+    """``out`` with a ``pad`` field making the line ``size`` bytes before its CR LF."""
+    line = json.dumps({**out, "pad": ""}, separators=(",", ":")).encode()
+    return line[:-2] + b"x" * (size - len(line)) + b'"}' + b"\r\n"
+
+
+def test_a_crlf_line_of_exactly_the_cap_is_accepted() -> None:
+    at_cap = _on_first_act(lambda msg, out: _padded_reply(msg, out, m.MAX_LINE_BYTES))
+    _sessions, result = _sessions_and_result({"a": at_cap, "b": polite_bot, "c": polite_bot})
+    assert not any(s.forfeit for s in result.standings), result.standings
+
+
+def test_a_crlf_line_one_byte_over_the_cap_is_refused() -> None:
+    over = _on_first_act(lambda msg, out: _padded_reply(msg, out, m.MAX_LINE_BYTES + 1))
+    _sessions, result = _sessions_and_result({"a": over, "b": polite_bot, "c": polite_bot})
+    fault = result.standings[-1].fault
+    assert fault is not None and fault.kind == "protocol"
+    assert fault.detail == f"reply line longer than {m.MAX_LINE_BYTES} bytes"
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        ('{{"id":{id},"cards":["7\u2028C"]}}', "illegal"),  # a bad card holding U+2028
+        ('{{"id":{id},"cards":["7C\u2029"]}}', "illegal"),
+        ('{{"id":{id},"cards":"7C","note":"\x85"}}', "protocol"),  # U+0085, unknown field
+        ('{{"id":{id},"cards":["7C"],"note":"a\rb"}}', "protocol"),  # raw CR: not JSON
+        ('{{"id":{id},"cards":"\x0b\x0c\x1c\x1d\x1e\u2028"}}', "protocol"),
+    ],
+)
+def test_a_fault_holding_line_breaks_leaves_a_log_that_replays(
+    reply: str, kind: str, tmp_path: Path
+) -> None:
+    bad = _on_first_act(lambda msg, _out: (reply.format(id=msg["id"]) + "\n").encode())
+    log = tmp_path / "m.jsonl"
+    _sessions, result = _sessions_and_result({"a": bad, "b": polite_bot, "c": polite_bot}, log=log)
+    fault = result.standings[-1].fault
+    assert fault is not None and fault.kind == kind
+    text = log.read_text(encoding="utf-8")
+    assert len(text.splitlines()) == text.count("\n"), "a log line holds a line break"
+    lines = read_log(log)
+    (faulted,) = [x for x in lines if x["type"] == "fault"]
+    assert faulted["reply"] == reply.format(id=faulted["id"])
+    replay(lines)
+    out = CliRunner().invoke(cli_main, ["replay", "--check-only", str(log)])
+    assert out.exit_code == 0, out.output
+    assert ": ok," in out.output
+
+
+def test_spec_states_the_limits_the_referee_enforces() -> None:
+    import sys
+
+    text = (Path(__file__).resolve().parents[2] / "protocol" / "SPEC.md").read_text()
+    assert f"after {UNASKED_CAP} such lines" in text
+    assert f"at most {m.MAX_LINE_BYTES:,} bytes, not counting the `\\n` nor a `\\r`" in text
+    assert f"nest at most {m.MAX_NESTING} levels" in text
+    assert f"no integer of more than {sys.get_int_max_str_digits():,} digits" in text
