@@ -68,7 +68,9 @@ __all__ = [
     "Hierarchy",
     "cgroup_support",
     "group_prefix",
+    "probe_cgroups",
     "sweep_leftovers",
+    "unavailable",
 ]
 
 log = logging.getLogger(__name__)
@@ -350,9 +352,9 @@ class BotCgroup:
                 group._limit(hierarchy.controller, folder, memory_bytes, pids, cpus)
         except OSError as exc:
             group.remove()
+            where = f" ({exc.filename})" if exc.filename else ""
             raise InfrastructureError(
-                f"cannot set up the bot's cgroup {name}: {exc.strerror or exc} "
-                f"({getattr(exc, 'filename', '') or ''})"
+                f"cannot set up the bot's cgroup: {exc.strerror or exc}{where}"
             ) from exc
         return group
 
