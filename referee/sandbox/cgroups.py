@@ -38,12 +38,14 @@ out); ``CLONE_INTO_CGROUP`` (v2 only, and not reachable from ``subprocess``); mo
 referee's own thread through v1's ``tasks`` around the fork (its other threads' children and
 charges would land in the bot's group).
 
-Measured on this project's machines (kernel 6.x, cgroup v1, as root): a 2 GiB
-``MAP_SHARED|MAP_ANONYMOUS`` mapping is OOM-killed at a 128 MiB limit; the shell and
-``setpriv`` add one ``exec`` each to the start, and creating, entering and removing the
-groups costs about 1-3 ms in all (``bench/match_bench.py`` measures the start-up side by
-side). A v1 group that still holds page cache or tmpfs pages can be removed: its charges
-move to the parent.
+Measured on this project's machines (kernel 6.x, cgroup v1, as root, 2 cores under other
+test load): a 2 GiB ``MAP_SHARED|MAP_ANONYMOUS`` mapping is OOM-killed at a 128 MiB limit.
+The start-up to ``ready`` grows by 3-5 ms with bubblewrap and 16-23 ms without (medians,
+``bench/match_bench.py``). Creating and removing the groups costs about 0.5 ms and the
+shell and ``setpriv`` about 3 ms; the rest is the first write to ``cgroup.procs``, which
+waits for an RCU grace period (the kernel's ``cgroup_threadgroup_rwsem``): 5-20 ms, paid in
+the bot's shell, not in the referee's event loop. A v1 group that still holds page cache or
+tmpfs pages can be removed: its charges move to the parent.
 """
 
 from __future__ import annotations
