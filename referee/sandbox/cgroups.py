@@ -81,6 +81,7 @@ _V1_CONTROLLERS = ("memory", "pids", "cpu")
 _CPU_PERIOD_US = 100_000
 _MIN_CPU_QUOTA_US = 1_000  # the kernel refuses smaller quotas
 _KILL_TIMEOUT_S = 10.0
+_SYSTEM_BIN = "/usr/bin:/bin"
 _NAME = re.compile(r"referee-(\d+)-(\d+)-[0-9a-f]+")
 # Joins each group named before "--", then runs the rest. The shell exports PWD, which
 # the bot's environment must not gain.
@@ -127,7 +128,7 @@ class CgroupSupport:
         if not self.works:
             return (
                 "no cgroup: memory is limited per process only (RLIMIT_DATA), shared memory "
-                f"and tmpfs are not counted, no CPU share ({self.reason})"
+                f"and tmpfs are not counted, no CPU quota ({self.reason})"
             )
         counted = ["memory incl. shared memory and tmpfs"]
         counted.append("no swap" if self.swap_accounting else "swap not accounted")
@@ -392,7 +393,8 @@ class BotCgroup:
 
     def enter_argv(self) -> list[str]:
         """The argv prefix that joins the groups, then ``exec``s the argv that follows it."""
-        shell = shutil.which("dash") or "/bin/sh"
+        # Run as root: only the system's own shell, never one found on the caller's PATH.
+        shell = shutil.which("dash", path=_SYSTEM_BIN) or "/bin/sh"
         procs = [str(folder / "cgroup.procs") for folder in self.folders]
         return [shell, "-c", _ENTER_SCRIPT, "referee-cgroup", *procs, "--"]
 

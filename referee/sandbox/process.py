@@ -852,8 +852,7 @@ class ProcessSandbox(Sandbox):
         )
         if status is None:
             return (
-                f"process sandbox without bubblewrap: rlimits{uid}, {cgroups}; "
-                "NO network isolation"
+                f"process sandbox without bubblewrap: rlimits{uid}, {cgroups}; NO network isolation"
             )
         return (
             "process sandbox: bubblewrap (no network, read-only system folders, private /tmp, "

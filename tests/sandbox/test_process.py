@@ -756,7 +756,10 @@ def test_dev_is_read_only_and_dev_shm_small(bwrap_only: None, staging: Path) -> 
         finally:
             await bot.cleanup()
 
-    assert run(scenario(64)) == ["SHM: 16 MiB, No space left on device", "DEV: Read-only file system"]
+    assert run(scenario(64)) == [
+        "SHM: 16 MiB, No space left on device",
+        "DEV: Read-only file system",
+    ]
     assert run(scenario(4))[0] == "SHM: 4 MiB, No space left on device"
 
 
