@@ -12,6 +12,8 @@ Two kernel interfaces, the first that works wins:
 - **v2** (the unified hierarchy), when the referee's own group lists ``memory`` and ``pids``
   in ``cgroup.subtree_control``: ``memory.max``, ``memory.swap.max = 0``, ``pids.max``,
   ``cpu.max`` (when ``cpu`` is enabled too); OOM kills are counted in ``memory.events``.
+  The referee does not enable controllers itself: v2 forbids that while its group holds
+  processes, its own among them; whoever starts it must delegate such a group.
 - **v1**, one group in each of the ``memory``, ``pids`` and ``cpu`` hierarchies (Docker's
   "Cgroup Version: 1" machines, this project's CI): ``memory.limit_in_bytes`` and, where
   swap accounting is on, ``memory.memsw.limit_in_bytes`` to the same value (no swapping out
@@ -221,18 +223,23 @@ def _try_group(parent: Path) -> str | None:
 
 
 def _probe_v2(mounts: list[_Mount], groups: dict[str, str]) -> CgroupSupport | None:
+    """The unified hierarchy, if mounted: usable, or unusable and why."""
     mount = next((m for m in mounts if m.fstype == "cgroup2"), None)
     if mount is None or "" not in groups:
         return None
     folder = _group_folder(mount, groups[""])
     if folder is None:
-        return None
+        return unavailable(f"cgroup v2: the referee's group {groups['']} is not visible")
     try:
         enabled = set((folder / "cgroup.subtree_control").read_text().split())
-    except OSError:
-        return None
+    except OSError as exc:
+        return unavailable(f"cgroup v2: cannot read {exc.filename}: {exc.strerror or exc}")
     if not {"memory", "pids"} <= enabled:
-        return None
+        # Enabling them here is not ours to do: v2 forbids it while the group holds
+        # processes, the referee's own among them.
+        return unavailable(
+            f"cgroup v2: memory and pids are not enabled in {folder}/cgroup.subtree_control"
+        )
     failure = _try_group(folder)
     if failure is not None:
         return unavailable(f"cgroup v2: {failure}")
@@ -245,7 +252,8 @@ def _probe_v2(mounts: list[_Mount], groups: dict[str, str]) -> CgroupSupport | N
     )
 
 
-def _probe_v1(mounts: list[_Mount], groups: dict[str, str]) -> CgroupSupport:
+def _probe_v1(mounts: list[_Mount], groups: dict[str, str]) -> CgroupSupport | None:
+    """The v1 hierarchies, if memory is among them: usable, or unusable and why."""
     hierarchies = []
     for controller in _V1_CONTROLLERS:
         mount = next((m for m in mounts if m.fstype == "cgroup" and controller in m.options), None)
@@ -256,7 +264,7 @@ def _probe_v1(mounts: list[_Mount], groups: dict[str, str]) -> CgroupSupport:
             hierarchies.append(Hierarchy(controller, folder))
     memory = next((h for h in hierarchies if h.controller == "memory"), None)
     if memory is None:
-        return unavailable("no cgroup v1 memory hierarchy and no cgroup v2 memory controller")
+        return None
     usable = []
     for hierarchy in hierarchies:
         failure = _try_group(hierarchy.parent)
@@ -284,8 +292,14 @@ def probe_cgroups(proc_self: Path = Path("/proc/self")) -> CgroupSupport:
     if not mounts:
         return unavailable("no cgroup file system is mounted")
     groups = _own_groups(proc_cgroup)
-    found = _probe_v2(mounts, groups)
-    return found if found is not None else _probe_v1(mounts, groups)
+    unified = _probe_v2(mounts, groups)
+    if unified is not None and unified.works:
+        return unified
+    # A hybrid machine has both: v2 without the memory controller, v1 with it.
+    legacy = _probe_v1(mounts, groups)
+    if legacy is not None:
+        return legacy
+    return unified or unavailable("no cgroup memory controller is mounted")
 
 
 _support_cache: list[CgroupSupport] = []

@@ -453,5 +453,20 @@ def test_discovery_without_a_memory_hierarchy(tmp_path: Path) -> None:
     pids.mkdir()
     proc = _fake_proc(tmp_path, f"39 31 0:36 / {pids} rw - cgroup cgroup rw,pids\n", "8:pids:/\n")
     found = probe_cgroups(proc)
-    assert not found.works and "no cgroup v1 memory hierarchy" in found.reason
+    assert not found.works and found.reason == "no cgroup memory controller is mounted"
     assert "per process only" in found.describe()
+
+
+def test_discovery_says_why_v2_is_unusable(tmp_path: Path) -> None:
+    """Pure v2 whose group does not enable memory and pids for its children."""
+    unified = tmp_path / "unified"
+    (unified / "user.slice").mkdir(parents=True)
+    (unified / "user.slice" / "cgroup.subtree_control").write_text("cpu\n")
+    proc = _fake_proc(
+        tmp_path, f"30 23 0:26 / {unified} rw - cgroup2 cgroup2 rw\n", "0::/user.slice\n"
+    )
+    found = probe_cgroups(proc)
+    assert not found.works
+    assert found.reason == (
+        f"cgroup v2: memory and pids are not enabled in {unified}/user.slice/cgroup.subtree_control"
+    )
