@@ -82,17 +82,33 @@ async def _referee_match(sandbox: ProcessSandbox, staging: Path) -> tuple[float,
     return result.duration_s, requests, public * 4 / max(requests, 1)
 
 
-async def _startup(sandbox: ProcessSandbox, staging: Path, times: int) -> float:
+async def _startup(
+    sandboxes: dict[str, ProcessSandbox], staging: Path, rounds: int
+) -> dict[str, tuple[float, float, float]]:
+    """Median and minimum start to ready, and median close, per sandbox, taking turns.
+
+    Taking turns puts every variant under the same machine load; the close is timed too,
+    as that is where a cgroup is removed.
+    """
     bot = stage_bot(load_bot(POLITE), staging)
     tc = TimeControl(hello_ms=20_000)
-    samples = []
-    for _ in range(times):
-        start = time.perf_counter()
-        sessions = await start_sessions(sandbox, [bot], Limits(), tc)
-        samples.append(time.perf_counter() - start)
-        assert sessions[0].fault is None
-        await sessions[0].close()
-    return statistics.median(samples)
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in sandboxes}
+    for _ in range(rounds):
+        for name, sandbox in sandboxes.items():
+            start = time.perf_counter()
+            sessions = await start_sessions(sandbox, [bot], Limits(), tc)
+            ready = time.perf_counter()
+            assert sessions[0].fault is None
+            await sessions[0].close()
+            samples[name].append((ready - start, time.perf_counter() - ready))
+    return {
+        name: (
+            statistics.median(s[0] for s in runs),
+            min(s[0] for s in runs),
+            statistics.median(s[1] for s in runs),
+        )
+        for name, runs in samples.items()
+    }
 
 
 def run() -> dict[str, float]:
@@ -111,8 +127,15 @@ def run() -> dict[str, float]:
             pairs.append((secs / requests, floor_i, floor_events_i))
         pairs.sort(key=lambda p: p[0] / p[1])
         best, floor, floor_events = pairs[1]  # the median pair
-        start_plain = asyncio.run(_startup(ProcessSandbox(bwrap=False), staging, 10))
-        start_bwrap = asyncio.run(_startup(sandbox, staging, 10)) if use_bwrap else float("nan")
+        variants = {"without bubblewrap": ProcessSandbox(bwrap=False, cgroups=False)}
+        cgroups = ProcessSandbox(bwrap=False).cgroup_support()
+        if cgroups.works:
+            variants["without bubblewrap, cgroup"] = ProcessSandbox(bwrap=False, cgroups=True)
+        if use_bwrap:
+            variants["with bubblewrap"] = ProcessSandbox(bwrap=True, cgroups=False)
+            if cgroups.works:
+                variants["with bubblewrap, cgroup"] = ProcessSandbox(bwrap=True, cgroups=True)
+        startups = asyncio.run(_startup(variants, staging, 15))
     finally:
         remove_staging_root(staging)
     print(
@@ -130,9 +153,23 @@ def run() -> dict[str, float]:
         f"  ping-pong with the same {round(events_per_request)} event lines before each request"
         f" {floor_events * 1e6:6.1f} µs → ratio {best / floor_events:.2f}x"
     )
-    print("bot start-up to ready (median of 10, python3 instant bot)")
-    print(f"  without bubblewrap                 {start_plain * 1e3:8.1f} ms")
-    print(f"  with bubblewrap                    {start_bwrap * 1e3:8.1f} ms")
+    print(
+        "bot start-up to ready, and close (median of 15 taking turns, python3 instant bot; "
+        f"{cgroups.describe() if cgroups.works else 'no cgroup: ' + cgroups.reason})"
+    )
+    for name, (ready, fastest, close) in startups.items():
+        print(
+            f"  {name:28} {ready * 1e3:6.1f} ms (min {fastest * 1e3:5.1f})"
+            f"   close {close * 1e3:5.1f} ms"
+        )
+    for base in ("without bubblewrap", "with bubblewrap"):
+        if f"{base}, cgroup" in startups:
+            median = startups[f"{base}, cgroup"][0] - startups[base][0]
+            fastest = startups[f"{base}, cgroup"][1] - startups[base][1]
+            print(
+                f"  the cgroup adds {median * 1e3:+.1f} ms (median), {fastest * 1e3:+.1f} ms (min)"
+                f" to the start {base}"
+            )
     return {
         "per_request_us": best * 1e6,
         "floor_us": floor * 1e6,

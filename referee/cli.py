@@ -400,7 +400,7 @@ def doctor() -> None:
     """Say which sandboxes are usable here, and why not."""
     import shutil
 
-    from referee.sandbox.process import bwrap_status
+    from referee.sandbox.process import ProcessSandbox, bwrap_status
 
     lines: list[tuple[str, bool, str]] = []
     status = bwrap_status()
@@ -410,6 +410,9 @@ def doctor() -> None:
         lines.append(("process", True, "usable, but WITHOUT isolation: install bubblewrap"))
     else:
         lines.append(("process", True, f"usable, but bubblewrap fails: {status.reason}"))
+    cgroups = ProcessSandbox().cgroup_support()
+    where = f" — {cgroups.reason}" if cgroups.works else ""
+    lines.append(("cgroups", cgroups.works, cgroups.describe() + where))
     try:
         from referee.sandbox.docker import docker_status
     except ImportError as exc:

@@ -1,14 +1,25 @@
-"""The process sandbox: a bot as a local process under rlimits, a dropped uid and bubblewrap.
+"""The process sandbox: a bot as a local process under cgroups, rlimits, a dropped uid and bwrap.
 
 Layers, from the outside in::
 
     referee (maybe root)
-     └─ prlimit ...        rlimits: data segment, CPU seconds, file size, open files, no core,
-        │                  processes per uid (set after the uid drop, before anything else runs)
-        └─ bwrap ...       when installed and working: no network, own pid/ipc/uts/user/cgroup
-           │               namespaces, only the runtime's system folders read-only, a private
-           │               size-limited /tmp, the bot's folder read-only at /bot, die with parent
-           └─ the bot      cwd /bot, a clean environment, TMPDIR = HOME = /tmp
+     └─ sh -c ...          when cgroups work: joins the bot's own groups (memory incl. shared
+        │                  memory and tmpfs, pids, CPU quota; see referee.sandbox.cgroups),
+        │                  then execs the rest, so nothing of the bot ever runs outside them
+        └─ setpriv ...     when root: the bot's own uid and gid, no supplementary groups
+           └─ prlimit ...  rlimits: data segment, CPU seconds, file size, open files, no core,
+              │            processes per uid (set after the uid drop, before anything else runs)
+              └─ bwrap ... when installed and working: no network, own pid/ipc/uts/user/cgroup
+                 │         namespaces and no nested user namespaces (``--disable-userns``),
+                 │         only the runtime's system folders read-only, a read-only /dev, a
+                 │         private size-limited /tmp and a small /dev/shm, the bot's folder
+                 │         read-only at /bot, die with parent
+                 └─ the bot  cwd /bot, a clean environment, TMPDIR = HOME = /tmp
+
+Without cgroups (not root and no delegated group, or no writable hierarchy) the uid drop
+is done by ``subprocess``'s ``user=``/``group=`` instead of ``setpriv``, and memory is bounded
+per process only: the start-up line (:meth:`ProcessSandbox.describe`) and ``referee doctor``
+say so.
 
 When the referee runs as root, every bot process gets its own unprivileged uid (and gid) from
 a range (:data:`DEFAULT_UID_RANGE`), leased across all referee processes of the machine with a
@@ -32,10 +43,17 @@ Rlimits are set by util-linux's ``prlimit`` wrapper (thread-safe, unlike ``preex
 the referee may run in a Dask worker thread); without ``prlimit`` a ``preexec_fn`` sets them.
 The rlimits cover bubblewrap too; ``pids`` gets two more for bwrap's own processes.
 
-Limits this backend cannot enforce: ``Limits.cpus`` (needs cgroups) and a total memory cap over
-all of a bot's processes (``RLIMIT_DATA`` is per process; ``pids`` bounds how many there are).
-A bot hitting ``RLIMIT_DATA`` sees an allocation fail (Python: ``MemoryError``, exit code 1),
-so ``ExitInfo.oom_killed`` stays false here.
+Memory has two limits. ``RLIMIT_DATA`` is per process and counts only private writable
+memory: a bot hitting it sees an allocation fail (Python: ``MemoryError``, exit code 1).
+The bot's memory cgroup counts everything its processes touch, shared mappings and tmpfs
+files included (a bot held 2 GiB of ``MAP_SHARED`` memory under a 512 MiB ``RLIMIT_DATA``);
+at its limit the kernel kills a process of the group, reported as ``ExitInfo.oom_killed``
+("killed at the memory limit") when that was the bot. ``Limits.cpus`` needs a cgroup too.
+
+Writable tmpfs mounts under bubblewrap are all size-limited: ``/tmp`` at ``Limits.tmp_mb``
+and ``/dev/shm`` at most 16 MiB; ``/dev`` itself (a tmpfs as large as the host allows) is
+read-only (a bot wrote 384 MiB to /dev/shm and 128 MiB to /dev before). Without ``--size``
+(bubblewrap before 0.5) there is no /dev/shm to write to.
 
 Zombies: bubblewrap's outer process may exit before reaping its pid-1 helper, which is then
 reaped by the machine's init. Where pid 1 does not reap (a container without ``--init``),
@@ -63,6 +81,13 @@ from pathlib import Path
 
 from referee.errors import InfrastructureError, UsageError
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.sandbox.cgroups import (
+    BotCgroup,
+    CgroupSupport,
+    cgroup_support,
+    sweep_leftovers,
+    unavailable,
+)
 
 __all__ = [
     "BOT_MOUNT",
@@ -128,6 +153,7 @@ _SYSTEM_ETC = (
 _WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 _BWRAP_PROCESSES = 2  # bwrap's monitor and its pid-1 reaper count against RLIMIT_NPROC
 _MIB = 1024 * 1024
+_SHM_MB = 16  # /dev/shm under bubblewrap: POSIX semaphores and small shared buffers
 _STREAM_LIMIT = 2**16  # asyncio's default buffer limit, as for the docker backend
 _PROBE_TIMEOUT_S = 20.0
 _REAP_TIMEOUT_S = 10.0
@@ -320,6 +346,7 @@ class BwrapStatus:
     works: bool
     sized_tmpfs: bool
     reason: str
+    disables_userns: bool = False
 
 
 _BWRAP_FLAGS = (
@@ -333,7 +360,21 @@ _BWRAP_FLAGS = (
     "--clearenv",
 )
 
+_NO_USERNS_FLAGS = ("--unshare-user", "--disable-userns")  # the second needs the first
+
 _bwrap_cache: dict[tuple[str | None, bool], BwrapStatus] = {}
+
+
+def _bwrap_flags(disables_userns: bool) -> list[str]:
+    return [*_BWRAP_FLAGS, *(_NO_USERNS_FLAGS if disables_userns else ())]
+
+
+def _dev_mounts(sized: bool, shm_bytes: int) -> list[str]:
+    """/proc, a read-only /dev and, where tmpfs sizes work, a small writable /dev/shm."""
+    args = ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+    if sized:
+        args += ["--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
+    return args
 
 
 def _system_binds() -> list[str]:
@@ -376,36 +417,27 @@ def bwrap_status(uids: UidPool | None = None) -> BwrapStatus:
 
 
 def _probe_bwrap(path: str, run_as: int | None) -> BwrapStatus:
+    """Run ``true`` in the sandbox the bots get, with the same flags and mounts.
+
+    ``--disable-userns`` (bubblewrap 0.8) is used when the help text lists it; should the
+    kernel refuse it, the probe tries once more without and the status says so.
+    """
     try:
         help_text = subprocess.run(
             [path, "--help"], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S
         ).stdout
         sized = "--size" in help_text
-        tmp = ["--size", str(_MIB), "--tmpfs", "/tmp"] if sized else ["--tmpfs", "/tmp"]
-        probe = subprocess.run(
-            [
-                path,
-                *_BWRAP_FLAGS,
-                *_system_binds(),
-                "--proc",
-                "/proc",
-                "--dev",
-                "/dev",
-                *tmp,
-                "--remount-ro",
-                "/",
-                "--",
-                "true",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=_PROBE_TIMEOUT_S,
-            env={"PATH": SANDBOX_PATH},
-            cwd="/",
-            user=run_as,
-            group=run_as,
-            extra_groups=None if run_as is None else [],
-        )
+        no_userns = "--disable-userns" in help_text
+        probe = _run_probe(path, run_as, sized, no_userns)
+        if probe.returncode != 0 and no_userns:
+            retry = _run_probe(path, run_as, sized, False)
+            if retry.returncode == 0:
+                log.warning(
+                    "bwrap --disable-userns fails here (%s): bots may create nested user "
+                    "namespaces",
+                    probe.stderr.strip() or probe.returncode,
+                )
+                probe, no_userns = retry, False
     except (OSError, subprocess.TimeoutExpired) as exc:
         return BwrapStatus(path, False, False, f"bwrap probe failed: {exc}")
     if probe.returncode != 0:
@@ -417,7 +449,34 @@ def _probe_bwrap(path: str, run_as: int | None) -> BwrapStatus:
             "kernel.apparmor_restrict_unprivileged_userns, or a container's seccomp profile)"
         )
         return BwrapStatus(path, False, sized, reason)
-    return BwrapStatus(path, True, sized, f"bubblewrap at {path}")
+    return BwrapStatus(path, True, sized, f"bubblewrap at {path}", no_userns)
+
+
+def _run_probe(
+    path: str, run_as: int | None, sized: bool, no_userns: bool
+) -> subprocess.CompletedProcess[str]:
+    tmp = ["--size", str(_MIB), "--tmpfs", "/tmp"] if sized else ["--tmpfs", "/tmp"]
+    return subprocess.run(
+        [
+            path,
+            *_bwrap_flags(no_userns),
+            *_system_binds(),
+            *_dev_mounts(sized, _MIB),
+            *tmp,
+            "--remount-ro",
+            "/",
+            "--",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=_PROBE_TIMEOUT_S,
+        env={"PATH": SANDBOX_PATH},
+        cwd="/",
+        user=run_as,
+        group=run_as,
+        extra_groups=None if run_as is None else [],
+    )
 
 
 # --------------------------------------------------------------------------- limits
@@ -458,6 +517,17 @@ def _prlimit_argv(prlimit: str, rlimits: dict[int, tuple[int, int]]) -> list[str
     return [
         prlimit,
         *(f"--{_PRLIMIT_NAMES[res]}={soft}:{hard}" for res, (soft, hard) in rlimits.items()),
+        "--",
+    ]
+
+
+def _setpriv_argv(setpriv: str, lease: UidLease) -> list[str]:
+    """Drop from root to the bot's uid and gid, with no supplementary groups."""
+    return [
+        setpriv,
+        f"--reuid={lease.uid}",
+        f"--regid={lease.gid}",
+        "--clear-groups",
         "--",
     ]
 
@@ -542,7 +612,8 @@ class ProcessBotProcess(BotProcess):
     """A bot started by :class:`ProcessSandbox`.
 
     ``pid`` is the process the referee started (bubblewrap or the bot itself) and leads its
-    process group; ``uid`` is the bot's own uid when the referee dropped root, else ``None``.
+    process group; ``uid`` is the bot's own uid when the referee dropped root, else ``None``;
+    ``cgroup`` its own cgroup when the machine offers one, else ``None``.
     """
 
     def __init__(
@@ -555,6 +626,7 @@ class ProcessBotProcess(BotProcess):
         scratch: Path | None,
         bwrap: bool,
         notes: list[str],
+        cgroup: BotCgroup | None = None,
     ) -> None:
         assert protocol.stdout is not None and protocol.stderr is not None
         super().__init__(spec=spec, stdout=protocol.stdout, stderr=protocol.stderr, notes=notes)
@@ -564,6 +636,7 @@ class ProcessBotProcess(BotProcess):
         self._lease = lease
         self._scratch = scratch
         self.bwrap = bwrap
+        self.cgroup = cgroup
         self._killed = False
         self._exit: ExitInfo | None = None
 
@@ -604,10 +677,11 @@ class ProcessBotProcess(BotProcess):
             await stdin.wait_closed()
 
     async def kill(self) -> None:
-        """SIGKILL the process group, then every process of the bot's uid. Never raises.
+        """SIGKILL the process group, every process of the bot's uid and of its cgroup.
 
         Under bubblewrap, killing bwrap (the group leader) takes its pid namespace down, so
-        a ``setsid`` daemon dies too; the uid sweep covers the case without bubblewrap.
+        a ``setsid`` daemon dies too; the uid sweep covers the case without bubblewrap, and
+        the cgroup every process the bot started, whatever its uid. Never raises.
         """
         if self._transport.get_returncode() is None:
             self._killed = True
@@ -616,6 +690,8 @@ class ProcessBotProcess(BotProcess):
                 os.killpg(self.pid, signal.SIGKILL)
         if self._lease is not None:
             await kill_uid(self._lease.uid)
+        if self.cgroup is not None:
+            await self.cgroup.kill_all()
 
     async def wait(self, timeout: float | None = None) -> ExitInfo | None:
         """Wait for the started process to end; ``None`` if still running after ``timeout``.
@@ -629,7 +705,7 @@ class ProcessBotProcess(BotProcess):
         return self._exit_info()
 
     async def cleanup(self) -> ExitInfo:
-        """Kill, reap, close the pipes, remove the scratch folder, give the uid back."""
+        """Kill, reap, close the pipes, remove the scratch folder and cgroup, free the uid."""
         if self._exit is not None:
             return self._exit
         try:
@@ -649,11 +725,17 @@ class ProcessBotProcess(BotProcess):
             if self._scratch is not None:
                 _remove_tree(self._scratch)
                 self._scratch = None
+            if self.cgroup is not None:
+                # Empty by now (kill() emptied it); what is left is logged by remove().
+                self.cgroup.kill_members()
+                self.cgroup.remove()
             if self._lease is not None and not pids_of_uid(self._lease.uid):
                 self._lease.release()
         return self._exit
 
     def _exit_info(self) -> ExitInfo:
+        if self._exit is not None:
+            return self._exit  # the cgroup, and its OOM counter, may be gone
         returncode = self._transport.get_returncode()
         assert returncode is not None
         sig: int | None = None
@@ -669,6 +751,13 @@ class ProcessBotProcess(BotProcess):
         name = signal.Signals(sig).name if sig in signal.valid_signals() else f"signal {sig}"
         if sig == signal.SIGKILL and self._killed:
             detail = f"{name}: killed by the referee"
+        elif sig == signal.SIGKILL and self.cgroup is not None and self.cgroup.oom_kills():
+            return ExitInfo(
+                returncode=returncode,
+                signal=sig,
+                oom_killed=True,
+                detail=f"{name}: killed at the memory limit{via}",
+            )
         elif sig in _SIGNAL_REASONS:
             detail = f"{name}: {_SIGNAL_REASONS[signal.Signals(sig)]}"
         else:
@@ -680,12 +769,14 @@ class ProcessBotProcess(BotProcess):
 
 
 class ProcessSandbox(Sandbox):
-    """Run bots as local processes: rlimits, a dropped uid when root, bubblewrap if it works.
+    """Run bots as local processes: cgroups and bubblewrap where they work, rlimits, and a
+    dropped uid when root.
 
     ``bwrap``: ``None`` uses bubblewrap when it is installed and works (else warns once and
-    runs without), ``True`` requires it, ``False`` never uses it. ``uid_range`` and
-    ``lock_dir`` configure the uids lent to bots when the referee is root; ``scratch_root``
-    is where scratch folders go when there is no bubblewrap tmpfs.
+    runs without), ``True`` requires it, ``False`` never uses it. ``cgroups`` likewise for a
+    cgroup per bot (``None``: when the machine offers one, see :meth:`cgroup_support`).
+    ``uid_range`` and ``lock_dir`` configure the uids lent to bots when the referee is root;
+    ``scratch_root`` is where scratch folders go when there is no bubblewrap tmpfs.
     """
 
     name = "process"
@@ -694,14 +785,18 @@ class ProcessSandbox(Sandbox):
         self,
         *,
         bwrap: bool | None = None,
+        cgroups: bool | None = None,
         uid_range: range | None = None,
         lock_dir: Path | None = None,
         scratch_root: Path | None = None,
     ) -> None:
         self._want_bwrap = bwrap
+        self._want_cgroups = cgroups
         self._uids = UidPool(uid_range, lock_dir) if os.geteuid() == 0 else None
         self._scratch_root = scratch_root
         self._prlimit = shutil.which("prlimit") or shutil.which("prlimit", path=SANDBOX_PATH)
+        self._setpriv = shutil.which("setpriv") or shutil.which("setpriv", path=SANDBOX_PATH)
+        self._swept = False
 
     @property
     def drops_privileges(self) -> bool:
@@ -727,10 +822,27 @@ class ProcessSandbox(Sandbox):
             log.warning(_UNCONFINED_WARNING, uid_note, reason)
         return status
 
+    def cgroup_support(self) -> CgroupSupport:
+        """The cgroups bots get from this sandbox; ``InfrastructureError`` if required and none.
+
+        As root the uid drop must happen after the bot joined its groups, which takes
+        util-linux's ``setpriv``; without it there are no cgroups.
+        """
+        if self._want_cgroups is False:
+            support = unavailable("disabled by configuration")
+        else:
+            support = cgroup_support()
+            if support.works and self._uids is not None and self._setpriv is None:
+                support = unavailable("setpriv (util-linux) is not installed")
+            if not support.works and self._want_cgroups:
+                raise InfrastructureError(f"cgroups are required but unusable: {support.reason}")
+        return support
+
     def describe(self) -> str:
         """One line on what the bots are confined by."""
         try:
             status = self._bwrap()
+            cgroups = self.cgroup_support().describe()
         except InfrastructureError as exc:
             return f"process sandbox: {exc}"
         uid = (
@@ -739,11 +851,22 @@ class ProcessSandbox(Sandbox):
             else ", the referee's own uid"
         )
         if status is None:
-            return f"process sandbox without bubblewrap: rlimits{uid}; NO network isolation"
+            return (
+                f"process sandbox without bubblewrap: rlimits{uid}, {cgroups}; NO network isolation"
+            )
         return (
             "process sandbox: bubblewrap (no network, read-only system folders, private /tmp, "
-            f"own pid namespace), rlimits{uid}"
+            f"own pid namespace), rlimits{uid}, {cgroups}"
         )
+
+    def _prepare(self) -> tuple[BwrapStatus | None, CgroupSupport]:
+        """Bubblewrap and cgroups to use; the first time, sweep dead referees' groups."""
+        status = self._bwrap()
+        support = self.cgroup_support()
+        if support.works and not self._swept:
+            self._swept = True
+            sweep_leftovers(support)
+        return status, support
 
     async def start(self, bot: BotSpec, limits: Limits) -> ProcessBotProcess:
         """Start ``bot`` under ``limits``.
@@ -751,19 +874,18 @@ class ProcessSandbox(Sandbox):
         Raises ``UsageError`` when the bot's folder is out of the sandbox user's reach and
         ``InfrastructureError`` when the process cannot be started.
         """
-        status = await asyncio.to_thread(self._bwrap)
+        status, support = await asyncio.to_thread(self._prepare)
         lease = self._uids.acquire() if self._uids is not None else None
         uid = lease.uid if lease is not None else os.geteuid()
         scratch: Path | None = None
+        cgroup: BotCgroup | None = None
         try:
             if lease is not None:
                 self._check_reachable(bot, lease.uid)
             if status is None or not status.sized_tmpfs:
                 scratch = self._make_scratch(lease)
-            nproc: int | None = None
-            if lease is not None:
-                nproc = limits.pids + (_BWRAP_PROCESSES if status is not None else 0)
-            rlimits = _rlimits(limits, nproc=nproc)
+            pids = limits.pids + (_BWRAP_PROCESSES if status is not None else 0)
+            rlimits = _rlimits(limits, nproc=pids if lease is not None else None)
             if status is not None:
                 argv, cwd = self._bwrap_argv(bot, limits, status, scratch), "/"
                 env = {"PATH": SANDBOX_PATH}
@@ -778,6 +900,17 @@ class ProcessSandbox(Sandbox):
                 argv = _prlimit_argv(self._prlimit, rlimits) + argv
             else:
                 preexec = _set_rlimits_in_child(rlimits)
+            switch_user = lease
+            if support.works:
+                cgroup = BotCgroup.create(
+                    support, memory_bytes=limits.memory_mb * _MIB, pids=pids, cpus=limits.cpus
+                )
+                if lease is not None:
+                    assert self._setpriv is not None
+                    argv = _setpriv_argv(self._setpriv, lease) + argv
+                    switch_user = None  # the shell must still be root to join the groups
+                argv = cgroup.enter_argv() + argv
+                note += f", {cgroup.name}"
             loop = asyncio.get_running_loop()
             transport, protocol = await loop.subprocess_exec(
                 lambda: _BotProtocol(_STREAM_LIMIT, loop),
@@ -789,11 +922,13 @@ class ProcessSandbox(Sandbox):
                 env=env,
                 start_new_session=True,
                 preexec_fn=preexec,
-                user=None if lease is None else lease.uid,
-                group=None if lease is None else lease.gid,
-                extra_groups=None if lease is None else [],
+                user=None if switch_user is None else switch_user.uid,
+                group=None if switch_user is None else switch_user.gid,
+                extra_groups=None if switch_user is None else [],
             )
         except BaseException as exc:
+            if cgroup is not None:
+                cgroup.remove()
             if scratch is not None:
                 _remove_tree(scratch)
             if lease is not None:
@@ -808,7 +943,8 @@ class ProcessSandbox(Sandbox):
             lease=lease,
             scratch=scratch,
             bwrap=status is not None,
-            notes=[note],
+            notes=[note, *(cgroup.notes if cgroup is not None else ())],
+            cgroup=cgroup,
         )
 
     def _check_reachable(self, bot: BotSpec, uid: int) -> None:
@@ -835,13 +971,15 @@ class ProcessSandbox(Sandbox):
     ) -> list[str]:
         assert status.path is not None
         env = _bot_env("/tmp")
-        argv = [status.path, *_BWRAP_FLAGS]
+        argv = [status.path, *_bwrap_flags(status.disables_userns)]
         for key, value in env.items():
             argv += ["--setenv", key, value]
         argv += _system_binds()
-        argv += ["--proc", "/proc", "--dev", "/dev"]
+        shm_mb = max(1, min(limits.tmp_mb, _SHM_MB))
+        argv += _dev_mounts(status.sized_tmpfs, shm_mb * _MIB)
         if status.sized_tmpfs:
-            argv += ["--size", str(limits.tmp_mb * _MIB), "--tmpfs", "/tmp"]
+            # tmpfs reads size 0 as "no limit": never pass it.
+            argv += ["--size", str(max(1, limits.tmp_mb) * _MIB), "--tmpfs", "/tmp"]
         else:
             assert scratch is not None
             argv += ["--bind", str(scratch), "/tmp"]

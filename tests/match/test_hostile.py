@@ -10,7 +10,7 @@ import pytest
 from referee.match import TimeControl
 from referee.rules import replay
 from referee.sandbox import Limits, load_bot, stage_bot
-from tests.match.conftest import BOTS, sandbox_pids
+from tests.match.conftest import BOTS, IN_CI, sandbox_pids
 
 POLITE = BOTS / "polite.py"
 
@@ -22,6 +22,7 @@ EXPECTED = {
     "fork_many": None,
     "setsid_daemon": None,
     "memory_bomb": "crash",
+    "tree_memory": None,
     "endless_line": "protocol",
     "stderr_flood": None,
     "garbage": "protocol",
@@ -118,6 +119,34 @@ def test_fault_details_explain(play) -> None:  # type: ignore[no-untyped-def]
     )
     assert "MEMORY: no limit hit" not in played.stderr[0]
     assert "MemoryError" in played.stderr[0]
+
+
+def test_shared_memory_is_killed_at_the_memory_limit(play, sandbox) -> None:  # type: ignore[no-untyped-def]
+    """2 GiB of shared memory (not counted by RLIMIT_DATA): the bot's cgroup stops it, the
+    match goes on for the others."""
+    cgroups = sandbox.cgroup_support()
+    if not cgroups.works:
+        if IN_CI:
+            pytest.fail(f"CI=true but bots get no cgroup here: {cgroups.reason}")
+        pytest.skip(f"no cgroup for bots here ({cgroups.reason}); under CI=true this fails")
+    played = play(
+        [BOTS / "shared_memory.py", POLITE, POLITE],
+        target=3,
+        limits=Limits(memory_mb=128),
+        tc=TimeControl(3000, 3000, 8000),
+    )
+    fault = next(line for line in played.log if line["type"] == "fault")
+    assert fault["seat"] == 0 and fault["kind"] == "crash"
+    assert "killed at the memory limit" in fault["detail"], fault["detail"]
+    assert "SHARED: no limit hit" not in played.stderr[0]
+    assert played.log[-1]["type"] == "match_end"
+    assert [s.forfeit for s in sorted(played.result.standings, key=lambda s: s.seat)] == [
+        True,
+        False,
+        False,
+    ]
+    replay(played.log)
+    assert sandbox_pids() == []
 
 
 def test_stderr_is_capped(play) -> None:  # type: ignore[no-untyped-def]

@@ -744,6 +744,50 @@ def test_private_tmp_is_size_limited(bwrap_only: None, staging: Path) -> None:
     )
 
 
+def test_dev_is_read_only_and_dev_shm_small(bwrap_only: None, staging: Path) -> None:
+    """/dev was a tmpfs as large as the host allows (384 MiB went to /dev/shm, 128 MiB to
+    /dev); now /dev is read-only and /dev/shm a tmpfs of min(tmp_mb, 16) MiB."""
+    spec = staged(staging, "dev_shm")
+
+    async def scenario(tmp_mb: int) -> list[str]:
+        limits = dataclasses.replace(LIMITS, tmp_mb=tmp_mb)
+        bot = await make_sandbox("bwrap", cgroups=False).start(spec, limits)
+        try:
+            await greet(bot)
+            await send(bot, ACT)
+            lines = await markers(bot, "", "DEV: ")
+            assert await reply(bot) == {"id": 2, "cards": ["7C"]}
+            return lines
+        finally:
+            await bot.cleanup()
+
+    assert run(scenario(64)) == [
+        "SHM: 16 MiB, No space left on device",
+        "DEV: Read-only file system",
+    ]
+    assert run(scenario(4))[0] == "SHM: 4 MiB, No space left on device"
+
+
+def test_no_nested_user_namespaces_under_bubblewrap(bwrap_only: None, staging: Path) -> None:
+    """``--disable-userns``: inside a user namespace of its own a bot is root again."""
+    if not bwrap_status(UidPool() if IS_ROOT else None).disables_userns:
+        pytest.skip("this bubblewrap has no --disable-userns (0.8 and later have)")
+    spec = staged(staging, "nested_userns")
+
+    async def scenario() -> str:
+        bot = await make_sandbox("bwrap").start(spec, LIMITS)
+        try:
+            await greet(bot)
+            await send(bot, ACT)
+            verdict = await marker(bot, "USERNS")
+            assert await reply(bot) == {"id": 2, "cards": ["7C"]}
+            return verdict
+        finally:
+            await bot.cleanup()
+
+    assert run(scenario()) == "No space left on device"  # user.max_user_namespaces is 1
+
+
 # --------------------------------------------------------------------------- isolation
 
 
