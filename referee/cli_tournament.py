@@ -134,11 +134,11 @@ def run(file: Path, workers: int | None, restart: bool, deal_secret_file: Path |
 def demo(workers: int | None) -> None:
     """Run tournaments/demo.toml (the sample bots) from scratch and print the leaderboard.
 
-    Results go to a folder under the system's temporary directory, so the checkout stays
-    clean; every run starts over.
+    Results go to a new folder under the system's temporary directory (named at the end), so
+    the checkout stays clean and two demos never share one.
     """
     spec = load_tournament(_repo_path("tournaments", "demo.toml"))
-    folder = Path(tempfile.gettempdir()) / "referee-demo" / f"{spec.name}.results"
+    folder = Path(tempfile.mkdtemp(prefix="referee-demo-")) / f"{spec.name}.results"
     summary = _run(spec, workers=workers, restart=True, results_dir=folder)
     _print_board(_leaderboard(spec, folder))
     _finish(summary)

@@ -21,9 +21,11 @@ from pathlib import Path
 
 import pytest
 
-_UID_BASE = 61000
+# Above the sandbox's default range (61000-61999), which referees outside the tests use: a
+# tournament running beside the tests never lends its bots one of a test run's uids.
+_UID_BASE = 62000
 _UID_BLOCK = 50
-_UID_BLOCKS = 20  # 61000-61999, the sandbox's default range
+_UID_BLOCKS = 40
 _held_lock: int | None = None
 
 

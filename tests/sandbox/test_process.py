@@ -954,3 +954,41 @@ def test_resource_module_matches_prlimit_names() -> None:
     limits = process_module._rlimits(LIMITS, nproc=7)
     assert set(limits) <= set(process_module._PRLIMIT_NAMES)
     assert limits[resource.RLIMIT_NPROC] == (7, 7)
+
+
+def _zombies_of(uid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        uids = {int(u) for u in fields.get("Uid", "").split()}
+        if fields.get("State", "").startswith("Z") and uid in uids:
+            found.append(int(entry.name))
+    return found
+
+
+@needs_root
+def test_no_zombie_keeps_a_bot_uid_busy(bwrap_only: None, staging: Path) -> None:
+    """A bot killed mid-run leaves no zombie under its uid (bubblewrap's pid-1 helper,
+    orphaned when its parent dies first, is reaped by the referee, not left to pid 1)."""
+    spec = script(staging, "import time\nprint('up', flush=True)\ntime.sleep(600)\n")
+
+    async def scenario() -> list[tuple[int, list[int]]]:
+        sandbox = make_sandbox("bwrap")
+        seen = []
+        for _ in range(5):
+            bot = await sandbox.start(spec, LIMITS)
+            assert await asyncio.wait_for(bot.stdout.readline(), LINE_TIMEOUT_S) == b"up\n"
+            uid = bot.uid
+            assert uid is not None
+            await bot.cleanup()
+            seen.append((uid, _zombies_of(uid)))
+        return seen
+
+    for uid, zombies in run(scenario()):
+        assert zombies == [], f"zombies left under uid {uid}: {zombies}"
