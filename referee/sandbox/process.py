@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import fcntl
 import logging
 import os
@@ -158,6 +157,7 @@ _SHM_MB = 16  # /dev/shm under bubblewrap: POSIX semaphores and small shared buf
 _STREAM_LIMIT = 2**16  # asyncio's default buffer limit, as for the docker backend
 _PROBE_TIMEOUT_S = 20.0
 _REAP_TIMEOUT_S = 10.0
+_ORPHAN_GRACE_S = 0.5
 _UNCONFINED_WARNING = (
     "bots run WITHOUT bubblewrap: rlimits%s only, no network and no file-system isolation (%s)"
 )
@@ -195,43 +195,6 @@ def _status_uids(fields: dict[str, str]) -> set[int]:
 
 def _is_zombie(fields: dict[str, str]) -> bool:
     return fields.get("State", "").startswith(("Z", "X"))
-
-
-_PR_SET_CHILD_SUBREAPER = 36
-
-
-def _become_subreaper() -> None:
-    """Have orphaned bot processes reparented to this process rather than to pid 1.
-
-    Killing a bot's process group can kill bubblewrap's outer process before its pid-1
-    helper, which is then orphaned. Where the machine's init does not reap (measured: a
-    container's or a VM agent's pid 1), each such zombie keeps its uid busy for good and the
-    uid range runs dry. As a child subreaper, the referee gets them and reaps them itself
-    (:func:`_reap_zombies_of_uid`).
-    """
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def _reap_zombies_of_uid(uid: int, keep: int) -> None:
-    """Reap this process's zombie children that ran as ``uid``, except the pid ``keep``.
-
-    ``keep`` is the bot's own process, which asyncio reaps; a uid is lent to one bot at a
-    time, so every other process of it is an orphan of that bot reparented here.
-    """
-    me = os.getpid()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == keep:
-            continue
-        fields = _proc_status(entry.name)
-        if (
-            fields is not None
-            and _is_zombie(fields)
-            and fields.get("PPid") == str(me)
-            and uid in _status_uids(fields)
-        ):
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(int(entry.name), os.WNOHANG)
 
 
 def pids_of_uid(uid: int) -> list[int]:
@@ -280,12 +243,13 @@ def _kill_pid_of_uid(pid: int, uid: int) -> None:
         os.close(pidfd)
 
 
-async def kill_uid(uid: int, timeout: float = _REAP_TIMEOUT_S) -> bool:
-    """SIGKILL every process of ``uid`` until none is left; ``False`` if some survive."""
+async def kill_uid(uid: int, timeout: float = _REAP_TIMEOUT_S, *, spare: int = 0) -> bool:
+    """SIGKILL every process of ``uid`` (but ``spare``) until none is left; ``False`` if
+    some survive."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
-        pids = pids_of_uid(uid)
+        pids = [pid for pid in pids_of_uid(uid) if pid != spare]
         if not pids:
             return True
         if loop.time() > deadline:
@@ -723,6 +687,12 @@ class ProcessBotProcess(BotProcess):
         """
         if self._transport.get_returncode() is None:
             self._killed = True
+            if self._lease is not None and self.bwrap:
+                # The bot and bubblewrap's pid-1 helper first: the outer bwrap then reaps
+                # the helper and exits. Killed first, it would orphan the helper, whose
+                # zombie some machines' pid 1 never reaps, keeping the uid busy for good.
+                await kill_uid(self._lease.uid, _ORPHAN_GRACE_S, spare=self.pid)
+                await self.wait(_ORPHAN_GRACE_S)
             # The leader is not reaped yet, so its pid still names our process group.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
@@ -754,7 +724,6 @@ class ProcessBotProcess(BotProcess):
                 )
             if self._lease is not None:
                 await kill_uid(self._lease.uid)
-                _reap_zombies_of_uid(self._lease.uid, keep=self.pid)
                 if not self.bwrap:
                     _sweep_files_of_uid(self._lease.uid)
             self._exit = self._exit_info()
@@ -832,8 +801,6 @@ class ProcessSandbox(Sandbox):
         self._want_bwrap = bwrap
         self._want_cgroups = cgroups
         self._uids = UidPool(uid_range, lock_dir) if os.geteuid() == 0 else None
-        if self._uids is not None:
-            _become_subreaper()
         self._scratch_root = scratch_root
         self._prlimit = shutil.which("prlimit") or shutil.which("prlimit", path=SANDBOX_PATH)
         self._setpriv = shutil.which("setpriv") or shutil.which("setpriv", path=SANDBOX_PATH)

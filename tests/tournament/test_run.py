@@ -125,7 +125,13 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The leaderboard of an uninterrupted run with two workers."""
     path = write_tournament(tmp_path_factory.mktemp("reference"), bots=BOTS, table_size=TABLE)
     summary = run_tournament(load_tournament(path), LocalExecutor(2), deal_secret=TEST_SECRET)
-    assert (summary.total, summary.done, summary.played, summary.failed) == (TOTAL, TOTAL, TOTAL, 0)
+    errors = _query(path, "SELECT key, error FROM matches WHERE status != 'done' LIMIT 3")
+    assert (summary.total, summary.done, summary.played, summary.failed) == (
+        TOTAL,
+        TOTAL,
+        TOTAL,
+        0,
+    ), errors
     _assert_complete_once(path)
     board = _board(path)
     assert board["matches"] == TOTAL
