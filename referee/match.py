@@ -619,7 +619,10 @@ async def start_sessions(
     names: Sequence[str] | None = None,
     request_ids: itertools.count[int] | None = None,
 ) -> list[BotSession]:
-    """Start every bot and greet it; a bot that fails ``hello`` carries its fault."""
+    """Start every bot and greet it; a bot that fails ``hello`` carries its fault.
+
+    Cancelled half-way (Ctrl-C, SIGTERM), it stops every bot it started before it returns.
+    """
     ids = request_ids or itertools.count(1)
     seat_names = list(names) if names is not None else distinct_names([b.name for b in bots])
 
@@ -631,11 +634,20 @@ async def start_sessions(
         except BotFault as f:
             session.fault = f
             await session.kill()
+        except BaseException:
+            await asyncio.shield(session.close(bye=False))
+            raise
         return session
 
-    results = await asyncio.gather(
-        *(one(b, n) for b, n in zip(bots, seat_names, strict=True)), return_exceptions=True
-    )
+    starting = [asyncio.ensure_future(one(b, n)) for b, n in zip(bots, seat_names, strict=True)]
+    try:
+        results = await asyncio.gather(*starting, return_exceptions=True)
+    except asyncio.CancelledError:
+        started = [
+            t.result() for t in starting if t.done() and not t.cancelled() and not t.exception()
+        ]
+        await asyncio.shield(asyncio.gather(*(s.close(bye=False) for s in started)))
+        raise
     sessions = [r for r in results if isinstance(r, BotSession)]
     errors = [r for r in results if isinstance(r, BaseException)]
     if errors:

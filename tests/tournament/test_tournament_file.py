@@ -103,7 +103,7 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
         (
             f'path = "bots/{MARKER}-c.py"',
             f'path = "bots/{MARKER}-c.py"\nname = "x\\u0007"',
-            "bots[2]: name: 'x\\x07' must be printable",
+            "bots[2]: name: the bot name 'x\\x07' has a non-printable character U+0007",
         ),
         (
             f'path = "bots/{MARKER}-c.py"',
