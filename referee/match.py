@@ -628,7 +628,15 @@ async def start_sessions(
 
     async def one(spec: BotSpec, name: str) -> BotSession:
         started = time.monotonic()
-        session = await BotSession.start(sandbox, spec, limits, name)
+        # A start cut off half-way can leave its process behind (asyncio's subprocess_exec
+        # may hang when cancelled): it is short, so let it finish, then stop the bot.
+        starting = asyncio.ensure_future(BotSession.start(sandbox, spec, limits, name))
+        try:
+            session = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await (await starting).close(bye=False)
+            raise
         try:
             await session.hello(next(ids), time_control, started)
         except BotFault as f:

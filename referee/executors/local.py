@@ -148,6 +148,7 @@ class LocalExecutor:
 _coordinator = 0
 _in_match = threading.Event()
 _stopping = threading.Event()
+_exiting = threading.Event()
 
 
 def _init_worker(coordinator: int, stop: EventType) -> None:
@@ -171,13 +172,18 @@ def _on_stop(signum: int, frame: FrameType | None) -> None:
     """SIGTERM, or the coordinator is gone: stop this worker's bots, then exit.
 
     In a match, its task is cancelled and :func:`_play_in_worker` exits once the match has
-    cleaned up; idle, the worker leaves its task loop now and the exit finaliser stops the
-    bots kept for reuse.
+    cleaned up. Idle, the bots kept for reuse are stopped here and the worker exits at once:
+    an exception raised from here could be swallowed by the pool's own code (it catches
+    everything while it sends a result back), leaving the worker waiting for work forever.
     """
+    if _exiting.is_set():
+        return
     _stopping.set()
     if interrupts.cancel_main_task() or _in_match.is_set():
         return
-    raise SystemExit(128 + signum)
+    _exiting.set()
+    close_reused()
+    os._exit(128 + signum)
 
 
 def _play_in_worker(task: MatchTask) -> TaskOutcome:
@@ -186,19 +192,24 @@ def _play_in_worker(task: MatchTask) -> TaskOutcome:
     try:
         return play_task(task)
     finally:
-        _in_match.clear()
+        # Checked before the match flag is cleared: a stop from then on is handled as idle.
         if _stopping.is_set() or os.getppid() != _coordinator:
+            _exiting.set()
             close_reused()
             os._exit(1)
+        _in_match.clear()
 
 
 def _watch_coordinator(stop: EventType) -> None:
     """Turn a stop request, or the coordinator's death, into SIGTERM; exit if it hangs.
 
-    The death is noticed here too on systems without ``PR_SET_PDEATHSIG``.
+    The death is noticed here too on systems without ``PR_SET_PDEATHSIG``. SIGTERM is
+    repeated each second, for a stop that arrives just as a match ends.
     """
     while os.getppid() == _coordinator and not stop.wait(1.0):
         pass
-    os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(_STOP_GRACE_S)
+    deadline = time.monotonic() + _STOP_GRACE_S
+    while time.monotonic() < deadline:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1.0)
     os._exit(1)
