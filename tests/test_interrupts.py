@@ -10,6 +10,7 @@ bot processes by this test run's sandbox uids (tests/conftest.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -96,8 +97,19 @@ def stop(process: subprocess.Popen[str], signum: int) -> tuple[int, str]:
     return process.returncode, err
 
 
-def containers(client: Any, label: str) -> list[Any]:
-    return list(client.containers.list(all=True, filters={"label": [LABEL, label]}))
+def containers(client: Any, label: str) -> list[str]:
+    """Ids of the referee's containers with ``label`` (listed without inspecting each: one
+    may be removed while we look)."""
+    found = client.api.containers(all=True, filters={"label": [LABEL, label]})
+    return sorted(entry["Id"] for entry in found)
+
+
+def remove(client: Any, ids: list[str]) -> None:
+    import docker
+
+    for container in ids:
+        with contextlib.suppress(docker.errors.NotFound):
+            client.api.remove_container(container, force=True)
 
 
 def owner_label(pid: int) -> str:
@@ -127,8 +139,7 @@ def test_play_in_docker_stops_its_containers_on_a_signal(
         assert staging_folders(tmpdir_for_bots)
         returncode, err = stop(referee, signum)
     finally:
-        for container in containers(docker_client, mine):
-            container.remove(force=True)
+        remove(docker_client, containers(docker_client, mine))
     assert returncode == code, err
     assert containers(docker_client, mine) == []
     assert staging_folders(tmpdir_for_bots) == []
@@ -200,8 +211,7 @@ def test_after_sigkill_the_next_start_removes_the_dead_referees_containers(
         loop.close()
         if referee.poll() is None:
             referee.kill()
-        for container in containers(docker_client, dead):
-            container.remove(force=True)
+        remove(docker_client, containers(docker_client, dead))
 
 
 # --------------------------------------------------------------------------- tournament
@@ -267,8 +277,7 @@ def test_a_stopped_tournament_leaves_no_container_or_worker(
     finally:
         if referee.poll() is None:
             referee.kill()
-        for container in containers(docker_client, mine):
-            container.remove(force=True)
+        remove(docker_client, containers(docker_client, mine))
     assert left == []
     if signum == signal.SIGTERM:
         assert returncode == 143, err

@@ -200,14 +200,18 @@ def remove_leftovers(client: Any, *, orphans_only: bool = False) -> int:
     """
     docker = _docker_module()
     removed = 0
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
-        owner = container.labels.get(_LABEL_OWNER, "")
+    # The low-level listing: the SDK's inspects each container it lists, and fails when one
+    # is removed meanwhile (by its own referee, say: workers share one daemon).
+    for entry in client.api.containers(all=True, filters={"label": LABEL}):
+        owner = (entry.get("Labels") or {}).get(_LABEL_OWNER, "")
         if orphans_only and owner and _owner_alive(owner):
             continue
         try:
-            container.remove(force=True)
-        except docker.errors.NotFound:
-            continue
+            client.api.remove_container(entry["Id"], force=True)
+        except docker.errors.APIError as exc:
+            if exc.status_code in (404, 409):  # gone, or its removal already under way
+                continue
+            raise
         removed += 1
     return removed
 
