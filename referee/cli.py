@@ -1,11 +1,15 @@
 """The ``referee`` command line: thin wrappers that parse, call and print.
 
 A :class:`~referee.errors.UsageError` (or any ``RefereeError`` on the user's side) ends the
-command with one line on stderr and exit code 2, never a traceback.
+command with one line on stderr and exit code 2, never a traceback. Ctrl-C and SIGTERM stop
+every bot and remove the staging folders first (exit codes 130 and 143; see
+:mod:`referee.interrupts`). Error lines carry untrusted text (file names, bot output), so
+they pass through :func:`referee.render.printable` on their way out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import sys
@@ -17,30 +21,44 @@ from rich.console import Console
 
 from referee import __version__
 from referee.errors import RefereeError, ReplayMismatch, UsageError
+from referee.interrupts import Terminated, handle_sigterm
+from referee.render import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def say(message: str) -> None:
+    """Print a message for the user on stderr, each line made safe for a terminal."""
+    click.echo("\n".join(printable(line) for line in message.split("\n")), err=True)
+
+
 def _fail(message: str, code: int = 2) -> None:
-    click.echo(f"referee: {message}", err=True)
+    say(f"referee: {message}")
     sys.exit(code)
 
 
 def friendly(func: F) -> F:
-    """Turn the referee's own errors into one clear line and an exit code."""
+    """Turn the referee's own errors into one clear line and an exit code.
+
+    SIGTERM is handled like Ctrl-C while the command runs: bots are stopped and staging
+    folders removed before the command ends with 143 (Ctrl-C: 130).
+    """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            with handle_sigterm():
+                return func(*args, **kwargs)
         except UsageError as exc:
             _fail(str(exc), exc.exit_code)
         except ReplayMismatch as exc:
             _fail(f"replay failed: {exc}", 1)
         except RefereeError as exc:
             _fail(str(exc), 2)
+        except Terminated:
+            _fail("terminated (SIGTERM); every bot was stopped", Terminated.exit_code)
         except KeyboardInterrupt:
-            _fail("interrupted", 130)
+            _fail("interrupted; every bot was stopped", 130)
 
     return wrapper  # type: ignore[return-value]
 
@@ -123,12 +141,43 @@ def _default_log(stem: str) -> Any:
     return log_dir / f"{safe_name(stem)}.jsonl"
 
 
-def _bots_or_fail(paths: tuple[str, ...]) -> list[Any]:
+_allow_image_option = click.option(
+    "--allow-image",
+    "allow_images",
+    multiple=True,
+    metavar="IMAGE",
+    help="Let a bot run in this Docker image (image = ... in its bot.toml); repeatable. "
+    "Default: only the referee's bot image.",
+)
+
+
+def _check_images(specs: list[Any], allow_images: tuple[str, ...]) -> None:
+    """Refuse a bot naming a Docker image that ``--allow-image`` did not allow."""
+    from referee.sandbox.image import check_bot_image
+
+    for spec in specs:
+        hint = f"to allow it, pass --allow-image {spec.image}"
+        check_bot_image(spec, allow_images, hint)
+
+
+def _bots_or_fail(paths: tuple[str, ...], allow_images: tuple[str, ...] = ()) -> list[Any]:
     from referee.sandbox import load_bot
 
     if not 3 <= len(paths) <= 6:
         raise UsageError(f"a match needs 3 to 6 bots, got {len(paths)}")
-    return [load_bot(p) for p in paths]
+    specs = [load_bot(p) for p in paths]
+    _check_images(specs, allow_images)
+    return specs
+
+
+async def _play_then_close(sandbox: Any, *args: Any, **kwargs: Any) -> Any:
+    """``play_match``, then the backend's own cleanup of anything it still runs."""
+    from referee.match import play_match
+
+    try:
+        return await play_match(sandbox, *args, **kwargs)
+    finally:
+        await asyncio.shield(sandbox.aclose())
 
 
 @main.command()
@@ -141,6 +190,7 @@ def _bots_or_fail(paths: tuple[str, ...]) -> list[Any]:
     help="Deal seed, to repeat a deal; the deal is then predictable. Default: a secret one.",
 )
 @_sandbox_option
+@_allow_image_option
 @click.option("--move-ms", default=1000, show_default=True, type=click.IntRange(1, 3_600_000))
 @click.option("--bank-ms", default=10_000, show_default=True, type=click.IntRange(0, 36_000_000))
 @click.option("--hello-ms", default=10_000, show_default=True, type=click.IntRange(1, 3_600_000))
@@ -153,6 +203,7 @@ def play(
     preset: str,
     seed: int | None,
     sandbox_name: str,
+    allow_images: tuple[str, ...],
     move_ms: int,
     bank_ms: int,
     hello_ms: int,
@@ -166,16 +217,16 @@ def play(
     take several seats. A forfeit is a result: the exit code is 0 unless the command
     itself was wrong.
     """
-    import asyncio
     import json
     import secrets
 
+    from referee import interrupts
     from referee.deals import deal_seed, new_secret
-    from referee.match import TimeControl, play_match
+    from referee.match import TimeControl
     from referee.rules import RuleSet
     from referee.sandbox import get_sandbox, make_staging_root, remove_staging_root, stage_bot
 
-    specs = _bots_or_fail(bots)
+    specs = _bots_or_fail(bots, allow_images)
     overrides = {"max_rounds": max_rounds} if max_rounds else {}
     rules = RuleSet.preset(preset, **overrides).resolve(len(specs))
     # The match id is random and says nothing of the deal; the seed stays in the log.
@@ -190,15 +241,15 @@ def play(
         )
     if log_path is None:
         log_path = str(_default_log(match_id))
-    sandbox = get_sandbox(sandbox_name)
+    sandbox = get_sandbox(sandbox_name, images=allow_images)
     if not as_json:
-        click.echo(f"sandbox: {sandbox.describe()}", err=True)
+        say(f"sandbox: {sandbox.describe()}")
     staging = make_staging_root()
     try:
         staged = [stage_bot(spec, staging) for spec in specs]
         tc = TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms)
-        result = asyncio.run(
-            play_match(
+        result = interrupts.run(
+            _play_then_close(
                 sandbox, staged, rules, seed, match_id=match_id, time_control=tc, log_path=log_path
             )
         )
@@ -215,7 +266,7 @@ def _print_result(result: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from referee.render import ordinal, printable
+    from referee.render import ordinal
 
     console = Console(highlight=False)
     table = Table(title=f"{result.match} · {result.rules} · {result.rounds} rounds")
@@ -259,16 +310,19 @@ def bot() -> None:
 @click.argument("path")
 @click.option("--rules", "preset", default="arschloch", show_default=True)
 @_sandbox_option
+@_allow_image_option
 @click.option("--seed", default=1, show_default=True, type=int)
 @friendly
-def bot_check(path: str, preset: str, sandbox_name: str, seed: int) -> None:
+def bot_check(
+    path: str, preset: str, sandbox_name: str, allow_images: tuple[str, ...], seed: int
+) -> None:
     """Play PATH against the sample bots and explain anything it did wrong.
 
     Exit code 0 when the bot played a whole match without a fault, 1 when it faulted.
     """
-    import asyncio
 
-    from referee.match import TimeControl, play_match
+    from referee import interrupts
+    from referee.match import TimeControl
     from referee.rules import RuleSet
     from referee.sandbox import (
         get_sandbox,
@@ -279,15 +333,16 @@ def bot_check(path: str, preset: str, sandbox_name: str, seed: int) -> None:
     )
 
     spec = load_bot(path)
+    _check_images([spec], allow_images)
     samples = _repo_sample_bots()
     opponents = [load_bot(samples / name) for name in ("heuristic", "lowest", "random")]
     rules = RuleSet.preset(preset).resolve(4)
-    sandbox = get_sandbox(sandbox_name)
+    sandbox = get_sandbox(sandbox_name, images=allow_images)
     staging = make_staging_root()
     try:
         staged = [stage_bot(s, staging) for s in [spec, *opponents]]
-        result = asyncio.run(
-            play_match(
+        result = interrupts.run(
+            _play_then_close(
                 sandbox,
                 staged,
                 rules,
@@ -300,9 +355,10 @@ def bot_check(path: str, preset: str, sandbox_name: str, seed: int) -> None:
         _print_result(result)
         mine = next(s for s in result.standings if s.seat == 0)
         if mine.fault is not None:
-            click.echo(f"{spec.name}: FAILED ({mine.fault.kind}: {mine.fault.detail})", err=True)
+            say(f"{spec.name}: FAILED ({mine.fault.kind}: {mine.fault.detail})")
             sys.exit(1)
-        click.echo(f"{spec.name}: ok — a whole {preset} match without a fault (place {mine.place})")
+        ok = f"{spec.name}: ok — a whole {preset} match without a fault (place {mine.place})"
+        click.echo(printable(ok))
     finally:
         remove_staging_root(staging)
 

@@ -2,7 +2,7 @@
 
 Exit codes: 0 done; 1 the run finished but some matches failed on the referee's side (run
 again to retry them), or ``submit`` refused the bot; 2 a usage error (bad file, flag or
-path), shown as one line.
+path), shown as one line; 130 after Ctrl-C and 143 after SIGTERM, once every bot is stopped.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from rich.progress import (
 )
 
 import referee
-from referee.cli import friendly, main
+from referee import interrupts
+from referee.cli import friendly, main, say
 from referee.errors import UsageError
 from referee.executors import (
     Event,
@@ -42,6 +43,7 @@ from referee.executors import (
     run_tournament,
 )
 from referee.executors.local import LocalExecutor
+from referee.names import confusable_with, lookalike_note
 from referee.publish import (
     FORMATS,
     DealCommitment,
@@ -50,10 +52,11 @@ from referee.publish import (
     render,
     to_rich_table,
 )
-from referee.publish.leaderboard import terminal_text
+from referee.render import printable
 from referee.results import MatchResult
 from referee.rules import ResolvedRules
 from referee.sandbox import BotSpec, Sandbox, read_bot_files, safe_name
+from referee.sandbox.image import check_bot_image
 from referee.sandbox.staging import BotFile
 from referee.tournament import (
     Tournament,
@@ -176,17 +179,14 @@ def _run(
 
 
 def _finish(summary: RunSummary) -> None:
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    err.print(
+    say(
         f"{summary.done}/{summary.total} matches done ({summary.played} played in this run, "
-        f"{summary.faults} faults); results in {summary.results_dir}",
-        markup=False,
+        f"{summary.faults} faults); results in {summary.results_dir}"
     )
     if summary.failed:
-        click.echo(
+        say(
             f"referee: {summary.failed} matches failed on the referee's side; "
-            "run the same command again to retry them",
-            err=True,
+            "run the same command again to retry them"
         )
         raise SystemExit(1)
 
@@ -231,15 +231,19 @@ class _ProgressView:
     def update(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self.total, self.done, self.to_play = event.total, event.done, event.to_play
-            self.console.print(f"sandbox: {event.sandbox}", markup=False)
+            self.console.print(printable(f"sandbox: {event.sandbox}"), markup=False)
             self.console.print(
-                f"deals: secret, committed to sha256 {event.commitment} "
-                "(the secret is published when every match is played)",
+                printable(
+                    f"deals: secret, committed to sha256 {event.commitment} "
+                    "(the secret is published when every match is played)"
+                ),
                 markup=False,
             )
             self.console.print(
-                f"{self.name}: {event.total} matches, {event.done} already done, "
-                f"{event.to_play} to play with {self.workers} workers",
+                printable(
+                    f"{self.name}: {event.total} matches, {event.done} already done, "
+                    f"{event.to_play} to play with {self.workers} workers"
+                ),
                 markup=False,
             )
             self.started = time.monotonic()
@@ -255,7 +259,8 @@ class _ProgressView:
         elif isinstance(event, MatchFailed):
             verb = "failed" if event.final else f"will be retried (attempt {event.attempt})"
             last = event.error.strip().splitlines()[-1:] or ["?"]
-            self.console.print(f"match {event.key} {verb}: {last[0]}", markup=False)
+            line = printable(f"match {event.key} {verb}: {last[0]}")
+            self.console.print(line, markup=False)
             if not event.final:
                 return
             self.done += 1
@@ -367,7 +372,7 @@ def verify(results: Path, commitment: str | None) -> None:
         )
     if found.problems:
         for problem in found.problems[:50]:
-            out.print(f"FAIL {terminal_text(problem)}", markup=False)
+            out.print(f"FAIL {printable(problem)}", markup=False)
         if len(found.problems) > 50:
             out.print(f"… and {len(found.problems) - 50} more", markup=False)
         raise SystemExit(1)
@@ -404,12 +409,19 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
     spec = load_tournament(file)
     try:
         candidate = load_bot(bot)
+        check_bot_image(candidate, spec.images, spec.image_hint(candidate.image or ""))
     except UsageError as exc:
         raise BotRefused(f"bot refused: {exc}") from None
     display = check_display_name(name if name is not None else candidate.name)
     if display in spec.entrants:
         raise UsageError(
             f"{file}: a bot named {display!r} is already entered; choose another with --name"
+        )
+    twin = confusable_with(display, spec.entrants)
+    if twin is not None:
+        raise UsageError(
+            f"{file}: the name {display!r} looks like {twin!r}, already entered "
+            f"({lookalike_note(display, twin)}); choose another with --name"
         )
     candidate = dataclasses.replace(candidate, name=display)
     try:
@@ -418,7 +430,7 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
         raise BotRefused(f"bot refused: {exc}") from None
     out = Console(stderr=True, highlight=False)
     out.print(
-        f"smoke match: {terminal_text(display)} against the sample bots, "
+        f"smoke match: {printable(display)} against the sample bots, "
         f"{SMOKE_MAX_ROUNDS} rounds of {spec.rules.name} at {spec.file.table_size}",
         markup=False,
     )
@@ -446,19 +458,19 @@ def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
     k = spec.file.table_size
     opponents = [load_bot(samples / _SMOKE_OPPONENTS[i % 3]) for i in range(k - 1)]
     rules = spec.file.ruleset().with_overrides(max_rounds=SMOKE_MAX_ROUNDS).resolve(k)
-    sandbox = get_sandbox(spec.file.sandbox.backend)
+    sandbox = get_sandbox(spec.file.sandbox.backend, images=spec.images)
     staging = make_staging_root()
     try:
         bots = [stage_bot(b, staging) for b in (candidate, *opponents)]
         with _temporary_log() as log_path:
-            result, stderr = asyncio.run(_play_smoke(spec, sandbox, bots, rules, log_path))
+            result, stderr = interrupts.run(_play_smoke(spec, sandbox, bots, rules, log_path))
     finally:
         remove_staging_root(staging)
     mine = next(st for st in result.standings if st.seat == 0)
     if mine.fault is None:
         return
     message = f"bot refused: {mine.fault.kind}: {mine.fault.detail}"
-    tail = [terminal_text(x) for x in stderr.strip().splitlines()]
+    tail = stderr.strip().splitlines()
     if tail:
         message += "\nits stderr ended with:\n" + "\n".join(
             "  " + line for line in tail[-_STDERR_TAIL_LINES:]
@@ -488,7 +500,9 @@ async def _play_smoke(
             sessions, rules, seed, "submit-smoke", tc, log_path=log, request_ids=ids
         )
     finally:
-        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        closing = asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        await asyncio.shield(closing)
+        await asyncio.shield(sandbox.aclose())
     return result, hello_stderr or result.stderr_tails.get(0, "")
 
 

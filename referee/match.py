@@ -669,23 +669,43 @@ async def start_sessions(
     names: Sequence[str] | None = None,
     request_ids: itertools.count[int] | None = None,
 ) -> list[BotSession]:
-    """Start every bot and greet it; a bot that fails ``hello`` carries its fault."""
+    """Start every bot and greet it; a bot that fails ``hello`` carries its fault.
+
+    Cancelled half-way (Ctrl-C, SIGTERM), it stops every bot it started before it returns.
+    """
     ids = request_ids or itertools.count(1)
     seat_names = list(names) if names is not None else distinct_names([b.name for b in bots])
 
     async def one(spec: BotSpec, name: str) -> BotSession:
         started = time.monotonic()
-        session = await BotSession.start(sandbox, spec, limits, name)
+        # A start cut off half-way can leave its process behind (asyncio's subprocess_exec
+        # may hang when cancelled): it is short, so let it finish, then stop the bot.
+        starting = asyncio.ensure_future(BotSession.start(sandbox, spec, limits, name))
+        try:
+            session = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await (await starting).close(bye=False)
+            raise
         try:
             await session.hello(next(ids), time_control, started)
         except BotFault as f:
             session.fault = f
             await session.kill()
+        except BaseException:
+            await asyncio.shield(session.close(bye=False))
+            raise
         return session
 
-    results = await asyncio.gather(
-        *(one(b, n) for b, n in zip(bots, seat_names, strict=True)), return_exceptions=True
-    )
+    starting = [asyncio.ensure_future(one(b, n)) for b, n in zip(bots, seat_names, strict=True)]
+    try:
+        results = await asyncio.gather(*starting, return_exceptions=True)
+    except asyncio.CancelledError:
+        started = [
+            t.result() for t in starting if t.done() and not t.cancelled() and not t.exception()
+        ]
+        await asyncio.shield(asyncio.gather(*(s.close(bye=False) for s in started)))
+        raise
     sessions = [r for r in results if isinstance(r, BotSession)]
     errors = [r for r in results if isinstance(r, BaseException)]
     if errors:

@@ -14,7 +14,13 @@ _REASON = {
 
 
 def printable(text: str) -> str:
-    """Untrusted text made safe for a terminal: control characters shown as escapes."""
+    """Untrusted text made safe for a terminal: control characters shown as escapes.
+
+    The one sanitiser for everything the referee prints: whatever Python does not call
+    printable (C0 and C1 controls such as ESC, CSI, BEL, CR and backspace; format
+    characters such as the bidirectional overrides U+202A-U+202E and U+2066-U+2069; line
+    and paragraph separators; unassigned code points) is shown as its escape, ``\\x1b``.
+    """
     return "".join(
         ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
     )

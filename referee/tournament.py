@@ -13,6 +13,7 @@ the sandbox and the bots; paths are relative to the file::
     move_ms = 1000
     [sandbox]
     backend = "process"
+    images = ["arschloch-referee-bot:latest"]   # the Docker images bots may name
     [[bots]]
     path = "bots/alice.py"
 
@@ -26,14 +27,16 @@ import dataclasses
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.errors import UsageError
 from referee.match import TimeControl
+from referee.names import check_name, confusable_with, lookalike_note
 from referee.rules import ResolvedRules, RuleSet
 from referee.sandbox import BotSpec, Limits, load_bot
+from referee.sandbox.image import IMAGE_NAME, allowed_images, check_bot_image
 
 __all__ = [
     "BotEntry",
@@ -66,10 +69,12 @@ class TimeSettings(_Strict):
 
 
 class SandboxSettings(_Strict):
-    """``[sandbox]``: the backend that runs the bots and their memory limit."""
+    """``[sandbox]``: the backend that runs the bots, their memory limit, and the Docker
+    images a bot may name in its ``bot.toml`` (the referee's bot image is always allowed)."""
 
     backend: Literal["process", "docker", "auto"] = "process"
     memory_mb: int = Field(default=512, ge=32, le=65_536)
+    images: tuple[Annotated[str, Field(min_length=1, max_length=512)], ...] = (IMAGE_NAME,)
 
 
 class BotEntry(_Strict):
@@ -142,6 +147,17 @@ class Tournament:
     @property
     def limits(self) -> Limits:
         return Limits(memory_mb=self.file.sandbox.memory_mb)
+
+    @property
+    def images(self) -> frozenset[str]:
+        """The Docker images this tournament's bots may run in."""
+        return allowed_images(self.file.sandbox.images)
+
+    def image_hint(self, image: str) -> str:
+        """How to allow ``image`` in this tournament (ends a refusal)."""
+        wanted = [*self.file.sandbox.images, image]
+        listed = ", ".join(toml_string(name) for name in dict.fromkeys(wanted))
+        return f"to allow it, set images = [{listed}] under [sandbox] in {self.path}"
 
     def settings(self) -> dict[str, Any]:
         """What results depend on besides the bots: stored results are only comparable
@@ -257,10 +273,24 @@ def _resolve(path: Path, model: TournamentFile) -> Tournament:
                 f"bots[{first_seen[spec.name]}]; "
                 'names must be unique (set name = "..." on one of them)'
             )
+        twin = confusable_with(spec.name, first_seen)
+        if twin is not None:
+            raise UsageError(
+                f"{where}: the name {spec.name!r} looks like {twin!r} of bots[{first_seen[twin]}] "
+                f"({lookalike_note(spec.name, twin)}); names must look different "
+                '(set name = "..." on one of them)'
+            )
         first_seen[spec.name] = i
         bots.append(spec)
+    tournament = Tournament(path=path, file=model, bots=tuple(bots), rules=rules)
+    for i, spec in enumerate(bots):
+        if spec.image is not None:
+            try:
+                check_bot_image(spec, tournament.images, tournament.image_hint(spec.image))
+            except UsageError as exc:
+                raise UsageError(f"{path}: bots[{i}]: {exc}") from None
     _check_format(path, model, list(first_seen))
-    return Tournament(path=path, file=model, bots=tuple(bots), rules=rules)
+    return tournament
 
 
 def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
@@ -285,18 +315,8 @@ def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
 
 
 def check_display_name(name: str) -> str:
-    """A display name: printable characters, trimmed, 1 to 64 characters."""
-    from referee.sandbox.staging import MAX_NAME_LENGTH
-
-    if not name.strip():
-        raise UsageError("name: the bot name is empty")
-    if len(name) > MAX_NAME_LENGTH:
-        raise UsageError(f"name: {len(name)} characters; at most {MAX_NAME_LENGTH} are allowed")
-    if not name.isprintable() or name != name.strip():
-        raise UsageError(
-            f"name: {name!r} must be printable characters without leading or trailing spaces"
-        )
-    return name
+    """A display name: see :func:`referee.names.check_name`."""
+    return check_name(name, "name")
 
 
 _SECTIONS: dict[str, type[BaseModel]] = {

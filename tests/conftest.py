@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +110,67 @@ def nothing_left_behind() -> Iterator[None]:
     assert sandbox_pids() == [], "bot processes outlived the test suite"
     left = run_containers()
     assert not left, f"containers of this test run outlived the suite: {left}"
+
+
+def require_docker() -> Any:
+    """A Docker client with the bot image; a skip here, a failure under CI (``CI=true``)."""
+    strict = os.environ.get("CI") == "true"
+
+    def unusable(why: str) -> None:
+        if strict:
+            pytest.fail(f"CI=true but {why}")
+        pytest.skip(f"{why}; under CI=true this fails")
+
+    try:
+        from referee.sandbox.docker import IMAGE_NAME, connect
+    except ImportError as exc:
+        unusable(f"the docker SDK is not installed ({exc})")
+    from referee.errors import UsageError
+
+    try:
+        client = connect(timeout=30.0)
+    except UsageError as exc:
+        unusable(f"Docker is not usable on this machine ({exc})")
+    import docker
+
+    try:
+        client.images.get(IMAGE_NAME)
+    except docker.errors.ImageNotFound:
+        client.close()
+        unusable(f"{IMAGE_NAME} is missing: python -m referee.sandbox.image --offline")
+    return client
+
+
+PRIVATE_SECRET = "hunter2-do-not-print"
+
+
+@pytest.fixture(scope="session")
+def private_image() -> Iterator[str]:
+    """A local image no bot may use unless allowed: the bot image plus a secret file.
+
+    It stands for an organiser's private image with credentials baked in; a refused bot
+    must never get to run in it (nothing from inside it may be printed).
+    """
+    import io
+    import tarfile
+
+    from referee.sandbox.docker import IMAGE_NAME
+
+    client = require_docker()
+    tag = f"referee-test-private:{os.environ['REFEREE_RUN_ID'].lower()}"
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, data in (
+            ("Dockerfile", f"FROM {IMAGE_NAME}\nCOPY secret /secret\n".encode()),
+            ("secret", PRIVATE_SECRET.encode() + b"\n"),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    context.seek(0)
+    client.images.build(fileobj=context, custom_context=True, tag=tag, pull=False, rm=True)
+    try:
+        yield tag
+    finally:
+        client.images.remove(tag, force=True)
+        client.close()

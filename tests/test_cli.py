@@ -172,3 +172,47 @@ def test_bot_new_then_check(tmp_path: Path) -> None:
     assert "ok" in out.stdout
     out = referee("bot", "check", str(BOTS / "pass_lead.py"), "--sandbox", "process")
     assert out.returncode == 1 and "passing while leading" in out.stderr
+
+
+def test_escape_sequences_in_error_lines_are_shown_not_obeyed(tmp_path: Path) -> None:
+    evil = tmp_path / "a\x1b[31mred\x07\x9b2J.py"
+    evil.write_text((BOTS / "polite.py").read_text())
+    out = referee("play", str(evil), str(BOTS / "polite.py"), str(BOTS / "polite.py"))
+    assert out.returncode == 2
+    assert "\x1b" not in out.stderr and "\x07" not in out.stderr and "\x9b" not in out.stderr
+    assert "a\\x1b[31mred\\x07\\x9b2J.py" in out.stderr  # the path, escaped, in one line
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def _nosy_bot(tmp_path: Path, image: str) -> Path:
+    """A bot that prints the private image's secret, if it ever runs in it."""
+    folder = tmp_path / "nosy"
+    folder.mkdir()
+    (folder / "bot.py").write_text(
+        "import sys\nprint(open('/secret').read(), file=sys.stderr, flush=True)\nsys.exit(3)\n"
+    )
+    (folder / "bot.toml").write_text(
+        f'name = "nosy"\ncommand = "python3 bot.py"\nimage = "{image}"\n'
+    )
+    return folder
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("command", ["play", "bot check"])
+def test_a_private_image_is_refused_before_anything_runs(
+    tmp_path: Path, private_image: str, command: str
+) -> None:
+    from tests.conftest import PRIVATE_SECRET, run_containers
+
+    before = run_containers()
+    bot = _nosy_bot(tmp_path, private_image)
+    args = [str(bot), str(BOTS / "polite.py"), str(BOTS / "polite.py")]
+    if command == "bot check":
+        args = [str(bot)]
+    out = referee(*command.split(), *args, "--sandbox", "docker", timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert f"bot 'nosy' names the Docker image '{private_image}'" in out.stderr
+    assert f"to allow it, pass --allow-image {private_image}" in out.stderr
+    assert PRIVATE_SECRET not in out.stdout + out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert run_containers() == before

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import tempfile
 import traceback
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from referee import interrupts
 from referee.errors import InfrastructureError, UsageError
 from referee.match import SessionPool, TimeControl, play_match
 from referee.results import MatchResult
@@ -71,6 +71,8 @@ class MatchTask:
     limits: Limits
     sandbox: str
     log_path: str
+    images: tuple[str, ...] = ()
+    """Docker images the bots may name besides the referee's bot image."""
 
 
 @dataclass(frozen=True)
@@ -135,10 +137,14 @@ class RunSummary:
     results_dir: Path
 
 
-@functools.cache
-def _sandbox(name: str) -> Sandbox:
+_sandboxes: dict[tuple[str, tuple[str, ...]], Sandbox] = {}
+
+
+def _sandbox(name: str, images: tuple[str, ...] = ()) -> Sandbox:
     """One sandbox backend per worker process (bubblewrap is probed once)."""
-    return get_sandbox(name)
+    if (name, images) not in _sandboxes:
+        _sandboxes[name, images] = get_sandbox(name, images=images)
+    return _sandboxes[name, images]
 
 
 class _Reuse:
@@ -151,13 +157,14 @@ class _Reuse:
 
     enabled = False
     runner: asyncio.Runner | None = None
-    pools: dict[tuple[str, TimeControl, Limits], SessionPool] = {}
+    pools: dict[tuple[str, tuple[str, ...], TimeControl, Limits], SessionPool] = {}
 
     @classmethod
     def pool(cls, task: MatchTask) -> SessionPool:
-        key = (task.sandbox, task.time_control, task.limits)
+        key = (task.sandbox, task.images, task.time_control, task.limits)
         if key not in cls.pools:
-            cls.pools[key] = SessionPool(_sandbox(task.sandbox), task.limits, task.time_control)
+            sandbox = _sandbox(task.sandbox, task.images)
+            cls.pools[key] = SessionPool(sandbox, task.limits, task.time_control)
         return cls.pools[key]
 
     @classmethod
@@ -168,7 +175,7 @@ class _Reuse:
 
     @classmethod
     def close(cls) -> None:
-        """Stop every pooled bot (at worker exit)."""
+        """Stop every pooled bot, then anything the backends still run (at worker exit)."""
         if cls.runner is None:
             return
         pools = list(cls.pools.values())
@@ -176,6 +183,9 @@ class _Reuse:
         for pool in pools:
             with contextlib.suppress(Exception):
                 cls.runner.run(pool.aclose())
+        for sandbox in list(_sandboxes.values()):
+            with contextlib.suppress(Exception):
+                cls.runner.run(sandbox.aclose())
         cls.runner.close()
         cls.runner = None
 
@@ -204,7 +214,7 @@ def play_task(task: MatchTask) -> TaskOutcome:
     partial = Path(name)
     try:
         if _Reuse.enabled:
-            result = _Reuse.loop_runner().run(
+            result = interrupts.run(
                 _Reuse.pool(task).play(
                     task.bots,
                     task.rules,
@@ -212,12 +222,13 @@ def play_task(task: MatchTask) -> TaskOutcome:
                     match_id=task.spec.key,
                     deal_key=deal_key(task.spec.key),
                     log_path=partial,
-                )
+                ),
+                _Reuse.loop_runner(),
             )
         else:
-            result = asyncio.run(
+            result = interrupts.run(
                 play_match(
-                    _sandbox(task.sandbox),
+                    _sandbox(task.sandbox, task.images),
                     task.bots,
                     task.rules,
                     task.spec.match_seed,
@@ -265,7 +276,8 @@ def run_tournament(
             wipe(folder)
         with Store(folder) as store:
             _remove_partial_logs(store)
-            sandbox = get_sandbox(tournament.file.sandbox.backend)
+            images = tuple(sorted(tournament.images))
+            sandbox = get_sandbox(tournament.file.sandbox.backend, images=images)
             staging = make_staging_root()
             try:
                 staged = {b.name: stage_bot(b, staging) for b in tournament.bots}
@@ -289,6 +301,7 @@ def run_tournament(
                         limits=tournament.limits,
                         sandbox=sandbox.name,
                         log_path=str(store.log_path(spec.key)),
+                        images=images,
                     )
                     for spec in specs
                     if spec.key not in finished

@@ -12,13 +12,15 @@ A worker that dies (killed, out of memory, a crash in C code) breaks the whole p
 then rebuilt and those matches go to the back of the queue, each at most ``max_attempts``
 times in all.
 
-Workers end with the coordinator, even when it is killed with SIGKILL (otherwise a
-``ProcessPoolExecutor`` worker waits forever for work from a dead coordinator):
-``PR_SET_PDEATHSIG`` signals them, and an idle worker exits at once while a busy one first
-finishes its match, which its time control bounds, so its bots are stopped the normal way.
-Workers ignore Ctrl-C for the same reason: the coordinator handles it and waits for the
-matches in progress. Cancelling a match half-way instead can interrupt a bot's start-up and
-leave a sandbox process behind.
+Stopping: a worker stops its bots and exits when it gets SIGTERM, when the coordinator
+asks (it sets a shared event when its run ends early: Ctrl-C, SIGTERM, a usage error), and
+when the coordinator dies, even by SIGKILL (``PR_SET_PDEATHSIG`` signals the worker; a
+thread polls the parent where that is missing); otherwise a ``ProcessPoolExecutor`` worker
+waits forever for work from a dead coordinator. A worker in a match cancels it: the match's
+cleanup removes its containers and kills its processes, including those still starting
+(:func:`referee.match.start_sessions` stops a bot interrupted while greeted), and then the
+bots kept for reuse. Workers ignore Ctrl-C itself: a terminal sends it to the whole process
+group, and the coordinator decides.
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.synchronize import Event as EventType
+from types import FrameType
 
+from referee import interrupts
 from referee.errors import UsageError
 from referee.executors import (
     Event,
@@ -55,7 +60,7 @@ __all__ = ["DEFAULT_ATTEMPTS", "LocalExecutor", "default_workers"]
 DEFAULT_ATTEMPTS = 3
 _PR_SET_PDEATHSIG = 1
 _ORPHAN_SIGNAL = signal.SIGHUP
-_ORPHAN_GRACE_S = 600.0
+_STOP_GRACE_S = 60.0
 
 
 def default_workers() -> int:
@@ -73,13 +78,15 @@ class LocalExecutor:
             raise ValueError("max_attempts must be at least 1")
         self.workers = workers or default_workers()
         self.max_attempts = max_attempts
+        self._context = multiprocessing.get_context("spawn")
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[Event], None]) -> None:
         """Play every task; return when each has finished or failed for good."""
         queue = deque(tasks)
         attempts: dict[str, int] = {}
         in_flight: dict[Future[TaskOutcome], MatchTask] = {}
-        pool = self._new_pool()
+        stop = self._context.Event()
+        pool = self._new_pool(stop)
         try:
             while queue or in_flight:
                 while queue and len(in_flight) <= self.workers:
@@ -88,7 +95,7 @@ class LocalExecutor:
                         future = pool.submit(_play_in_worker, task)
                     except BrokenProcessPool:
                         queue.appendleft(task)
-                        pool = self._replace(pool)
+                        pool = self._replace(pool, stop)
                         continue
                     attempts[task.spec.key] = attempts.get(task.spec.key, 0) + 1
                     on_event(MatchStarted(task.spec.key, attempts[task.spec.key]))
@@ -117,65 +124,92 @@ class LocalExecutor:
                     if not final:
                         queue.append(task)
                 if broken:
-                    pool = self._replace(pool)
+                    pool = self._replace(pool, stop)
+        except BaseException:
+            stop.set()  # the matches in progress are cancelled; their bots stopped
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _new_pool(self) -> ProcessPoolExecutor:
+    def _new_pool(self, stop: EventType) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
             max_workers=self.workers,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=self._context,
             initializer=_init_worker,
-            initargs=(os.getpid(),),
+            initargs=(os.getpid(), stop),
         )
 
-    def _replace(self, pool: ProcessPoolExecutor) -> ProcessPoolExecutor:
+    def _replace(self, pool: ProcessPoolExecutor, stop: EventType) -> ProcessPoolExecutor:
         """A fresh pool for a broken one (the broken pool has already stopped its workers)."""
         pool.shutdown(wait=True, cancel_futures=True)
-        return self._new_pool()
+        return self._new_pool(stop)
 
 
 _coordinator = 0
 _in_match = threading.Event()
+_stopping = threading.Event()
+_exiting = threading.Event()
 
 
-def _init_worker(coordinator: int) -> None:
-    """Make this worker end with the coordinator (see the module docstring)."""
+def _init_worker(coordinator: int, stop: EventType) -> None:
+    """Make this worker stop its bots and exit when told to (see the module docstring)."""
     global _coordinator
     _coordinator = coordinator
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(_ORPHAN_SIGNAL, _on_orphaned)
+    signal.signal(signal.SIGTERM, _on_stop)
+    signal.signal(_ORPHAN_SIGNAL, _on_stop)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, _ORPHAN_SIGNAL)
     if os.getppid() != coordinator:  # the coordinator died before prctl took effect
         os._exit(1)
-    threading.Thread(target=_watch_coordinator, daemon=True).start()
+    threading.Thread(target=_watch_coordinator, args=(stop,), daemon=True).start()
     # Bots stay up between this worker's matches; they are stopped when the worker exits.
     enable_reuse()
     multiprocessing.util.Finalize(None, close_reused, exitpriority=10)
 
 
-def _on_orphaned(signum: int, frame: object) -> None:
-    if not _in_match.is_set():
-        os._exit(1)
+def _on_stop(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM, or the coordinator is gone: stop this worker's bots, then exit.
+
+    In a match, its task is cancelled and :func:`_play_in_worker` exits once the match has
+    cleaned up. Idle, the bots kept for reuse are stopped here and the worker exits at once:
+    an exception raised from here could be swallowed by the pool's own code (it catches
+    everything while it sends a result back), leaving the worker waiting for work forever.
+    """
+    if _exiting.is_set():
+        return
+    _stopping.set()
+    if interrupts.cancel_main_task() or _in_match.is_set():
+        return
+    _exiting.set()
+    close_reused()
+    os._exit(128 + signum)
 
 
 def _play_in_worker(task: MatchTask) -> TaskOutcome:
-    """:func:`play_task`, then exit if the coordinator died meanwhile."""
+    """:func:`play_task`, then exit if this worker was told to stop meanwhile."""
     _in_match.set()
     try:
         return play_task(task)
     finally:
-        _in_match.clear()
-        if os.getppid() != _coordinator:
+        # Checked before the match flag is cleared: a stop from then on is handled as idle.
+        if _stopping.is_set() or os.getppid() != _coordinator:
+            _exiting.set()
+            close_reused()
             os._exit(1)
+        _in_match.clear()
 
 
-def _watch_coordinator() -> None:
-    """For systems without ``PR_SET_PDEATHSIG``, and a match that would not end: poll."""
-    while os.getppid() == _coordinator:
+def _watch_coordinator(stop: EventType) -> None:
+    """Turn a stop request, or the coordinator's death, into SIGTERM; exit if it hangs.
+
+    The death is noticed here too on systems without ``PR_SET_PDEATHSIG``. SIGTERM is
+    repeated each second, for a stop that arrives just as a match ends.
+    """
+    while os.getppid() == _coordinator and not stop.wait(1.0):
+        pass
+    deadline = time.monotonic() + _STOP_GRACE_S
+    while time.monotonic() < deadline:
+        os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(1.0)
-    deadline = time.monotonic() + _ORPHAN_GRACE_S
-    while _in_match.is_set() and time.monotonic() < deadline:
-        time.sleep(0.5)
     os._exit(1)

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from referee.ratings import EntrantRating, rate
+from referee.render import printable
 from referee.store import StoredMatch
 
 __all__ = [
@@ -267,8 +268,8 @@ def to_csv(board: Leaderboard) -> str:
 
 
 def terminal_text(text: str) -> str:
-    """Untrusted text for a terminal: control characters (escape sequences) removed."""
-    return "".join(ch for ch in text if ch.isprintable())
+    """Untrusted text for a terminal: :func:`referee.render.printable`."""
+    return printable(text)
 
 
 def to_rich_table(board: Leaderboard) -> Table:

@@ -9,6 +9,7 @@ extra); ``"auto"`` picks docker when a daemon answers and its image exists, else
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from referee.errors import UsageError
@@ -45,19 +46,21 @@ __all__ = [
 SANDBOX_NAMES = ("process", "docker", "auto")
 
 
-def get_sandbox(name: str, **options: Any) -> Sandbox:
+def get_sandbox(name: str, *, images: Iterable[str] = (), **options: Any) -> Sandbox:
     """The sandbox backend called ``name``; ``options`` go to its constructor.
 
-    Raises ``UsageError`` for an unknown name, or when the docker backend cannot be loaded.
+    ``images`` are the Docker images bots may name besides the referee's bot image (the
+    docker backend refuses others; the process backend runs no images). Raises
+    ``UsageError`` for an unknown name, or when the docker backend cannot be loaded.
     """
     if name == "process":
         return ProcessSandbox(**options)
     if name == "docker":
-        return _docker_sandbox(**options)
+        return _docker_sandbox(allowed_images=tuple(images), **options)
     if name == "auto":
         if options:
             raise UsageError("the auto sandbox takes no options; name a backend to set them")
-        return _auto_sandbox()
+        return _auto_sandbox(tuple(images))
     raise UsageError(f"unknown sandbox {name!r}; choose one of: {', '.join(SANDBOX_NAMES)}")
 
 
@@ -78,7 +81,7 @@ def _docker_sandbox(**options: Any) -> Sandbox:
     return sandbox
 
 
-def _auto_sandbox() -> Sandbox:
+def _auto_sandbox(images: tuple[str, ...]) -> Sandbox:
     """Docker when its daemon answers and the bot image exists, else the process sandbox.
 
     The hook into the docker backend is ``referee.sandbox.docker.docker_status()``, which
@@ -90,6 +93,6 @@ def _auto_sandbox() -> Sandbox:
         return ProcessSandbox()
     usable, _reason = docker.docker_status()
     if usable:
-        sandbox: Sandbox = docker.DockerSandbox()
+        sandbox: Sandbox = docker.DockerSandbox(allowed_images=images)
         return sandbox
     return ProcessSandbox()

@@ -4,7 +4,12 @@ Each bot runs in a fresh container of the bot runtime image (:data:`IMAGE_NAME` 
 backend or the bot names another) with no network, a read-only root, a small ``/tmp`` tmpfs,
 an unprivileged user, every capability dropped, ``no-new-privileges``, memory = memory+swap,
 a pids limit, a CPU quota and rlimits. The bot's folder (or its one file) is bind-mounted
-read-only at ``/bot``, the working directory.
+read-only at ``/bot``, the working directory, through the mount API: the volume string form
+(``host:container:ro``) breaks on a file name with ``:`` or ``,``.
+
+A bot naming an image the backend was not given as allowed is refused before anything is
+created (loading a tournament refuses it earlier, with the setting that allows it): any
+image on the host would otherwise do, including private ones holding credentials.
 
 Stdio goes over the container's attach socket, opened *before* the container starts so no
 output is lost. Docker multiplexes stdout and stderr on that socket in frames (an 8-byte
@@ -29,12 +34,12 @@ import signal
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from referee.errors import InfrastructureError, UsageError
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
-from referee.sandbox.image import IMAGE_NAME
+from referee.sandbox.image import IMAGE_NAME, allowed_images, image_reference
 
 __all__ = [
     "IMAGE_NAME",
@@ -195,14 +200,18 @@ def remove_leftovers(client: Any, *, orphans_only: bool = False) -> int:
     """
     docker = _docker_module()
     removed = 0
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
-        owner = container.labels.get(_LABEL_OWNER, "")
+    # The low-level listing: the SDK's inspects each container it lists, and fails when one
+    # is removed meanwhile (by its own referee, say: workers share one daemon).
+    for entry in client.api.containers(all=True, filters={"label": LABEL}):
+        owner = (entry.get("Labels") or {}).get(_LABEL_OWNER, "")
         if orphans_only and owner and _owner_alive(owner):
             continue
         try:
-            container.remove(force=True)
-        except docker.errors.NotFound:
-            continue
+            client.api.remove_container(entry["Id"], force=True)
+        except docker.errors.APIError as exc:
+            if exc.status_code in (404, 409):  # gone, or its removal already under way
+                continue
+            raise
         removed += 1
     return removed
 
@@ -517,19 +526,26 @@ _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
 class DockerSandbox(Sandbox):
     """Runs each bot in its own container (see the module docstring for the confinement).
 
-    ``image`` is the default runtime image (a bot's ``BotSpec.image`` overrides it);
-    ``match_id`` only labels the containers. ``client`` is an existing
-    ``docker.DockerClient``; without one the backend connects from the environment on the
-    first :meth:`start`, checks the image and removes orphaned containers.
+    ``image`` is the default runtime image; a bot's ``BotSpec.image`` overrides it when it
+    is ``image``, the referee's bot image or one of ``allowed_images``, and is refused
+    (``UsageError``) otherwise. ``match_id`` only labels the containers. ``client`` is an
+    existing ``docker.DockerClient``; without one the backend connects from the environment
+    on the first :meth:`start`, checks the image and removes orphaned containers.
     """
 
     name = "docker"
 
     def __init__(
-        self, image: str = IMAGE_NAME, *, match_id: str = "", client: Any | None = None
+        self,
+        image: str = IMAGE_NAME,
+        *,
+        allowed_images: Iterable[str] = (),
+        match_id: str = "",
+        client: Any | None = None,
     ) -> None:
         _docker_module()
         self.image = image
+        self.allowed_images = _allowed(image, allowed_images)
         self.match_id = match_id
         self._client = client
         self._own_client = client is None
@@ -558,6 +574,11 @@ class DockerSandbox(Sandbox):
 
     async def start(self, bot: BotSpec, limits: Limits) -> BotProcess:
         image = bot.image or self.image
+        if image_reference(image) not in self.allowed_images:
+            raise UsageError(
+                f"bot {bot.name!r} names the Docker image {image!r}, which this sandbox does "
+                f"not allow (allowed: {', '.join(sorted(self.allowed_images))})"
+            )
         client = await self._ready_client(image)
         docker = _docker_module()
         options = self._create_options(bot, limits, image)
@@ -603,14 +624,10 @@ class DockerSandbox(Sandbox):
         ulimit = docker.types.Ulimit
         folder = bot.folder.resolve()
         if bot.single_file:
-            volumes = {
-                str(folder / bot.single_file): {
-                    "bind": posixpath.join(_BOT_DIR, bot.single_file),
-                    "mode": "ro",
-                }
-            }
+            source, target = folder / bot.single_file, posixpath.join(_BOT_DIR, bot.single_file)
         else:
-            volumes = {str(folder): {"bind": _BOT_DIR, "mode": "ro"}}
+            source, target = folder, _BOT_DIR
+        mount = docker.types.Mount(target, str(source), type="bind", read_only=True)
         memory = f"{limits.memory_mb}m"
         file_size = limits.file_size_mb << 20
         return {
@@ -645,7 +662,7 @@ class DockerSandbox(Sandbox):
                 _LABEL_BOT: bot.name,
             },
             "working_dir": _BOT_DIR,
-            "volumes": volumes,
+            "mounts": [mount],
             "environment": {"TMPDIR": "/tmp", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
         }
 
@@ -656,6 +673,11 @@ class DockerSandbox(Sandbox):
         if self._client is not None and self._own_client:
             await self._run_blocking(self._client.close)
             self._client = None
+
+
+def _allowed(image: str, extra: Iterable[str]) -> frozenset[str]:
+    """The referee's bot image, the backend's default ``image`` and ``extra``, as references."""
+    return allowed_images([image, *extra])
 
 
 def _container_command(bot: BotSpec) -> list[str]:

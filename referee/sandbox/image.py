@@ -1,4 +1,4 @@
-"""Build the bot runtime image used by the Docker sandbox.
+"""Build the bot runtime image used by the Docker sandbox, and say which images bots may use.
 
 Two ways to the same image (Python 3 with its full standard library, run as a non-root
 user in ``/bot``):
@@ -10,6 +10,10 @@ user in ``/bot``):
   only re-imports it. ``.ci/docker-setup.sh`` does the same steps in bash (same cache).
 
 Run it as ``python -m referee.sandbox.image [--offline] [--tag TAG] [--rebuild]``.
+
+A bot may name another image in its ``bot.toml`` (``image = "..."``), but only one the
+organiser allowed (:func:`check_bot_image`): any image on the host would otherwise do,
+including private ones with credentials baked in. The referee's own image is always allowed.
 """
 
 from __future__ import annotations
@@ -21,13 +25,23 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from referee.errors import InfrastructureError, RefereeError, UsageError
+from referee.sandbox.base import BotSpec
 
-__all__ = ["CACHE_DIR", "DOCKERFILE", "IMAGE_NAME", "build_image", "host_suite"]
+__all__ = [
+    "CACHE_DIR",
+    "DOCKERFILE",
+    "IMAGE_NAME",
+    "allowed_images",
+    "build_image",
+    "check_bot_image",
+    "host_suite",
+    "image_reference",
+]
 
 IMAGE_NAME = "arschloch-referee-bot:latest"
 
@@ -70,6 +84,34 @@ _TRIM_GLOBS = (
 _KEEP_NAMES = frozenset({"copyright"})
 
 Echo = Callable[[str], None]
+
+
+def image_reference(name: str) -> str:
+    """``name`` as Docker reads it: without a tag or digest it means ``name:latest``."""
+    if "@" in name or ":" in name.rsplit("/", 1)[-1]:
+        return name
+    return f"{name}:latest"
+
+
+def allowed_images(extra: Iterable[str] = ()) -> frozenset[str]:
+    """The images bots may run in: the referee's bot image and ``extra``, as references."""
+    return frozenset(image_reference(name) for name in (IMAGE_NAME, *extra))
+
+
+def check_bot_image(bot: BotSpec, allowed: Iterable[str], how_to_allow: str) -> None:
+    """Refuse (``UsageError``) a bot whose ``bot.toml`` names an image not in ``allowed``.
+
+    ``how_to_allow`` ends the message: the option or the setting that allows the image.
+    """
+    if bot.image is None:
+        return
+    permitted = allowed_images(allowed)
+    if image_reference(bot.image) in permitted:
+        return
+    raise UsageError(
+        f"bot {bot.name!r} names the Docker image {bot.image!r} in its bot.toml, which is "
+        f"not allowed here (allowed: {', '.join(sorted(permitted))}); {how_to_allow}"
+    )
 
 
 def _progress(echo: Echo) -> Echo:

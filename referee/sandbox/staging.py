@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from referee.errors import InfrastructureError, UsageError
+from referee.names import MAX_NAME_LENGTH, check_name
 from referee.render import printable
 from referee.sandbox.base import BotSpec
 
@@ -77,7 +78,6 @@ __all__ = [
 ]
 
 MANIFEST = "bot.toml"
-MAX_NAME_LENGTH = 64
 MAX_BOT_BYTES = 50 * 1024 * 1024
 MAX_BOT_FILES = 10_000
 MAX_BOT_DEPTH = 32
@@ -218,22 +218,8 @@ def _optional_str(data: dict[str, object], key: str, manifest: Path) -> str | No
 
 
 def _check_name(name: str, where: str) -> str:
-    """A bot name is shown to people: printable, trimmed, at most 64 characters."""
-    if not name.strip():
-        raise UsageError(f"{where}: the bot name is empty")
-    if len(name) > MAX_NAME_LENGTH:
-        raise UsageError(
-            f"{where}: the bot name is {len(name)} characters long; at most "
-            f"{MAX_NAME_LENGTH} are allowed"
-        )
-    if not name.isprintable():
-        bad = ord(next(char for char in name if not char.isprintable()))
-        raise UsageError(
-            f"{where}: the bot name {name!r} has a non-printable character U+{bad:04X}"
-        )
-    if name != name.strip():
-        raise UsageError(f"{where}: the bot name {name!r} starts or ends with spaces")
-    return name
+    """A bot name is shown to people: see :func:`referee.names.check_name`."""
+    return check_name(name, where)
 
 
 def safe_name(name: str) -> str:

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import random
+import shutil
 import socket
 import textwrap
 from collections.abc import Coroutine, Iterator
@@ -22,6 +23,9 @@ from typing import Any, TypeVar
 import pytest
 
 from referee.errors import UsageError
+from referee.match import play_match
+from referee.rules import RuleSet
+from referee.sandbox import load_bot, make_staging_root, stage_bot
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits
 from referee.sandbox.docker import (
     IMAGE_NAME,
@@ -31,8 +35,11 @@ from referee.sandbox.docker import (
     _owner,
     connect,
 )
+from tests.conftest import PRIVATE_SECRET
 
 T = TypeVar("T")
+
+REPO = Path(__file__).resolve().parents[2]
 
 LIMITS = Limits(memory_mb=128, pids=32, tmp_mb=8, cpus=1.0)
 LINE_TIMEOUT_S = 20.0
@@ -91,15 +98,19 @@ def sandbox_client(client: Any) -> Iterator[Any]:
     assert not left, f"containers left after the test: {[c.name for c in left]}"
 
 
-def single_file_bot(tmp_path: Path, name: str, source: str) -> BotSpec:
+def single_file_bot(
+    tmp_path: Path, name: str, source: str, *, file: str = "bot.py", image: str | None = None
+) -> BotSpec:
     """A one-file python3 bot written into ``tmp_path`` (readable by the container's user)."""
     folder = tmp_path / name
     folder.mkdir()
-    (folder / "bot.py").write_text(textwrap.dedent(source))
+    (folder / file).write_text(textwrap.dedent(source))
     folder.chmod(0o755)
-    (folder / "bot.py").chmod(0o644)
+    (folder / file).chmod(0o644)
     tmp_path.chmod(0o755)
-    return BotSpec(name=name, folder=folder, command=("python3", "bot.py"), single_file="bot.py")
+    return BotSpec(
+        name=name, folder=folder, command=("python3", file), single_file=file, image=image
+    )
 
 
 async def read_line(process: BotProcess, stream: str = "stdout") -> bytes:
@@ -511,3 +522,117 @@ def test_cancelled_start_leaves_nothing(sandbox_client: Any, tmp_path: Path) -> 
     for delay_s in (0.0, 0.01, 0.03, 0.1, 0.2):
         run(scenario(delay_s))
         assert _our_containers(sandbox_client) == [], delay_s
+
+
+# --- images only by permission ---------------------------------------------------------
+
+SECRET_BOT = """
+    import sys
+    print(open("/secret").read().strip(), flush=True)
+    print(open("/secret").read().strip(), file=sys.stderr, flush=True)
+"""
+
+
+class _NoContainers:
+    """A client stand-in that fails the test if a container is ever created."""
+
+    def __init__(self) -> None:
+        self.containers = self
+
+    def create(self, **options: Any) -> Any:
+        raise AssertionError(f"a container was created: {options.get('image')}")
+
+
+def test_an_image_not_allowed_is_refused_before_any_container(tmp_path: Path) -> None:
+    pytest.importorskip("docker")
+    bot = single_file_bot(tmp_path, "nosy", SECRET_BOT, image="private/creds:1")
+    sandbox = DockerSandbox(client=_NoContainers(), allowed_images=["python:3.11-slim"])
+
+    with pytest.raises(UsageError) as refused:
+        run(sandbox.start(bot, LIMITS))
+    message = str(refused.value)
+    assert "'nosy' names the Docker image 'private/creds:1'" in message
+    assert f"allowed: {IMAGE_NAME}, python:3.11-slim" in message
+
+
+@pytest.mark.docker
+def test_a_private_image_runs_only_when_allowed(
+    sandbox_client: Any, private_image: str, tmp_path: Path
+) -> None:
+    bot = single_file_bot(tmp_path, "nosy", SECRET_BOT, image=private_image)
+
+    async def refused() -> None:
+        sandbox = DockerSandbox(client=sandbox_client)
+        try:
+            await sandbox.start(bot, LIMITS)
+        finally:
+            await sandbox.aclose()
+
+    with pytest.raises(UsageError, match="not allow") as info:
+        run(refused())
+    assert PRIVATE_SECRET not in str(info.value)
+    assert _our_containers(sandbox_client) == []
+
+    # The control: allowed, the same bot does read the image's secret.
+    async def allowed() -> bytes:
+        sandbox = DockerSandbox(client=sandbox_client, allowed_images=[private_image])
+        process = await sandbox.start(bot, LIMITS)
+        try:
+            return await read_line(process)
+        finally:
+            await process.cleanup()
+            await sandbox.aclose()
+
+    assert run(allowed()) == PRIVATE_SECRET.encode() + b"\n"
+
+
+# --- file names docker's volume syntax cannot carry -------------------------------------
+
+NAMES_BOT = """
+    import json, os
+    print(json.dumps({"file": __file__, "listing": os.listdir("/bot")}), flush=True)
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("file", ["evil:x.py", "a\nb.py", "two words,comma.py"])
+def test_a_single_file_bot_keeps_any_file_name(
+    sandbox_client: Any, tmp_path: Path, file: str
+) -> None:
+    bot = single_file_bot(tmp_path, "named", NAMES_BOT, file=file)
+
+    async def body(process: BotProcess) -> Any:
+        return await read_json(process)
+
+    seen, info = run(drive(sandbox_client, bot, LIMITS, body))
+    assert seen == {"file": f"/bot/{file}", "listing": [file]}
+    assert info.returncode == 0
+
+
+@pytest.mark.docker
+def test_a_bot_file_named_with_a_colon_plays_a_docker_match(
+    sandbox_client: Any, tmp_path: Path
+) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    evil = source / "evil:x.py"
+    evil.write_text((REPO / "tests" / "bots" / "polite.py").read_text())
+    bots = [load_bot(evil), load_bot(REPO / "sample_bots" / "lowest")]
+    staging = make_staging_root()
+
+    async def scenario() -> Any:
+        sandbox = DockerSandbox(client=sandbox_client, match_id="evil-colon")
+        try:
+            staged = [stage_bot(bot, staging) for bot in (bots[0], bots[1], bots[1])]
+            return await play_match(
+                sandbox, staged, RuleSet.preset("arschloch").with_overrides(target=2).resolve(3), 5
+            )
+        finally:
+            await sandbox.aclose()
+
+    try:
+        result = run(scenario(), timeout=120)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    assert [st.fault for st in result.standings] == [None, None, None]
+    assert any(st.name == "evil:x" for st in result.standings)

@@ -137,3 +137,34 @@ def test_a_symlinked_bot_is_refused_and_nothing_is_copied(tmp_path: Path, inside
     assert sorted(p.name for p in (tmp_path / "t" / "bots").iterdir()) == sorted(
         f"{MARKER}-{c}.py" for c in "abcd"
     )
+
+
+def test_a_bot_naming_an_image_the_tournament_does_not_allow_is_refused(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path / "t")
+    before = path.read_text()
+    bot = tmp_path / "nosy"
+    bot.mkdir()
+    shutil.copy(TEST_BOTS / "polite.py", bot / "bot.py")
+    (bot / "bot.toml").write_text(
+        'name = "nosy"\ncommand = "python3 bot.py"\nimage = "private/creds:1"\n'
+    )
+    code, output = _submit(str(bot), "--to", str(path))
+    assert code == 1
+    assert "bot refused: bot 'nosy' names the Docker image 'private/creds:1'" in output
+    assert "(allowed: arschloch-referee-bot:latest)" in output and "[sandbox]" in output
+    assert "smoke match" not in output  # refused before anything ran
+    assert path.read_text() == before
+    assert not (tmp_path / "t" / "bots" / "nosy").exists()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [f"{MARKER}-\u0430", f"{MARKER.upper()}-A", f"{MARKER}-\uff41", f"\uff54{MARKER[1:]}-a"],
+)
+def test_a_name_that_looks_like_an_entrant_is_refused(tmp_path: Path, name: str) -> None:
+    path = write_tournament(tmp_path)
+    before = path.read_text()
+    code, output = _submit(str(TEST_BOTS / "polite.py"), "--to", str(path), "--name", name)
+    assert code == 2
+    assert f"the name {name!r} looks like '{MARKER}-a', already entered" in output
+    assert path.read_text() == before

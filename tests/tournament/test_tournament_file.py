@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,7 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
         (
             f'path = "bots/{MARKER}-c.py"',
             f'path = "bots/{MARKER}-c.py"\nname = "x\\u0007"',
-            "bots[2]: name: 'x\\x07' must be printable",
+            "bots[2]: name: the bot name 'x\\x07' has a non-printable character U+0007",
         ),
         (
             f'path = "bots/{MARKER}-c.py"',
@@ -170,3 +171,123 @@ def test_toml_strings_round_trip(name: str) -> None:
     import tomllib
 
     assert tomllib.loads(f"x = {toml_string(name)}")["x"] == name
+
+
+# --- names that look alike, names that hide characters -----------------------------------
+
+
+def _named(tmp_path: Path, first: str, third: str) -> Path:
+    """The test tournament with display names on bots[0] and bots[2]."""
+    path = write_tournament(tmp_path)
+    text = path.read_text()
+    for letter, name in (("a", first), ("c", third)):
+        entry = f'path = "bots/{MARKER}-{letter}.py"\n'
+        text = text.replace(entry, f"{entry}name = {toml_string(name)}\n")
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("first", "twin", "why"),
+    [
+        ("heuristic", "h\u0435uristic", "U+0435 CYRILLIC SMALL LETTER IE"),
+        (
+            "heuristic",
+            "h\u0435urist\u0456\u0441",
+            "U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I",
+        ),
+        ("heuristic", "\u0397euristic", "U+0397 GREEK CAPITAL LETTER ETA"),
+        (
+            "heuristic",
+            "\uff48\uff45\uff55\uff52\uff49\uff53\uff54\uff49\uff43",
+            "FULLWIDTH LATIN SMALL LETTER H",
+        ),
+        ("heuristic", "Heuristic", "they differ only in case"),
+        ("Alice", "AIice", "U+0049 LATIN CAPITAL LETTER I"),
+        ("bot 1", "bot l", "U+006C LATIN SMALL LETTER L"),
+    ],
+)
+def test_a_name_that_looks_like_another_is_refused(
+    tmp_path: Path, first: str, twin: str, why: str
+) -> None:
+    path = _named(tmp_path, first, twin)
+    with pytest.raises(UsageError) as info:
+        load_tournament(path)
+    message = str(info.value)
+    assert f"bots[2]: the name {twin!r} looks like {first!r} of bots[0]" in message
+    assert why in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("heu\u200bristic", "non-printable character U+200B"),
+        ("heuristic\u2067", "non-printable character U+2067"),
+        ("heu\u3164ristic", "invisible character U+3164 HANGUL FILLER"),
+        ("heuristic\ufe0f", "invisible character U+FE0F VARIATION SELECTOR-16"),
+    ],
+)
+def test_a_name_with_invisible_characters_is_refused(
+    tmp_path: Path, name: str, expected: str
+) -> None:
+    path = _named(tmp_path, "alpha", name)
+    with pytest.raises(UsageError, match=re.escape(expected)):
+        load_tournament(path)
+
+
+def test_names_that_only_look_similar_are_accepted(tmp_path: Path) -> None:
+    path = _named(tmp_path, "heuristic", "heuristic-2")
+    assert load_tournament(path).entrants[::2] == ["heuristic", "heuristic-2"]
+
+
+# --- Docker images only by permission ----------------------------------------------------
+
+
+def _with_image_bot(tmp_path: Path, image: str, sandbox_extra: str = "") -> Path:
+    """The test tournament with a folder bot that names ``image`` in its bot.toml."""
+    path = write_tournament(tmp_path)
+    folder = tmp_path / "bots" / "nosy"
+    folder.mkdir()
+    (folder / "bot.py").write_text("print('hi')\n")
+    (folder / "bot.toml").write_text(
+        f'name = "nosy"\ncommand = "python3 bot.py"\nimage = {toml_string(image)}\n'
+    )
+    text = path.read_text().replace("memory_mb = 256\n", f"memory_mb = 256\n{sandbox_extra}")
+    path.write_text(text + '\n[[bots]]\npath = "bots/nosy"\n')
+    return path
+
+
+def test_a_bot_naming_an_image_not_allowed_is_refused_at_load(tmp_path: Path) -> None:
+    path = _with_image_bot(tmp_path, "private/creds:1")
+    with pytest.raises(UsageError) as info:
+        load_tournament(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: bots[4]: bot 'nosy' names the Docker image ")
+    assert "'private/creds:1'" in message
+    assert "(allowed: arschloch-referee-bot:latest)" in message
+    assert (
+        'set images = ["arschloch-referee-bot:latest", "private/creds:1"] under [sandbox]'
+        in message
+    )
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("image", "allowed"),
+    [
+        ("python:3.11-slim", '"python:3.11-slim"'),
+        ("python", '"python:latest"'),
+        ("python:latest", '"python"'),
+        ("arschloch-referee-bot", '"python:3.11-slim"'),  # the referee's own is always allowed
+    ],
+)
+def test_an_allowed_image_loads(tmp_path: Path, image: str, allowed: str) -> None:
+    path = _with_image_bot(tmp_path, image, f"images = [{allowed}]\n")
+    t = load_tournament(path)
+    assert t.bot("nosy").image == image
+
+
+def test_an_image_list_entry_must_be_a_name(tmp_path: Path) -> None:
+    path = _with_image_bot(tmp_path, "python:3.11-slim", 'images = [""]\n')
+    with pytest.raises(UsageError, match=r"sandbox.images\[0\]"):
+        load_tournament(path)
