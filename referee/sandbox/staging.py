@@ -128,7 +128,8 @@ def load_bot(path: str | Path) -> BotSpec:
         raise UsageError(f"bot {_shown(given)} is neither a file nor a folder")
     file = given.name
     if given.suffix == ".py":
-        command: tuple[str, ...] = ("python3", file)
+        # "./" so a file named like an option (``--help.py``) is still the script to run.
+        command: tuple[str, ...] = ("python3", f"./{file}")
     elif os.access(given, os.X_OK):
         command = (f"./{file}",)
     else:

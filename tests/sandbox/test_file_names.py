@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from referee.sandbox import BotSpec, Limits, make_staging_root
+from referee.sandbox import BotSpec, Limits, make_staging_root, remove_staging_root
 from tests.sandbox.test_process import make_sandbox, mode  # noqa: F401  (the fixture)
 
-FILES = ["evil:x.py", "a\nb.py", "two words,comma.py"]
+FILES = ["evil:x.py", "a\nb.py", "two words,comma.py", "--help.py"]
 LIMITS = Limits(memory_mb=256)
 
 NAMES_BOT = """
@@ -32,7 +31,7 @@ NAMES_BOT = """
 def staging() -> Iterator[Path]:
     root = make_staging_root()
     yield root
-    shutil.rmtree(root)
+    remove_staging_root(root)
 
 
 @pytest.mark.parametrize("file", FILES)
@@ -42,7 +41,8 @@ def test_a_single_file_bot_keeps_any_file_name(mode: str, staging: Path, file: s
     folder.chmod(0o755)
     (folder / file).write_text(textwrap.dedent(NAMES_BOT))
     (folder / file).chmod(0o644)
-    bot = BotSpec(name="named", folder=folder, command=("python3", file), single_file=file)
+    # The command load_bot gives a single .py file ("./" keeps "--help.py" a script).
+    bot = BotSpec(name="named", folder=folder, command=("python3", f"./{file}"), single_file=file)
 
     async def scenario() -> object:
         process = await make_sandbox(mode).start(bot, LIMITS)

@@ -61,9 +61,14 @@ def folder_bot(root: Path, manifest: str, files: dict[str, str] | None = None) -
 def test_python_file(tmp_path: Path) -> None:
     spec = load_bot(write(tmp_path / "quick_fox.py", "print()\n"))
     assert spec.name == "quick_fox"
-    assert spec.command == ("python3", "quick_fox.py")
+    assert spec.command == ("python3", "./quick_fox.py")
     assert spec.folder == tmp_path.resolve()
     assert spec.single_file == "quick_fox.py"
+
+
+def test_a_python_file_named_like_an_option_is_still_the_script(tmp_path: Path) -> None:
+    spec = load_bot(write(tmp_path / "--help.py", "print()\n"))
+    assert spec.command == ("python3", "./--help.py")
 
 
 def test_executable_file(tmp_path: Path) -> None:
@@ -206,7 +211,7 @@ def test_stage_single_file_copies_only_that_file(tmp_path: Path) -> None:
     spec = stage_bot(load_bot(write(tmp_path / "src" / "bot.py", "print()\n")), tmp_path / "s")
     assert os.listdir(spec.folder) == ["bot.py"]
     assert spec.single_file == "bot.py"
-    assert spec.command == ("python3", "bot.py")
+    assert spec.command == ("python3", "./bot.py")
 
 
 def test_hash_is_stable_and_sensitive(tmp_path: Path) -> None:
