@@ -136,9 +136,11 @@ def bench_round_trip(count: int = 2000) -> dict[str, float]:
 
 def bench_reuse(matches: int = 20) -> dict[str, float]:
     """A sequence of short matches of 4 instant bots: containers reused vs one per match."""
-    from referee.match import SessionPool, TimeControl, play_match
+    from referee.match import play_match
     from referee.rules import RuleSet
     from referee.sandbox import load_bot, make_staging_root, remove_staging_root, stage_bot
+    from referee.session import SessionPool
+    from referee.specs import TimeControl
 
     polite = Path(__file__).resolve().parent.parent / "tests" / "bots" / "polite.py"
     staging = make_staging_root()
@@ -151,7 +153,9 @@ def bench_reuse(matches: int = 20) -> dict[str, float]:
         pool = SessionPool(sandbox, Limits(), tc)
         start = time.perf_counter()
         for i in range(matches):
-            await pool.play(bots, rules, i, match_id=f"reuse-{i}", deal_key=f"deal-{i}")
+            await play_match(
+                sandbox, bots, rules, i, match_id=f"reuse-{i}", deal_key=f"deal-{i}", pool=pool
+            )
         await pool.aclose()
         elapsed = time.perf_counter() - start
         await sandbox.aclose()

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from referee.match import TimeControl, run_match, start_sessions
+from referee.match import run_match
 from referee.rules import RuleSet
 from referee.sandbox import (
     Limits,
@@ -21,6 +21,8 @@ from referee.sandbox import (
     remove_staging_root,
     stage_bot,
 )
+from referee.session import start_sessions
+from referee.specs import TimeControl
 
 ROOT = Path(__file__).resolve().parent.parent
 POLITE = ROOT / "tests" / "bots" / "polite.py"

@@ -9,7 +9,6 @@ they pass through :func:`referee.render.printable` on their way out.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
 import sys
@@ -23,6 +22,7 @@ from referee import __version__
 from referee.errors import RefereeError, ReplayMismatch, UsageError
 from referee.interrupts import Terminated, handle_sigterm
 from referee.render import printable
+from referee.specs import TimeControl
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -170,16 +170,6 @@ def _bots_or_fail(paths: tuple[str, ...], allow_images: tuple[str, ...] = ()) ->
     return specs
 
 
-async def _play_then_close(sandbox: Any, *args: Any, **kwargs: Any) -> Any:
-    """``play_match``, then the backend's own cleanup of anything it still runs."""
-    from referee.match import play_match
-
-    try:
-        return await play_match(sandbox, *args, **kwargs)
-    finally:
-        await asyncio.shield(sandbox.aclose())
-
-
 @main.command()
 @click.argument("bots", nargs=-1, required=True)
 @click.option("--rules", "preset", default="arschloch", show_default=True, help="Preset name.")
@@ -191,9 +181,27 @@ async def _play_then_close(sandbox: Any, *args: Any, **kwargs: Any) -> Any:
 )
 @_sandbox_option
 @_allow_image_option
-@click.option("--move-ms", default=1000, show_default=True, type=click.IntRange(1, 3_600_000))
-@click.option("--bank-ms", default=10_000, show_default=True, type=click.IntRange(0, 36_000_000))
-@click.option("--hello-ms", default=10_000, show_default=True, type=click.IntRange(1, 3_600_000))
+@click.option(
+    "--move-ms",
+    default=TimeControl().move_ms,
+    show_default=True,
+    type=click.IntRange(*TimeControl.bounds("move_ms")),
+    help="Time for each request (ms).",
+)
+@click.option(
+    "--bank-ms",
+    default=TimeControl().bank_ms,
+    show_default=True,
+    type=click.IntRange(*TimeControl.bounds("bank_ms")),
+    help="Extra time for the whole match, used when a reply takes over --move-ms (ms).",
+)
+@click.option(
+    "--hello-ms",
+    default=TimeControl().hello_ms,
+    show_default=True,
+    type=click.IntRange(*TimeControl.bounds("hello_ms")),
+    help="Time to start up and answer hello (ms).",
+)
 @click.option("--max-rounds", default=None, type=click.IntRange(1, 10_000), help="Hard round cap.")
 @click.option("--log", "log_path", default=None, type=click.Path(dir_okay=False), help="Match log.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
@@ -220,11 +228,10 @@ def play(
     import json
     import secrets
 
-    from referee import interrupts
     from referee.deals import deal_seed, new_secret
-    from referee.match import TimeControl
+    from referee.match import play_once
     from referee.rules import RuleSet
-    from referee.sandbox import get_sandbox, make_staging_root, remove_staging_root, stage_bot
+    from referee.sandbox import get_sandbox
 
     specs = _bots_or_fail(bots, allow_images)
     overrides = {"max_rounds": max_rounds} if max_rounds else {}
@@ -244,17 +251,10 @@ def play(
     sandbox = get_sandbox(sandbox_name, images=allow_images)
     if not as_json:
         say(f"sandbox: {sandbox.describe()}")
-    staging = make_staging_root()
-    try:
-        staged = [stage_bot(spec, staging) for spec in specs]
-        tc = TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms)
-        result = interrupts.run(
-            _play_then_close(
-                sandbox, staged, rules, seed, match_id=match_id, time_control=tc, log_path=log_path
-            )
-        )
-    finally:
-        remove_staging_root(staging)
+    tc = TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms)
+    result = play_once(
+        sandbox, specs, rules, seed, match_id=match_id, time_control=tc, log_path=log_path
+    )
     if as_json:
         data = result.model_dump(mode="json", exclude={"duration_s", "stderr_tails"})
         click.echo(json.dumps(data, ensure_ascii=False))
@@ -321,16 +321,9 @@ def bot_check(
     Exit code 0 when the bot played a whole match without a fault, 1 when it faulted.
     """
 
-    from referee import interrupts
-    from referee.match import TimeControl
+    from referee.match import play_once, seat_of
     from referee.rules import RuleSet
-    from referee.sandbox import (
-        get_sandbox,
-        load_bot,
-        make_staging_root,
-        remove_staging_root,
-        stage_bot,
-    )
+    from referee.sandbox import get_sandbox, load_bot
 
     spec = load_bot(path)
     _check_images([spec], allow_images)
@@ -338,29 +331,22 @@ def bot_check(
     opponents = [load_bot(samples / name) for name in ("heuristic", "lowest", "random")]
     rules = RuleSet.preset(preset).resolve(4)
     sandbox = get_sandbox(sandbox_name, images=allow_images)
-    staging = make_staging_root()
-    try:
-        staged = [stage_bot(s, staging) for s in [spec, *opponents]]
-        result = interrupts.run(
-            _play_then_close(
-                sandbox,
-                staged,
-                rules,
-                seed,
-                match_id=f"check-{seed}",
-                time_control=TimeControl(),
-                log_path=_default_log(f"check-{spec.name}-{seed}"),
-            )
-        )
-        _print_result(result)
-        mine = next(s for s in result.standings if s.seat == 0)
-        if mine.fault is not None:
-            say(f"{spec.name}: FAILED ({mine.fault.kind}: {mine.fault.detail})")
-            sys.exit(1)
-        ok = f"{spec.name}: ok — a whole {preset} match without a fault (place {mine.place})"
-        click.echo(printable(ok))
-    finally:
-        remove_staging_root(staging)
+    result = play_once(
+        sandbox,
+        [spec, *opponents],
+        rules,
+        seed,
+        match_id=f"check-{seed}",
+        time_control=TimeControl(),
+        log_path=_default_log(f"check-{spec.name}-{seed}"),
+    )
+    _print_result(result)
+    mine = seat_of(result, 0)
+    if mine.fault is not None:
+        say(f"{spec.name}: FAILED ({mine.fault.kind}: {mine.fault.detail})")
+        sys.exit(1)
+    ok = f"{spec.name}: ok — a whole {preset} match without a fault (place {mine.place})"
+    click.echo(printable(ok))
 
 
 _PY_TEMPLATE = '''"""{name}: a bot for the Arschloch referee (see protocol/SPEC.md)."""

@@ -7,10 +7,8 @@ path), shown as one line; 130 after Ctrl-C and 143 after SIGTERM, once every bot
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import itertools
 import os
 import shutil
 import tempfile
@@ -31,7 +29,6 @@ from rich.progress import (
 )
 
 import referee
-from referee import interrupts
 from referee.cli import friendly, main, say
 from referee.errors import UsageError
 from referee.executors import (
@@ -53,9 +50,7 @@ from referee.publish import (
     to_rich_table,
 )
 from referee.render import printable
-from referee.results import MatchResult
-from referee.rules import ResolvedRules
-from referee.sandbox import BotSpec, Sandbox, read_bot_files, safe_name
+from referee.sandbox import BotSpec, read_bot_files, safe_name
 from referee.sandbox.image import check_bot_image
 from referee.sandbox.staging import BotFile
 from referee.tournament import (
@@ -446,64 +441,36 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
 
 def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
     """Play the candidate at seat 0 against sample bots; refuse it if it forfeits."""
-    from referee.sandbox import (
-        get_sandbox,
-        load_bot,
-        make_staging_root,
-        remove_staging_root,
-        stage_bot,
-    )
+    from referee.deals import deal_seed, new_secret
+    from referee.match import play_once, seat_of
+    from referee.sandbox import get_sandbox, load_bot
 
     samples = _repo_path("sample_bots")
     k = spec.file.table_size
     opponents = [load_bot(samples / _SMOKE_OPPONENTS[i % 3]) for i in range(k - 1)]
     rules = spec.file.ruleset().with_overrides(max_rounds=SMOKE_MAX_ROUNDS).resolve(k)
     sandbox = get_sandbox(spec.file.sandbox.backend, images=spec.images)
-    staging = make_staging_root()
-    try:
-        bots = [stage_bot(b, staging) for b in (candidate, *opponents)]
-        with _temporary_log() as log_path:
-            result, stderr = interrupts.run(_play_smoke(spec, sandbox, bots, rules, log_path))
-    finally:
-        remove_staging_root(staging)
-    mine = next(st for st in result.standings if st.seat == 0)
+    with _temporary_log() as log_path:
+        result = play_once(
+            sandbox,
+            [candidate, *opponents],
+            rules,
+            deal_seed(new_secret(), "submit"),  # a secret deal, like every tournament match
+            match_id="submit-smoke",
+            time_control=spec.time_control,
+            limits=spec.limits,
+            log_path=log_path,
+        )
+    mine = seat_of(result, 0)
     if mine.fault is None:
         return
     message = f"bot refused: {mine.fault.kind}: {mine.fault.detail}"
-    tail = stderr.strip().splitlines()
+    tail = result.stderr_tails.get(0, "").strip().splitlines()
     if tail:
         message += "\nits stderr ended with:\n" + "\n".join(
             "  " + line for line in tail[-_STDERR_TAIL_LINES:]
         )
     raise BotRefused(message)
-
-
-async def _play_smoke(
-    spec: Tournament, sandbox: Sandbox, bots: list[BotSpec], rules: ResolvedRules, log: Path
-) -> tuple[MatchResult, str]:
-    """The smoke match and seat 0's stderr.
-
-    ``play_match`` would do, but it drops the stderr of a bot that failed ``hello`` (the
-    runner resets stderr when the match starts), and that is where a crash explains itself.
-    """
-    from referee.deals import deal_seed, new_secret
-    from referee.match import run_match, start_sessions
-
-    seed = deal_seed(new_secret(), "submit")  # a secret deal, like every tournament match
-    ids = itertools.count(1)
-    tc = spec.time_control
-    sessions = []
-    try:
-        sessions = await start_sessions(sandbox, bots, spec.limits, tc, request_ids=ids)
-        hello_stderr = sessions[0].stderr_tail(4096) if sessions[0].fault else ""
-        result = await run_match(
-            sessions, rules, seed, "submit-smoke", tc, log_path=log, request_ids=ids
-        )
-    finally:
-        closing = asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
-        await asyncio.shield(closing)
-        await asyncio.shield(sandbox.aclose())
-    return result, hello_stderr or result.stderr_tails.get(0, "")
 
 
 @contextlib.contextmanager

@@ -43,6 +43,7 @@ from pydantic import (
 )
 
 from referee.errors import BotFault, FaultKind
+from referee.specs import TimeControl
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -131,14 +132,6 @@ class _FromBot(BaseModel):
 
 
 # --- shared parts -----------------------------------------------------------------------
-
-
-class TimeControl(_ToBot):
-    """The clock of a match: per-request allowance, the match's bank, and the start-up time."""
-
-    move_ms: int = Field(ge=0, description="time for each request before the bank is used")
-    bank_ms: int = Field(ge=0, description="extra time for the whole match")
-    hello_ms: int = Field(ge=0, description="time to start up and answer hello")
 
 
 class Rules(_ToBot):

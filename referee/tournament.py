@@ -32,11 +32,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.errors import UsageError
-from referee.match import TimeControl
 from referee.names import check_name, confusable_with, lookalike_note
 from referee.rules import ResolvedRules, RuleSet
 from referee.sandbox import BotSpec, Limits, load_bot
 from referee.sandbox.image import IMAGE_NAME, allowed_images, check_bot_image
+from referee.specs import TimeControl
 
 __all__ = [
     "BotEntry",

@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from referee.match import TimeControl, play_match
+from referee.match import play_match
 from referee.rules import RuleSet
+from referee.specs import TimeControl
 from referee.testing import FakeSandbox, lowest_bot, polite_bot, spec
 
 HERE = Path(__file__).resolve().parent

@@ -27,7 +27,7 @@ from typing import Any, Literal, Protocol
 
 from referee import interrupts
 from referee.errors import InfrastructureError, UsageError
-from referee.match import SessionPool, TimeControl, play_match
+from referee.match import play_match
 from referee.results import MatchResult
 from referee.rules import ResolvedRules
 from referee.sandbox import (
@@ -40,6 +40,8 @@ from referee.sandbox import (
     stage_bot,
 )
 from referee.scheduler import MatchSpec, deal_key, schedule
+from referee.session import SessionPool
+from referee.specs import TimeControl
 from referee.store import EntrantRecord, RunLock, Store, wipe
 from referee.tournament import Tournament
 
@@ -213,31 +215,20 @@ def play_task(task: MatchTask) -> TaskOutcome:
     os.close(fd)
     partial = Path(name)
     try:
-        if _Reuse.enabled:
-            result = interrupts.run(
-                _Reuse.pool(task).play(
-                    task.bots,
-                    task.rules,
-                    task.spec.match_seed,
-                    match_id=task.spec.key,
-                    deal_key=deal_key(task.spec.key),
-                    log_path=partial,
-                ),
-                _Reuse.loop_runner(),
-            )
-        else:
-            result = interrupts.run(
-                play_match(
-                    _sandbox(task.sandbox, task.images),
-                    task.bots,
-                    task.rules,
-                    task.spec.match_seed,
-                    match_id=task.spec.key,
-                    time_control=task.time_control,
-                    limits=task.limits,
-                    log_path=partial,
-                )
-            )
+        sandbox = _sandbox(task.sandbox, task.images)
+        match = play_match(
+            sandbox,
+            task.bots,
+            task.rules,
+            task.spec.match_seed,
+            match_id=task.spec.key,
+            time_control=task.time_control,
+            limits=task.limits,
+            log_path=partial,
+            pool=_Reuse.pool(task) if _Reuse.enabled else None,
+            deal_key=deal_key(task.spec.key),
+        )
+        result = interrupts.run(match, _Reuse.loop_runner() if _Reuse.enabled else None)
         os.replace(partial, final)
     except InfrastructureError as exc:
         return TaskOutcome("infrastructure", error=str(exc))

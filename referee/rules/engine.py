@@ -10,7 +10,7 @@ caller reads :attr:`Game.pending`, answers with :meth:`Game.play`, :meth:`Game.g
 
 There is no I/O, no clock and no global random state: the same rules, seed and decisions
 give the same events on every machine. Cards are ints inside (see :mod:`.cards`); events
-are tuples, turned into the match log's JSON objects by :meth:`Game.event_dict`.
+are named tuples (:mod:`.events`), turned into the match log's JSON objects by their ``log``.
 
 The setup of each round (deal, leftovers, exchange, elimination) is one generator
 (:meth:`Game._flow`) that yields at every decision, so it reads in the order of RULES.md
@@ -21,11 +21,26 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, Final
 
-from referee.errors import IllegalMove, RefereeError
+from referee.errors import FaultKind, IllegalMove, RefereeError
 from referee.rules.cards import DECKS, CardCodec
+from referee.rules.events import (
+    Deal,
+    Eliminated,
+    Event,
+    Exchange,
+    Fault,
+    Finished,
+    Leftover,
+    MatchEnd,
+    Passed,
+    Played,
+    RoundEnd,
+    Skipped,
+    TrickEnd,
+)
 from referee.rules.ruleset import ResolvedRules
 
 PLAY: Final = "play"
@@ -35,7 +50,7 @@ _TRICKS: Final = "tricks"
 
 ROLE_NAMES = ("president", "vice_president", "citizen", "vice_arschloch", "arschloch")
 
-Event = tuple[Any, ...]
+_new = tuple.__new__  # events on the hot path: see referee.rules.events
 Decision = tuple[int, ...]
 # A deal source returns (hands in dealt order, leftovers) for (round, dealer).
 DealSource = Callable[[int, int], tuple[list[list[int]], list[int]] | None]
@@ -160,7 +175,7 @@ class Game:
         self.holding = 0
         self._next_table = _next_seat_table(n)
         self._play_pending = [(PLAY, s) for s in range(n)]
-        self._pass_events = [("passed", s) for s in range(n)]
+        self._pass_events = [Passed("passed", s) for s in range(n)]
         self.masks = [0] * n
         self.held_rank = [0] * self.nranks
         self.held_mask = 0
@@ -272,10 +287,26 @@ class Game:
             raise IllegalMove(f"cannot discard {discard!r}: it is not in your hand")
         self._resume((t, d))
 
+    def decide(self, kind: str, seat: int, fields: Mapping[str, Any]) -> None:
+        """Apply a decision of ``kind`` in the protocol's words, checked like the above.
+
+        ``fields`` holds what a reply (or a match log line) says: ``cards`` for a play
+        (absent or ``[]`` is a pass) and for a give, ``take`` and ``discard`` for a
+        leftover. The match runner and the replayer both decide through here.
+        """
+        if kind == PLAY:
+            self.play(seat, fields.get("cards") or [])
+        elif kind == GIVE:
+            self.give(seat, fields["cards"])
+        elif kind == LEFTOVER:
+            self.leftover(seat, fields["take"], fields["discard"])
+        else:
+            raise ValueError(f"unknown decision kind {kind!r}")
+
     def forfeit(
         self,
         seat: int,
-        kind: str,
+        kind: FaultKind,
         detail: str,
         *,
         request_id: int | None = None,
@@ -287,7 +318,7 @@ class Game:
             return
         self.fallback[seat] = True
         self.forfeits.append(seat)
-        self.events.append(("fault", seat, kind, detail, request_id, reply, elapsed_ms))
+        self.events.append(Fault("fault", seat, kind, detail, request_id, reply, elapsed_ms))
         pending = self.pending
         if pending is not None and pending[1] == seat:
             self._resume(self._fallback_decision(pending[0], seat))
@@ -495,7 +526,7 @@ class Game:
         self._next_bottom = n
         self.offer = []
         self.events.append(
-            ("deal", self.round, dealer, tuple(tuple(h) for h in dealt), tuple(leftovers))
+            Deal("deal", self.round, dealer, tuple(tuple(h) for h in dealt), tuple(leftovers))
         )
 
         if prev is not None:
@@ -512,14 +543,14 @@ class Game:
                     self.offer.remove(take)
                     self._add(seat, [take])
                     self._remove(seat, [discard])
-                    self.events.append(("leftover", seat, take, discard))
+                    self.events.append(Leftover("leftover", seat, take, discard))
                 self.offer = []
             for i, count in enumerate(self.rules.exchange):
                 high, low = prev[i], prev[n - 1 - i]
                 best = tuple(self.hand(low)[-count:])
                 self._remove(low, best)
                 self._add(high, best)
-                self.events.append(("exchange", low, high, best))
+                self.events.append(Exchange("exchange", low, high, best))
                 if self._return_lowest or self.fallback[high]:
                     back = tuple(self.hand(high)[:count])
                 else:
@@ -527,7 +558,7 @@ class Game:
                     back = yield (GIVE, high)
                 self._remove(high, back)
                 self._add(low, back)
-                self.events.append(("exchange", high, low, back))
+                self.events.append(Exchange("exchange", high, low, back))
 
         if self._any_forbidden:
             for i in range(n):
@@ -591,7 +622,7 @@ class Game:
         self._next_bottom -= 1
         self.place_of[seat] = place
         self.active -= 1
-        self.events.append(("eliminated", seat, place, cards))
+        self.events.append(Eliminated("eliminated", seat, place, cards))
 
     def _next_holder(self, seat: int) -> int:
         n = self.n
@@ -616,7 +647,7 @@ class Game:
     def _end_trick(self, reason: str) -> None:
         winner = self.last
         leader = winner if self.nheld[winner] else self._next_holder(winner)
-        self.events.append(("trick_end", winner, reason, leader))
+        self.events.append(_new(TrickEnd, ("trick_end", winner, reason, leader)))
         # _new_trick(leader), inlined: this runs after every trick.
         self.leader = self.turn = leader
         self.last = -1
@@ -657,7 +688,7 @@ class Game:
             self.held_mask &= ~(1 << rank)
         nheld = self.nheld[seat] - k
         self.nheld[seat] = nheld
-        events.append(("played", seat, cards))
+        events.append(_new(Played, ("played", seat, cards)))
         self.last = seat
         self.top_rank = rank
         self.top_count = k
@@ -668,7 +699,7 @@ class Game:
             self.place_of[seat] = place
             self.active -= 1
             self.holding &= ~(1 << seat)
-            events.append(("finished", seat, place))
+            events.append(_new(Finished, ("finished", seat, place)))
         elif self._any_forbidden and not (self.masks[seat] & _LAYER_MASK & ~self._forbidden_mask):
             self._maybe_eliminate(seat)
         if self.active <= 1:
@@ -677,14 +708,14 @@ class Game:
             if equal and self._skip_next:
                 nxt = self._next_turn(seat)
                 if nxt >= 0:
-                    events.append(("skipped", nxt))
+                    events.append(Skipped("skipped", nxt))
             return True
         if self._top_ends and not self.held_mask >> (rank + 1):
             self._end_trick("top_card")
             return False
         nxt = self._next_table[(seat * 7 + seat + 1) << 6 | (self.holding & ~self.passed)]
         if nxt >= 0 and equal and self._skip_next:
-            events.append(("skipped", nxt))
+            events.append(Skipped("skipped", nxt))
             nxt = self._next_turn(nxt)
         if nxt < 0:
             self._end_trick("all_passed")
@@ -708,7 +739,7 @@ class Game:
             self.scores[s] += points[s]
         self.prev_places = places
         self.last_places = places
-        self.events.append(("round_end", places, points, list(self.scores)))
+        self.events.append(RoundEnd("round_end", places, points, list(self.scores)))
 
     def _match_end(self) -> None:
         n = self.n
@@ -738,56 +769,13 @@ class Game:
             }
             for s in order
         ]
-        self.events.append(("match_end", self.standings))
+        self.events.append(MatchEnd("match_end", self.standings))
 
     # ------------------------------------------------------------------ the log
 
     def event_dict(self, ev: Event) -> dict[str, Any]:
         """An event as the match log's JSON object (PROTOCOL.md "Match log")."""
-        names = self.codec.names
-        kind = ev[0]
-        if kind == "played":
-            return {"type": kind, "seat": ev[1], "cards": [names[c] for c in ev[2]]}
-        if kind in ("passed", "skipped"):
-            return {"type": kind, "seat": ev[1]}
-        if kind == "trick_end":
-            return {"type": kind, "winner": ev[1], "reason": ev[2], "leader": ev[3]}
-        if kind == "finished":
-            return {"type": kind, "seat": ev[1], "place": ev[2]}
-        if kind == "eliminated":
-            return {
-                "type": kind,
-                "seat": ev[1],
-                "place": ev[2],
-                "cards": [names[c] for c in ev[3]],
-            }
-        if kind == "deal":
-            return {
-                "type": kind,
-                "round": ev[1],
-                "dealer": ev[2],
-                "hands": [[names[c] for c in h] for h in ev[3]],
-                "leftovers": [names[c] for c in ev[4]],
-            }
-        if kind == "leftover":
-            return {"type": kind, "seat": ev[1], "take": names[ev[2]], "discard": names[ev[3]]}
-        if kind == "exchange":
-            return {"type": kind, "from": ev[1], "to": ev[2], "cards": [names[c] for c in ev[3]]}
-        if kind == "fault":
-            return {
-                "type": kind,
-                "seat": ev[1],
-                "kind": ev[2],
-                "detail": ev[3],
-                "id": ev[4],
-                "reply": ev[5],
-                "elapsed_ms": ev[6],
-            }
-        if kind == "round_end":
-            return {"type": kind, "places": ev[1], "points": ev[2], "scores": ev[3]}
-        if kind == "match_end":
-            return {"type": kind, "standings": ev[1]}
-        raise RefereeError(f"unknown event {kind!r}")
+        return ev.log(self.codec.names)
 
     def header(self, match_id: str) -> dict[str, Any]:
         """The first line of the match log."""

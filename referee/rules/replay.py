@@ -14,7 +14,13 @@ from referee.errors import IllegalMove, RefereeError, ReplayMismatch, RulesError
 from referee.rules.engine import GIVE, LEFTOVER, PLAY, SHUFFLE_ID, Game
 from referee.rules.ruleset import ResolvedRules
 
-_DECISIONS = {"played", "passed", "leftover", "exchange"}
+# The log lines that record a decision: the kind asked for, and which field names the seat.
+_DECISIONS = {
+    "played": (PLAY, "seat"),
+    "passed": (PLAY, "seat"),
+    "exchange": (GIVE, "from"),
+    "leftover": (LEFTOVER, "seat"),
+}
 
 
 def game_from_header(header: dict[str, Any], deals: dict[int, dict[str, Any]]) -> Game:
@@ -94,17 +100,13 @@ def _apply(game: Game, row: dict[str, Any], line_no: int) -> None:
                 elapsed_ms=row.get("elapsed_ms"),
             )
             return
-        if kind not in _DECISIONS or pending is None:
+        decision = _DECISIONS.get(kind) if isinstance(kind, str) else None
+        if decision is None or pending is None:
             raise ReplayMismatch(line_no, row, game.pending, "not a decision the engine awaits")
-        want, seat = pending
-        if kind in ("played", "passed") and want == PLAY and row.get("seat") == seat:
-            game.play(seat, row.get("cards", []) if kind == "played" else [])
-        elif kind == "exchange" and want == GIVE and row.get("from") == seat:
-            game.give(seat, row["cards"])
-        elif kind == "leftover" and want == LEFTOVER and row.get("seat") == seat:
-            game.leftover(seat, row["take"], row["discard"])
-        else:
+        want, seat_field = decision
+        if pending != (want, row.get(seat_field)):
             raise ReplayMismatch(line_no, row, pending, "the engine awaits another decision")
+        game.decide(want, pending[1], row)
     except IllegalMove as exc:
         raise ReplayMismatch(line_no, row, None, f"illegal: {exc.reason}") from None
     except (KeyError, TypeError) as exc:

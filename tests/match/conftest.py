@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from referee.match import BotSession, TimeControl, run_match, start_sessions
+from referee.match import run_match
 from referee.matchlog import read_log
 from referee.results import MatchResult
 from referee.rules import RuleSet
@@ -25,6 +25,8 @@ from referee.sandbox import (
     remove_staging_root,
     stage_bot,
 )
+from referee.session import BotSession, start_sessions
+from referee.specs import TimeControl
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTS = ROOT / "tests" / "bots"
@@ -116,7 +118,7 @@ def _player(sandbox: Any, staging: Path, tmp_path: Path):  # type: ignore[no-unt
                 result = await run_match(
                     sessions, rules, seed, f"test-{seed}", time_control, log_path=log_path
                 )
-                stderr = [s.stderr_tail() for s in sessions]
+                stderr = [s.channel.stderr_tail() for s in sessions]
             finally:
                 await asyncio.gather(*(s.close() for s in sessions))
             return Played(result, stderr, read_log(log_path), sessions)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from referee.match import TimeControl
 from referee.rules import replay
 from referee.sandbox import Limits
+from referee.specs import TimeControl
 from tests.match.conftest import BOTS, SAMPLES, referee_containers
 from tests.match.test_hostile import EXPECTED
 
@@ -29,7 +29,7 @@ DOCKER_TC = TimeControl(move_ms=1500, bank_ms=1500, hello_ms=20_000)
 def test_hostile_bot_in_docker(play_docker, bot: str, kind: str | None) -> None:  # type: ignore[no-untyped-def]
     extra = {}
     if bot == "memory_bomb":
-        extra = {"limits": Limits(memory_mb=128), "tc": TimeControl(5000, 5000, 20_000)}
+        extra = {"limits": Limits(memory_mb=128), "tc": TimeControl(move_ms=5000, bank_ms=5000, hello_ms=20_000)}
     played = play_docker(
         [BOTS / f"{bot}.py", POLITE, POLITE], target=2, tc=extra.pop("tc", DOCKER_TC), **extra
     )

@@ -14,21 +14,15 @@ import pytest
 from click.testing import CliRunner
 
 from referee import messages as m
+from referee.channel import UNASKED_CAP
 from referee.cli import main as cli_main
-from referee.match import (
-    UNASKED_CAP,
-    BotSession,
-    TimeControl,
-    _act_play_line,
-    distinct_names,
-    play_match,
-    run_match,
-    start_sessions,
-)
+from referee.match import _act_play_line, play_match, run_match
 from referee.matchlog import read_log
 from referee.results import MatchResult
 from referee.rules import RuleSet, replay
 from referee.sandbox import Limits
+from referee.session import BotSession, SessionPool, distinct_names, start_sessions
+from referee.specs import TimeControl
 from referee.testing import FakeBotProcess, FakeSandbox, lowest_bot, polite_bot, spec
 
 RULES3 = RuleSet.preset("arschloch", target=5).resolve(3)
@@ -41,7 +35,15 @@ def run(
     sandbox = FakeSandbox(handlers)
     log = tmp / "m.jsonl" if tmp is not None else None
     result = asyncio.run(
-        play_match(sandbox, [spec(n) for n in handlers], rules, 3, time_control=tc, log_path=log)
+        play_match(
+            sandbox,
+            [spec(n) for n in handlers],
+            rules,
+            3,
+            match_id="test-3",
+            time_control=tc,
+            log_path=log,
+        )
     )
     return result, sandbox
 
@@ -149,7 +151,6 @@ def test_distinct_names() -> None:
 
 
 def test_session_pool_reuses_processes_but_never_across_rotations_of_a_deal() -> None:
-    from referee.match import SessionPool
     from referee.sandbox import Limits
 
     sandbox = FakeSandbox({"a": polite_bot, "b": polite_bot, "c": polite_bot})
@@ -157,11 +158,19 @@ def test_session_pool_reuses_processes_but_never_across_rotations_of_a_deal() ->
 
     async def go() -> None:
         pool = SessionPool(sandbox, Limits(), FAST)
-        await pool.play(bots, RULES3, 1, match_id="m1", deal_key="deal-1")
+        await play_match(pool.sandbox, bots, RULES3, 1, match_id="m1", deal_key="deal-1", pool=pool)
         assert len(sandbox.started) == 3
-        await pool.play(bots, RULES3, 2, match_id="m2", deal_key="deal-2")
+        await play_match(pool.sandbox, bots, RULES3, 2, match_id="m2", deal_key="deal-2", pool=pool)
         assert len(sandbox.started) == 3, "a new deal reuses the processes"
-        await pool.play(bots[1:] + bots[:1], RULES3, 1, match_id="m1r", deal_key="deal-1")
+        await play_match(
+            pool.sandbox,
+            bots[1:] + bots[:1],
+            RULES3,
+            1,
+            match_id="m1r",
+            deal_key="deal-1",
+            pool=pool,
+        )
         assert len(sandbox.started) == 6, "another rotation of deal-1 needs fresh processes"
         await pool.aclose()
 
@@ -173,7 +182,6 @@ def test_session_pool_reuses_processes_but_never_across_rotations_of_a_deal() ->
 
 
 def test_session_pool_drops_a_faulted_process() -> None:
-    from referee.match import SessionPool
     from referee.sandbox import Limits
 
     def flaky() -> Any:
@@ -194,9 +202,11 @@ def test_session_pool_drops_a_faulted_process() -> None:
 
     async def go() -> None:
         pool = SessionPool(sandbox, Limits(), FAST)
-        result = await pool.play(bots, RULES3, 1, match_id="m1", deal_key="d1")
+        result = await play_match(
+            pool.sandbox, bots, RULES3, 1, match_id="m1", deal_key="d1", pool=pool
+        )
         assert result.standings[-1].fault is not None
-        await pool.play(bots, RULES3, 2, match_id="m2", deal_key="d2")
+        await play_match(pool.sandbox, bots, RULES3, 2, match_id="m2", deal_key="d2", pool=pool)
         await pool.aclose()
 
     asyncio.run(go())
@@ -204,7 +214,6 @@ def test_session_pool_drops_a_faulted_process() -> None:
 
 
 def test_session_pool_keeps_every_seat_of_a_bot_that_fills_the_table() -> None:
-    from referee.match import SessionPool
     from referee.sandbox import Limits
 
     sandbox = FakeSandbox({"a": polite_bot})
@@ -213,7 +222,9 @@ def test_session_pool_keeps_every_seat_of_a_bot_that_fills_the_table() -> None:
     async def go() -> None:
         pool = SessionPool(sandbox, Limits(), FAST, max_idle=1)
         for i in range(3):
-            await pool.play(bots, RULES3, i, match_id=f"m{i}", deal_key=f"d{i}")
+            await play_match(
+                pool.sandbox, bots, RULES3, i, match_id=f"m{i}", deal_key=f"d{i}", pool=pool
+            )
         await pool.aclose()
 
     asyncio.run(go())
@@ -273,9 +284,8 @@ def test_a_flood_of_unasked_lines_is_faulted_and_not_kept() -> None:
     assert said is not None, fault.detail
     assert UNASKED_CAP <= int(said[1]) <= lines
     flooder = sessions[0]
-    assert flooder.unasked_line == b'{"note":"hi"}'
-    queued = [flooder.lines.get_nowait() for _ in range(flooder.lines.qsize())]
-    assert len(queued) <= 2 and not any(isinstance(x, bytes | tuple) for x in queued), queued
+    assert flooder.channel.unasked_line == b'{"note":"hi"}'
+    assert flooder.channel.held_lines() == 0, "a line nobody asked for was kept"
     assert not any(s.fault for s in sessions[1:])
     assert result.rounds >= 1 and len(result.standings) == 3
 
@@ -307,7 +317,7 @@ def test_a_referee_stall_after_the_line_arrived_is_not_charged_to_the_bot() -> N
         {"a": _on_first_act(stall), "b": polite_bot, "c": polite_bot}
     )
     assert not any(s.forfeit for s in result.standings), result.standings
-    proc = sessions[0].proc
+    proc = sessions[0].channel.proc
     assert isinstance(proc, FakeBotProcess)
     banks = [msg["bank_ms"] for msg in proc.received if msg.get("kind") == "play"]
     assert len(banks) > 1 and set(banks) == {FAST.bank_ms}

@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from referee.match import TimeControl, play_match
+from referee.match import play_match
 from referee.rules import RuleSet
+from referee.specs import TimeControl
 from referee.testing import FakeSandbox, polite_bot, spec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -624,9 +624,8 @@ def test_a_bot_file_named_with_a_colon_plays_a_docker_match(
         sandbox = DockerSandbox(client=sandbox_client, match_id="evil-colon")
         try:
             staged = [stage_bot(bot, staging) for bot in (bots[0], bots[1], bots[1])]
-            return await play_match(
-                sandbox, staged, RuleSet.preset("arschloch").with_overrides(target=2).resolve(3), 5
-            )
+            rules = RuleSet.preset("arschloch").with_overrides(target=2).resolve(3)
+            return await play_match(sandbox, staged, rules, 5, match_id="evil-colon")
         finally:
             await sandbox.aclose()
 

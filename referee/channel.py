@@ -1,0 +1,238 @@
+"""Framing: a started bot's byte streams as timed lines, its stderr kept, its exit noticed.
+
+A :class:`LineChannel` knows nothing of the protocol (that is :mod:`referee.session`). It
+reads the bot's stdout into lines of at most :data:`LINE_CAP` bytes (a ``\\r`` before the
+``\\n`` is not counted), never buffering more than one line's worth; stamps each line with
+the moment it arrived, so a moment the referee spends elsewhere is never charged to the bot;
+keeps the last :data:`STDERR_CAP` bytes of stderr; and notices when the process exits even
+if a grandchild still holds the pipe.
+
+Lines go to whoever awaits one (:meth:`LineChannel.read`). A line that comes while nobody
+awaits it is *unasked*: it is counted, only the first is kept as evidence, and past
+:data:`UNASKED_CAP` the reader stops framing and only counts, so a flooding bot cannot grow
+the referee's memory. Writes are batched: :meth:`queue` keeps lines until :meth:`flush` (or
+the next :meth:`send`) writes them in one go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+
+from referee.messages import MAX_LINE_BYTES
+from referee.sandbox.base import BotProcess, ExitInfo
+
+__all__ = ["EOF", "EXITED", "LINE_CAP", "OVERLONG", "STDERR_CAP", "UNASKED_CAP", "LineChannel"]
+
+LINE_CAP = MAX_LINE_BYTES
+STDERR_CAP = 64 * 1024
+UNASKED_CAP = 8
+"""Lines nobody asked for after which a bot's output is discarded unread (it is faulted)."""
+_EXIT_SETTLE_S = 0.1
+_READ_SIZE = 65536
+
+
+@dataclass(frozen=True)
+class Marker:
+    """Something other than a line came from the bot."""
+
+    what: str
+
+
+OVERLONG = Marker("a line longer than the cap")
+EOF = Marker("end of stdout")
+EXITED = Marker("the process exited")
+
+Item = tuple[bytes, float] | Marker
+"""A line and the ``time.monotonic()`` it arrived at, or a marker."""
+
+
+class LineChannel:
+    """The framed streams of one bot process (see the module docstring)."""
+
+    def __init__(self, proc: BotProcess) -> None:
+        self.proc = proc
+        self.exit_info: ExitInfo | None = None
+        self.unasked = 0
+        self.unasked_line: bytes | None = None
+        self._items: asyncio.Queue[Item] = asyncio.Queue()
+        self._awaiting = False
+        self._outbox: list[bytes] = []
+        self._stderr = bytearray()
+        self._stderr_dropped = 0
+        self._startup_stderr: bytes | None = None
+        self._tasks = [
+            asyncio.create_task(self._read_stdout()),
+            asyncio.create_task(self._read_stderr()),
+            asyncio.create_task(self._watch_exit()),
+        ]
+
+    # -- reading ---------------------------------------------------------------------
+
+    async def read(self) -> Item:
+        """The next line (or marker) for whoever awaits one; lines meanwhile are unasked."""
+        if not self._items.empty():
+            return self._items.get_nowait()
+        self._awaiting = True
+        try:
+            return await self._items.get()
+        finally:
+            self._awaiting = False
+
+    def expect(self) -> None:
+        """The next line answers a request just written (it is not unasked)."""
+        self._awaiting = True
+
+    def held_lines(self) -> int:
+        """How many lines wait to be read (an unasked line is counted, never held)."""
+        return sum(isinstance(item, tuple) for item in self._items._queue)  # type: ignore[attr-defined]
+
+    def push_back(self, item: Marker) -> None:
+        """Keep a marker for the next :meth:`read` (the bot stays gone)."""
+        self._items.put_nowait(item)
+
+    async def _read_stdout(self) -> None:
+        buf = bytearray()
+        reader = self.proc.stdout
+        discard = flooded = False
+        try:
+            while True:
+                chunk = await reader.read(_READ_SIZE)
+                arrived = time.monotonic()
+                if not chunk:
+                    self._items.put_nowait(EOF)
+                    return
+                if discard:
+                    # Keep the stream flowing (and dropped) until the bot is gone; a flood
+                    # is still counted, at C speed, for the fault detail.
+                    if flooded:
+                        self.unasked += chunk.count(b"\n")
+                    continue
+                buf += chunk
+                start = 0
+                while True:
+                    nl = buf.find(b"\n", start)
+                    if nl < 0:
+                        break
+                    end = nl - 1 if nl > start and buf[nl - 1] == 0x0D else nl
+                    if end - start > LINE_CAP:  # a \r before the \n is not counted
+                        self._items.put_nowait(OVERLONG)
+                        discard = True
+                        break
+                    if self._awaiting:
+                        self._awaiting = False
+                        self._items.put_nowait((bytes(buf[start:nl]), arrived))
+                    else:
+                        self.unasked += 1
+                        if self.unasked_line is None:
+                            self.unasked_line = bytes(buf[start:nl])
+                        if self.unasked >= UNASKED_CAP:
+                            self.unasked += buf.count(b"\n", nl + 1)
+                            discard = flooded = True
+                            break
+                    start = nl + 1
+                if discard:
+                    buf.clear()
+                    continue
+                del buf[:start]
+                if len(buf) > LINE_CAP + 1:
+                    # Never buffer more than one line's worth (and its \r): a fault.
+                    buf.clear()
+                    discard = True
+                    self._items.put_nowait(OVERLONG)
+        except (ConnectionError, OSError):
+            self._items.put_nowait(EOF)
+
+    async def _read_stderr(self) -> None:
+        reader = self.proc.stderr
+        with contextlib.suppress(ConnectionError, OSError):
+            while True:
+                chunk = await reader.read(_READ_SIZE)
+                if not chunk:
+                    return
+                self._stderr += chunk
+                excess = len(self._stderr) - STDERR_CAP
+                if excess > 0:
+                    del self._stderr[:excess]
+                    self._stderr_dropped += excess
+
+    async def _watch_exit(self) -> None:
+        info = await self.proc.wait()
+        if info is None:
+            return
+        self.exit_info = info
+        # Let a line written just before the exit reach the queue first.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_EXIT_SETTLE_S):
+                await asyncio.shield(self._tasks[0])
+        self._items.put_nowait(EXITED)
+
+    async def settle_exit(self) -> ExitInfo | None:
+        """How the process ended, waiting a moment when its stdout just closed."""
+        if self.exit_info is None:
+            self.exit_info = await self.proc.wait(_EXIT_SETTLE_S * 2)
+        return self.exit_info
+
+    # -- stderr --------------------------------------------------------------------------
+
+    def new_section(self) -> None:
+        """A match starts: :meth:`stderr_tail` keeps what the bot writes from now on.
+
+        What it wrote before its first match (its start-up output) is kept apart
+        (:meth:`startup_stderr`): that is where a bot explains a failed start.
+        """
+        if self._startup_stderr is None:
+            self._startup_stderr = bytes(self._stderr[-4096:])
+        self._stderr.clear()
+        self._stderr_dropped = 0
+
+    def stderr_tail(self, limit: int = STDERR_CAP) -> str:
+        """The stderr kept since the last :meth:`new_section` (its last ``limit`` bytes)."""
+        text = bytes(self._stderr[-limit:]).decode("utf-8", errors="replace")
+        if self._stderr_dropped and limit >= len(self._stderr):
+            text = f"[… {self._stderr_dropped} earlier bytes dropped]\n" + text
+        return text
+
+    def startup_stderr(self) -> str:
+        """What the bot wrote to stderr before its first match (its last 4 KiB)."""
+        return (self._startup_stderr or b"").decode("utf-8", errors="replace")
+
+    # -- writing -------------------------------------------------------------------------
+
+    def queue(self, data: bytes) -> None:
+        """Keep ``data`` to write with the next :meth:`flush` or :meth:`send`."""
+        self._outbox.append(data)
+
+    def drop_queued(self) -> None:
+        self._outbox.clear()
+
+    async def flush(self) -> None:
+        """Write what is queued; ``ConnectionError``/``OSError`` when the bot is gone.
+
+        Blocks while the bot does not read: the caller bounds it with its time control.
+        """
+        if self._outbox:
+            data = b"".join(self._outbox)
+            self._outbox.clear()
+            await self.proc.write(data)
+
+    async def send(self, data: bytes) -> None:
+        """Write the queued lines and ``data`` in one go."""
+        self._outbox.append(data)
+        await self.flush()
+
+    # -- the end -------------------------------------------------------------------------
+
+    async def close(self) -> ExitInfo:
+        """Kill and reap the process, stop the readers; returns how the process ended."""
+        info = await self.proc.cleanup()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.exit_info is None:
+            self.exit_info = info
+        return info
