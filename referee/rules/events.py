@@ -105,7 +105,7 @@ class Played(NamedTuple):
     cards: Cards
 
     def log(self, names: Names) -> dict[str, Any]:
-        return {"type": self.type, "seat": self.seat, "cards": _names(self.cards, names)}
+        return {"type": self.type, "seat": self.seat, "cards": [names[c] for c in self.cards]}
 
 
 class Passed(NamedTuple):
