@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from referee.messages import MAX_LINE_BYTES
@@ -59,7 +60,8 @@ class LineChannel:
         self.unasked_line: bytes | None = None
         self._items: asyncio.Queue[Item] = asyncio.Queue()
         self._awaiting = False
-        self._outbox: list[bytes] = []
+        self.outbox: list[bytes] = []
+        """Lines to write with the next :meth:`flush` or :meth:`send`, in order."""
         self._stderr = bytearray()
         self._stderr_dropped = 0
         self._startup_stderr: bytes | None = None
@@ -71,19 +73,16 @@ class LineChannel:
 
     # -- reading ---------------------------------------------------------------------
 
-    async def read(self) -> Item:
-        """The next line (or marker) for whoever awaits one; lines meanwhile are unasked."""
-        if not self._items.empty():
-            return self._items.get_nowait()
-        self._awaiting = True
-        try:
-            return await self._items.get()
-        finally:
-            self._awaiting = False
-
     def expect(self) -> None:
-        """The next line answers a request just written (it is not unasked)."""
+        """The next line answers a request about to be written: it is not unasked."""
         self._awaiting = True
+
+    def read(self) -> Awaitable[Item]:
+        """The next line (or marker) after :meth:`expect`, for the caller to await.
+
+        A plain function returning the queue's awaitable: this is on every request's path.
+        """
+        return self._items.get()
 
     def held_lines(self) -> int:
         """How many lines wait to be read (an unasked line is counted, never held)."""
@@ -203,25 +202,24 @@ class LineChannel:
 
     def queue(self, data: bytes) -> None:
         """Keep ``data`` to write with the next :meth:`flush` or :meth:`send`."""
-        self._outbox.append(data)
-
-    def drop_queued(self) -> None:
-        self._outbox.clear()
+        self.outbox.append(data)
 
     async def flush(self) -> None:
         """Write what is queued; ``ConnectionError``/``OSError`` when the bot is gone.
 
         Blocks while the bot does not read: the caller bounds it with its time control.
         """
-        if self._outbox:
-            data = b"".join(self._outbox)
-            self._outbox.clear()
+        if self.outbox:
+            data = b"".join(self.outbox)
+            self.outbox.clear()
             await self.proc.write(data)
 
-    async def send(self, data: bytes) -> None:
-        """Write the queued lines and ``data`` in one go."""
-        self._outbox.append(data)
-        await self.flush()
+    def send(self, data: bytes) -> Awaitable[None]:
+        """Write the queued lines and ``data`` in one go (an awaitable, as :meth:`flush`)."""
+        self.outbox.append(data)
+        payload = b"".join(self.outbox)
+        self.outbox.clear()
+        return self.proc.write(payload)
 
     # -- the end -------------------------------------------------------------------------
 

@@ -81,14 +81,15 @@ class EventTranslator:
 
     def messages(self, event: ev.Event) -> _Messages:
         """``(seat or None for everyone, encoded line)`` pairs for one engine event."""
-        special = self._special.get(type(event))
-        if special is not None:
-            return special(event)
-        if type(event) in _MEMO_EVENTS:
+        kind = type(event)
+        if kind in _MEMO_EVENTS:  # the common case first
             data = self._memo.get(event)
             if data is None:
                 data = self._memo[event] = _line(event.log(self.names))
             return [(None, data)]
+        special = self._special.get(kind)
+        if special is not None:
+            return special(event)
         return [(None, _line(event.log(self.names)))]
 
     def _deal(self, deal: ev.Deal) -> _Messages:
@@ -210,7 +211,9 @@ class Match:
         try:
             await self._start()
             while (pending := self._broadcast()) is not None:
-                if await self._forfeit_unasked():
+                flooded = [i for i, s in enumerate(self.sessions) if s.channel.unasked and s.alive]
+                if flooded:
+                    await self._forfeit_unasked(flooded)
                     continue
                 await self._turn(*pending)
             await self._deliver_the_rest()
@@ -242,27 +245,28 @@ class Match:
     def _broadcast(self) -> tuple[str, int] | None:
         """Queue the engine's new events for the seats; returns the decision it awaits."""
         events = self.game.events
-        sessions = self.sessions
-        for event in events[self._sent :]:
-            for target, data in self._translator.messages(event):
-                if target is None:
-                    for session in sessions:
-                        session.queue(data)
-                else:
-                    sessions[target].queue(data)
-        self._sent = len(events)
+        if self._sent < len(events):
+            # The outboxes of the bots still playing (a forfeited seat is told nothing).
+            outboxes = [s.channel.outbox if s.alive else None for s in self.sessions]
+            everyone = [box for box in outboxes if box is not None]
+            for event in events[self._sent :]:
+                for target, data in self._translator.messages(event):
+                    if target is None:
+                        for box in everyone:
+                            box.append(data)
+                    elif (own := outboxes[target]) is not None:
+                        own.append(data)
+            self._sent = len(events)
         self._writer.maybe_flush()
         return self.game.pending
 
-    async def _forfeit_unasked(self) -> bool:
-        """Forfeit every bot that wrote lines nobody asked for; True when there was one.
+    async def _forfeit_unasked(self, seats: list[int]) -> None:
+        """Forfeit the bots that wrote lines nobody asked for.
 
         Faulted now rather than at the bot's next request, which may never come.
         """
-        flooded = [i for i, s in enumerate(self.sessions) if s.alive and s.channel.unasked]
-        for seat in flooded:
+        for seat in seats:
             await self._forfeit(seat, self.sessions[seat].unasked_fault())
-        return bool(flooded)
 
     async def _turn(self, kind: str, seat: int) -> None:
         """Ask ``seat`` for the decision of ``kind`` and apply it, or forfeit the seat."""

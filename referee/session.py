@@ -91,7 +91,7 @@ class BotSession:
         if self.channel.unasked:
             raise self.unasked_fault(request_id)
         channel = self.channel
-        channel.expect()
+        channel.expect()  # set before writing: a quick reply may come during the write
         start = time.monotonic()
         try:
             async with asyncio.timeout(budget_ms / 1000):
@@ -203,7 +203,7 @@ class BotSession:
     async def kill(self) -> None:
         """Kill now (after a fault): no bye, nothing more is sent."""
         self._closed = True
-        self.channel.drop_queued()
+        self.channel.outbox.clear()
         await self.channel.proc.kill()
 
 
