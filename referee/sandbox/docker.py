@@ -34,11 +34,22 @@ import signal
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from referee.errors import InfrastructureError, UsageError
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.sandbox.daemon import (
+    LABEL,
+    LABEL_BOT,
+    LABEL_MATCH,
+    LABEL_RUN,
+    RUN_ENV,
+    connect,
+    docker_sdk,
+    owner_labels,
+    remove_leftovers,
+)
 from referee.sandbox.image import IMAGE_NAME, allowed_images, image_reference
 
 __all__ = [
@@ -54,17 +65,6 @@ __all__ = [
     "remove_leftovers",
 ]
 
-LABEL = "org.arschloch-referee"
-"""Every container the referee creates carries ``LABEL=1`` (``docker ps --filter label=…``)."""
-
-_LABEL_MATCH = f"{LABEL}.match"
-_LABEL_BOT = f"{LABEL}.bot"
-_LABEL_OWNER = f"{LABEL}.owner"
-LABEL_RUN = f"{LABEL}.run"
-"""Label holding :data:`RUN_ENV` when it is set: which run (a test session) made a container."""
-RUN_ENV = "REFEREE_RUN_ID"
-
-_INSTALL_HINT = "the docker extra is not installed: pip install 'arschloch-referee[docker]'"
 _BUILD_HINT = (
     "run `referee sandbox build-image` (or `referee sandbox build-image --offline` "
     "on a machine without a registry)"
@@ -85,57 +85,8 @@ _SIGNAL_REASONS = {
 }
 
 
-def _docker_module() -> Any:
-    """Import the Docker SDK lazily: it is an optional extra."""
-    try:
-        import docker
-    except ImportError as exc:
-        raise UsageError(_INSTALL_HINT) from exc
-    return docker
-
-
-def _causes(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and everything it was raised from, or while handling."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        current = todo.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        todo += [current.__cause__, current.__context__]
-        todo += [arg for arg in current.args if isinstance(arg, BaseException)]
-
-
-def _explain_connect_error(exc: BaseException) -> str:
-    """One line saying why the daemon cannot be reached and what to do about it."""
-    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    text = " ".join(str(cause) for cause in _causes(exc))
-    if any(isinstance(c, PermissionError) for c in _causes(exc)) or "ermission denied" in text:
-        return (
-            f"permission denied on the Docker socket ({host}): add your user to the "
-            "`docker` group and log in again, or run as root"
-        )
-    return (
-        f"no Docker daemon answers at {host}: start it (`dockerd`, or `systemctl start "
-        "docker`) or use the process sandbox (--sandbox process)"
-    )
-
-
-def connect(timeout: float = 30.0) -> Any:
-    """A ``docker.DockerClient`` from the environment; :class:`UsageError` if unusable."""
-    docker = _docker_module()
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise UsageError(_explain_connect_error(exc)) from exc
-    return client
-
-
 def _require_image(client: Any, image: str) -> None:
-    docker = _docker_module()
+    docker = docker_sdk()
     try:
         client.images.get(image)
     except docker.errors.ImageNotFound as exc:
@@ -156,64 +107,6 @@ def docker_status(image: str = IMAGE_NAME) -> tuple[bool, str]:
     finally:
         client.close()
     return True, f"Docker {version} answers; image {image} present"
-
-
-def _owner() -> str:
-    return f"{socket.gethostname()}/{os.getpid()}"
-
-
-def owner_labels() -> dict[str, str]:
-    """The labels of every container this process creates: the referee's, its owner, its run.
-
-    The owner (host and pid) lets a later referee remove the containers of a dead one
-    (:func:`remove_leftovers`) and never those of a live one.
-    """
-    labels = {LABEL: "1", _LABEL_OWNER: _owner()}
-    run = os.environ.get(RUN_ENV)
-    if run:
-        labels[LABEL_RUN] = run
-    return labels
-
-
-def _owner_alive(owner: str) -> bool:
-    """Whether the referee process that created a container may still be running.
-
-    Containers made on another host (a shared remote daemon) are never called orphans.
-    """
-    host, _, pid_text = owner.rpartition("/")
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return True
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_leftovers(client: Any, *, orphans_only: bool = False) -> int:
-    """Force-remove the referee's containers (those labelled :data:`LABEL`); returns how many.
-
-    With ``orphans_only`` only containers whose creating referee process is gone are removed,
-    so parallel workers sharing one daemon do not remove each other's bots.
-    """
-    docker = _docker_module()
-    removed = 0
-    # The low-level listing: the SDK's inspects each container it lists, and fails when one
-    # is removed meanwhile (by its own referee, say: workers share one daemon).
-    for entry in client.api.containers(all=True, filters={"label": LABEL}):
-        owner = (entry.get("Labels") or {}).get(_LABEL_OWNER, "")
-        if orphans_only and owner and _owner_alive(owner):
-            continue
-        try:
-            client.api.remove_container(entry["Id"], force=True)
-        except docker.errors.APIError as exc:
-            if exc.status_code in (404, 409):  # gone, or its removal already under way
-                continue
-            raise
-        removed += 1
-    return removed
 
 
 class _Valve(asyncio.ReadTransport):
@@ -419,7 +312,7 @@ class DockerBotProcess(BotProcess):
         if self._killed or self._removed or self._exit is not None:
             return
         self._killed = True
-        docker = _docker_module()
+        docker = docker_sdk()
         try:
             await self._run_blocking(self.container.kill)
         except docker.errors.APIError as exc:
@@ -433,7 +326,7 @@ class DockerBotProcess(BotProcess):
 
     async def _state(self) -> dict[str, Any] | None:
         """The container's ``State`` from the daemon, ``None`` when it cannot be read."""
-        docker = _docker_module()
+        docker = docker_sdk()
         try:
             await self._run_blocking(self.container.reload)
         except (docker.errors.DockerException, OSError) as exc:
@@ -509,7 +402,7 @@ class DockerBotProcess(BotProcess):
         self._sock.close()
 
     def _remove_container(self) -> None:
-        docker = _docker_module()
+        docker = docker_sdk()
         try:
             self.container.remove(force=True)
         except docker.errors.NotFound:
@@ -543,7 +436,7 @@ class DockerSandbox(Sandbox):
         match_id: str = "",
         client: Any | None = None,
     ) -> None:
-        _docker_module()
+        docker_sdk()
         self.image = image
         self.allowed_images = _allowed(image, allowed_images)
         self.match_id = match_id
@@ -580,7 +473,7 @@ class DockerSandbox(Sandbox):
                 f"not allow (allowed: {', '.join(sorted(self.allowed_images))})"
             )
         client = await self._ready_client(image)
-        docker = _docker_module()
+        docker = docker_sdk()
         options = self._create_options(bot, limits, image)
         creating = asyncio.ensure_future(self._run_blocking(client.containers.create, **options))
         try:
@@ -620,7 +513,7 @@ class DockerSandbox(Sandbox):
         self._live.pop(id(process), None)
 
     def _create_options(self, bot: BotSpec, limits: Limits, image: str) -> dict[str, Any]:
-        docker = _docker_module()
+        docker = docker_sdk()
         ulimit = docker.types.Ulimit
         folder = bot.folder.resolve()
         if bot.single_file:
@@ -658,8 +551,8 @@ class DockerSandbox(Sandbox):
             "log_config": docker.types.LogConfig(type="none"),
             "labels": {
                 **owner_labels(),
-                _LABEL_MATCH: self.match_id,
-                _LABEL_BOT: bot.name,
+                LABEL_MATCH: self.match_id,
+                LABEL_BOT: bot.name,
             },
             "working_dir": _BOT_DIR,
             "mounts": [mount],
@@ -715,6 +608,6 @@ def _attach(container: Any) -> socket.socket:
 
 
 def _force_remove(container: Any) -> None:
-    docker = _docker_module()
+    docker = docker_sdk()
     with contextlib.suppress(docker.errors.NotFound):
         container.remove(force=True)

@@ -31,6 +31,7 @@ from typing import Any
 
 from referee.errors import InfrastructureError, RefereeError, UsageError
 from referee.sandbox.base import BotSpec
+from referee.sandbox.daemon import connect, owner_labels
 
 __all__ = [
     "CACHE_DIR",
@@ -44,10 +45,10 @@ __all__ = [
 ]
 
 IMAGE_NAME = "arschloch-referee-bot:latest"
+"""The default bot runtime image of the Docker sandbox."""
 
 PACKAGES = "python3,nodejs"
 """Debian packages of the offline image: runtimes for Python and JavaScript bots."""
-"""The default bot runtime image of the Docker sandbox."""
 
 CACHE_DIR = Path("/var/cache/arschloch-referee")
 """Where the offline build keeps its root file system tarball and downloaded packages."""
@@ -258,10 +259,7 @@ def rootfs_tarball(
 
 
 def _client() -> Any:
-    """A Docker client; the SDK is imported only now (it is an optional extra)."""
-    # Imported here: referee.sandbox.docker imports this module for IMAGE_NAME.
-    from referee.sandbox.docker import connect
-
+    """A Docker client with a long timeout (an image build takes minutes)."""
     return connect(timeout=600.0)
 
 
@@ -307,8 +305,6 @@ def _build_online(client: Any, tag: str, say: Echo) -> None:
 
 def _check_image(client: Any, tag: str, say: Echo) -> None:
     import docker
-
-    from referee.sandbox.docker import owner_labels
 
     say(f"checking the standard library inside {tag}: {STDLIB_CHECK}")
     try:

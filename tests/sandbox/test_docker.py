@@ -27,14 +27,8 @@ from referee.match import play_match
 from referee.rules import RuleSet
 from referee.sandbox import load_bot, make_staging_root, stage_bot
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits
-from referee.sandbox.docker import (
-    IMAGE_NAME,
-    LABEL,
-    DockerSandbox,
-    _FrameDemux,
-    _owner,
-    connect,
-)
+from referee.sandbox.daemon import LABEL, LABEL_OWNER, owner_labels
+from referee.sandbox.docker import IMAGE_NAME, DockerSandbox, _FrameDemux, connect
 from tests.conftest import PRIVATE_SECRET
 
 T = TypeVar("T")
@@ -51,7 +45,7 @@ def run(coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
 
 
 def _our_containers(client: Any) -> list[Any]:
-    filters = {"label": [LABEL, f"{LABEL}.owner={_owner()}"]}
+    filters = {"label": [LABEL, f"{LABEL_OWNER}={owner_labels()[LABEL_OWNER]}"]}
     return list(client.containers.list(all=True, filters=filters))
 
 
