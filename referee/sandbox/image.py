@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -126,13 +127,10 @@ def _progress(echo: Echo) -> Echo:
 
 def host_suite() -> str:
     """The host's Debian codename (``VERSION_CODENAME`` in ``/etc/os-release``)."""
-    fields: dict[str, str] = {}
-    with contextlib.suppress(FileNotFoundError):
-        for line in Path("/etc/os-release").read_text().splitlines():
-            key, sep, value = line.partition("=")
-            if sep:
-                fields[key] = value.strip().strip('"')
-    suite = fields.get("VERSION_CODENAME", "")
+    try:
+        suite = platform.freedesktop_os_release().get("VERSION_CODENAME", "")
+    except OSError:  # neither /etc/os-release nor /usr/lib/os-release
+        suite = ""
     if not suite:
         raise UsageError(
             "the offline image build needs a Debian host (no VERSION_CODENAME in "
