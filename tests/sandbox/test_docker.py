@@ -254,6 +254,29 @@ def test_kill_reports_the_signal_and_writes_then_fail(sandbox_client: Any, tmp_p
 
 
 @pytest.mark.docker
+def test_a_write_to_a_bot_that_never_reads_waits_then_fails_when_it_ends(
+    sandbox_client: Any, tmp_path: Path
+) -> None:
+    bot = single_file_bot(
+        tmp_path, "deaf", "import time\nprint('up', flush=True)\ntime.sleep(600)\n"
+    )
+
+    async def body(process: BotProcess) -> None:
+        assert await read_line(process) == b"up\n"
+        # More than the pipe, the daemon and the socket hold: the write waits for the bot.
+        writer = asyncio.create_task(process.write(b"x" * (8 << 20)))
+        await asyncio.sleep(1.0)
+        assert not writer.done()
+        await process.kill()
+        with pytest.raises(ConnectionError):
+            await asyncio.wait_for(writer, LINE_TIMEOUT_S)
+        with pytest.raises(ConnectionError):
+            await process.write(b"{}\n")
+
+    run(drive(sandbox_client, bot, LIMITS, body, ends_itself=False))
+
+
+@pytest.mark.docker
 def test_memory_bomb_is_oom_killed(sandbox_client: Any, tmp_path: Path) -> None:
     bot = single_file_bot(
         tmp_path,
