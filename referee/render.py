@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape as markup_escape
+
 from referee.rules.cards import DECKS, CardCodec
 
 _ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
@@ -66,10 +68,9 @@ class MatchRenderer:
         return f"seat {seat}"
 
     def _escape(self, text: str) -> str:
+        """Untrusted text for the output: control characters shown, markup made literal."""
         text = printable(text)
-        if self.color:
-            return text.replace("[", r"\[")
-        return text
+        return markup_escape(text) if self.color else text
 
     def render(self) -> list[str]:
         """The whole match as text lines."""

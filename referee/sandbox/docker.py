@@ -12,10 +12,13 @@ created (loading a tournament refuses it earlier, with the setting that allows i
 image on the host would otherwise do, including private ones holding credentials.
 
 Stdio goes over the container's attach socket, opened *before* the container starts so no
-output is lost. Docker multiplexes stdout and stderr on that socket in frames (an 8-byte
-header: stream type, three zero bytes, a big-endian payload length); :class:`_FrameDemux`
-splits them into two :class:`asyncio.StreamReader` without blocking. Closing stdin is a
-half-close of the socket (the container is created with ``StdinOnce``, so the bot sees EOF).
+output is lost, and handed to an asyncio socket transport (``loop.create_connection(...,
+sock=...)``): its non-blocking writes, flow control and half-close are asyncio's. Docker
+multiplexes stdout and stderr on that socket in frames (an 8-byte header: stream type, three
+zero bytes, a big-endian payload length); :class:`_FrameDemux`, the one hand-written part,
+splits them into two :class:`asyncio.StreamReader` as bytes arrive, and a full reader pauses
+the transport's reading. Closing stdin is a half-close of the socket (the container is
+created with ``StdinOnce``, so the bot sees EOF).
 
 Every blocking Docker SDK call runs in a worker thread. A container is removed when its
 :class:`DockerBotProcess` is cleaned up, also when the cleanup is cancelled; containers
@@ -34,11 +37,22 @@ import signal
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from referee.errors import InfrastructureError, UsageError
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.sandbox.daemon import (
+    LABEL,
+    LABEL_BOT,
+    LABEL_MATCH,
+    LABEL_RUN,
+    RUN_ENV,
+    connect,
+    docker_sdk,
+    owner_labels,
+    remove_leftovers,
+)
 from referee.sandbox.image import IMAGE_NAME, allowed_images, image_reference
 
 __all__ = [
@@ -54,24 +68,12 @@ __all__ = [
     "remove_leftovers",
 ]
 
-LABEL = "org.arschloch-referee"
-"""Every container the referee creates carries ``LABEL=1`` (``docker ps --filter label=…``)."""
-
-_LABEL_MATCH = f"{LABEL}.match"
-_LABEL_BOT = f"{LABEL}.bot"
-_LABEL_OWNER = f"{LABEL}.owner"
-LABEL_RUN = f"{LABEL}.run"
-"""Label holding :data:`RUN_ENV` when it is set: which run (a test session) made a container."""
-RUN_ENV = "REFEREE_RUN_ID"
-
-_INSTALL_HINT = "the docker extra is not installed: pip install 'arschloch-referee[docker]'"
 _BUILD_HINT = (
     "run `referee sandbox build-image` (or `referee sandbox build-image --offline` "
     "on a machine without a registry)"
 )
 _BOT_DIR = "/bot"
 _STREAM_LIMIT = 2**16  # the same buffer limit as asyncio's subprocess pipes
-_RECV_SIZE = 2**16
 _KILL_GRACE_S = 10.0
 
 _T = TypeVar("_T")
@@ -85,57 +87,8 @@ _SIGNAL_REASONS = {
 }
 
 
-def _docker_module() -> Any:
-    """Import the Docker SDK lazily: it is an optional extra."""
-    try:
-        import docker
-    except ImportError as exc:
-        raise UsageError(_INSTALL_HINT) from exc
-    return docker
-
-
-def _causes(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and everything it was raised from, or while handling."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        current = todo.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        todo += [current.__cause__, current.__context__]
-        todo += [arg for arg in current.args if isinstance(arg, BaseException)]
-
-
-def _explain_connect_error(exc: BaseException) -> str:
-    """One line saying why the daemon cannot be reached and what to do about it."""
-    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    text = " ".join(str(cause) for cause in _causes(exc))
-    if any(isinstance(c, PermissionError) for c in _causes(exc)) or "ermission denied" in text:
-        return (
-            f"permission denied on the Docker socket ({host}): add your user to the "
-            "`docker` group and log in again, or run as root"
-        )
-    return (
-        f"no Docker daemon answers at {host}: start it (`dockerd`, or `systemctl start "
-        "docker`) or use the process sandbox (--sandbox process)"
-    )
-
-
-def connect(timeout: float = 30.0) -> Any:
-    """A ``docker.DockerClient`` from the environment; :class:`UsageError` if unusable."""
-    docker = _docker_module()
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise UsageError(_explain_connect_error(exc)) from exc
-    return client
-
-
 def _require_image(client: Any, image: str) -> None:
-    docker = _docker_module()
+    docker = docker_sdk()
     try:
         client.images.get(image)
     except docker.errors.ImageNotFound as exc:
@@ -158,88 +111,30 @@ def docker_status(image: str = IMAGE_NAME) -> tuple[bool, str]:
     return True, f"Docker {version} answers; image {image} present"
 
 
-def _owner() -> str:
-    return f"{socket.gethostname()}/{os.getpid()}"
+class _ReaderGate(asyncio.ReadTransport):
+    """What a :class:`asyncio.StreamReader` sees as its transport: a switch on the socket's.
 
-
-def owner_labels() -> dict[str, str]:
-    """The labels of every container this process creates: the referee's, its owner, its run.
-
-    The owner (host and pid) lets a later referee remove the containers of a dead one
-    (:func:`remove_leftovers`) and never those of a live one.
-    """
-    labels = {LABEL: "1", _LABEL_OWNER: _owner()}
-    run = os.environ.get(RUN_ENV)
-    if run:
-        labels[LABEL_RUN] = run
-    return labels
-
-
-def _owner_alive(owner: str) -> bool:
-    """Whether the referee process that created a container may still be running.
-
-    Containers made on another host (a shared remote daemon) are never called orphans.
-    """
-    host, _, pid_text = owner.rpartition("/")
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return True
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_leftovers(client: Any, *, orphans_only: bool = False) -> int:
-    """Force-remove the referee's containers (those labelled :data:`LABEL`); returns how many.
-
-    With ``orphans_only`` only containers whose creating referee process is gone are removed,
-    so parallel workers sharing one daemon do not remove each other's bots.
-    """
-    docker = _docker_module()
-    removed = 0
-    # The low-level listing: the SDK's inspects each container it lists, and fails when one
-    # is removed meanwhile (by its own referee, say: workers share one daemon).
-    for entry in client.api.containers(all=True, filters={"label": LABEL}):
-        owner = (entry.get("Labels") or {}).get(_LABEL_OWNER, "")
-        if orphans_only and owner and _owner_alive(owner):
-            continue
-        try:
-            client.api.remove_container(entry["Id"], force=True)
-        except docker.errors.APIError as exc:
-            if exc.status_code in (404, 409):  # gone, or its removal already under way
-                continue
-            raise
-        removed += 1
-    return removed
-
-
-class _Valve(asyncio.ReadTransport):
-    """The transport a :class:`asyncio.StreamReader` pauses when its buffer is full.
-
-    The reader calls ``pause_reading`` above twice its limit and ``resume_reading`` once
-    drained; the socket pump waits on :meth:`opened` so an unread stream applies
-    backpressure to the bot (like a full pipe) instead of filling the referee's memory.
+    A reader calls ``pause_reading`` above twice its limit and ``resume_reading`` once
+    drained. Both streams come over one socket, so its transport reads only while neither
+    reader is full: an unread stream applies backpressure to the bot (like a full pipe)
+    instead of filling the referee's memory.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, changed: Callable[[], None]) -> None:
         super().__init__()
-        self._open = asyncio.Event()
-        self._open.set()
+        self._reading = True
+        self._changed = changed
 
     def pause_reading(self) -> None:
-        self._open.clear()
+        self._reading = False
+        self._changed()
 
     def resume_reading(self) -> None:
-        self._open.set()
+        self._reading = True
+        self._changed()
 
     def is_reading(self) -> bool:
-        return self._open.is_set()
-
-    async def opened(self) -> None:
-        await self._open.wait()
+        return self._reading
 
 
 class _FrameDemux:
@@ -298,6 +193,107 @@ class _FrameDemux:
             reader.feed_eof()
 
 
+class _AttachProtocol(asyncio.Protocol):
+    """The container's attach socket, driven by an asyncio socket transport.
+
+    Received bytes go through :class:`_FrameDemux` into :attr:`stdout` and :attr:`stderr`;
+    :meth:`send` writes with the transport's flow control, as a ``StreamWriter`` would. The
+    end of the output stream is the end of the container (docker-init holds the bot's
+    stdout until then), so :attr:`ended` is set and writes fail from then on: the daemon
+    itself keeps swallowing stdin after the container ended.
+    """
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+        self.stdout = asyncio.StreamReader(limit=_STREAM_LIMIT)
+        self.stderr = asyncio.StreamReader(limit=_STREAM_LIMIT)
+        self.ended = asyncio.Event()
+        self._gates = (_ReaderGate(self._gates_changed), _ReaderGate(self._gates_changed))
+        self.stdout.set_transport(self._gates[0])
+        self.stderr.set_transport(self._gates[1])
+        self._demux = _FrameDemux(self.stdout, self.stderr, self.notes.append)
+        self._transport: asyncio.Transport | None = None
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._end_reason = ""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self._demux.feed(data)
+
+    def eof_received(self) -> bool:
+        self._end("the bot's container has ended")
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is None:
+            self._end("the bot's container has ended")
+        else:
+            self.notes.append(f"attach socket failed: {exc}")
+            self._end(f"cannot write to the bot's container: {exc}")
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    def _gates_changed(self) -> None:
+        if self._transport is None:
+            return
+        if all(gate.is_reading() for gate in self._gates):
+            self._transport.resume_reading()
+        else:
+            self._transport.pause_reading()
+
+    def _end(self, reason: str) -> None:
+        if self.ended.is_set():
+            return
+        self._end_reason = reason
+        self._demux.feed_eof()
+        self.ended.set()
+        self._writable.set()  # a writer waiting for the bot to read learns it never will
+
+    async def send(self, data: bytes) -> None:
+        """Write ``data``; wait while the transport's buffer is above its high-water mark.
+
+        Raises ``ConnectionError`` once the container has ended or the socket failed. A
+        bot that does not read keeps this waiting: the caller's time control bounds it.
+        """
+        transport = self._transport
+        if self.ended.is_set() or transport is None or transport.is_closing():
+            raise ConnectionError(self._end_reason or "the attach socket is closed")
+        transport.write(data)
+        if transport.is_closing():
+            await asyncio.sleep(0)  # the send failed: connection_lost runs next, with why
+        while not self._writable.is_set():
+            await self._writable.wait()
+        if self.ended.is_set():
+            raise ConnectionError(self._end_reason)
+
+    def close_input(self) -> None:
+        """Half-close: the bot reads end of file once what was written has been sent."""
+        if self._transport is not None and not self._transport.is_closing():
+            with contextlib.suppress(OSError):
+                self._transport.write_eof()
+
+    def abort(self) -> None:
+        """Close the socket now, dropping unsent input; the readers see end of file."""
+        if self._transport is not None:
+            self._transport.abort()
+        self._end("the attach socket is closed")
+
+
+async def _open_attach(sock: socket.socket) -> _AttachProtocol:
+    """The attach socket handed to an asyncio transport (which now owns and closes it)."""
+    loop = asyncio.get_running_loop()
+    _, protocol = await loop.create_connection(_AttachProtocol, sock=sock)
+    return protocol
+
+
 class DockerBotProcess(BotProcess):
     """A bot running in a container; stdio over the container's attach socket."""
 
@@ -305,121 +301,39 @@ class DockerBotProcess(BotProcess):
         self,
         spec: BotSpec,
         container: Any,
-        sock: socket.socket,
+        attach: _AttachProtocol,
         run_blocking: Callable[..., Any],
         on_removed: Callable[[DockerBotProcess], None],
     ) -> None:
-        stdout = asyncio.StreamReader(limit=_STREAM_LIMIT)
-        stderr = asyncio.StreamReader(limit=_STREAM_LIMIT)
-        super().__init__(spec=spec, stdout=stdout, stderr=stderr)
+        super().__init__(spec=spec, stdout=attach.stdout, stderr=attach.stderr, notes=attach.notes)
         self.container = container
-        self._sock = sock
+        self._attach = attach
         self._run_blocking = run_blocking
         self._on_removed = on_removed
-        self._valves = (_Valve(), _Valve())
-        stdout.set_transport(self._valves[0])
-        stderr.set_transport(self._valves[1])
-        self._demux = _FrameDemux(stdout, stderr, self.notes.append)
-        self._write_lock = asyncio.Lock()
         self._stdin_closed = False
         self._killed = False
         self._removed = False
         self._exit: ExitInfo | None = None
-        self._pump = asyncio.get_running_loop().create_task(
-            self._pump_output(), name=f"docker-attach-{spec.name}"
-        )
 
     @property
     def container_id(self) -> str:
         return str(self.container.id)
 
-    async def _pump_output(self) -> None:
-        """Read the attach socket until EOF, feeding the demultiplexer.
-
-        The socket stays registered with the event loop while the streams want data (one
-        registration, not one per read as ``sock_recv`` does: this is on every reply's
-        path); it is unregistered while a full stream applies backpressure.
-        """
-        loop = asyncio.get_running_loop()
-        fd = self._sock.fileno()
-        readable = asyncio.Event()
-        watching = False
-        try:
-            while True:
-                if not all(valve.is_reading() for valve in self._valves):
-                    if watching:
-                        loop.remove_reader(fd)
-                        watching = False
-                    for valve in self._valves:
-                        await valve.opened()
-                if not watching:
-                    loop.add_reader(fd, readable.set)
-                    watching = True
-                try:
-                    data = self._sock.recv(_RECV_SIZE)
-                except (BlockingIOError, InterruptedError):
-                    readable.clear()
-                    await readable.wait()
-                    continue
-                except OSError as exc:
-                    self.notes.append(f"attach socket failed: {exc}")
-                    return
-                if not data:
-                    return
-                self._demux.feed(data)
-        finally:
-            if watching:
-                with contextlib.suppress(OSError, ValueError):
-                    loop.remove_reader(fd)
-            self._demux.feed_eof()
-
     async def write(self, data: bytes) -> None:
-        if self._stdin_closed or self._sock.fileno() == -1:
+        if self._stdin_closed:
             raise ConnectionError("the bot's stdin is closed")
-        # The daemon keeps swallowing stdin after the container ended; the end of the output
-        # stream (docker-init holds it until the container ends) is the reliable sign.
-        if self._pump.done():
-            raise ConnectionError("the bot's container has ended")
-        loop = asyncio.get_running_loop()
-        async with self._write_lock:
-            # Fast path: the socket is non-blocking and a request line fits its buffer, so
-            # one send() usually takes it all, without a task or a wait.
-            try:
-                sent = self._sock.send(data)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except OSError as exc:
-                raise ConnectionError(f"cannot write to the bot's container: {exc}") from exc
-            if sent == len(data):
-                return
-            data = data[sent:]
-            send = loop.create_task(loop.sock_sendall(self._sock, data))
-            try:
-                await asyncio.wait({send, self._pump}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                if not send.done():
-                    send.cancel()
-            if not send.done() or send.cancelled():
-                raise ConnectionError("the bot's container ended while we wrote to it")
-            error = send.exception()
-            if isinstance(error, OSError):
-                raise ConnectionError(f"cannot write to the bot's container: {error}") from error
-            if error is not None:
-                raise error
+        await self._attach.send(data)
 
     async def close_stdin(self) -> None:
-        if self._stdin_closed:
-            return
-        self._stdin_closed = True
-        # No write lock: a write blocked on a bot that never reads must not block this too.
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_WR)
+        if not self._stdin_closed:
+            self._stdin_closed = True
+            self._attach.close_input()
 
     async def kill(self) -> None:
         if self._killed or self._removed or self._exit is not None:
             return
         self._killed = True
-        docker = _docker_module()
+        docker = docker_sdk()
         try:
             await self._run_blocking(self.container.kill)
         except docker.errors.APIError as exc:
@@ -433,7 +347,7 @@ class DockerBotProcess(BotProcess):
 
     async def _state(self) -> dict[str, Any] | None:
         """The container's ``State`` from the daemon, ``None`` when it cannot be read."""
-        docker = _docker_module()
+        docker = docker_sdk()
         try:
             await self._run_blocking(self.container.reload)
         except (docker.errors.DockerException, OSError) as exc:
@@ -462,14 +376,15 @@ class DockerBotProcess(BotProcess):
         if self._exit is not None:
             return self._exit
         deadline = None if timeout is None else time.monotonic() + timeout
+        ended = self._attach.ended
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             # The attach stream ends when the container's init exits; poll the daemon as well
-            # in case nobody reads the streams (the pump is then paused by backpressure).
+            # in case nobody reads the streams (reading is then paused by backpressure).
             slice_s = 0.25 if remaining is None else min(0.25, remaining)
-            if not self._pump.done():
+            if not ended.is_set():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(self._pump), slice_s)
+                    await asyncio.wait_for(ended.wait(), slice_s)
             state = await self._state()
             if state is None:
                 return None
@@ -478,7 +393,7 @@ class DockerBotProcess(BotProcess):
                 return self._exit
             if remaining is not None and remaining <= 0:
                 return None
-            if self._pump.done():
+            if ended.is_set():
                 await asyncio.sleep(min(0.02, remaining or 0.02))
 
     async def cleanup(self) -> ExitInfo:
@@ -492,24 +407,15 @@ class DockerBotProcess(BotProcess):
                 info = ExitInfo(returncode=None, detail="state unknown: the daemon did not say")
             return info
         finally:
-            if not self._pump.done():
-                self._pump.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._pump
-            self._close_socket()
+            self._attach.abort()
             if not self._removed:
                 self._removed = True
                 # Submitted before the next await: it runs even if we are cancelled meanwhile.
                 removal = loop.run_in_executor(None, self._remove_container)
                 await asyncio.shield(removal)
 
-    def _close_socket(self) -> None:
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
-        self._sock.close()
-
     def _remove_container(self) -> None:
-        docker = _docker_module()
+        docker = docker_sdk()
         try:
             self.container.remove(force=True)
         except docker.errors.NotFound:
@@ -543,7 +449,7 @@ class DockerSandbox(Sandbox):
         match_id: str = "",
         client: Any | None = None,
     ) -> None:
-        _docker_module()
+        docker_sdk()
         self.image = image
         self.allowed_images = _allowed(image, allowed_images)
         self.match_id = match_id
@@ -580,7 +486,7 @@ class DockerSandbox(Sandbox):
                 f"not allow (allowed: {', '.join(sorted(self.allowed_images))})"
             )
         client = await self._ready_client(image)
-        docker = _docker_module()
+        docker = docker_sdk()
         options = self._create_options(bot, limits, image)
         creating = asyncio.ensure_future(self._run_blocking(client.containers.create, **options))
         try:
@@ -599,7 +505,8 @@ class DockerSandbox(Sandbox):
         started = False
         try:
             sock = await self._run_blocking(_attach, container)
-            process = DockerBotProcess(bot, container, sock, self._run_blocking, self._forget)
+            attach = await _open_attach(sock)
+            process = DockerBotProcess(bot, container, attach, self._run_blocking, self._forget)
             self._live[id(process)] = process
             await self._run_blocking(container.start)
             started = True
@@ -620,7 +527,7 @@ class DockerSandbox(Sandbox):
         self._live.pop(id(process), None)
 
     def _create_options(self, bot: BotSpec, limits: Limits, image: str) -> dict[str, Any]:
-        docker = _docker_module()
+        docker = docker_sdk()
         ulimit = docker.types.Ulimit
         folder = bot.folder.resolve()
         if bot.single_file:
@@ -658,8 +565,8 @@ class DockerSandbox(Sandbox):
             "log_config": docker.types.LogConfig(type="none"),
             "labels": {
                 **owner_labels(),
-                _LABEL_MATCH: self.match_id,
-                _LABEL_BOT: bot.name,
+                LABEL_MATCH: self.match_id,
+                LABEL_BOT: bot.name,
             },
             "working_dir": _BOT_DIR,
             "mounts": [mount],
@@ -697,8 +604,9 @@ def _attach(container: Any) -> socket.socket:
     """Open the container's attach socket (before start) as a socket we own.
 
     The SDK hands out the HTTP connection's socket wrapped in ``SocketIO``; we duplicate its
-    descriptor and close the SDK's objects, so the socket's life is ours alone (no garbage
-    collector closing it under us). Nothing can be buffered yet: the container has not run.
+    descriptor and close the SDK's wrapper and socket (left to the garbage collector, each
+    socket was an unclosed-socket ``ResourceWarning``), so the socket's life is ours alone.
+    Nothing can be buffered yet: the container has not run.
     """
     raw = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
     inner = getattr(raw, "_sock", None)
@@ -710,11 +618,12 @@ def _attach(container: Any) -> socket.socket:
         )
     sock = socket.socket(fileno=os.dup(inner.fileno()))
     raw.close()
+    inner.close()
     sock.setblocking(False)
     return sock
 
 
 def _force_remove(container: Any) -> None:
-    docker = _docker_module()
+    docker = docker_sdk()
     with contextlib.suppress(docker.errors.NotFound):
         container.remove(force=True)

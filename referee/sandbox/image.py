@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from typing import Any
 
 from referee.errors import InfrastructureError, RefereeError, UsageError
 from referee.sandbox.base import BotSpec
+from referee.sandbox.daemon import connect, owner_labels
 
 __all__ = [
     "CACHE_DIR",
@@ -44,10 +46,10 @@ __all__ = [
 ]
 
 IMAGE_NAME = "arschloch-referee-bot:latest"
+"""The default bot runtime image of the Docker sandbox."""
 
 PACKAGES = "python3,nodejs"
 """Debian packages of the offline image: runtimes for Python and JavaScript bots."""
-"""The default bot runtime image of the Docker sandbox."""
 
 CACHE_DIR = Path("/var/cache/arschloch-referee")
 """Where the offline build keeps its root file system tarball and downloaded packages."""
@@ -125,13 +127,10 @@ def _progress(echo: Echo) -> Echo:
 
 def host_suite() -> str:
     """The host's Debian codename (``VERSION_CODENAME`` in ``/etc/os-release``)."""
-    fields: dict[str, str] = {}
-    with contextlib.suppress(FileNotFoundError):
-        for line in Path("/etc/os-release").read_text().splitlines():
-            key, sep, value = line.partition("=")
-            if sep:
-                fields[key] = value.strip().strip('"')
-    suite = fields.get("VERSION_CODENAME", "")
+    try:
+        suite = platform.freedesktop_os_release().get("VERSION_CODENAME", "")
+    except OSError:  # neither /etc/os-release nor /usr/lib/os-release
+        suite = ""
     if not suite:
         raise UsageError(
             "the offline image build needs a Debian host (no VERSION_CODENAME in "
@@ -258,10 +257,7 @@ def rootfs_tarball(
 
 
 def _client() -> Any:
-    """A Docker client; the SDK is imported only now (it is an optional extra)."""
-    # Imported here: referee.sandbox.docker imports this module for IMAGE_NAME.
-    from referee.sandbox.docker import connect
-
+    """A Docker client with a long timeout (an image build takes minutes)."""
     return connect(timeout=600.0)
 
 
@@ -307,8 +303,6 @@ def _build_online(client: Any, tag: str, say: Echo) -> None:
 
 def _check_image(client: Any, tag: str, say: Echo) -> None:
     import docker
-
-    from referee.sandbox.docker import owner_labels
 
     say(f"checking the standard library inside {tag}: {STDLIB_CHECK}")
     try:

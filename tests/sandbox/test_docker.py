@@ -27,14 +27,8 @@ from referee.match import play_match
 from referee.rules import RuleSet
 from referee.sandbox import load_bot, make_staging_root, stage_bot
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits
-from referee.sandbox.docker import (
-    IMAGE_NAME,
-    LABEL,
-    DockerSandbox,
-    _FrameDemux,
-    _owner,
-    connect,
-)
+from referee.sandbox.daemon import LABEL, LABEL_OWNER, owner_labels
+from referee.sandbox.docker import IMAGE_NAME, DockerSandbox, _FrameDemux, connect
 from tests.conftest import PRIVATE_SECRET
 
 T = TypeVar("T")
@@ -51,7 +45,7 @@ def run(coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
 
 
 def _our_containers(client: Any) -> list[Any]:
-    filters = {"label": [LABEL, f"{LABEL}.owner={_owner()}"]}
+    filters = {"label": [LABEL, f"{LABEL_OWNER}={owner_labels()[LABEL_OWNER]}"]}
     return list(client.containers.list(all=True, filters=filters))
 
 
@@ -257,6 +251,29 @@ def test_kill_reports_the_signal_and_writes_then_fail(sandbox_client: Any, tmp_p
                 await asyncio.sleep(0.01)
 
     run(drive(sandbox_client, bot, LIMITS, body))
+
+
+@pytest.mark.docker
+def test_a_write_to_a_bot_that_never_reads_waits_then_fails_when_it_ends(
+    sandbox_client: Any, tmp_path: Path
+) -> None:
+    bot = single_file_bot(
+        tmp_path, "deaf", "import time\nprint('up', flush=True)\ntime.sleep(600)\n"
+    )
+
+    async def body(process: BotProcess) -> None:
+        assert await read_line(process) == b"up\n"
+        # More than the pipe, the daemon and the socket hold: the write waits for the bot.
+        writer = asyncio.create_task(process.write(b"x" * (8 << 20)))
+        await asyncio.sleep(1.0)
+        assert not writer.done()
+        await process.kill()
+        with pytest.raises(ConnectionError):
+            await asyncio.wait_for(writer, LINE_TIMEOUT_S)
+        with pytest.raises(ConnectionError):
+            await process.write(b"{}\n")
+
+    run(drive(sandbox_client, bot, LIMITS, body, ends_itself=False))
 
 
 @pytest.mark.docker

@@ -1,0 +1,35 @@
+"""The offline image build's host checks, without Docker or debootstrap."""
+
+from __future__ import annotations
+
+import platform
+
+import pytest
+
+from referee.errors import UsageError
+from referee.sandbox.image import host_suite
+
+
+def test_host_suite_is_the_os_release_codename(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        platform, "freedesktop_os_release", lambda: {"ID": "debian", "VERSION_CODENAME": "trixie"}
+    )
+    assert host_suite() == "trixie"
+
+
+@pytest.mark.parametrize(
+    "os_release",
+    [{"ID": "arch"}, {"ID": "debian", "VERSION_CODENAME": ""}, OSError(2, "no os-release")],
+)
+def test_a_host_without_a_codename_is_told_to_build_online(
+    monkeypatch: pytest.MonkeyPatch, os_release: dict[str, str] | OSError
+) -> None:
+    def read() -> dict[str, str]:
+        if isinstance(os_release, OSError):
+            raise os_release
+        return os_release
+
+    monkeypatch.setattr(platform, "freedesktop_os_release", read)
+    with pytest.raises(UsageError, match=r"needs a Debian host .* build online"):
+        host_suite()
+
