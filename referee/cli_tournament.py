@@ -37,6 +37,8 @@ from referee.executors import (
     Event,
     MatchFailed,
     MatchFinished,
+    PlayoffRound,
+    PlayoffsOver,
     RunStarted,
     RunSummary,
     run_tournament,
@@ -248,6 +250,9 @@ class _ProgressView:
             )
             self.next_report = max(1, event.to_play // 10)
             return
+        if isinstance(event, PlayoffRound | PlayoffsOver):
+            self._playoff(event)
+            return
         if isinstance(event, MatchFinished):
             self.done += 1
             self.played += 1
@@ -272,6 +277,31 @@ class _ProgressView:
                 markup=False,
             )
 
+    def _playoff(self, event: PlayoffRound | PlayoffsOver) -> None:
+        """A line per play-off round (the pairs it is for), and one when they are over."""
+        pairs = ", ".join(
+            f"{terminal_text(upper)} over {terminal_text(lower)} {confidence:.2f}"
+            for upper, lower, confidence in event.uncertain
+        )
+        if isinstance(event, PlayoffsOver):
+            why = "the top is ordered" if event.state == "settled" else "the budget is spent"
+            still = f"; still uncertain: {pairs}" if pairs else ""
+            self.console.print(
+                f"play-offs over after {event.rounds} rounds, {event.matches} matches: "
+                f"{why}{still}",
+                markup=False,
+            )
+            return
+        self.total += event.to_play
+        if self.task is not None:
+            self.progress.update(self.task, total=self.total)
+        self.next_report = max(1, event.to_play // 2)
+        self.console.print(
+            f"play-offs round {event.round + 1}: {event.to_play} matches "
+            f"({event.spent}/{event.budget} of the budget)" + (f" for {pairs}" if pairs else ""),
+            markup=False,
+        )
+
 
 # --------------------------------------------------------------------------- leaderboard
 
@@ -291,7 +321,17 @@ def _leaderboard(spec: Tournament, results_dir: Path | None = None) -> Leaderboa
             DealCommitment(s.commitment, s.secret.hex() if s.revealed is not None else None)
             for s in store.deal_secrets()
         ]
-    return build_leaderboard(spec.name, spec.rules.name, matches, spec.entrants, deals=deals)
+    return build_leaderboard(
+        spec.name,
+        spec.rules.name,
+        matches,
+        spec.entrants,
+        deals=deals,
+        ratings=spec.file.ratings,
+        ruleset=spec.rules,
+        playoff=spec.file.playoff,
+        table_size=spec.file.table_size,
+    )
 
 
 def _print_board(board: Leaderboard) -> None:
@@ -313,7 +353,9 @@ def leaderboard(file: Path, fmt: str) -> None:
     """Print the leaderboard of the tournament FILE from its stored results.
 
     Ratings are TrueSkill, replayed over the finished matches in key order, ranked by
-    mu - 3 sigma. It may be called while the tournament runs.
+    mu - 3 sigma, with each bot's mean finishing score and its bootstrap interval; ≈ marks
+    a bot whose order over the next one is not significant. It may be called while the
+    tournament runs.
     """
     board = _leaderboard(load_tournament(file))
     if fmt == "table":

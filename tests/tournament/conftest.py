@@ -35,6 +35,8 @@ def choose(legal):
         return []
     if STRATEGY == "pairs":
         return max(legal, key=len)
+    if STRATEGY == "lowest":
+        return next((play for play in legal if play), [])
     return legal[0]
 
 
