@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import trueskill
 from pydantic import BaseModel, ConfigDict, Field
 
-from referee.scheduler import PLAYOFF_PREFIX
+from referee.scheduler import playoff_round
 
 if TYPE_CHECKING:
     from referee.rules import ResolvedRules
@@ -96,9 +96,10 @@ def make_environment(
     )
 
 
-def replay_order(key: str) -> tuple[bool, str]:
+def replay_order(key: str) -> tuple[int, str]:
     """The canonical rating order: scheduled matches by key, then play-offs by round."""
-    return key.startswith(PLAYOFF_PREFIX), key
+    round_no = playoff_round(key)
+    return (-1 if round_no is None else round_no), key
 
 
 def rating_places(match: StoredMatch) -> list[tuple[str, int]]:

@@ -361,12 +361,17 @@ def run_tournament(
                     if round_tasks:
                         executor.run(round_tasks, record)
 
-                executor.run(tasks, record)
-                complete = {spec.key for spec in specs} <= store.done_keys()
-                if complete and tournament.file.playoff is not None:
-                    complete = _play_offs(
-                        tournament, tournament.file.playoff, store, secret, play, notify
-                    )
+                with contextlib.ExitStack() as keep:
+                    if tournament.file.playoff is not None and isinstance(
+                        executor, contextlib.AbstractContextManager
+                    ):
+                        keep.enter_context(executor)  # one pool for the rounds to come
+                    executor.run(tasks, record)
+                    complete = {spec.key for spec in specs} <= store.done_keys()
+                    if complete and tournament.file.playoff is not None:
+                        complete = _play_offs(
+                            tournament, tournament.file.playoff, store, secret, play, notify
+                        )
                 if complete:
                     store.reveal_secrets()  # complete: publish the secret, never deal with it again
             finally:

@@ -12,6 +12,10 @@ A worker that dies (killed, out of memory, a crash in C code) breaks the whole p
 then rebuilt and those matches go to the back of the queue, each at most ``max_attempts``
 times in all.
 
+Used as a context manager, the executor keeps its pool (and the workers' bot processes)
+from one ``run`` to the next: play-off rounds are small, and each would otherwise pay for
+starting the workers and their bots again.
+
 Workers end with the coordinator, even when it is killed with SIGKILL (otherwise a
 ``ProcessPoolExecutor`` worker waits forever for work from a dead coordinator):
 ``PR_SET_PDEATHSIG`` signals them, and an idle worker exits at once while a busy one first
@@ -73,13 +77,24 @@ class LocalExecutor:
             raise ValueError("max_attempts must be at least 1")
         self.workers = workers or default_workers()
         self.max_attempts = max_attempts
+        self._kept: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> LocalExecutor:
+        """Keep one pool for every ``run`` until the ``with`` block ends."""
+        self._kept = self._new_pool()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._kept is not None:
+            self._kept.shutdown(wait=True, cancel_futures=True)
+            self._kept = None
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[Event], None]) -> None:
         """Play every task; return when each has finished or failed for good."""
         queue = deque(tasks)
         attempts: dict[str, int] = {}
         in_flight: dict[Future[TaskOutcome], MatchTask] = {}
-        pool = self._new_pool()
+        pool = self._kept or self._new_pool()
         try:
             while queue or in_flight:
                 while queue and len(in_flight) <= self.workers:
@@ -119,7 +134,8 @@ class LocalExecutor:
                 if broken:
                     pool = self._replace(pool)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            if self._kept is None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     def _new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
@@ -132,7 +148,10 @@ class LocalExecutor:
     def _replace(self, pool: ProcessPoolExecutor) -> ProcessPoolExecutor:
         """A fresh pool for a broken one (the broken pool has already stopped its workers)."""
         pool.shutdown(wait=True, cancel_futures=True)
-        return self._new_pool()
+        fresh = self._new_pool()
+        if self._kept is not None:
+            self._kept = fresh
+        return fresh
 
 
 _coordinator = 0

@@ -27,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from referee.intervals import (
+    MIN_SHARED_DEALS,
     OrderConfidence,
     ScoreInterval,
     adjacent_confidences,
@@ -314,7 +315,7 @@ def _notes(board: Leaderboard) -> list[str]:
         f"Ranked by TrueSkill score = mu - 3 sigma. Mean score: normalised finishing score "
         f"(1 first, 0 last) with its {level} bootstrap interval over whole deals. "
         f"≈ marks a bot whose order over the next one is not significant at {level} "
-        "(compared on the deals both played)."
+        f"(the two compared on the deals both played, at least {MIN_SHARED_DEALS})."
     ]
     if board.playoff is not None:
         notes.append(board.playoff.text())
@@ -345,7 +346,7 @@ def render(board: Leaderboard, fmt: str) -> str:
     if fmt == "table":
         from rich.console import Console
 
-        console = Console(width=120, color_system=None, file=io.StringIO(), highlight=False)
+        console = Console(width=160, color_system=None, file=io.StringIO(), highlight=False)
         console.print(to_rich_table(board))
         out = console.file
         assert isinstance(out, io.StringIO)

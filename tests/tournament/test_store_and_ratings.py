@@ -233,10 +233,10 @@ def test_bots_without_a_match_are_unrated_and_listed_last() -> None:
 
 
 def test_play_offs_are_replayed_after_the_scheduled_matches() -> None:
-    keys = ["rr/x/d000/r0", "po/000/y/d001/r0", "g/z/m0000/d000/r0", "po/001/y/d002/r0"]
+    keys = ["rr/x/d000/r0", "po/1000/y/d9/r0", "po/000/y/d001/r0", "g/z/m0000/d000/r0"]
     assert sorted(keys, key=replay_order) == [
         "g/z/m0000/d000/r0",
         "rr/x/d000/r0",
         "po/000/y/d001/r0",
-        "po/001/y/d002/r0",
+        "po/1000/y/d9/r0",
     ]
