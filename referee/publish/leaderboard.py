@@ -476,7 +476,13 @@ def terminal_text(text: str) -> str:
 
 
 def to_rich_table(board: Leaderboard) -> Table:
+    """The terminal table, narrow enough for 80 columns.
+
+    Average places and first places are left to the other formats: at one table size the
+    mean score says what the average place does (``mean = (k - avg) / (k - 1)``).
+    """
     notes = [terminal_text(note) for note in _notes(board)]
+    notes.insert(1, "next: how sure the order over the next bot is.")
     if board.deals:
         notes.append(terminal_text(_deals_text(board)))
     table = Table(
@@ -486,31 +492,33 @@ def to_rich_table(board: Leaderboard) -> Table:
         ),
         caption=Text("\n".join(notes)),
         box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        show_edge=False,
     )
-    table.add_column("#", justify="right")
+    table.add_column("#", justify="right", min_width=1, no_wrap=True)
     table.add_column("bot", overflow="fold", min_width=10)
     level = f"{board.confidence * 100:g}%"
-    for column in ("score", "mu ± sigma", f"mean score [{level}]", "over next"):
+    for column in ("score", "mu ± sigma", f"mean [{level}]", "next", "played"):
         table.add_column(column, justify="right", no_wrap=True)
-    for column in ("matches", "avg place", "1st"):
-        table.add_column(column, justify="right", no_wrap=True)
-    table.add_column("forfeits", overflow="fold")
+    table.add_column("forfeits", overflow="fold", min_width=8)
     for e in board.entries:
         forfeits = str(e.forfeits)
         if e.faults:
             forfeits += f" ({_faults_text(e.faults)})"
+        interval = "—"
+        if e.interval is not None:
+            interval = f"{e.interval.mean:.2f} [{e.interval.low:.2f},{e.interval.high:.2f}]"
         table.add_row(
             str(e.rank),
             Text(terminal_text(e.name)),
             f"{e.score:.2f}",
-            f"{e.mu:.2f} ± {e.sigma:.2f}",
-            _interval_text(e),
-            _over_next_text(e),
+            f"{e.mu:.2f}±{e.sigma:.2f}",
+            interval,
+            "" if e.over_next is None else f"{e.mark}{e.over_next.confidence:.2f}",
             str(e.matches),
-            _avg(e.avg_place),
-            str(e.firsts),
             Text(forfeits),
         )
     for name in board.unrated:
-        table.add_row("", Text(terminal_text(name)), "unrated", *[""] * 7)
+        table.add_row("", Text(terminal_text(name)), "", "", "unrated", "", "", "")
     return table
