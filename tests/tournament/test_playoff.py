@@ -42,7 +42,7 @@ def _plan(round_no: int, specs: list[MatchSpec], matches: list[StoredMatch], **s
         specs,
         list(STRENGTH),
         settings=PlayoffSettings(**{"top": 5, "until": 0.95, "budget": 300, **settings}),
-        ratings=RatingSettings(resamples=400),
+        ratings=RatingSettings(resamples=200),
         rules=None,
         table_size=3,
         seed=4,
@@ -90,11 +90,11 @@ def test_play_offs_stop_when_the_top_is_ordered_with_the_confidence_asked() -> N
         matches,
         list(STRENGTH),
         PlayoffSettings(top=3, until=0.9, budget=300),
-        RatingSettings(resamples=400),
+        RatingSettings(resamples=200),
     )
     assert not uncertain
     for upper, lower in itertools.pairwise(order[:3]):
-        assert order_confidence(deal_scores(matches), upper, lower, resamples=400).significant(0.9)
+        assert order_confidence(deal_scores(matches), upper, lower, resamples=200).significant(0.9)
 
 
 def test_play_offs_stop_at_the_budget_when_twins_cannot_be_ordered() -> None:

@@ -240,3 +240,18 @@ def test_play_offs_are_replayed_after_the_scheduled_matches() -> None:
         "po/000/y/d001/r0",
         "po/1000/y/d9/r0",
     ]
+
+
+def test_ratings_and_the_leaderboard_never_import_the_match_runner() -> None:
+    """Data flows one way: computing a leaderboard or planning play-offs needs no sandbox."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, referee.publish, referee.playoff, referee.intervals, referee.ratings;"
+        "print(sorted(m for m in sys.modules if m in ('referee.match', 'referee.sandbox')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
