@@ -217,6 +217,7 @@ class _ProgressView:
         self.started = time.monotonic()
         self.total = self.done = self.played = self.faults = self.to_play = 0
         self.next_report = 0
+        self.in_playoffs = False
 
     def __enter__(self) -> _ProgressView:
         self.progress.__enter__()
@@ -271,7 +272,8 @@ class _ProgressView:
             self.progress.update(
                 self.task, completed=self.done, rate=f"{rate:.1f}/s", faults=self.faults
             )
-        if not self.live and (self.played % self.next_report == 0 or self.done == self.total):
+        quiet = self.live or self.in_playoffs
+        if not quiet and (self.played % self.next_report == 0 or self.done == self.total):
             self.console.print(
                 f"{self.done}/{self.total} matches, {rate:.1f}/s, {self.faults} faults",
                 markup=False,
@@ -280,8 +282,8 @@ class _ProgressView:
     def _playoff(self, event: PlayoffRound | PlayoffsOver) -> None:
         """A line per play-off round (the pairs it is for), and one when they are over."""
         pairs = ", ".join(
-            f"{terminal_text(upper)} over {terminal_text(lower)} {confidence:.2f}"
-            for upper, lower, confidence in event.uncertain
+            f"{terminal_text(upper)} over {terminal_text(lower)} {confidence:.2f} ({deals} deals)"
+            for upper, lower, confidence, deals in event.uncertain
         )
         if isinstance(event, PlayoffsOver):
             why = "the top is ordered" if event.state == "settled" else "the budget is spent"
@@ -295,7 +297,7 @@ class _ProgressView:
         self.total += event.to_play
         if self.task is not None:
             self.progress.update(self.task, total=self.total)
-        self.next_report = max(1, event.to_play // 2)
+        self.in_playoffs = True  # a line per round from now on, not per tenth of the run
         self.console.print(
             f"play-offs round {event.round + 1}: {event.to_play} matches "
             f"({event.spent}/{event.budget} of the budget)" + (f" for {pairs}" if pairs else ""),

@@ -118,14 +118,14 @@ class MatchFailed:
 class PlayoffRound:
     """A play-off round is about to be played (``to_play`` of its ``matches`` are left).
 
-    ``uncertain`` holds ``(upper, lower, confidence)`` for each adjacent pair of the top
-    that the round is for (empty for a round resumed from the store).
+    ``uncertain`` holds ``(upper, lower, confidence, shared deals)`` for each adjacent pair
+    of the top that the round is for (empty for a round resumed from the store).
     """
 
     round: int
     matches: int
     to_play: int
-    uncertain: tuple[tuple[str, str, float], ...]
+    uncertain: tuple[tuple[str, str, float, int], ...]
     spent: int
     budget: int
 
@@ -137,7 +137,7 @@ class PlayoffsOver:
     state: PlayoffState
     rounds: int
     matches: int
-    uncertain: tuple[tuple[str, str, float], ...]
+    uncertain: tuple[tuple[str, str, float, int], ...]
 
 
 Event = RunStarted | MatchStarted | MatchFinished | MatchFailed | PlayoffRound | PlayoffsOver
@@ -403,7 +403,7 @@ def _play_offs(
             key=lambda spec: spec.key,
         )
         spent = sum(playoff_round(key) is not None for key in stored)
-        uncertain: tuple[tuple[str, str, float], ...] = ()
+        uncertain: tuple[tuple[str, str, float, int], ...] = ()
         if not in_round:
             plan = plan_round(
                 round_no,
@@ -417,7 +417,7 @@ def _play_offs(
                 seed=f.seed,
                 secret=secret.secret,
             )
-            uncertain = tuple((p.upper, p.lower, p.confidence) for p in plan.uncertain)
+            uncertain = tuple((p.upper, p.lower, p.confidence, p.deals) for p in plan.uncertain)
             if not plan.specs:
                 notify(PlayoffsOver(plan.state, round_no, spent, uncertain))
                 return True
