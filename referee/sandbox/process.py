@@ -110,7 +110,6 @@ def default_uid_range() -> range:
         raise UsageError(f"{UIDS_ENV}={text!r}: the range must be non-empty and start at 1000+")
     return uids
 
-
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 """``PATH`` inside the sandbox: ``python3`` is the system's interpreter, never the referee's."""
 
