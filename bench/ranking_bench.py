@@ -241,8 +241,21 @@ class Results:
         ]
         return max((e for e in errors if not math.isnan(e)), default=math.nan)
 
-    def twins_indistinguishable(self) -> int:
-        return sum(t["overlap"] and t["means_inside"] and t["not_significant"] for t in self.twins)
+    def twins_summary(self) -> str:
+        """How often each twins check held, and the mean difference (a bias would show)."""
+        n = len(self.twins)
+        if not n:
+            return "  twins: not measured"
+        differences = [t["means"][0] - t["means"][1] for t in self.twins]
+        mean = sum(differences) / n
+        spread = math.sqrt(sum((d - mean) ** 2 for d in differences) / max(1, n - 1))
+        return (
+            f"  twins ({n} round robins): intervals overlap in "
+            f"{sum(t['overlap'] for t in self.twins)}/{n}, each mean inside the other's "
+            f"interval in {sum(t['means_inside'] for t in self.twins)}/{n}, order not "
+            f"significant either way in {sum(t['not_significant'] for t in self.twins)}/{n}; "
+            f"mean difference {mean:+.3f} (seed to seed {spread:.3f})"
+        )
 
     def lines(self) -> list[str]:
         def row(curve: Curve, levels: Sequence[float]) -> str:
@@ -266,10 +279,7 @@ class Results:
             f"({settled} of {self.seeds} settled, the rest at the budget)",
             f"  tau >= {TARGET_TAU}: (a) needs {a_text} matches per bot, (c) {c_text}; "
             f"target (c) <= half of (a): {'met' if self.target_met else 'NOT met'}",
-            f"  twins: {self.twins_indistinguishable()} of {len(self.twins)} round robins "
-            "could not tell them apart (means "
-            + ", ".join(f"{t['means'][0]:.3f}/{t['means'][1]:.3f}" for t in self.twins)
-            + ")",
+            self.twins_summary(),
         ]
 
 
