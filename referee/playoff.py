@@ -119,6 +119,7 @@ def plan_round(
     if not uncertain:
         return PlayoffPlan(round_no, "settled", (), (), spent)
     left = settings.budget - spent
+    # (Fewer rated bots than a table only before any match: nothing to seat them with.)
     if left < table_size or len(order) < table_size:
         return PlayoffPlan(round_no, "budget", tuple(uncertain), (), spent)
     played: dict[tuple[str, ...], set[str]] = {}

@@ -34,10 +34,10 @@ from referee.intervals import (
     deal_scores,
     score_intervals,
 )
-from referee.playoff import PlayoffSettings, PlayoffState
+from referee.playoff import PlayoffSettings, PlayoffState, playoff_rounds
 from referee.ratings import EntrantRating, RatingSettings, make_environment, rate
 from referee.rules import ResolvedRules
-from referee.scheduler import PLAYOFF_PREFIX, playoff_round
+from referee.scheduler import PLAYOFF_PREFIX
 from referee.store import StoredMatch
 
 __all__ = [
@@ -257,7 +257,6 @@ def _playoff_summary(
     table_size: int,
 ) -> PlayoffSummary:
     """How far the play-offs went, and whether more are due (as :func:`plan_round` sees it)."""
-    rounds = {playoff_round(m.spec.key) for m in matches} - {None}
     played = sum(m.spec.key.startswith(PLAYOFF_PREFIX) for m in matches)
     state: PlayoffState = "open"
     top_pairs = pairs[: settings.top - 1]
@@ -265,7 +264,8 @@ def _playoff_summary(
         state = "settled"
     elif settings.budget - played < table_size:
         state = "budget"
-    return PlayoffSummary(settings.top, settings.until, settings.budget, played, len(rounds), state)
+    rounds = playoff_rounds([m.spec for m in matches])
+    return PlayoffSummary(settings.top, settings.until, settings.budget, played, rounds, state)
 
 
 def _deals_text(board: Leaderboard) -> str:
