@@ -35,6 +35,8 @@ from referee.executors import (
     Event,
     MatchFailed,
     MatchFinished,
+    PlayoffRound,
+    PlayoffsOver,
     RunStarted,
     RunSummary,
     run_tournament,
@@ -210,6 +212,7 @@ class _ProgressView:
         self.started = time.monotonic()
         self.total = self.done = self.played = self.faults = self.to_play = 0
         self.next_report = 0
+        self.in_playoffs = False
 
     def __enter__(self) -> _ProgressView:
         self.progress.__enter__()
@@ -247,6 +250,9 @@ class _ProgressView:
             )
             self.next_report = max(1, event.to_play // 10)
             return
+        if isinstance(event, PlayoffRound | PlayoffsOver):
+            self._playoff(event)
+            return
         if isinstance(event, MatchFinished):
             self.done += 1
             self.played += 1
@@ -266,11 +272,37 @@ class _ProgressView:
             self.progress.update(
                 self.task, completed=self.done, rate=f"{rate:.1f}/s", faults=self.faults
             )
-        if not self.live and (self.played % self.next_report == 0 or self.done == self.total):
+        quiet = self.live or self.in_playoffs
+        if not quiet and (self.played % self.next_report == 0 or self.done == self.total):
             self.console.print(
                 f"{self.done}/{self.total} matches, {rate:.1f}/s, {self.faults} faults",
                 markup=False,
             )
+
+    def _playoff(self, event: PlayoffRound | PlayoffsOver) -> None:
+        """A line per play-off round (the pairs it is for), and one when they are over."""
+        pairs = ", ".join(
+            f"{printable(upper)} over {printable(lower)} {confidence:.2f} ({deals} deals)"
+            for upper, lower, confidence, deals in event.uncertain
+        )
+        if isinstance(event, PlayoffsOver):
+            why = "the top is ordered" if event.state == "settled" else "the budget is spent"
+            still = f"; still uncertain: {pairs}" if pairs else ""
+            self.console.print(
+                f"play-offs over after {event.rounds} rounds, {event.matches} matches: "
+                f"{why}{still}",
+                markup=False,
+            )
+            return
+        self.total += event.to_play
+        if self.task is not None:
+            self.progress.update(self.task, total=self.total)
+        self.in_playoffs = True  # a line per round from now on, not per tenth of the run
+        self.console.print(
+            f"play-offs round {event.round + 1}: {event.to_play} matches "
+            f"({event.spent}/{event.budget} of the budget)" + (f" for {pairs}" if pairs else ""),
+            markup=False,
+        )
 
 
 # --------------------------------------------------------------------------- leaderboard
@@ -291,7 +323,17 @@ def _leaderboard(spec: Tournament, results_dir: Path | None = None) -> Leaderboa
             DealCommitment(s.commitment, s.secret.hex() if s.revealed is not None else None)
             for s in store.deal_secrets()
         ]
-    return build_leaderboard(spec.name, spec.rules.name, matches, spec.entrants, deals=deals)
+    return build_leaderboard(
+        spec.name,
+        spec.rules.name,
+        matches,
+        spec.entrants,
+        deals=deals,
+        ratings=spec.file.ratings,
+        ruleset=spec.rules,
+        playoff=spec.file.playoff,
+        table_size=spec.file.table_size,
+    )
 
 
 def _print_board(board: Leaderboard) -> None:
@@ -313,7 +355,9 @@ def leaderboard(file: Path, fmt: str) -> None:
     """Print the leaderboard of the tournament FILE from its stored results.
 
     Ratings are TrueSkill, replayed over the finished matches in key order, ranked by
-    mu - 3 sigma. It may be called while the tournament runs.
+    mu - 3 sigma, with each bot's mean finishing score and its bootstrap interval; ≈ marks
+    a bot whose order over the next one is not significant. It may be called while the
+    tournament runs.
     """
     board = _leaderboard(load_tournament(file))
     if fmt == "table":

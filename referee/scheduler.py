@@ -2,7 +2,10 @@
 
 Every deal is played in all ``k`` cyclic seat rotations of its table with one shared deal
 seed ("duplicate" play): the same hands go round the table, so each bot holds each seat's
-cards once and deal luck cancels out. A rotation ``r`` seats ``table[(seat + r) % k]``.
+cards once and deal luck cancels out. A rotation ``r`` seats ``base[(seat + r) % k]``, where
+the deal's *base order* cycles, from deal to deal, through a balanced set of seat orders
+(:mod:`referee.seating`): after :data:`~referee.seating.BALANCED_DEALS` deals every ordered
+pair of a table's bots has sat at every offset equally often.
 
 * ``round-robin``: every ``k``-subset of the entrants (names sorted, so the order of the
   file does not matter) x ``deals`` x ``k`` rotations.
@@ -15,6 +18,9 @@ with the same keys on every run and machine. Keys do not depend on a match's pos
 list: adding a bot or a deal keeps every existing key. Keys are public (bots see them as
 match ids); the cards are not: each deal's seed is keyed by the tournament's deal secret
 (:mod:`referee.deals`), so the same file and the same secret give the same cards.
+
+Play-off matches (:mod:`referee.playoff`) are keyed ``po/<round>/<table>/d<deal>/r<rotation>``
+and dealt the same way, so ``referee verify`` checks them like any match.
 """
 
 from __future__ import annotations
@@ -23,16 +29,30 @@ import hashlib
 import itertools
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from referee.deals import deal_seed
-from referee.tournament import Tournament
+from referee.seating import base_order
 
-__all__ = ["MatchSpec", "deal_key", "gauntlet", "round_robin", "schedule"]
+if TYPE_CHECKING:
+    from referee.tournament import Tournament
+
+__all__ = [
+    "PLAYOFF_PREFIX",
+    "MatchSpec",
+    "deal_key",
+    "gauntlet",
+    "playoff_deal",
+    "playoff_round",
+    "round_robin",
+    "schedule",
+]
 
 _KEY_HASH_CHARS = 12
+
+PLAYOFF_PREFIX = "po/"
 
 
 class MatchSpec(BaseModel):
@@ -70,6 +90,13 @@ def deal_key(key: str) -> str:
     return key.rsplit("/r", 1)[0]
 
 
+def playoff_round(key: str) -> int | None:
+    """The play-off round a match key belongs to, or ``None`` for a scheduled match."""
+    if not key.startswith(PLAYOFF_PREFIX):
+        return None
+    return int(key.split("/", 2)[1])
+
+
 def round_robin(
     names: Sequence[str], table_size: int, deals: int, seed: int, secret: bytes
 ) -> list[MatchSpec]:
@@ -78,7 +105,8 @@ def round_robin(
     for table in itertools.combinations(sorted(names), table_size):
         table_id = _digest("rr", seed, table)[:_KEY_HASH_CHARS]
         for deal in range(deals):
-            specs += _rotations(f"rr/{table_id}/d{deal:03d}", table, deal, seed, secret)
+            base = base_order(table, deal, seed)
+            specs += _rotations(f"rr/{table_id}/d{deal:03d}", base, deal, seed, secret)
     return _unique(specs)
 
 
@@ -106,14 +134,29 @@ def gauntlet(
         table_id = _digest("g", seed, draw, table)[:_KEY_HASH_CHARS]
         for deal in range(deals):
             prefix = f"g/{table_id}/m{draw:04d}/d{deal:03d}"
-            specs += _rotations(prefix, table, deal, seed, secret)
+            base = base_order(tuple(sorted(table)), deal, seed)
+            specs += _rotations(prefix, base, deal, seed, secret)
     return _unique(specs)
+
+
+def playoff_deal(
+    round_no: int, table: Sequence[str], deal: int, seed: int, secret: bytes
+) -> list[MatchSpec]:
+    """Every seat rotation of one play-off deal of ``table``, keyed for play-off ``round_no``.
+
+    ``deal`` counts the deals the table has already played (scheduled and play-off), so
+    the table's seating cycle goes on where the round robin left it.
+    """
+    bots = tuple(sorted(table))
+    table_id = _digest("po", seed, bots)[:_KEY_HASH_CHARS]
+    prefix = f"{PLAYOFF_PREFIX}{round_no:03d}/{table_id}/d{deal:03d}"
+    return _rotations(prefix, base_order(bots, deal, seed), deal, seed, secret)
 
 
 def _rotations(
     prefix: str, table: tuple[str, ...], deal: int, seed: int, secret: bytes
 ) -> list[MatchSpec]:
-    """Every seat rotation of one deal; they share its secret-keyed seed."""
+    """Every seat rotation of one deal (``table`` is its base order); they share its seed."""
     k = len(table)
     seed_of_deal = deal_seed(secret, "deal", seed, prefix)
     return [

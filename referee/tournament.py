@@ -14,8 +14,12 @@ the sandbox and the bots; paths are relative to the file::
     [sandbox]
     backend = "process"
     images = ["arschloch-referee-bot:latest"]   # the Docker images bots may name
+    [ratings]                      # TrueSkill and the leaderboard's confidence (defaults)
+    tau = 0.0
     [[bots]]
     path = "bots/alice.py"
+
+and optionally ``playoff = { top = 4, until = 0.95, budget = 200 }`` (:mod:`referee.playoff`).
 
 :func:`load_tournament` refuses anything else with one line naming the file, the key and
 what is allowed (:class:`~referee.errors.UsageError`).
@@ -33,6 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.errors import UsageError
 from referee.names import check_name, confusable_with, lookalike_note
+from referee.playoff import PlayoffSettings
+from referee.ratings import RatingSettings
 from referee.rules import ResolvedRules, RuleSet
 from referee.sandbox import BotSpec, Limits, load_bot
 from referee.sandbox.image import IMAGE_NAME, allowed_images, check_bot_image
@@ -101,6 +107,8 @@ class TournamentFile(_Strict):
     bots: list[BotEntry] = Field(min_length=3)
     candidate: str | None = None
     matches: int | None = Field(default=None, ge=1, le=100_000)
+    ratings: RatingSettings = RatingSettings()
+    playoff: PlayoffSettings | None = None
 
     def ruleset(self) -> RuleSet:
         """The preset named by ``rules`` with its overrides applied."""
@@ -290,6 +298,7 @@ def _resolve(path: Path, model: TournamentFile) -> Tournament:
             except UsageError as exc:
                 raise UsageError(f"{path}: bots[{i}]: {exc}") from None
     _check_format(path, model, list(first_seen))
+    _check_playoff(path, model)
     return tournament
 
 
@@ -314,6 +323,23 @@ def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
             )
 
 
+def _check_playoff(path: Path, model: TournamentFile) -> None:
+    playoff = model.playoff
+    if playoff is None:
+        return
+    if playoff.top > len(model.bots):
+        raise UsageError(
+            f"{path}: playoff.top: {playoff.top} is more than the {len(model.bots)} bots "
+            f"listed; allowed: 2 to {len(model.bots)}"
+        )
+    if playoff.budget < model.table_size:
+        raise UsageError(
+            f"{path}: playoff.budget: {playoff.budget} matches cannot pay for one deal "
+            f"({model.table_size} matches, one per seat rotation); allowed: at least "
+            f"{model.table_size}"
+        )
+
+
 def check_display_name(name: str) -> str:
     """A display name: see :func:`referee.names.check_name`."""
     return check_name(name, "name")
@@ -324,6 +350,8 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "time": TimeSettings,
     "sandbox": SandboxSettings,
     "bots": BotEntry,
+    "ratings": RatingSettings,
+    "playoff": PlayoffSettings,
 }
 
 

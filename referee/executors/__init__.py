@@ -7,6 +7,10 @@ coordinator, :func:`run_tournament`, is the only writer of the results store: it
 every bot once per run, checks the store, skips finished matches, and commits each result
 as it arrives.
 
+With ``playoff`` in the tournament file, the coordinator goes on, once every scheduled match
+is done, with play-off rounds planned from the stored results (:mod:`referee.playoff`), each
+stored before it is played, until the order at the top is sure or the budget is spent.
+
 Blame decides what happens to a match: a bot fault is a normal result; an
 ``InfrastructureError`` or a dead worker is retried a bounded number of times and then
 recorded as ``failed``; a ``UsageError`` (the configuration cannot work at all) stops the
@@ -28,6 +32,7 @@ from typing import Any, Literal, Protocol
 from referee import interrupts
 from referee.errors import InfrastructureError, UsageError
 from referee.match import play_match
+from referee.playoff import PlayoffSettings, PlayoffState, plan_round
 from referee.results import MatchResult
 from referee.rules import ResolvedRules
 from referee.sandbox import (
@@ -39,10 +44,10 @@ from referee.sandbox import (
     remove_staging_root,
     stage_bot,
 )
-from referee.scheduler import MatchSpec, deal_key, schedule
+from referee.scheduler import MatchSpec, deal_key, playoff_round, schedule
 from referee.session import SessionPool
 from referee.specs import TimeControl
-from referee.store import EntrantRecord, RunLock, Store, wipe
+from referee.store import DealSecret, EntrantRecord, RunLock, Store, wipe
 from referee.tournament import Tournament
 
 __all__ = [
@@ -52,6 +57,8 @@ __all__ = [
     "MatchFinished",
     "MatchStarted",
     "MatchTask",
+    "PlayoffRound",
+    "PlayoffsOver",
     "RunStarted",
     "RunSummary",
     "TaskOutcome",
@@ -118,7 +125,33 @@ class MatchFailed:
     final: bool
 
 
-Event = RunStarted | MatchStarted | MatchFinished | MatchFailed
+@dataclass(frozen=True)
+class PlayoffRound:
+    """A play-off round is about to be played (``to_play`` of its ``matches`` are left).
+
+    ``uncertain`` holds ``(upper, lower, confidence, shared deals)`` for each adjacent pair
+    of the top that the round is for (empty for a round resumed from the store).
+    """
+
+    round: int
+    matches: int
+    to_play: int
+    uncertain: tuple[tuple[str, str, float, int], ...]
+    spent: int
+    budget: int
+
+
+@dataclass(frozen=True)
+class PlayoffsOver:
+    """No play-off round is due: ``settled`` (the top is ordered) or ``budget`` (spent)."""
+
+    state: PlayoffState
+    rounds: int
+    matches: int
+    uncertain: tuple[tuple[str, str, float, int], ...]
+
+
+Event = RunStarted | MatchStarted | MatchFinished | MatchFailed | PlayoffRound | PlayoffsOver
 
 
 class Executor(Protocol):
@@ -256,7 +289,8 @@ def run_tournament(
 
     ``restart`` wipes the stored results first. New matches are dealt with the store's
     unrevealed deal secret (a fresh one when there is none, or ``deal_secret`` to reproduce
-    a tournament); when every scheduled match is done the secret is revealed. Raises
+    a tournament); when every scheduled match is done, and the play-offs are over, the
+    secret is revealed. Raises
     ``UsageError`` when stored results were played by other bot files or other settings
     (unless ``restart``), or when another run holds the tournament's lock.
     """
@@ -283,8 +317,9 @@ def run_tournament(
                 stored = store.specs()
                 specs = [stored[spec.key] for spec in scheduled]
                 finished = store.done_keys()
-                tasks = [
-                    MatchTask(
+
+                def task(spec: MatchSpec) -> MatchTask:
+                    return MatchTask(
                         spec=spec,
                         bots=tuple(staged[name] for name in spec.table),
                         rules=tournament.rules,
@@ -294,9 +329,8 @@ def run_tournament(
                         log_path=str(store.log_path(spec.key)),
                         images=images,
                     )
-                    for spec in specs
-                    if spec.key not in finished
-                ]
+
+                tasks = [task(spec) for spec in specs if spec.key not in finished]
                 # Rotation-major order: a worker's consecutive matches are different deals,
                 # so it can keep its bot processes (never across rotations of one deal).
                 tasks.sort(key=lambda task: (task.spec.rotation, task.spec.key))
@@ -328,13 +362,89 @@ def run_tournament(
                         summary.failed += event.final
                     notify(event)
 
-                executor.run(tasks, record)
-                if {spec.key for spec in specs} <= store.done_keys():
+                def play(round_specs: Sequence[MatchSpec]) -> None:
+                    done = store.done_keys()
+                    round_tasks = [task(spec) for spec in round_specs if spec.key not in done]
+                    round_tasks.sort(key=lambda task: (task.spec.rotation, task.spec.key))
+                    tables.update({spec.key: spec.table for spec in round_specs})
+                    summary.total += len(round_specs)
+                    summary.done += len(round_specs) - len(round_tasks)
+                    if round_tasks:
+                        executor.run(round_tasks, record)
+
+                with contextlib.ExitStack() as keep:
+                    if tournament.file.playoff is not None and isinstance(
+                        executor, contextlib.AbstractContextManager
+                    ):
+                        keep.enter_context(executor)  # one pool for the rounds to come
+                    executor.run(tasks, record)
+                    complete = {spec.key for spec in specs} <= store.done_keys()
+                    if complete and tournament.file.playoff is not None:
+                        complete = _play_offs(
+                            tournament, tournament.file.playoff, store, secret, play, notify
+                        )
+                if complete:
                     store.reveal_secrets()  # complete: publish the secret, never deal with it again
             finally:
                 remove_staging_root(staging)
                 _remove_partial_logs(store)
     return summary
+
+
+def _play_offs(
+    tournament: Tournament,
+    settings: PlayoffSettings,
+    store: Store,
+    secret: DealSecret,
+    play: Callable[[Sequence[MatchSpec]], None],
+    notify: Callable[[Event], None],
+) -> bool:
+    """Play play-off rounds until none is due; ``False`` if a round could not be completed.
+
+    A round already stored (planned by an earlier, interrupted run) is played as stored,
+    never planned again; a new round is planned from the finished matches and stored
+    before any of it is played.
+    """
+    f = tournament.file
+    round_no = 0
+    while True:
+        stored = store.specs()
+        in_round = sorted(
+            (spec for spec in stored.values() if playoff_round(spec.key) == round_no),
+            key=lambda spec: spec.key,
+        )
+        spent = sum(playoff_round(key) is not None for key in stored)
+        uncertain: tuple[tuple[str, str, float, int], ...] = ()
+        if not in_round:
+            plan = plan_round(
+                round_no,
+                store.completed(),
+                list(stored.values()),
+                tournament.entrants,
+                settings=settings,
+                ratings=f.ratings,
+                rules=tournament.rules,
+                table_size=f.table_size,
+                seed=f.seed,
+                secret=secret.secret,
+            )
+            uncertain = tuple((p.upper, p.lower, p.confidence, p.deals) for p in plan.uncertain)
+            if not plan.specs:
+                notify(PlayoffsOver(plan.state, round_no, spent, uncertain))
+                return True
+            store.add_matches(plan.specs, secret)
+            in_round = list(plan.specs)
+            spent += len(in_round)
+        done = store.done_keys()
+        to_play = sum(spec.key not in done for spec in in_round)
+        if to_play:
+            notify(
+                PlayoffRound(round_no, len(in_round), to_play, uncertain, spent, settings.budget)
+            )
+        play(in_round)
+        if not {spec.key for spec in in_round} <= store.done_keys():
+            return False  # a match failed on our side: the next run retries it, then goes on
+        round_no += 1
 
 
 def _remove_partial_logs(store: Store) -> None:

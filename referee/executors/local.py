@@ -12,6 +12,10 @@ A worker that dies (killed, out of memory, a crash in C code) breaks the whole p
 then rebuilt and those matches go to the back of the queue, each at most ``max_attempts``
 times in all.
 
+Used as a context manager, the executor keeps its pool (and the workers' bot processes)
+from one ``run`` to the next: play-off rounds are small, and each would otherwise pay for
+starting the workers and their bots again.
+
 Stopping: a worker stops its bots and exits when it gets SIGTERM, when the coordinator
 asks (it sets a shared event when its run ends early: Ctrl-C, SIGTERM, a usage error), and
 when the coordinator dies, even by SIGKILL (``PR_SET_PDEATHSIG`` signals the worker; a
@@ -79,14 +83,32 @@ class LocalExecutor:
         self.workers = workers or default_workers()
         self.max_attempts = max_attempts
         self._context = multiprocessing.get_context("spawn")
+        self._kept: tuple[ProcessPoolExecutor, EventType] | None = None
+
+    def __enter__(self) -> LocalExecutor:
+        """Keep one pool for every ``run`` until the ``with`` block ends."""
+        stop = self._context.Event()
+        self._kept = (self._new_pool(stop), stop)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._kept is not None:
+            pool, stop = self._kept
+            self._kept = None
+            if exc[0] is not None:
+                stop.set()  # ended by an error or an interruption: stop the matches too
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[Event], None]) -> None:
         """Play every task; return when each has finished or failed for good."""
         queue = deque(tasks)
         attempts: dict[str, int] = {}
         in_flight: dict[Future[TaskOutcome], MatchTask] = {}
-        stop = self._context.Event()
-        pool = self._new_pool(stop)
+        if self._kept is not None:
+            pool, stop = self._kept
+        else:
+            stop = self._context.Event()
+            pool = self._new_pool(stop)
         try:
             while queue or in_flight:
                 while queue and len(in_flight) <= self.workers:
@@ -129,7 +151,8 @@ class LocalExecutor:
             stop.set()  # the matches in progress are cancelled; their bots stopped
             raise
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            if self._kept is None or stop.is_set():
+                pool.shutdown(wait=True, cancel_futures=True)
 
     def _new_pool(self, stop: EventType) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
@@ -142,7 +165,10 @@ class LocalExecutor:
     def _replace(self, pool: ProcessPoolExecutor, stop: EventType) -> ProcessPoolExecutor:
         """A fresh pool for a broken one (the broken pool has already stopped its workers)."""
         pool.shutdown(wait=True, cancel_futures=True)
-        return self._new_pool(stop)
+        fresh = self._new_pool(stop)
+        if self._kept is not None:
+            self._kept = (fresh, stop)
+        return fresh
 
 
 _coordinator = 0

@@ -1,5 +1,12 @@
 """The leaderboard: data from the ratings, and renderers for a terminal, Markdown, JSON, CSV.
 
+Each rated entry carries its TrueSkill rating (the rank is by ``mu - 3 sigma``), its mean
+normalised finishing score with a bootstrap interval (:mod:`referee.intervals`), and how
+sure its order over the next entry is; every format marks the adjacent pairs whose order is
+not significant at the tournament's confidence level. Entrants without a match are listed
+apart, unrated. With play-offs, the leaderboard says how many were played and why they
+stopped.
+
 Bot names are untrusted display text. Markdown escapes every character that could start
 formatting, a table cell or HTML; CSV quotes every cell and defuses spreadsheet formulas
 (a text cell starting with ``= + - @``, tab or carriage return gets a leading ``'``); the
@@ -19,8 +26,19 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from referee.ratings import EntrantRating, rate
+from referee.intervals import (
+    MIN_SHARED_DEALS,
+    OrderConfidence,
+    ScoreInterval,
+    adjacent_confidences,
+    deal_scores,
+    score_intervals,
+)
+from referee.playoff import PlayoffSettings, PlayoffState, playoff_rounds
+from referee.ratings import EntrantRating, RatingSettings, make_environment, rate
 from referee.render import printable
+from referee.rules import ResolvedRules
+from referee.scheduler import PLAYOFF_PREFIX
 from referee.store import StoredMatch
 
 __all__ = [
@@ -28,6 +46,7 @@ __all__ = [
     "DealCommitment",
     "Leaderboard",
     "LeaderboardEntry",
+    "PlayoffSummary",
     "build_leaderboard",
     "render",
     "to_csv",
@@ -54,6 +73,42 @@ class LeaderboardEntry:
     firsts: int
     forfeits: int
     faults: dict[str, int] = field(default_factory=dict)
+    interval: ScoreInterval | None = None
+    """Mean normalised finishing score and its bootstrap interval."""
+    over_next: OrderConfidence | None = None
+    """How sure it is that this entry is better than the next one (``None`` for the last)."""
+    significant: bool | None = None
+    """Whether ``over_next`` is significant at the leaderboard's confidence."""
+    playoff_matches: int = 0
+
+    @property
+    def mark(self) -> str:
+        """``≈`` when the order over the next entry is not significant, else nothing."""
+        return "≈" if self.significant is False else ""
+
+
+@dataclass(frozen=True)
+class PlayoffSummary:
+    """The play-offs as far as they went: ``state`` says whether more are due."""
+
+    top: int
+    until: float
+    budget: int
+    matches: int
+    rounds: int
+    state: PlayoffState
+
+    def text(self) -> str:
+        why = {
+            "settled": f"every adjacent pair of the top {self.top} is ordered with "
+            f"confidence {self.until:g}",
+            "budget": "the budget is spent",
+            "open": "more are due (run the tournament again)",
+        }[self.state]
+        return (
+            f"Play-offs (top {self.top} until {self.until:g}, budget {self.budget}): "
+            f"{self.matches} matches in {self.rounds} rounds; {why}."
+        )
 
 
 @dataclass(frozen=True)
@@ -77,30 +132,65 @@ class Leaderboard:
     matches: int
     entries: tuple[LeaderboardEntry, ...]
     deals: tuple[DealCommitment, ...] = ()
+    unrated: tuple[str, ...] = ()
+    """Entrants without a match yet, by name: no rating, no rank."""
+    confidence: float = 0.95
+    """The level of the intervals and of the marks on adjacent pairs."""
+    playoff: PlayoffSummary | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON shape: tournament, rules, matches, deals, entries."""
+        """The JSON shape: tournament, rules, matches, confidence, deals, playoff, entries,
+        unrated."""
+        playoff = None
+        if self.playoff is not None:
+            p = self.playoff
+            playoff = {
+                "top": p.top,
+                "until": p.until,
+                "budget": p.budget,
+                "matches": p.matches,
+                "rounds": p.rounds,
+                "state": p.state,
+            }
         return {
             "tournament": self.tournament,
             "rules": self.rules,
             "matches": self.matches,
+            "confidence": self.confidence,
             "deals": [{"commitment": d.commitment, "secret": d.secret} for d in self.deals],
-            "entries": [
-                {
-                    "rank": e.rank,
-                    "name": e.name,
-                    "mu": round(e.mu, _DIGITS),
-                    "sigma": round(e.sigma, _DIGITS),
-                    "score": round(e.score, _DIGITS),
-                    "matches": e.matches,
-                    "avg_place": None if e.avg_place is None else round(e.avg_place, _DIGITS),
-                    "firsts": e.firsts,
-                    "forfeits": e.forfeits,
-                    "faults": dict(e.faults),
-                }
-                for e in self.entries
-            ],
+            "playoff": playoff,
+            "entries": [_entry_dict(e) for e in self.entries],
+            "unrated": list(self.unrated),
         }
+
+
+def _entry_dict(e: LeaderboardEntry) -> dict[str, Any]:
+    interval = e.interval
+    over = e.over_next
+    return {
+        "rank": e.rank,
+        "name": e.name,
+        "mu": round(e.mu, _DIGITS),
+        "sigma": round(e.sigma, _DIGITS),
+        "score": round(e.score, _DIGITS),
+        "matches": e.matches,
+        "avg_place": None if e.avg_place is None else round(e.avg_place, _DIGITS),
+        "firsts": e.firsts,
+        "forfeits": e.forfeits,
+        "faults": dict(e.faults),
+        "mean_score": None if interval is None else round(interval.mean, _DIGITS),
+        "interval": None
+        if interval is None
+        else [round(interval.low, _DIGITS), round(interval.high, _DIGITS)],
+        "over_next": None
+        if over is None
+        else {
+            "confidence": round(over.confidence, _DIGITS),
+            "deals": over.deals,
+            "significant": e.significant,
+        },
+        "playoff_matches": e.playoff_matches,
+    }
 
 
 def build_leaderboard(
@@ -110,16 +200,73 @@ def build_leaderboard(
     entrants: Sequence[str],
     *,
     deals: Sequence[DealCommitment] = (),
+    ratings: RatingSettings | None = None,
+    ruleset: ResolvedRules | None = None,
+    playoff: PlayoffSettings | None = None,
+    table_size: int | None = None,
 ) -> Leaderboard:
-    """Rate ``matches`` (in key order) and rank ``entrants`` by ``mu - 3 sigma``."""
-    ratings = rate(matches, entrants)
+    """Rate ``matches`` (in canonical order), rank ``entrants`` by ``mu - 3 sigma``, and
+    add each one's score interval and the confidence of each adjacent pair.
+
+    ``ratings`` are the tournament's ``[ratings]`` (the defaults when ``None``); ``ruleset``
+    decides the default draw probability; ``playoff`` and ``table_size`` say whether more
+    play-offs are due.
+    """
+    settings = ratings or RatingSettings()
+    rated = rate(matches, entrants, env=make_environment(settings, ruleset))
+    order = [r for r in rated if r.rated]
+    by_deal = deal_scores(matches)
+    intervals = score_intervals(by_deal, level=settings.confidence, resamples=settings.resamples)
+    pairs = adjacent_confidences([r.name for r in order], by_deal, resamples=settings.resamples)
+    in_playoffs: dict[str, int] = {}
+    for match in matches:
+        if match.spec.key.startswith(PLAYOFF_PREFIX):
+            for seat in match.seats:
+                in_playoffs[seat.name] = in_playoffs.get(seat.name, 0) + 1
+    entries = []
+    for rank, r in enumerate(order, start=1):
+        over = pairs[rank - 1] if rank - 1 < len(pairs) else None
+        entries.append(
+            _entry(
+                rank,
+                r,
+                interval=intervals.get(r.name),
+                over_next=over,
+                significant=None if over is None else over.significant(settings.confidence),
+                playoff_matches=in_playoffs.get(r.name, 0),
+            )
+        )
+    summary = None
+    if playoff is not None:
+        summary = _playoff_summary(matches, playoff, pairs, table_size or len(entrants))
     return Leaderboard(
         tournament=tournament,
         rules=rules,
         matches=len(matches),
-        entries=tuple(_entry(rank, r) for rank, r in enumerate(ratings, start=1)),
+        entries=tuple(entries),
         deals=tuple(deals),
+        unrated=tuple(r.name for r in rated if not r.rated),
+        confidence=settings.confidence,
+        playoff=summary,
     )
+
+
+def _playoff_summary(
+    matches: Sequence[StoredMatch],
+    settings: PlayoffSettings,
+    pairs: Sequence[OrderConfidence],
+    table_size: int,
+) -> PlayoffSummary:
+    """How far the play-offs went, and whether more are due (as :func:`plan_round` sees it)."""
+    played = sum(m.spec.key.startswith(PLAYOFF_PREFIX) for m in matches)
+    state: PlayoffState = "open"
+    top_pairs = pairs[: settings.top - 1]
+    if top_pairs and all(p.significant(settings.until) for p in top_pairs):
+        state = "settled"
+    elif settings.budget - played < table_size:
+        state = "budget"
+    rounds = playoff_rounds([m.spec for m in matches])
+    return PlayoffSummary(settings.top, settings.until, settings.budget, played, rounds, state)
 
 
 def _deals_text(board: Leaderboard) -> str:
@@ -135,7 +282,15 @@ def _deals_text(board: Leaderboard) -> str:
     return "Deals: " + "; ".join(parts) + " (check them with `referee verify`)."
 
 
-def _entry(rank: int, r: EntrantRating) -> LeaderboardEntry:
+def _entry(
+    rank: int,
+    r: EntrantRating,
+    *,
+    interval: ScoreInterval | None,
+    over_next: OrderConfidence | None,
+    significant: bool | None,
+    playoff_matches: int,
+) -> LeaderboardEntry:
     return LeaderboardEntry(
         rank=rank,
         name=r.name,
@@ -147,7 +302,38 @@ def _entry(rank: int, r: EntrantRating) -> LeaderboardEntry:
         firsts=r.firsts,
         forfeits=r.forfeits,
         faults=dict(r.faults),
+        interval=interval,
+        over_next=over_next,
+        significant=significant,
+        playoff_matches=playoff_matches,
     )
+
+
+def _notes(board: Leaderboard) -> list[str]:
+    """The sentences under every format: how to read the marks, play-offs, unrated."""
+    level = f"{board.confidence * 100:g} %"
+    notes = [
+        f"Ranked by TrueSkill score = mu - 3 sigma. Mean score: normalised finishing score "
+        f"(1 first, 0 last) with its {level} bootstrap interval over whole deals. "
+        f"≈ marks a bot whose order over the next one is not significant at {level} "
+        f"(the two compared on the deals both played, at least {MIN_SHARED_DEALS})."
+    ]
+    if board.playoff is not None:
+        notes.append(board.playoff.text())
+    if board.unrated:
+        notes.append(f"Unrated (no match yet): {', '.join(board.unrated)}.")
+    return notes
+
+
+def _interval_text(e: LeaderboardEntry) -> str:
+    i = e.interval
+    return "—" if i is None else f"{i.mean:.3f} [{i.low:.3f}, {i.high:.3f}]"
+
+
+def _over_next_text(e: LeaderboardEntry) -> str:
+    if e.over_next is None:
+        return ""
+    return f"{e.mark} {e.over_next.confidence:.2f}".strip()
 
 
 def render(board: Leaderboard, fmt: str) -> str:
@@ -161,7 +347,7 @@ def render(board: Leaderboard, fmt: str) -> str:
     if fmt == "table":
         from rich.console import Console
 
-        console = Console(width=120, color_system=None, file=io.StringIO(), highlight=False)
+        console = Console(width=160, color_system=None, file=io.StringIO(), highlight=False)
         console.print(to_rich_table(board))
         out = console.file
         assert isinstance(out, io.StringIO)
@@ -204,15 +390,17 @@ def markdown_escape(text: str) -> str:
 
 def to_markdown(board: Leaderboard) -> str:
     deals = f"{_deals_text(board)}\n\n" if board.deals else ""
+    notes = "".join(f"{markdown_escape(note)}\n\n" for note in _notes(board))
     head = (
         f"## Leaderboard: {markdown_escape(board.tournament)}\n\n"
-        f"Rules {markdown_escape(board.rules)}, {board.matches} matches. "
-        f"Ranked by TrueSkill score = mu - 3 sigma.\n\n{deals}"
-        "| rank | bot | score | mu | sigma | matches | avg place | firsts | forfeits | faults |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
+        f"Rules {markdown_escape(board.rules)}, {board.matches} matches.\n\n{notes}{deals}"
+        "| rank | bot | score | mu | sigma | mean score [interval] | over next | matches "
+        "| avg place | firsts | forfeits | faults |\n"
+        "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n"
     )
     rows = [
         f"| {e.rank} | {markdown_escape(e.name)} | {e.score:.2f} | {e.mu:.2f} | {e.sigma:.2f} "
+        f"| {_interval_text(e)} | {_over_next_text(e)} "
         f"| {e.matches} | {_avg(e.avg_place)} | {e.firsts} | {e.forfeits} "
         f"| {markdown_escape(_faults_text(e.faults))} |\n"
         for e in board.entries
@@ -233,6 +421,12 @@ _CSV_COLUMNS = (
     "firsts",
     "forfeits",
     "faults",
+    "mean_score",
+    "interval_low",
+    "interval_high",
+    "over_next",
+    "significant",
+    "playoff_matches",
 )
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -259,8 +453,18 @@ def to_csv(board: Leaderboard) -> str:
                 e.firsts,
                 e.forfeits,
                 csv_text_cell(";".join(f"{k}:{v}" for k, v in e.faults.items())),
+                *(
+                    ("", "", "")
+                    if e.interval is None
+                    else (f"{x:.4f}" for x in (e.interval.mean, e.interval.low, e.interval.high))
+                ),
+                "" if e.over_next is None else f"{e.over_next.confidence:.4f}",
+                "" if e.significant is None else ("yes" if e.significant else "no"),
+                e.playoff_matches,
             ]
         )
+    for name in board.unrated:
+        writer.writerow(["", csv_text_cell(name), *[""] * (len(_CSV_COLUMNS) - 2)])
     return out.getvalue()
 
 
@@ -273,32 +477,49 @@ def terminal_text(text: str) -> str:
 
 
 def to_rich_table(board: Leaderboard) -> Table:
+    """The terminal table, narrow enough for 80 columns.
+
+    Average places and first places are left to the other formats: at one table size the
+    mean score says what the average place does (``mean = (k - avg) / (k - 1)``).
+    """
+    notes = [terminal_text(note) for note in _notes(board)]
+    notes.insert(1, "next: how sure the order over the next bot is.")
+    if board.deals:
+        notes.append(terminal_text(_deals_text(board)))
     table = Table(
         title=Text(
             f"{terminal_text(board.tournament)} · {terminal_text(board.rules)} · "
             f"{board.matches} matches"
         ),
-        caption="score = mu - 3 sigma (TrueSkill)"
-        + (f"\n{terminal_text(_deals_text(board))}" if board.deals else ""),
+        caption=Text("\n".join(notes)),
         box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        show_edge=False,
     )
-    table.add_column("#", justify="right")
+    table.add_column("#", justify="right", min_width=1, no_wrap=True)
     table.add_column("bot", overflow="fold", min_width=10)
-    for column in ("score", "mu ± sigma", "matches", "avg place", "1st"):
+    level = f"{board.confidence * 100:g}%"
+    for column in ("score", "mu ± sigma", f"mean [{level}]", "next", "played"):
         table.add_column(column, justify="right", no_wrap=True)
-    table.add_column("forfeits", overflow="fold")
+    table.add_column("forfeits", overflow="fold", min_width=8)
     for e in board.entries:
         forfeits = str(e.forfeits)
         if e.faults:
             forfeits += f" ({_faults_text(e.faults)})"
+        interval = "—"
+        if e.interval is not None:
+            interval = f"{e.interval.mean:.2f} [{e.interval.low:.2f},{e.interval.high:.2f}]"
         table.add_row(
             str(e.rank),
             Text(terminal_text(e.name)),
             f"{e.score:.2f}",
-            f"{e.mu:.2f} ± {e.sigma:.2f}",
+            f"{e.mu:.2f}±{e.sigma:.2f}",
+            interval,
+            "" if e.over_next is None else f"{e.mark}{e.over_next.confidence:.2f}",
             str(e.matches),
-            _avg(e.avg_place),
-            str(e.firsts),
             Text(forfeits),
         )
+    for name in board.unrated:
+        table.add_row("", Text(terminal_text(name)), "", "", "unrated", "", "", "")
     return table

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -35,6 +35,8 @@ def choose(legal):
         return []
     if STRATEGY == "pairs":
         return max(legal, key=len)
+    if STRATEGY == "lowest":
+        return next((play for play in legal if play), [])
     return legal[0]
 
 
@@ -81,15 +83,21 @@ def write_tournament(
     extra: str = "",
     fmt: str = 'format = "round-robin"',
     time_section: str = "move_ms = 2000\nbank_ms = 5000\nhello_ms = 10000",
+    names: Sequence[str] = (),
 ) -> Path:
-    """A tournament file of ``bots`` deterministic bots in ``folder``; returns its path."""
+    """A tournament file of ``bots`` deterministic bots in ``folder``; returns its path.
+
+    ``names`` are display names for the first bots: match keys (and so the deals) depend on
+    the entrants' names, which otherwise carry this session's random marker.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "bots").mkdir(exist_ok=True)
     entries = []
     for i in range(bots):
         bot_name = f"{MARKER}-{chr(ord('a') + i)}"
         write_bot(folder / "bots", bot_name, STRATEGIES[i % len(STRATEGIES)])
-        entries.append(f'[[bots]]\npath = "bots/{bot_name}.py"\n')
+        display = f'name = "{names[i]}"\n' if i < len(names) else ""
+        entries.append(f'[[bots]]\npath = "bots/{bot_name}.py"\n{display}')
     text = (
         f'name = "{name}"\nrules = {FAST_RULES}\ntable_size = {table_size}\n'
         f"{fmt}\ndeals = {deals}\nseed = 7\n{extra}\n"

@@ -37,8 +37,18 @@ def _board():  # type: ignore[no-untyped-def]
 
 def test_json_has_exactly_the_documented_shape() -> None:
     data = json.loads(to_json(_board()))
-    assert list(data) == ["tournament", "rules", "matches", "deals", "entries"]
+    assert list(data) == [
+        "tournament",
+        "rules",
+        "matches",
+        "confidence",
+        "deals",
+        "playoff",
+        "entries",
+        "unrated",
+    ]
     assert (data["tournament"], data["rules"], data["matches"]) == ("spring", "arschloch", 6)
+    assert (data["confidence"], data["playoff"], data["unrated"]) == (0.95, None, [])
     assert [e["rank"] for e in data["entries"]] == [1, 2, 3, 4, 5]
     for entry in data["entries"]:
         assert list(entry) == [
@@ -52,8 +62,18 @@ def test_json_has_exactly_the_documented_shape() -> None:
             "firsts",
             "forfeits",
             "faults",
+            "mean_score",
+            "interval",
+            "over_next",
+            "playoff_matches",
         ]
         assert abs(entry["score"] - (entry["mu"] - 3 * entry["sigma"])) < 2e-3
+        low, high = entry["interval"]
+        assert 0 <= low <= entry["mean_score"] <= high <= 1
+    for entry in data["entries"][:-1]:
+        assert list(entry["over_next"]) == ["confidence", "deals", "significant"]
+        assert entry["over_next"]["significant"] is False  # 6 matches: nothing is sure
+    assert data["entries"][-1]["over_next"] is None
     assert {e["name"] for e in data["entries"]} == set(NAMES)
     assert sum(e["matches"] for e in data["entries"]) == 18
     assert sum(e["faults"].get("timeout", 0) for e in data["entries"]) == 6
@@ -67,9 +87,9 @@ def test_markdown_escapes_names_so_they_cannot_break_the_table_or_inject_html() 
     assert "\\*bold\\*\\_it\\_\\`code\\`" in md
     table = [line for line in md.splitlines() if line.startswith("|")]
     assert len(table) == 2 + 5
-    for line in table:  # every row has exactly the 10 cells of the header
+    for line in table:  # every row has exactly the 12 cells of the header
         unescaped_pipes = line.replace("\\|", "").count("|")
-        assert unescaped_pipes == 11
+        assert unescaped_pipes == 13
     assert "\x1b" not in md
 
 
@@ -82,6 +102,15 @@ def test_csv_quotes_every_cell_and_defuses_formulas() -> None:
     assert all(line.startswith('"') for line in text.splitlines())
     assert all(not row[1].startswith(("=", "+", "-", "@")) for row in rows[1:])
     assert any(row[9].startswith("timeout:") for row in rows[1:])
+    assert rows[0][10:] == [
+        "mean_score",
+        "interval_low",
+        "interval_high",
+        "over_next",
+        "significant",
+        "playoff_matches",
+    ]
+    assert [row[14] for row in rows[1:]] == ["no"] * 4 + [""]
 
 
 def test_terminal_table_strips_control_characters_and_markup() -> None:
@@ -91,7 +120,60 @@ def test_terminal_table_strips_control_characters_and_markup() -> None:
     assert "=cmd|x<script>" in text
 
 
-def test_an_empty_tournament_renders() -> None:
-    board = build_leaderboard("empty", "arschloch", [], ["a", "b", "c"])
-    assert json.loads(to_json(board))["entries"][0]["avg_place"] is None
-    assert "| 1 | a |" in to_markdown(board)
+def test_an_empty_tournament_lists_every_bot_as_unrated() -> None:
+    board = build_leaderboard("empty", "arschloch", [], ["a", "b", "=c"])
+    data = json.loads(to_json(board))
+    assert data["entries"] == [] and data["unrated"] == ["=c", "a", "b"]
+    assert "Unrated (no match yet): =c, a, b." in to_markdown(board)
+    assert '\n"","\'=c",' in to_csv(board)
+    assert "unrated" in render(board, "table")
+
+
+def _sure_board(**kwargs):  # type: ignore[no-untyped-def]
+    """``a`` always beats ``b``, who always beats ``c``, over 12 deals of 3 rotations;
+    ``d`` never plays."""
+    matches = []
+    for deal in range(12):
+        for rotation in range(3):
+            table = ("a", "b", "c")[rotation:] + ("a", "b", "c")[:rotation]
+            key = f"rr/t/d{deal:03d}/r{rotation}"
+            spec = MatchSpec(
+                key=key, table=table, deal=deal, rotation=rotation, deal_seed=1, match_seed=1
+            )
+            places = {"a": 1, "b": 2, "c": 3}
+            seats = tuple(
+                StoredSeat(i, n, places[n], 0, False, None, None) for i, n in enumerate(table)
+            )
+            matches.append(StoredMatch(spec, seats))
+    return build_leaderboard("sure", "arschloch", matches, ["a", "b", "c", "d"], **kwargs)
+
+
+def test_a_significant_order_is_not_marked_and_an_uncertain_one_is() -> None:
+    board = _sure_board()
+    assert [e.name for e in board.entries] == ["a", "b", "c"] and board.unrated == ("d",)
+    a, b, c = board.entries
+    assert a.significant and b.significant and c.significant is None
+    assert a.mark == "" and a.interval is not None and a.interval.mean == 1.0
+    assert "≈" not in render(board, "table").split("Ranked by")[0]
+    unsure = _board()
+    marked = [e for e in unsure.entries if e.mark == "≈"]
+    assert marked and all(not e.significant for e in marked)
+    assert "≈" in to_markdown(unsure).split("| rank |")[1]
+    assert "≈" in render(unsure, "table").split("Ranked by")[0]
+
+
+def test_play_offs_are_summarised_in_every_format() -> None:
+    from referee.playoff import PlayoffSettings
+
+    board = _sure_board(playoff=PlayoffSettings(top=3, until=0.9, budget=30), table_size=3)
+    assert board.playoff is not None and board.playoff.state == "settled"
+    text = "Play-offs (top 3 until 0.9, budget 30): 0 matches in 0 rounds"
+    assert text in to_markdown(board) and text in render(board, "table").replace("\n", " ")
+    assert json.loads(to_json(board))["playoff"] == {
+        "top": 3,
+        "until": 0.9,
+        "budget": 30,
+        "matches": 0,
+        "rounds": 0,
+        "state": "settled",
+    }

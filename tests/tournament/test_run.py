@@ -7,6 +7,7 @@ same tournament must give the same leaderboard however it was run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -20,9 +21,10 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
-from referee.executors import run_tournament
+from referee.executors import PlayoffRound, PlayoffsOver, run_tournament
 from referee.executors.local import LocalExecutor
 from referee.tournament import load_tournament
+from referee.verify import verify_results
 
 from .conftest import MARKER, REFEREE, leftover_processes, wait_for, write_tournament
 
@@ -246,3 +248,89 @@ def test_tournament_demo_runs_the_sample_bots() -> None:
     for name in ("heuristic", "lowest", "random", "js-lowest"):
         assert name in result.stdout
     assert "24/24 matches done" in result.stderr
+
+
+# --------------------------------------------------------------------------- play-offs
+
+PLAYOFF_NAMES = ("a", "b", "c", "d")  # fixed names: the keys, so the deals, do not vary
+SCHEDULED = 4 * 2 * 3  # C(4, 3) tables x 2 deals x 3 rotations
+SETTLES = "playoff = { top = 3, until = 0.75, budget = 60 }"
+RUNS_OUT = "playoff = { top = 4, until = 0.95, budget = 30 }"
+
+
+def _playoff_tournament(folder: Path, playoff: str) -> Path:
+    return write_tournament(
+        folder, bots=4, table_size=3, deals=2, extra=playoff, names=PLAYOFF_NAMES
+    )
+
+
+def _playoffs_done(path: Path) -> int:
+    rows = _query(path, "SELECT COUNT(*) FROM matches WHERE status = 'done' AND key LIKE 'po/%'")
+    return rows[0][0] if rows else 0
+
+
+def test_play_offs_stop_when_the_top_is_ordered_with_the_confidence_asked(tmp_path: Path) -> None:
+    path = _playoff_tournament(tmp_path, SETTLES)
+    events: list[Any] = []
+    summary = run_tournament(
+        load_tournament(path), LocalExecutor(2), deal_secret=TEST_SECRET, on_event=events.append
+    )
+    [over] = [e for e in events if isinstance(e, PlayoffsOver)]
+    assert over.state == "settled" and not over.uncertain and 0 < over.matches < 60
+    rounds = [e for e in events if isinstance(e, PlayoffRound)]
+    assert [r.round for r in rounds] == list(range(over.rounds))
+    assert all(r.uncertain and r.to_play == r.matches for r in rounds)
+    assert (summary.total, summary.done) == (SCHEDULED + over.matches,) * 2
+    board = _board(path)
+    assert board["playoff"] == {
+        "top": 3,
+        "until": 0.75,
+        "budget": 60,
+        "matches": over.matches,
+        "rounds": over.rounds,
+        "state": "settled",
+    }
+    for entry in board["entries"][:2]:
+        assert entry["over_next"]["confidence"] >= 0.75 and entry["over_next"]["deals"] >= 8
+    assert sum(e["playoff_matches"] for e in board["entries"]) == 3 * over.matches
+    # Complete only now: the secret is revealed, and play-off deals verify like any other.
+    assert board["deals"] == [
+        {"commitment": hashlib.sha256(TEST_SECRET).hexdigest(), "secret": TEST_SECRET.hex()}
+    ]
+    found = verify_results(path.parent / "t.results")
+    assert found.ok, found.problems
+    assert found.matches == SCHEDULED + over.matches
+
+
+def test_play_offs_stop_at_the_budget_and_resume_exactly_after_sigkill(tmp_path: Path) -> None:
+    """Killed in the play-offs and resumed with 2 workers, a run ends exactly like one
+    played in one go on 1 worker: the same matches, the same deals, the same leaderboard."""
+    reference = _playoff_tournament(tmp_path / "reference", RUNS_OUT)
+    run_tournament(load_tournament(reference), LocalExecutor(1), deal_secret=TEST_SECRET)
+    expected = _board(reference)
+    assert expected["playoff"]["state"] == "budget" and expected["playoff"]["matches"] == 30
+    schedule = _query(reference, "SELECT key, spec FROM matches ORDER BY key")
+
+    path = _playoff_tournament(tmp_path / "killed", RUNS_OUT)
+    runner = _start_runner(path)
+    try:
+        wait_for(lambda: _playoffs_done(path) >= 3, 90, "3 play-off matches to finish")
+    finally:
+        runner.kill()
+        runner.communicate(timeout=30)
+    assert 3 <= _playoffs_done(path) < 30, "the run must be cut in the play-offs"
+    wait_for(lambda: not leftover_processes(), 20, "the killed run's workers and bots to end")
+
+    resumed = subprocess.run(
+        [str(REFEREE), "tournament", "run", str(path), "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    rounds = expected["playoff"]["rounds"]
+    assert f"play-offs over after {rounds} rounds, 30 matches: the budget is spent" in (
+        resumed.stderr
+    )
+    assert _query(path, "SELECT key, spec FROM matches ORDER BY key") == schedule
+    assert _board(path) == expected

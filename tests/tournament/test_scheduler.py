@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from referee.scheduler import gauntlet, round_robin, schedule
+from referee.seating import BALANCED_DEALS
 from referee.tournament import load_tournament
 
 from .conftest import REPO, write_tournament
@@ -158,3 +159,88 @@ def test_deal_key_is_shared_by_the_rotations_of_a_deal_only() -> None:
     assert deal_key("rr/0123456789ab/d000/r0") == deal_key("rr/0123456789ab/d000/r3")
     assert deal_key("rr/0123456789ab/d001/r0") != deal_key("rr/0123456789ab/d000/r0")
     assert deal_key("g/0123456789ab/m0003/d000/r1") == "g/0123456789ab/m0003/d000"
+
+
+def _offsets(specs: list) -> Counter[tuple[str, str, int]]:  # type: ignore[type-arg]
+    """How often each ordered pair sat at each clockwise offset, over ``specs``."""
+    counts: Counter[tuple[str, str, int]] = Counter()
+    for s in specs:
+        k = len(s.table)
+        for i, a in enumerate(s.table):
+            for j, b in enumerate(s.table):
+                if i != j:
+                    counts[(a, b, (j - i) % k)] += 1
+    return counts
+
+
+@pytest.mark.parametrize("k", [3, 4, 5, 6])
+def test_every_table_is_exactly_balanced_after_the_stated_number_of_deals(k: int) -> None:
+    """Each ordered pair sits at each offset equally often, table by table, and over the
+    tournament; fewer deals are not balanced (the stated number is the cycle, not a bound)."""
+    names = [f"bot{i}" for i in range(k + 1)]
+    deals = BALANCED_DEALS[k]
+    specs = round_robin(names, k, deals, seed=3, secret=SECRET)
+    by_table: dict[frozenset[str], list] = {}  # type: ignore[type-arg]
+    for s in specs:
+        by_table.setdefault(frozenset(s.table), []).append(s)
+    for table_specs in by_table.values():
+        counts = _offsets(table_specs)
+        assert len(counts) == k * (k - 1) * (k - 1)  # every pair at every offset
+        assert len(set(counts.values())) == 1
+    whole = _offsets(specs)
+    assert len(set(whole.values())) == 1
+    short = _offsets(round_robin(names[:k], k, deals - 1, seed=3, secret=SECRET))
+    assert len(short) < k * (k - 1) * (k - 1) or len(set(short.values())) > 1
+
+
+def test_balance_holds_from_any_deal_on_and_the_seating_cycles() -> None:
+    names = ["a", "b", "c", "d"]
+    specs = round_robin(names, 4, 3 * BALANCED_DEALS[4], seed=11, secret=SECRET)
+    for start in range(2 * BALANCED_DEALS[4] + 1):
+        window = [s for s in specs if start <= s.deal < start + BALANCED_DEALS[4]]
+        assert len(set(_offsets(window).values())) == 1
+    base = {s.deal: s.table for s in specs if s.rotation == 0}
+    assert len({base[d] for d in range(BALANCED_DEALS[4])}) == BALANCED_DEALS[4]
+    assert base[0] == base[BALANCED_DEALS[4]]
+
+
+def test_the_starting_order_varies_between_tables_and_follows_the_seed() -> None:
+    names = [f"bot{i}" for i in range(7)]
+    first = {
+        frozenset(s.table): s.table
+        for s in round_robin(names, 4, 1, seed=1, secret=SECRET)
+        if s.rotation == 0
+    }
+    orders = {tuple(sorted(t).index(name) for name in t) for t in first.values()}
+    assert len(orders) == 6  # 35 tables start all over the cycle, not in sorted order
+    other = {
+        frozenset(s.table): s.table
+        for s in round_robin(names, 4, 1, seed=2, secret=SECRET)
+        if s.rotation == 0
+    }
+    assert first != other
+
+
+def test_a_gauntlet_table_is_balanced_too() -> None:
+    specs = gauntlet("carol", NAMES, 4, matches=3, deals=BALANCED_DEALS[4], seed=2, secret=SECRET)
+    by_draw: dict[str, list] = {}  # type: ignore[type-arg]
+    for s in specs:
+        by_draw.setdefault(s.key.split("/")[2], []).append(s)
+    assert len(by_draw) == 3
+    for table_specs in by_draw.values():
+        assert len(set(_offsets(table_specs).values())) == 1
+
+
+def test_play_off_deals_continue_the_table_cycle_and_are_keyed_by_round() -> None:
+    from referee.scheduler import deal_key, playoff_deal, playoff_round
+
+    table = ("d", "a", "c", "b")
+    deal = playoff_deal(2, table, 4, seed=5, secret=SECRET)
+    assert [s.rotation for s in deal] == [0, 1, 2, 3]
+    assert all(playoff_round(s.key) == 2 for s in deal)
+    assert playoff_round(round_robin(NAMES, 4, 1, seed=5, secret=SECRET)[0].key) is None
+    assert len({deal_key(s.key) for s in deal}) == 1 and len({s.deal_seed for s in deal}) == 1
+    assert deal[0].key.startswith("po/002/") and deal[0].key.endswith("/d004/r0")
+    scheduled = round_robin(["a", "b", "c", "d"], 4, 6, seed=5, secret=SECRET)
+    assert deal[0].table == next(s.table for s in scheduled if s.deal == 4 and s.rotation == 0)
+    assert deal == playoff_deal(2, sorted(table), 4, seed=5, secret=SECRET)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import sqlite3
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from referee.errors import UsageError
-from referee.ratings import make_environment, rate
+from referee.ratings import RatingSettings, make_environment, rate, rating_places, replay_order
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.scheduler import round_robin
 from referee.store import EntrantRecord, RunLock, Store, StoredMatch, StoredSeat, wipe
@@ -163,12 +164,94 @@ def test_records_count_places_forfeits_and_faults() -> None:
     assert ratings["c"].forfeits == 2 and ratings["c"].faults == {"crash": 2}
     assert ratings["a"].avg_place == 1.5 and ratings["a"].firsts == 1
     assert ratings["idle"].matches == 0 and ratings["idle"].avg_place is None
-    assert ratings["c"].score < ratings["idle"].score == pytest.approx(0, abs=1e-9)
+    assert not ratings["idle"].rated and ratings["idle"].score == pytest.approx(0, abs=1e-9)
 
 
 def test_the_environment_is_explicit_not_global() -> None:
     import trueskill
 
-    env = make_environment(draw_probability=0.3)
-    assert env.draw_probability == 0.3
+    env = make_environment(RatingSettings(draw_probability=0.3, tau=0.5))
+    assert env.draw_probability == 0.3 and env.tau == 0.5
     assert trueskill.global_env().draw_probability == 0.1
+    assert trueskill.global_env().tau == pytest.approx(25 / 300)
+
+
+def test_the_default_environment_is_tuned_for_bots_that_do_not_change() -> None:
+    from referee.rules import RuleSet
+
+    env = make_environment()
+    assert (env.mu, env.sigma, env.beta, env.tau) == (25.0, 25 / 3, 25 / 6, 0.0)
+    assert env.draw_probability == 0.10
+    # Rules that break every tie never share a place: no draw margin at all.
+    president = RuleSet.preset("president-es").resolve(4)
+    assert make_environment(rules=president).draw_probability == 0.0
+    arschloch = RuleSet.preset("arschloch").resolve(4)
+    assert make_environment(rules=arschloch).draw_probability == 0.10
+
+
+def test_with_tau_zero_sigma_only_shrinks() -> None:
+    """With ``tau = 0`` a bot's sigma never grows, and a drifting environment's does not
+    shrink as far: the drift the default tau adds is what a fixed bot does not have."""
+    rng = random.Random(9)
+    matches = []
+    for i in range(60):
+        table = rng.sample(NAMES, 3)
+        places = rng.sample([1, 2, 3], 3)
+        matches.append(_stored(f"k{i:03d}", dict(zip(table, places, strict=True))))
+    sigmas: dict[str, list[float]] = {n: [] for n in NAMES}
+    for end in range(1, len(matches) + 1):
+        for r in rate(matches[:end], NAMES):
+            sigmas[r.name].append(r.sigma)
+    for values in sigmas.values():
+        assert all(b <= a + 1e-12 for a, b in itertools.pairwise(values))
+    drifting = {
+        r.name: r.sigma
+        for r in rate(matches, NAMES, env=make_environment(RatingSettings(tau=25 / 300)))
+    }
+    fixed = {r.name: r.sigma for r in rate(matches, NAMES)}
+    assert all(fixed[n] < drifting[n] for n in NAMES)
+
+
+def test_forfeits_share_the_last_place_and_no_forfeit_is_a_first() -> None:
+    one = _stored("k1", {"a": 1, "b": 2, "c": 3, "d": 4}, frozenset({"c", "d"}))
+    assert rating_places(one) == [("a", 1), ("b", 2), ("c", 3), ("d", 3)]
+    ratings = {r.name: r for r in rate([one], NAMES)}
+    assert ratings["c"].mu == pytest.approx(ratings["d"].mu, rel=1e-3)  # a draw among them
+    assert ratings["c"].mu < ratings["b"].mu
+    # Everybody forfeited: the engine still numbers the places 1..4 (by forfeit order).
+    everyone = _stored("k2", {"a": 1, "b": 2, "c": 3, "d": 4}, frozenset(NAMES))
+    assert {place for _, place in rating_places(everyone)} == {1}
+    ratings = {r.name: r for r in rate([everyone], NAMES)}
+    assert all(r.firsts == 0 and r.forfeits == 1 for r in ratings.values())
+    assert len({round(r.mu, 3) for r in ratings.values()}) == 1
+
+
+def test_bots_without_a_match_are_unrated_and_listed_last() -> None:
+    ratings = rate([_stored("k", {"a": 3, "b": 2, "c": 1})], ["zed", "a", "b", "c", "idle"])
+    assert [r.name for r in ratings] == ["c", "b", "a", "idle", "zed"]
+    assert [r.rated for r in ratings] == [True, True, True, False, False]
+
+
+def test_play_offs_are_replayed_after_the_scheduled_matches() -> None:
+    keys = ["rr/x/d000/r0", "po/1000/y/d9/r0", "po/000/y/d001/r0", "g/z/m0000/d000/r0"]
+    assert sorted(keys, key=replay_order) == [
+        "g/z/m0000/d000/r0",
+        "rr/x/d000/r0",
+        "po/000/y/d001/r0",
+        "po/1000/y/d9/r0",
+    ]
+
+
+def test_ratings_and_the_leaderboard_never_import_the_match_runner() -> None:
+    """Data flows one way: computing a leaderboard or planning play-offs needs no sandbox."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, referee.publish, referee.playoff, referee.intervals, referee.ratings;"
+        "print(sorted(m for m in sys.modules if m in ('referee.match', 'referee.sandbox')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -112,6 +112,48 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
             "at most 64 are allowed",
         ),
         ("seed = 7", "seed = 7 7", "is not valid TOML"),
+        (
+            "seed = 7",
+            "seed = 7\n[ratings]\nkappa = 1",
+            "unknown key 'ratings.kappa' (allowed: mu, sigma, beta, tau, draw_probability, "
+            "confidence, resamples)",
+        ),
+        (
+            "seed = 7",
+            "seed = 7\n[ratings]\ntau = -0.5",
+            "ratings.tau: got -0.5; input should be greater than or equal to 0",
+        ),
+        (
+            "seed = 7",
+            "seed = 7\n[ratings]\nconfidence = 0.4",
+            "ratings.confidence: got 0.4; input should be greater than 0.5",
+        ),
+        (
+            "seed = 7",
+            "seed = 7\nplayoff = { top = 3, budget = 30, rounds = 2 }",
+            "unknown key 'playoff.rounds' (allowed: top, until, budget)",
+        ),
+        (
+            "seed = 7",
+            "seed = 7\nplayoff = { top = 3 }",
+            "playoff.budget: required key is missing",
+        ),
+        (
+            "seed = 7",
+            "seed = 7\nplayoff = { top = 3, until = 1.5, budget = 30 }",
+            "playoff.until: got 1.5; input should be less than 1",
+        ),
+        (
+            "seed = 7",
+            "seed = 7\nplayoff = { top = 5, budget = 30 }",
+            "playoff.top: 5 is more than the 4 bots listed; allowed: 2 to 4",
+        ),
+        (
+            "seed = 7",
+            "seed = 7\nplayoff = { top = 3, budget = 2 }",
+            "playoff.budget: 2 matches cannot pay for one deal (3 matches, one per seat "
+            "rotation); allowed: at least 3",
+        ),
     ],
 )
 def test_bad_files_are_refused_with_file_and_key(
@@ -124,6 +166,24 @@ def test_bad_files_are_refused_with_file_and_key(
     assert message.startswith(f"{path}: ") or message.startswith(f"{path} is not valid TOML")
     assert expected in message
     assert "\n" not in message
+
+
+def test_ratings_and_playoff_are_read_with_their_defaults(tmp_path: Path) -> None:
+    from referee.ratings import RatingSettings
+
+    plain = load_tournament(write_tournament(tmp_path / "plain"))
+    assert plain.file.ratings == RatingSettings() and plain.file.playoff is None
+    assert plain.file.ratings.tau == 0.0 and plain.file.ratings.confidence == 0.95
+    path = write_tournament(
+        tmp_path / "tuned",
+        extra="playoff = { top = 3, budget = 60 }\n[ratings]\nbeta = 3.0\nresamples = 500",
+    )
+    tuned = load_tournament(path).file
+    assert (tuned.ratings.beta, tuned.ratings.resamples, tuned.ratings.tau) == (3.0, 500, 0.0)
+    assert tuned.playoff is not None
+    assert (tuned.playoff.top, tuned.playoff.until, tuned.playoff.budget) == (3, 0.95, 60)
+    # Neither changes what a result means: both may change between runs.
+    assert load_tournament(path).settings() == plain.settings()
 
 
 def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:

@@ -1,0 +1,174 @@
+"""A ladder of reference bots of known order, played in-process for the ranking benchmarks.
+
+Each rung is the heuristic sample bot (``sample_bots/heuristic``) diluted with random legal
+moves: before each play it picks a uniformly random legal play (a pass included, where one
+is allowed) with the rung's probability, and otherwise plays as the heuristic bot would.
+More dilution is weaker; how much weaker is measured, not assumed
+(:mod:`bench.ladder_truth`).
+
+Why in-process: the benchmarks play tens of thousands of matches, and what they measure
+(how well a schedule and a rating recover a known order) depends only on the decisions the
+bots make. So :func:`play` drives the engine directly and hands each bot the very messages
+the match runner would send (built by the runner's own :class:`~referee.match.EventTranslator`),
+as parsed JSON, skipping the sandbox, the clock and the framing: about twice the speed of the
+runner with :class:`~referee.testing.FakeSandbox`, and the same games. Every bot's random
+choices are seeded from the match key and its seat, so a match is a pure function of its
+spec: the same spec gives the same result in any process.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import multiprocessing
+import random
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from referee.match import EventTranslator
+from referee.rules import GIVE, PLAY, Game, ResolvedRules, RuleSet
+from referee.scheduler import MatchSpec
+from referee.store import StoredMatch, StoredSeat
+
+REPO = Path(__file__).resolve().parents[1]
+HEURISTIC = REPO / "sample_bots" / "heuristic"
+
+RULES = "arschloch"
+TABLE_SIZE = 4
+
+LADDER: dict[str, float] = {
+    f"h{round(100 * r):02d}": r for r in (0.0, 0.04, 0.08, 0.12, 0.16, 0.2, 0.24, 0.28)
+}
+"""Rung name -> probability of a random play instead of the heuristic's."""
+
+
+@functools.cache
+def _heuristic_class() -> type:
+    """The sample bot's ``HeuristicBot`` (its folder holds its own copy of the bot kit)."""
+    sys.path.insert(0, str(HEURISTIC))
+    try:
+        spec = importlib.util.spec_from_file_location("ladder_heuristic", HEURISTIC / "bot.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(HEURISTIC))
+    return module.HeuristicBot  # type: ignore[no-any-return]
+
+
+def diluted_bot(rate: float, seed: str) -> Any:
+    """A heuristic bot that plays a random legal play with probability ``rate``."""
+    base = _heuristic_class()
+
+    class Diluted(base):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__()
+            self.dilution = random.Random(seed)
+
+        def on_play(self, state: Any) -> Any:
+            if rate and self.dilution.random() < rate:
+                return self.dilution.choice(state.legal)
+            return super().on_play(state)
+
+        def on_match_end(self, state: Any, msg: Any) -> None:
+            pass  # the sample bot logs its result to stderr; nobody reads it here
+
+    return Diluted()
+
+
+@functools.cache
+def rules(table_size: int = TABLE_SIZE) -> ResolvedRules:
+    return RuleSet.preset(RULES).resolve(table_size)
+
+
+def play(spec: MatchSpec, rates: dict[str, float]) -> StoredMatch:
+    """Play ``spec`` among ladder bots (``rates`` by name); the result as the store keeps it."""
+    table = spec.table
+    game = Game(rules(len(table)), list(table), spec.match_seed)
+    bots = [diluted_bot(rates[name], f"{spec.key}:{seat}") for seat, name in enumerate(table)]
+    translator = EventTranslator(game)
+    protocol_rules = game.rules.as_protocol()
+    for seat, bot in enumerate(bots):
+        bot.handle(
+            {
+                "type": "match_start",
+                "match": spec.key,
+                "seat": seat,
+                "players": list(table),
+                "rules": protocol_rules,
+                "bank_ms": 10_000,
+            }
+        )
+    sent = 0
+    request = 0
+    while True:
+        events = game.events
+        for event in events[sent:]:
+            for target, data in translator.messages(event):
+                message = json.loads(data)
+                for seat in range(len(bots)) if target is None else (target,):
+                    bots[seat].handle(message)
+        sent = len(events)
+        pending = game.pending
+        if pending is None:
+            break
+        kind, seat = pending
+        request += 1
+        act: dict[str, Any] = {"type": "act", "id": request, "hand": game.hand_names(seat)}
+        if kind is PLAY:
+            act.update(
+                kind="play",
+                trick=game.trick_info(),
+                passed=game.passed_seats(),
+                legal=game.legal_plays(seat),
+                bank_ms=10_000,
+            )
+            game.play(seat, bots[seat].handle(act)["cards"])
+        elif kind == GIVE:
+            act.update(kind="give", to=game.give_to, count=game.give_count)
+            game.give(seat, bots[seat].handle(act)["cards"])
+        else:
+            act.update(kind="leftover", offer=[game.codec.names[c] for c in game.offer])
+            reply = bots[seat].handle(act)
+            game.leftover(seat, reply["take"], reply["discard"])
+    standings = sorted(game.standings or [], key=lambda st: (st["place"], st["seat"]))
+    seats = tuple(
+        StoredSeat(st["seat"], table[st["seat"]], st["place"], st["score"], False, None, None)
+        for st in standings
+    )
+    return StoredMatch(spec, seats)
+
+
+def play_all(
+    specs: Sequence[MatchSpec],
+    rates: dict[str, float],
+    *,
+    workers: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> list[StoredMatch]:
+    """Play every spec, on ``workers`` processes; results in the order of ``specs``."""
+    results: list[StoredMatch] = []
+    for result in _play_stream(specs, rates, workers):
+        results.append(result)
+        if progress is not None:
+            progress(len(results))
+    return results
+
+
+def _play_stream(
+    specs: Sequence[MatchSpec], rates: dict[str, float], workers: int
+) -> Iterator[StoredMatch]:
+    if workers <= 1 or len(specs) < 8:
+        for spec in specs:
+            yield play(spec, rates)
+        return
+    context = multiprocessing.get_context("fork")
+    with context.Pool(workers) as pool:
+        yield from pool.imap(_play_packed, ((spec, rates) for spec in specs), chunksize=8)
+
+
+def _play_packed(packed: tuple[MatchSpec, dict[str, float]]) -> StoredMatch:
+    return play(*packed)

@@ -1,0 +1,345 @@
+"""How right is the published order? Kendall tau against a ladder of known order.
+
+``python -m bench.ranking_bench [--seeds 4] [--workers 2]`` (``make bench`` runs it) plays
+the ladder of :mod:`bench.ladder` (8 rungs: the heuristic sample bot diluted with random
+plays at rates 0 to 0.28, true order in ``bench/ladder_truth.json``) at 4-player tables of
+``arschloch``, three ways, and measures the Kendall tau between the leaderboard's order
+(TrueSkill ``mu - 3 sigma``, exactly as published) and the true order, averaged over seeds,
+by matches per bot:
+
+* **(a)** random tables with independent deals: every match seats 4 rungs drawn at random,
+  in random order, with fresh cards;
+* **(b)** the scheduler's round robin: every 4-rung table, duplicate deals in every seat
+  rotation, balanced seating (:mod:`referee.seating`); 140 matches per bot per deal;
+* **(c)** (b) with one deal, then play-offs (:mod:`referee.playoff`, ``top`` = every rung,
+  ``until = 0.95``) with a budget of 140 matches per bot; tau is taken after each play-off
+  round, as the leaderboard would publish it then.
+
+The issue's target: (c) reaches tau >= 0.95 with at most half the matches per bot that (a)
+needs. Also the twins check: a round robin with two copies of one rung (one policy, each
+with its own random draws) must not tell them apart: their score intervals overlap, each
+one's mean lies in the other's interval, and their order is not significant either way.
+
+Every schedule, deal and decision is seeded: the same ``--seeds`` give the same figures on
+any machine (the worker count only changes the speed). ``--seeds 16`` made the README's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import math
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.ladder import LADDER, TABLE_SIZE, play_all
+from bench.ladder_truth import load_truth
+from referee.deals import deal_seed
+from referee.intervals import deal_scores, order_confidence, score_intervals
+from referee.playoff import PlayoffSettings, plan_round
+from referee.ratings import RatingSettings, make_environment, rate
+from referee.scheduler import MatchSpec, round_robin
+from referee.store import StoredMatch
+
+SECRET = hashlib.sha256(b"arschloch-referee ranking bench").digest()
+TARGET_TAU = 0.95
+RANDOM_LEVELS = (70, 140, 210, 280, 350, 420)
+"""Matches per bot at which (a) is measured."""
+ROUND_ROBIN_DEALS = 2
+PLAYOFF_BUDGET_PER_BOT = 140
+PLAYOFF_LEVELS = (0, 17.5, 35, 70, 105, 140)
+"""Play-off matches per bot (on top of the round robin) at which (c) is measured."""
+
+
+def kendall_tau(order: Sequence[str], truth: Sequence[str]) -> float:
+    """Kendall's tau between ``order`` and the true order (restricted to the same names)."""
+    rank = {name: i for i, name in enumerate(n for n in truth if n in set(order))}
+    pairs = list(itertools.combinations(order, 2))
+    concordant = sum(rank[a] < rank[b] for a, b in pairs)
+    return (2 * concordant - len(pairs)) / len(pairs)
+
+
+def published_order(matches: Sequence[StoredMatch], names: Sequence[str]) -> list[str]:
+    """The leaderboard's order of these matches, as ``referee leaderboard`` ranks it."""
+    return [r.name for r in rate(matches, names, env=make_environment())]
+
+
+@dataclass
+class Curve:
+    """Tau by matches per bot: one list of ``(matches per bot, tau)`` per seed."""
+
+    runs: list[list[tuple[float, float]]] = field(default_factory=list)
+
+    def taus_at(self, level: float) -> list[float]:
+        """Each seed's tau as published with at most ``level`` matches per bot."""
+        return [[tau for per_bot, tau in run if per_bot <= level + 1e-9][-1] for run in self.runs]
+
+    def at(self, level: float) -> float:
+        taus = self.taus_at(level)
+        return sum(taus) / len(taus)
+
+    def error(self, level: float) -> float:
+        """Standard error of :meth:`at` over seeds."""
+        taus = self.taus_at(level)
+        if len(taus) < 2:
+            return math.nan
+        mean = sum(taus) / len(taus)
+        return math.sqrt(sum((t - mean) ** 2 for t in taus) / (len(taus) - 1) / len(taus))
+
+
+def random_tables(
+    seed: int,
+    rates: dict[str, float],
+    truth: Sequence[str],
+    levels: Sequence[int],
+    workers: int,
+) -> list[tuple[float, float]]:
+    """(a): random tables, independent deals; tau at each of ``levels`` matches per bot."""
+    names = sorted(rates)
+    rng = random.Random(f"random tables {seed}")
+    specs = []
+    for i in range(max(levels) * len(names) // TABLE_SIZE):
+        table = tuple(rng.sample(names, TABLE_SIZE))
+        cards = deal_seed(SECRET, "random", seed, i)
+        key = f"a/{seed}/{i:06d}"
+        specs.append(
+            MatchSpec(key=key, table=table, deal=0, rotation=0, deal_seed=cards, match_seed=cards)
+        )
+    matches = play_all(specs, rates, workers=workers)
+    return [
+        (
+            float(level),
+            kendall_tau(published_order(matches[: level * len(names) // TABLE_SIZE], names), truth),
+        )
+        for level in levels
+    ]
+
+
+def balanced_round_robin(
+    seed: int, rates: dict[str, float], truth: Sequence[str], deals: int, workers: int
+) -> tuple[list[tuple[float, float]], list[StoredMatch]]:
+    """(b): the round robin with ``deals`` deals, tau after each; and its first deal."""
+    names = sorted(rates)
+    matches = play_all(round_robin(names, TABLE_SIZE, deals, seed, SECRET), rates, workers=workers)
+    points = []
+    for d in range(1, deals + 1):
+        prefix = [m for m in matches if m.spec.deal < d]
+        per_bot = len(prefix) * TABLE_SIZE / len(names)
+        points.append((per_bot, kendall_tau(published_order(prefix, names), truth)))
+    return points, [m for m in matches if m.spec.deal == 0]
+
+
+def with_playoffs(
+    seed: int,
+    rates: dict[str, float],
+    truth: Sequence[str],
+    start: list[StoredMatch],
+    budget: int,
+    workers: int,
+) -> tuple[list[tuple[float, float]], str]:
+    """(c): play-off rounds after ``start`` until settled or ``budget`` is spent."""
+    names = sorted(rates)
+    settings = PlayoffSettings(top=len(names), until=TARGET_TAU, budget=budget)
+    matches = list(start)
+    specs = [m.spec for m in matches]
+    points = [
+        (
+            len(matches) * TABLE_SIZE / len(names),
+            kendall_tau(published_order(matches, names), truth),
+        )
+    ]
+    for round_no in itertools.count():
+        plan = plan_round(
+            round_no,
+            matches,
+            specs,
+            names,
+            settings=settings,
+            ratings=RatingSettings(),
+            rules=None,
+            table_size=TABLE_SIZE,
+            seed=seed,
+            secret=SECRET,
+        )
+        if not plan.specs:
+            return points, plan.state
+        specs += plan.specs
+        matches += play_all(plan.specs, rates, workers=workers)
+        points.append(
+            (
+                len(matches) * TABLE_SIZE / len(names),
+                kendall_tau(published_order(matches, names), truth),
+            )
+        )
+    raise AssertionError("unreachable")
+
+
+def twins(seed: int, workers: int, deals: int = 6) -> dict[str, Any]:
+    """A round robin of 5 rungs, two of them copies of one rung: are the twins told apart?
+
+    6 deals make every table exactly balanced (:data:`referee.seating.BALANCED_DEALS`).
+    """
+    ladder = sorted(LADDER)
+    twin_of, twin = ladder[2], f"{ladder[2]}-twin"
+    rates = {name: LADDER[name] for name in ladder[:4]}
+    rates[twin] = LADDER[twin_of]
+    names = sorted(rates)
+    matches = play_all(round_robin(names, TABLE_SIZE, deals, seed, SECRET), rates, workers=workers)
+    by_deal = deal_scores(matches)
+    intervals = score_intervals(by_deal)
+    a, b = intervals[twin_of], intervals[twin]
+    pair = order_confidence(by_deal, twin_of, twin)
+    return {
+        "overlap": a.low <= b.high and b.low <= a.high,
+        "means_inside": a.contains(b.mean) and b.contains(a.mean),
+        "not_significant": not pair.significant(TARGET_TAU)
+        and not order_confidence(by_deal, twin, twin_of).significant(TARGET_TAU),
+        "means": (round(a.mean, 3), round(b.mean, 3)),
+        "confidence": round(pair.confidence, 3),
+    }
+
+
+@dataclass
+class Results:
+    """Every figure of a run (see the module docstring)."""
+
+    bots: int
+    seeds: int
+    a: Curve
+    b: Curve
+    c: Curve
+    a_levels: tuple[float, ...]
+    b_levels: tuple[float, ...]
+    c_levels: tuple[float, ...]
+    c_states: list[str]
+    twins: list[dict[str, Any]]
+
+    def needs(self, curve: Curve, levels: Sequence[float]) -> float | None:
+        """The fewest matches per bot (of ``levels``) at which mean tau >= the target."""
+        return next((lv for lv in levels if curve.at(lv) >= TARGET_TAU), None)
+
+    @property
+    def target_met(self) -> bool:
+        need_a = self.needs(self.a, self.a_levels)
+        need_c = self.needs(self.c, self.c_levels)
+        return need_a is not None and need_c is not None and need_c <= need_a / 2
+
+    def largest_error(self) -> float:
+        errors = [
+            curve.error(level)
+            for curve, levels in (
+                (self.a, self.a_levels),
+                (self.b, self.b_levels),
+                (self.c, self.c_levels),
+            )
+            for level in levels
+        ]
+        return max((e for e in errors if not math.isnan(e)), default=math.nan)
+
+    def twins_summary(self) -> str:
+        """How often each twins check held, and the mean difference (a bias would show)."""
+        n = len(self.twins)
+        if not n:
+            return "  twins: not measured"
+        differences = [t["means"][0] - t["means"][1] for t in self.twins]
+        mean = sum(differences) / n
+        spread = math.sqrt(sum((d - mean) ** 2 for d in differences) / max(1, n - 1))
+        return (
+            f"  twins ({n} round robins): intervals overlap in "
+            f"{sum(t['overlap'] for t in self.twins)}/{n}, each mean inside the other's "
+            f"interval in {sum(t['means_inside'] for t in self.twins)}/{n}, order not "
+            f"significant either way in {sum(t['not_significant'] for t in self.twins)}/{n}; "
+            f"mean difference {mean:+.3f} (seed to seed {spread:.3f})"
+        )
+
+    def lines(self) -> list[str]:
+        def row(curve: Curve, levels: Sequence[float]) -> str:
+            return ", ".join(f"{lv:.0f}: {curve.at(lv):.3f}" for lv in levels)
+
+        need_a = self.needs(self.a, self.a_levels)
+        need_c = self.needs(self.c, self.c_levels)
+        final = [run[-1] for run in self.c.runs]
+        stopped = sum(p for p, _ in final) / len(final)
+        settled = self.c_states.count("settled")
+        a_text = f"{need_a:.0f}" if need_a else f"more than {max(self.a_levels):.0f}"
+        c_text = f"{need_c:.0f}" if need_c else f"more than {max(self.c_levels):.0f}"
+        return [
+            f"ranking: {self.bots} ladder bots at tables of {TABLE_SIZE}; Kendall tau of the "
+            f"published order vs the truth by matches per bot, mean of {self.seeds} seeds "
+            f"(standard errors up to {self.largest_error():.3f})",
+            f"  (a) random tables, independent deals: {row(self.a, self.a_levels)}",
+            f"  (b) balanced duplicate round robin:   {row(self.b, self.b_levels)}",
+            f"  (c) (b) 1 deal + play-offs:           {row(self.c, self.c_levels)}",
+            f"      play-offs ended at {stopped:.0f} matches per bot on average "
+            f"({settled} of {self.seeds} settled, the rest at the budget)",
+            f"  tau >= {TARGET_TAU}: (a) needs {a_text} matches per bot, (c) {c_text}; "
+            f"target (c) <= half of (a): {'met' if self.target_met else 'NOT met'}",
+            self.twins_summary(),
+        ]
+
+
+def run(
+    seeds: int = 4,
+    workers: int = 2,
+    *,
+    rates: dict[str, float] | None = None,
+    truth: Sequence[str] | None = None,
+    a_levels: Sequence[int] = RANDOM_LEVELS,
+    deals: int = ROUND_ROBIN_DEALS,
+    budget_per_bot: int = PLAYOFF_BUDGET_PER_BOT,
+    with_twins: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Results:
+    """Measure (a), (b), (c) and the twins over ``seeds`` seeds (see the module docstring).
+
+    ``rates`` and ``truth`` default to the ladder and its stored true order.
+    """
+    rates = dict(rates or LADDER)
+    truth = list(truth or load_truth()["order"])
+    n = len(rates)
+    per_deal = math.comb(n - 1, TABLE_SIZE - 1) * TABLE_SIZE
+    budget = budget_per_bot * n // TABLE_SIZE
+    started = time.monotonic()
+    a, b, c, states = Curve(), Curve(), Curve(), []
+    for seed in range(1, seeds + 1):
+        a.runs.append(random_tables(seed, rates, truth, a_levels, workers))
+        points, first = balanced_round_robin(seed, rates, truth, deals, workers)
+        b.runs.append(points)
+        points, state = with_playoffs(seed, rates, truth, first, budget, workers)
+        c.runs.append(points)
+        states.append(state)
+        if progress is not None:
+            progress(f"seed {seed}/{seeds} done, {time.monotonic() - started:.0f} s")
+    return Results(
+        bots=n,
+        seeds=seeds,
+        a=a,
+        b=b,
+        c=c,
+        a_levels=tuple(float(x) for x in a_levels),
+        b_levels=tuple(per_deal * d for d in range(1, deals + 1)),
+        c_levels=tuple(per_deal + x for x in PLAYOFF_LEVELS if x <= budget_per_bot),
+        c_states=states,
+        twins=[twins(seed, workers) for seed in range(1, seeds + 1)] if with_twins else [],
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    results = run(
+        args.seeds, args.workers, progress=lambda line: print("  " + line, file=sys.stderr)
+    )
+    print("\n".join(results.lines()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

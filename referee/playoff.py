@@ -1,0 +1,158 @@
+"""Play-offs: extra matches where the order at the top of the leaderboard is not yet sure.
+
+``playoff = { top = K, until = 0.95, budget = N }`` in the tournament file. When the
+scheduled matches are all played, the coordinator asks :func:`plan_round` for a play-off
+round, plays it, and asks again, until every adjacent pair among the first ``K`` of the
+leaderboard is ordered with confidence ``until`` (:func:`referee.intervals.order_confidence`:
+the two bots compared on the deals both played) or ``N`` play-off matches have been
+scheduled.
+
+A round seats the bots of each uncertain pair together: walking down the leaderboard, the
+first uncertain pair not yet covered opens a table of the ``k`` bots from its upper one down
+(``k`` consecutive places, moved up at the bottom of the leaderboard), which also covers the
+next ``k - 2`` pairs. Each such table plays one deal in every seat rotation (duplicate play,
+balanced seating continuing the table's cycle, :mod:`referee.seating`), so both bots of a
+pair hold the same hands against the same opponents: the most direct evidence there is on
+their order. Tables are added in leaderboard order while the budget allows a whole deal.
+
+Every decision depends only on the finished matches (a round is planned when all earlier
+matches are done, from results that are deterministic) and on the tournament file, so the
+same tournament plays the same play-offs whatever the worker count. The matches of a planned
+round are stored at once with stable keys (``po/<round>/...``, :func:`referee.scheduler.
+playoff_deal`), and a planned round is never planned again: a run killed mid-round resumes
+that round's remaining matches, then goes on as the uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from referee.intervals import OrderConfidence, adjacent_confidences, deal_scores
+from referee.ratings import RatingSettings, make_environment, rate
+from referee.scheduler import PLAYOFF_PREFIX, MatchSpec, deal_key, playoff_deal, playoff_round
+
+if TYPE_CHECKING:
+    from referee.rules import ResolvedRules
+    from referee.store import StoredMatch
+
+__all__ = [
+    "PlayoffPlan",
+    "PlayoffSettings",
+    "PlayoffState",
+    "plan_round",
+    "playoff_rounds",
+    "uncertain_pairs",
+]
+
+PlayoffState = Literal["settled", "budget", "open"]
+"""``settled``: every adjacent pair of the top is ordered with the confidence asked for;
+``budget``: the budget cannot pay for another deal; ``open``: more play-offs are due."""
+
+
+class PlayoffSettings(BaseModel):
+    """``playoff = { top = K, until = 0.95, budget = N }``.
+
+    ``top``: how many places at the top of the leaderboard must be ordered; ``until``: the
+    confidence each adjacent pair among them must reach; ``budget``: at most this many
+    play-off matches in all.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    top: int = Field(ge=2, le=10_000)
+    until: float = Field(default=0.95, gt=0.5, lt=1)
+    budget: int = Field(ge=1, le=10_000_000)
+
+
+@dataclass(frozen=True)
+class PlayoffPlan:
+    """What :func:`plan_round` decided: the uncertain pairs, and the round's matches."""
+
+    round: int
+    state: PlayoffState
+    uncertain: tuple[OrderConfidence, ...]
+    specs: tuple[MatchSpec, ...]
+    spent: int
+    """Play-off matches scheduled before this round."""
+
+
+def uncertain_pairs(
+    matches: Sequence[StoredMatch],
+    entrants: Sequence[str],
+    settings: PlayoffSettings,
+    ratings: RatingSettings,
+    rules: ResolvedRules | None = None,
+) -> tuple[list[str], list[OrderConfidence]]:
+    """The leaderboard order (rated bots) and the adjacent pairs of its top not yet sure."""
+    order = [
+        r.name for r in rate(matches, entrants, env=make_environment(ratings, rules)) if r.rated
+    ]
+    top = order[: settings.top]
+    pairs = adjacent_confidences(top, deal_scores(matches), resamples=ratings.resamples)
+    return order, [pair for pair in pairs if not pair.significant(settings.until)]
+
+
+def plan_round(
+    round_no: int,
+    matches: Sequence[StoredMatch],
+    specs: Sequence[MatchSpec],
+    entrants: Sequence[str],
+    *,
+    settings: PlayoffSettings,
+    ratings: RatingSettings,
+    rules: ResolvedRules | None,
+    table_size: int,
+    seed: int,
+    secret: bytes,
+) -> PlayoffPlan:
+    """Plan play-off round ``round_no`` from the finished ``matches``.
+
+    ``specs`` are every match scheduled so far (they say how much of the budget is spent
+    and how many deals each table has played); new deals are dealt with ``secret``.
+    """
+    spent = sum(spec.key.startswith(PLAYOFF_PREFIX) for spec in specs)
+    order, uncertain = uncertain_pairs(matches, entrants, settings, ratings, rules)
+    if not uncertain:
+        return PlayoffPlan(round_no, "settled", (), (), spent)
+    left = settings.budget - spent
+    # (Fewer rated bots than a table only before any match: nothing to seat them with.)
+    if left < table_size or len(order) < table_size:
+        return PlayoffPlan(round_no, "budget", tuple(uncertain), (), spent)
+    played: dict[tuple[str, ...], set[str]] = {}
+    for spec in specs:
+        played.setdefault(tuple(sorted(spec.table)), set()).add(deal_key(spec.key))
+    new: list[MatchSpec] = []
+    for table in _tables(order, uncertain, table_size):
+        if len(new) + table_size > left:
+            break
+        deal = len(played.get(table, ()))
+        new += playoff_deal(round_no, table, deal, seed, secret)
+    return PlayoffPlan(round_no, "open", tuple(uncertain), tuple(new), spent)
+
+
+def _tables(
+    order: Sequence[str], uncertain: Sequence[OrderConfidence], k: int
+) -> list[tuple[str, ...]]:
+    """Tables of ``k`` consecutive places covering every uncertain pair (module docstring)."""
+    position = {name: i for i, name in enumerate(order)}
+    covered_to = -1  # pairs (i, i + 1) with i <= covered_to sit at a table already
+    tables = []
+    for pair in uncertain:
+        i = position[pair.upper]
+        if i <= covered_to:
+            continue
+        start = max(0, min(i, len(order) - k))
+        tables.append(tuple(sorted(order[start : start + k])))
+        covered_to = start + k - 2
+    return tables
+
+
+def playoff_rounds(specs: Sequence[MatchSpec]) -> int:
+    """How many play-off rounds ``specs`` hold."""
+    rounds = {playoff_round(spec.key) for spec in specs}
+    rounds.discard(None)
+    return len(rounds)

@@ -1,0 +1,114 @@
+"""Play-off planning: which pairs are uncertain, which tables they get, when it stops.
+
+Results come from a toy model (strength plus seeded noise per match), so these tests are
+fast and exact; the real runs with play-offs are in test_run.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+
+import pytest
+
+from referee.intervals import deal_scores, order_confidence
+from referee.playoff import PlayoffSettings, plan_round, uncertain_pairs
+from referee.ratings import RatingSettings
+from referee.scheduler import MatchSpec, deal_key, playoff_round, round_robin
+from referee.store import StoredMatch, StoredSeat
+
+SECRET = bytes(range(32))
+STRENGTH = {"a": 3.0, "b": 3.0, "c": 1.5, "d": 0.0, "e": -3.0}
+"""``a`` and ``b`` are twins; ``c`` and ``d`` are close; ``e`` is far below."""
+
+
+def _play(spec: MatchSpec) -> StoredMatch:
+    seed = int.from_bytes(hashlib.sha256(spec.key.encode()).digest()[:8], "big")
+    rng = random.Random(seed)
+    perf = {name: STRENGTH[name] + rng.gauss(0, 2) for name in spec.table}
+    ranked = sorted(spec.table, key=lambda n: -perf[n])
+    seats = tuple(
+        StoredSeat(spec.table.index(n), n, place, 0, False, None, None)
+        for place, n in enumerate(ranked, start=1)
+    )
+    return StoredMatch(spec, seats)
+
+
+def _plan(round_no: int, specs: list[MatchSpec], matches: list[StoredMatch], **settings: float):
+    return plan_round(
+        round_no,
+        matches,
+        specs,
+        list(STRENGTH),
+        settings=PlayoffSettings(**{"top": 5, "until": 0.95, "budget": 300, **settings}),
+        ratings=RatingSettings(resamples=200),
+        rules=None,
+        table_size=3,
+        seed=4,
+        secret=SECRET,
+    )
+
+
+def _until_over(**settings: float) -> tuple[list[MatchSpec], list[StoredMatch], list]:
+    specs = round_robin(list(STRENGTH), 3, 2, seed=4, secret=SECRET)
+    matches = [_play(s) for s in specs]
+    plans = []
+    for round_no in range(200):
+        plan = _plan(round_no, specs, matches, **settings)
+        plans.append(plan)
+        if not plan.specs:
+            break
+        specs += plan.specs
+        matches += [_play(s) for s in plan.specs]
+    return specs, matches, plans
+
+
+def test_a_round_seats_each_uncertain_pair_at_one_table_for_one_deal() -> None:
+    specs = round_robin(list(STRENGTH), 3, 2, seed=4, secret=SECRET)
+    matches = [_play(s) for s in specs]
+    plan = _plan(0, specs, matches)
+    assert plan.state == "open" and plan.spent == 0 and plan.uncertain
+    tables = {frozenset(s.table) for s in plan.specs}
+    for pair in plan.uncertain:
+        assert any({pair.upper, pair.lower} <= t for t in tables)
+    deals = {deal_key(s.key) for s in plan.specs}
+    assert len(plan.specs) == 3 * len(deals) == 3 * len(tables)  # one deal per table
+    assert all(playoff_round(s.key) == 0 for s in plan.specs)
+    # Each table's play-off deal continues its seating cycle after its 2 scheduled deals.
+    assert {s.deal for s in plan.specs} == {2}
+    assert plan == _plan(0, specs, list(reversed(matches)))  # results, not their order
+
+
+def test_play_offs_stop_when_the_top_is_ordered_with_the_confidence_asked() -> None:
+    """Without the twins in the top, the order of the top 3 gets settled."""
+    _, matches, plans = _until_over(top=3, until=0.9)
+    last = plans[-1]
+    assert last.state == "settled" and not last.specs and not last.uncertain
+    assert 0 < last.spent < 300
+    order, uncertain = uncertain_pairs(
+        matches,
+        list(STRENGTH),
+        PlayoffSettings(top=3, until=0.9, budget=300),
+        RatingSettings(resamples=200),
+    )
+    assert not uncertain
+    for upper, lower in itertools.pairwise(order[:3]):
+        assert order_confidence(deal_scores(matches), upper, lower, resamples=200).significant(0.9)
+
+
+def test_play_offs_stop_at_the_budget_when_twins_cannot_be_ordered() -> None:
+    specs, _, plans = _until_over(top=2, budget=31)
+    last = plans[-1]
+    assert last.state == "budget" and not last.specs
+    assert {last.uncertain[0].upper, last.uncertain[0].lower} == {"a", "b"}
+    played = [s for s in specs if playoff_round(s.key) is not None]
+    assert len(played) == last.spent == 30  # whole deals only: 31 cannot pay for an 11th
+    assert all({"a", "b"} <= set(s.table) for s in played)
+
+
+@pytest.mark.parametrize("budget", [3, 9])
+def test_a_round_never_goes_over_the_budget(budget: int) -> None:
+    specs = round_robin(list(STRENGTH), 3, 2, seed=4, secret=SECRET)
+    plan = _plan(0, specs, [_play(s) for s in specs], budget=budget, until=0.99)
+    assert 0 < len(plan.specs) <= budget and len(plan.specs) % 3 == 0

@@ -1,0 +1,58 @@
+"""The ranking benchmark's ladder, small: bots of known order come out in that order.
+
+The ladder bots are the heuristic sample bot diluted with random plays, played in-process
+(bench/ladder.py); far apart in strength, a short balanced round robin must order them, and
+the benchmark's three ways of playing them must run end to end on a tiny budget.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bench import ranking_bench
+from bench.ladder import play, play_all
+from referee.intervals import adjacent_confidences, deal_scores
+from referee.scheduler import round_robin
+
+FAR = {"r000": 0.0, "r035": 0.35, "r070": 0.7, "r100": 1.0}
+"""Rung name -> share of random plays: each rung far weaker than the one before."""
+ORDER = ["r000", "r035", "r070", "r100"]
+
+
+def test_a_ladder_of_four_bots_far_apart_comes_out_in_order_after_a_short_run() -> None:
+    specs = round_robin(ORDER, 4, 8, seed=1, secret=ranking_bench.SECRET)
+    matches = play_all(specs, FAR)
+    assert len(matches) == 32
+    order = ranking_bench.published_order(matches, ORDER)
+    assert order == ORDER
+    assert ranking_bench.kendall_tau(order, ORDER) == 1.0
+    assert ranking_bench.kendall_tau(list(reversed(order)), ORDER) == -1.0
+    pairs = adjacent_confidences(order, deal_scores(matches))
+    assert all(pair.significant(0.95) for pair in pairs), pairs
+
+
+def test_a_ladder_match_is_a_pure_function_of_its_spec() -> None:
+    spec = round_robin(ORDER, 4, 1, seed=2, secret=ranking_bench.SECRET)[1]
+    assert play(spec, FAR) == play(spec, FAR)
+    assert sorted(seat.place for seat in play(spec, FAR).seats)[0] == 1
+
+
+def test_the_benchmark_runs_end_to_end_on_a_tiny_budget() -> None:
+    results = ranking_bench.run(
+        1,
+        1,
+        rates=FAR,
+        truth=ORDER,
+        a_levels=(4, 8),
+        deals=2,
+        budget_per_bot=4,
+        with_twins=False,
+    )
+    assert results.bots == 4 and results.b_levels == (4.0, 8.0)
+    for curve, levels in ((results.a, results.a_levels), (results.b, results.b_levels)):
+        assert all(-1.0 <= curve.at(level) <= 1.0 for level in levels)
+    assert results.c.runs[0][0] == (4.0, results.b.at(4.0))  # (c) starts where (b) does
+    assert results.c_states[0] in ("settled", "budget")
+    assert math.isnan(results.a.error(4))  # one seed: no standard error
+    text = "\n".join(results.lines())
+    assert "(a) random tables" in text and "target (c) <= half of (a)" in text
