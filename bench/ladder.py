@@ -30,8 +30,7 @@ from typing import Any
 
 from referee.match import EventTranslator
 from referee.rules import GIVE, PLAY, Game, ResolvedRules, RuleSet
-from referee.scheduler import MatchSpec
-from referee.store import StoredMatch, StoredSeat
+from referee.specs import MatchSpec, StoredMatch, StoredSeat
 
 REPO = Path(__file__).resolve().parents[1]
 HEURISTIC = REPO / "sample_bots" / "heuristic"

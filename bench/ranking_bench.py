@@ -41,10 +41,10 @@ from bench.ladder import LADDER, TABLE_SIZE, play_all
 from bench.ladder_truth import load_truth
 from referee.deals import deal_seed
 from referee.intervals import deal_scores, order_confidence, score_intervals
-from referee.playoff import PlayoffSettings, plan_round
-from referee.ratings import RatingSettings, make_environment, rate
-from referee.scheduler import MatchSpec, round_robin
-from referee.store import StoredMatch
+from referee.playoff import plan_round
+from referee.ratings import make_environment, rate
+from referee.scheduler import round_robin
+from referee.specs import MatchSpec, PlayoffSettings, RatingSettings, StoredMatch
 
 SECRET = hashlib.sha256(b"arschloch-referee ranking bench").digest()
 TARGET_TAU = 0.95

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from referee.executors import run_tournament
+from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
 from referee.tournament import load_tournament
 

@@ -30,17 +30,16 @@ from rich.progress import (
 
 import referee
 from referee.cli import friendly, main, say
-from referee.errors import UsageError
-from referee.executors import (
+from referee.coordinator import (
     Event,
-    MatchFailed,
-    MatchFinished,
     PlayoffRound,
     PlayoffsOver,
     RunStarted,
     RunSummary,
     run_tournament,
 )
+from referee.errors import UsageError
+from referee.executors import MatchFailed, MatchFinished
 from referee.executors.local import LocalExecutor
 from referee.names import confusable_with, lookalike_note
 from referee.publish import (

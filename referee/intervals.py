@@ -31,13 +31,9 @@ import itertools
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from referee.ratings import rating_places
-from referee.scheduler import deal_key
-
-if TYPE_CHECKING:
-    from referee.store import StoredMatch
+from referee.specs import StoredMatch, deal_key
 
 __all__ = [
     "MIN_SHARED_DEALS",

@@ -29,19 +29,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from referee.intervals import OrderConfidence, adjacent_confidences, deal_scores
-from referee.ratings import RatingSettings, make_environment, rate
-from referee.scheduler import PLAYOFF_PREFIX, MatchSpec, deal_key, playoff_deal, playoff_round
+from referee.ratings import make_environment, rate
+from referee.scheduler import playoff_deal
+from referee.specs import (
+    PLAYOFF_PREFIX,
+    MatchSpec,
+    PlayoffSettings,
+    RatingSettings,
+    StoredMatch,
+    deal_key,
+    playoff_round,
+)
 
 if TYPE_CHECKING:
     from referee.rules import ResolvedRules
-    from referee.store import StoredMatch
 
 __all__ = [
     "PlayoffPlan",
-    "PlayoffSettings",
     "PlayoffState",
     "plan_round",
     "playoff_rounds",
@@ -51,21 +56,6 @@ __all__ = [
 PlayoffState = Literal["settled", "budget", "open"]
 """``settled``: every adjacent pair of the top is ordered with the confidence asked for;
 ``budget``: the budget cannot pay for another deal; ``open``: more play-offs are due."""
-
-
-class PlayoffSettings(BaseModel):
-    """``playoff = { top = K, until = 0.95, budget = N }``.
-
-    ``top``: how many places at the top of the leaderboard must be ordered; ``until``: the
-    confidence each adjacent pair among them must reach; ``budget``: at most this many
-    play-off matches in all.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    top: int = Field(ge=2, le=10_000)
-    until: float = Field(default=0.95, gt=0.5, lt=1)
-    budget: int = Field(ge=1, le=10_000_000)
 
 
 @dataclass(frozen=True)

@@ -31,56 +31,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trueskill
-from pydantic import BaseModel, ConfigDict, Field
 
-from referee.scheduler import playoff_round
+from referee.specs import RatingSettings, StoredMatch, playoff_round
 
 if TYPE_CHECKING:
     from referee.rules import ResolvedRules
-    from referee.store import StoredMatch
 
 __all__ = [
-    "DRAW_PROBABILITY",
     "EntrantRating",
-    "RatingSettings",
     "make_environment",
     "rate",
     "rating_places",
     "replay_order",
 ]
-
-DRAW_PROBABILITY = 0.10
-"""How often two neighbours in the standings share a place: measured 8-17 % in ``arschloch``
-between random players from 3 to 6 seats (12 % at 4), 5-12 % under ``trou-du-cul``, 7.5 %
-among the heuristic bots of the ranking benchmark."""
-
-
-class RatingSettings(BaseModel):
-    """``[ratings]``: the TrueSkill environment and the confidence of the leaderboard.
-
-    ``draw_probability`` defaults to :data:`DRAW_PROBABILITY`, or 0 under rules that break
-    every tie (``tie_break = "last_round"``); ``confidence`` is the level of the score
-    intervals and of the marks on adjacent pairs; ``resamples`` is the bootstrap's size.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    mu: float = Field(default=25.0, gt=0, le=10_000)
-    sigma: float = Field(default=25.0 / 3, gt=0, le=10_000)
-    beta: float = Field(default=25.0 / 6, gt=0, le=10_000)
-    tau: float = Field(default=0.0, ge=0, le=10_000)
-    draw_probability: float | None = Field(default=None, ge=0, lt=1)
-    confidence: float = Field(default=0.95, gt=0.5, lt=1)
-    resamples: int = Field(default=1000, ge=100, le=100_000)
-
-    def draw_probability_for(self, rules: ResolvedRules | None) -> float:
-        """The draw probability to use under ``rules`` (see the class docstring)."""
-        if self.draw_probability is not None:
-            return self.draw_probability
-        if rules is not None and rules.tie_break == "last_round":
-            return 0.0
-        return DRAW_PROBABILITY
-
 
 def make_environment(
     settings: RatingSettings | None = None, rules: ResolvedRules | None = None
@@ -92,7 +55,7 @@ def make_environment(
         sigma=s.sigma,
         beta=s.beta,
         tau=s.tau,
-        draw_probability=s.draw_probability_for(rules),
+        draw_probability=s.draw_probability_for(rules.tie_break if rules else None),
         backend=None,
     )
 

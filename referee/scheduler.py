@@ -31,48 +31,21 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
-
 from referee.deals import deal_seed
 from referee.seating import base_order
+from referee.specs import PLAYOFF_PREFIX, MatchSpec
 
 if TYPE_CHECKING:
     from referee.tournament import Tournament
 
 __all__ = [
-    "PLAYOFF_PREFIX",
-    "MatchSpec",
-    "deal_key",
     "gauntlet",
     "playoff_deal",
-    "playoff_round",
     "round_robin",
     "schedule",
 ]
 
 _KEY_HASH_CHARS = 12
-
-PLAYOFF_PREFIX = "po/"
-
-
-class MatchSpec(BaseModel):
-    """One match to play.
-
-    ``table`` holds entrant names by seat (already rotated). ``deal_seed`` decides the
-    cards and is shared by every rotation of a deal; ``match_seed`` is the seed the match
-    is played with — equal to ``deal_seed`` in both duplicate formats, a separate field so
-    a format without duplicate deals needs no change downstream.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    key: str
-    table: tuple[str, ...]
-    deal: int
-    rotation: int
-    deal_seed: int
-    match_seed: int
-
 
 def schedule(tournament: Tournament, secret: bytes) -> list[MatchSpec]:
     """Every match of ``tournament``, in a canonical order, dealt with ``secret``."""
@@ -83,18 +56,6 @@ def schedule(tournament: Tournament, secret: bytes) -> list[MatchSpec]:
             f.candidate, tournament.entrants, f.table_size, f.matches, f.deals, f.seed, secret
         )
     return round_robin(tournament.entrants, f.table_size, f.deals, f.seed, secret)
-
-
-def deal_key(key: str) -> str:
-    """The part of a match key shared by every seat rotation of one deal."""
-    return key.rsplit("/r", 1)[0]
-
-
-def playoff_round(key: str) -> int | None:
-    """The play-off round a match key belongs to, or ``None`` for a scheduled match."""
-    if not key.startswith(PLAYOFF_PREFIX):
-        return None
-    return int(key.split("/", 2)[1])
 
 
 def round_robin(

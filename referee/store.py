@@ -34,17 +34,14 @@ from typing import Any, Literal
 from referee.deals import commitment, new_secret
 from referee.errors import UsageError
 from referee.results import MatchResult
-from referee.scheduler import MatchSpec
+from referee.specs import EntrantRecord, MatchSpec, StoredMatch, StoredSeat
 
 __all__ = [
     "DATABASE",
     "DealSecret",
-    "EntrantRecord",
     "MatchStatus",
     "RunLock",
     "Store",
-    "StoredMatch",
-    "StoredSeat",
     "wipe",
 ]
 
@@ -100,37 +97,6 @@ CREATE TABLE IF NOT EXISTS results (
 );
 CREATE INDEX IF NOT EXISTS matches_by_status ON matches(status);
 """
-
-
-@dataclass(frozen=True)
-class EntrantRecord:
-    """An entrant as stored: ``sha256`` fingerprints the files its results were played with."""
-
-    name: str
-    version: str | None
-    sha256: str
-    path: str
-
-
-@dataclass(frozen=True)
-class StoredSeat:
-    """One seat's stored result."""
-
-    seat: int
-    name: str
-    place: int
-    score: int
-    forfeit: bool
-    fault_kind: str | None
-    fault_detail: str | None
-
-
-@dataclass(frozen=True)
-class StoredMatch:
-    """A finished match: its spec and its seats in standings order (place, then seat)."""
-
-    spec: MatchSpec
-    seats: tuple[StoredSeat, ...]
 
 
 @dataclass(frozen=True)

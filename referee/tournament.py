@@ -37,17 +37,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.errors import UsageError
 from referee.names import check_name, confusable_with, lookalike_note
-from referee.playoff import PlayoffSettings
-from referee.ratings import RatingSettings
 from referee.rules import ResolvedRules, RuleSet
 from referee.sandbox import BotSpec, Limits, load_bot
 from referee.sandbox.image import IMAGE_NAME, allowed_images, check_bot_image
-from referee.specs import TimeControl
+from referee.specs import PlayoffSettings, RatingSettings, TimeControl
 
 __all__ = [
     "BotEntry",
     "SandboxSettings",
-    "TimeSettings",
     "Tournament",
     "TournamentFile",
     "append_bot_entry",
@@ -64,14 +61,6 @@ _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TimeSettings(_Strict):
-    """``[time]``: milliseconds per request, the per-match bank, and the start-up allowance."""
-
-    move_ms: int = Field(default=1000, ge=1, le=3_600_000)
-    bank_ms: int = Field(default=10_000, ge=0, le=36_000_000)
-    hello_ms: int = Field(default=10_000, ge=1, le=3_600_000)
 
 
 class SandboxSettings(_Strict):
@@ -102,7 +91,7 @@ class TournamentFile(_Strict):
     format: Literal["round-robin", "gauntlet"] = "round-robin"
     deals: int = Field(default=1, ge=1, le=10_000)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
-    time: TimeSettings = TimeSettings()
+    time: TimeControl = TimeControl()
     sandbox: SandboxSettings = SandboxSettings()
     bots: list[BotEntry] = Field(min_length=3)
     candidate: str | None = None
@@ -149,8 +138,8 @@ class Tournament:
 
     @property
     def time_control(self) -> TimeControl:
-        t = self.file.time
-        return TimeControl(move_ms=t.move_ms, bank_ms=t.bank_ms, hello_ms=t.hello_ms)
+        """``[time]``: the clock of every match."""
+        return self.file.time
 
     @property
     def limits(self) -> Limits:
@@ -347,7 +336,7 @@ def check_display_name(name: str) -> str:
 
 _SECTIONS: dict[str, type[BaseModel]] = {
     "": TournamentFile,
-    "time": TimeSettings,
+    "time": TimeControl,
     "sandbox": SandboxSettings,
     "bots": BotEntry,
     "ratings": RatingSettings,

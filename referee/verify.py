@@ -22,8 +22,8 @@ from referee.deals import deal_seed
 from referee.errors import RefereeError, ReplayMismatch, UsageError
 from referee.matchlog import read_log
 from referee.rules import replay
-from referee.scheduler import deal_key
-from referee.store import DATABASE, DealSecret, Store, StoredMatch
+from referee.specs import StoredMatch, deal_key
+from referee.store import DATABASE, DealSecret, Store
 
 __all__ = ["Verification", "verify_results"]
 

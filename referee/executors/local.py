@@ -1,6 +1,6 @@
 """The local executor: ``N`` worker processes on this machine, one match per task.
 
-Each task runs :func:`referee.executors.play_task` in a ``ProcessPoolExecutor`` worker
+Each task runs :func:`referee.executors.worker.play_task` in a ``ProcessPoolExecutor`` worker
 started with ``spawn``: a clean interpreter that inherits no SQLite connection, no lock and
 no threads from the coordinator. A worker keeps its bot processes between matches (like
 cutechess), but never for another seat rotation of a deal they have played, so no process
@@ -46,17 +46,15 @@ from types import FrameType
 
 from referee import interrupts
 from referee.errors import UsageError
-from referee.executors import (
-    Event,
+from referee.executors.base import (
+    AttemptEvent,
     MatchFailed,
     MatchFinished,
     MatchStarted,
     MatchTask,
     TaskOutcome,
-    close_reused,
-    enable_reuse,
-    play_task,
 )
+from referee.executors.worker import close_reused, enable_reuse, play_task
 from referee.results import MatchResult
 
 __all__ = ["DEFAULT_ATTEMPTS", "LocalExecutor", "default_workers"]
@@ -99,7 +97,7 @@ class LocalExecutor:
                 stop.set()  # ended by an error or an interruption: stop the matches too
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[Event], None]) -> None:
+    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         """Play every task; return when each has finished or failed for good."""
         queue = deque(tasks)
         attempts: dict[str, int] = {}

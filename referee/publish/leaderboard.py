@@ -34,12 +34,11 @@ from referee.intervals import (
     deal_scores,
     score_intervals,
 )
-from referee.playoff import PlayoffSettings, PlayoffState, playoff_rounds
-from referee.ratings import EntrantRating, RatingSettings, make_environment, rate
+from referee.playoff import PlayoffState, playoff_rounds
+from referee.ratings import EntrantRating, make_environment, rate
 from referee.render import printable
 from referee.rules import ResolvedRules
-from referee.scheduler import PLAYOFF_PREFIX
-from referee.store import StoredMatch
+from referee.specs import PLAYOFF_PREFIX, PlayoffSettings, RatingSettings, StoredMatch
 
 __all__ = [
     "FORMATS",

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.executors import run_tournament
+from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
 from referee.matchlog import read_log
 from referee.store import Store

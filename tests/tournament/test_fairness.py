@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import referee.scheduler
-from referee.executors import run_tournament
+from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
 from referee.intervals import ScoreInterval, deal_scores, order_confidence, score_intervals
 from referee.seating import BALANCED_DEALS

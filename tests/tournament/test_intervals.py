@@ -13,8 +13,7 @@ from referee.intervals import (
     order_confidence,
     score_intervals,
 )
-from referee.scheduler import MatchSpec
-from referee.store import StoredMatch, StoredSeat
+from referee.specs import MatchSpec, StoredMatch, StoredSeat
 
 
 def _match(key: str, places: dict[str, int], forfeits: frozenset[str] = frozenset()) -> StoredMatch:

@@ -7,8 +7,7 @@ import io
 import json
 
 from referee.publish import build_leaderboard, render, to_csv, to_json, to_markdown
-from referee.scheduler import MatchSpec
-from referee.store import StoredMatch, StoredSeat
+from referee.specs import MatchSpec, StoredMatch, StoredSeat
 
 HOSTILE = "=cmd|x<script>"
 NAMES = [HOSTILE, "*bold*_it_`code`", "+SUM(A1)", "plain", "\x1b[31mred"]
@@ -163,7 +162,7 @@ def test_a_significant_order_is_not_marked_and_an_uncertain_one_is() -> None:
 
 
 def test_play_offs_are_summarised_in_every_format() -> None:
-    from referee.playoff import PlayoffSettings
+    from referee.specs import PlayoffSettings
 
     board = _sure_board(playoff=PlayoffSettings(top=3, until=0.9, budget=30), table_size=3)
     assert board.playoff is not None and board.playoff.state == "settled"

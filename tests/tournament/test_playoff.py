@@ -13,10 +13,17 @@ import random
 import pytest
 
 from referee.intervals import deal_scores, order_confidence
-from referee.playoff import PlayoffSettings, plan_round, uncertain_pairs
-from referee.ratings import RatingSettings
-from referee.scheduler import MatchSpec, deal_key, playoff_round, round_robin
-from referee.store import StoredMatch, StoredSeat
+from referee.playoff import plan_round, uncertain_pairs
+from referee.scheduler import round_robin
+from referee.specs import (
+    MatchSpec,
+    PlayoffSettings,
+    RatingSettings,
+    StoredMatch,
+    StoredSeat,
+    deal_key,
+    playoff_round,
+)
 
 SECRET = bytes(range(32))
 STRENGTH = {"a": 3.0, "b": 3.0, "c": 1.5, "d": 0.0, "e": -3.0}

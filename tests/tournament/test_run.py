@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
+from referee.coordinator import PlayoffRound, PlayoffsOver, run_tournament
 from referee.errors import UsageError
-from referee.executors import PlayoffRound, PlayoffsOver, run_tournament
 from referee.executors.local import LocalExecutor
 from referee.tournament import load_tournament
 from referee.verify import verify_results

@@ -153,7 +153,7 @@ def test_every_table_size_rotates_fully(k: int) -> None:
 
 
 def test_deal_key_is_shared_by_the_rotations_of_a_deal_only() -> None:
-    from referee.scheduler import deal_key
+    from referee.specs import deal_key
 
     assert deal_key("rr/0123456789ab/d000/r2") == "rr/0123456789ab/d000"
     assert deal_key("rr/0123456789ab/d000/r0") == deal_key("rr/0123456789ab/d000/r3")
@@ -232,7 +232,8 @@ def test_a_gauntlet_table_is_balanced_too() -> None:
 
 
 def test_play_off_deals_continue_the_table_cycle_and_are_keyed_by_round() -> None:
-    from referee.scheduler import deal_key, playoff_deal, playoff_round
+    from referee.scheduler import playoff_deal
+    from referee.specs import deal_key, playoff_round
 
     table = ("d", "a", "c", "b")
     deal = playoff_deal(2, table, 4, seed=5, secret=SECRET)

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from referee.errors import UsageError
-from referee.ratings import RatingSettings, make_environment, rate, rating_places, replay_order
+from referee.ratings import make_environment, rate, rating_places, replay_order
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.scheduler import round_robin
-from referee.store import EntrantRecord, RunLock, Store, StoredMatch, StoredSeat, wipe
+from referee.specs import EntrantRecord, RatingSettings, StoredMatch, StoredSeat
+from referee.store import RunLock, Store, wipe
 
 NAMES = ["a", "b", "c", "d"]
 
@@ -120,7 +121,7 @@ def test_one_run_at_a_time(tmp_path: Path) -> None:
 def _stored(
     key: str, places: dict[str, int], forfeits: frozenset[str] = frozenset()
 ) -> StoredMatch:
-    from referee.scheduler import MatchSpec
+    from referee.specs import MatchSpec
 
     table = tuple(places)
     spec = MatchSpec(key=key, table=table, deal=0, rotation=0, deal_seed=1, match_seed=1)

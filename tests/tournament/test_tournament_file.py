@@ -169,7 +169,7 @@ def test_bad_files_are_refused_with_file_and_key(
 
 
 def test_ratings_and_playoff_are_read_with_their_defaults(tmp_path: Path) -> None:
-    from referee.ratings import RatingSettings
+    from referee.specs import RatingSettings
 
     plain = load_tournament(write_tournament(tmp_path / "plain"))
     assert plain.file.ratings == RatingSettings() and plain.file.playoff is None

@@ -1,0 +1,314 @@
+"""The coordinator: one tournament run, from the file to the stored results.
+
+:func:`run_tournament` is the only writer of a tournament's results store. In order, a
+:class:`TournamentRun`:
+
+1. **prepares**: takes the tournament's lock, stages every bot once, refuses stored results
+   played by other bot files or other settings, and opens the deal secret;
+2. **schedules**: adds the scheduled matches to the store (each keeps the deal of the secret
+   it was first scheduled with) and builds a task for each match not yet done;
+3. **plays** them on an executor (:mod:`referee.executors`), committing each result, retry
+   and failure the moment the executor reports it;
+4. with ``playoff`` in the file, plays **play-off rounds**, each planned from the stored
+   results (:mod:`referee.playoff`) and stored before it is played, until the order at the
+   top is sure or the budget is spent;
+5. **finishes**: when every match is done, reveals the deal secret.
+
+Blame decides what happens to a match: a bot fault is a normal result; an
+``InfrastructureError`` or a dead worker is retried a bounded number of times and then
+recorded as ``failed``; a ``UsageError`` (the configuration cannot work at all) stops the
+run; an unexpected exception (a bug of ours) fails that match at once with its traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from referee.executors import (
+    PARTIAL_SUFFIX,
+    AttemptEvent,
+    Executor,
+    MatchFailed,
+    MatchFinished,
+    MatchStarted,
+    MatchTask,
+)
+from referee.playoff import PlayoffState, plan_round
+from referee.sandbox import BotSpec, get_sandbox, make_staging_root, remove_staging_root, stage_bot
+from referee.scheduler import schedule
+from referee.specs import EntrantRecord, MatchSpec, PlayoffSettings, playoff_round
+from referee.store import DealSecret, RunLock, Store, wipe
+from referee.tournament import Tournament
+
+__all__ = [
+    "Event",
+    "PlayoffRound",
+    "PlayoffsOver",
+    "RunStarted",
+    "RunSummary",
+    "TournamentRun",
+    "run_tournament",
+]
+
+Uncertain = tuple[tuple[str, str, float, int], ...]
+"""``(upper, lower, confidence, shared deals)`` for adjacent pairs whose order is unsure."""
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    total: int
+    done: int
+    to_play: int
+    sandbox: str
+    commitment: str
+    """SHA-256 of the deal secret that deals this run's new matches (published now)."""
+
+
+@dataclass(frozen=True)
+class PlayoffRound:
+    """A play-off round is about to be played (``to_play`` of its ``matches`` are left).
+
+    ``uncertain`` holds the pairs of the top that the round is for (empty for a round
+    resumed from the store).
+    """
+
+    round: int
+    matches: int
+    to_play: int
+    uncertain: Uncertain
+    spent: int
+    budget: int
+
+
+@dataclass(frozen=True)
+class PlayoffsOver:
+    """No play-off round is due: ``settled`` (the top is ordered) or ``budget`` (spent)."""
+
+    state: PlayoffState
+    rounds: int
+    matches: int
+    uncertain: Uncertain
+
+
+Event = RunStarted | AttemptEvent | PlayoffRound | PlayoffsOver
+
+
+@dataclass
+class RunSummary:
+    """How a run ended."""
+
+    total: int
+    done: int
+    failed: int
+    played: int
+    faults: int
+    results_dir: Path
+
+
+def run_tournament(
+    tournament: Tournament,
+    executor: Executor,
+    *,
+    restart: bool = False,
+    results_dir: Path | None = None,
+    on_event: Callable[[Event], None] | None = None,
+    deal_secret: bytes | None = None,
+) -> RunSummary:
+    """Play every match of ``tournament`` not yet in its store; resume where a run stopped.
+
+    ``restart`` wipes the stored results first. New matches are dealt with the store's
+    unrevealed deal secret (a fresh one when there is none, or ``deal_secret`` to reproduce
+    a tournament); when every scheduled match is done, and the play-offs are over, the
+    secret is revealed. Raises ``UsageError`` when stored results were played by other bot
+    files or other settings (unless ``restart``), or when another run holds the lock.
+    """
+    folder = results_dir or tournament.results_dir
+    with RunLock(folder):
+        if restart:
+            wipe(folder)
+        with Store(folder) as store:
+            run = TournamentRun(tournament, store, executor, on_event or (lambda event: None))
+            return run.play(deal_secret)
+
+
+class TournamentRun:
+    """One run of a tournament against its open store (see the module docstring)."""
+
+    def __init__(
+        self,
+        tournament: Tournament,
+        store: Store,
+        executor: Executor,
+        notify: Callable[[Event], None],
+    ) -> None:
+        self.tournament = tournament
+        self.store = store
+        self.executor = executor
+        self.notify = notify
+        self.images = tuple(sorted(tournament.images))
+        self.sandbox = get_sandbox(tournament.file.sandbox.backend, images=self.images)
+        self.staged: dict[str, BotSpec] = {}
+        self.tables: dict[str, tuple[str, ...]] = {}
+        self.summary = RunSummary(0, 0, 0, 0, 0, store.results_dir)
+        self.commitment = ""
+
+    def play(self, deal_secret: bytes | None) -> RunSummary:
+        """Prepare, play the scheduled matches and the play-offs, reveal the secret."""
+        _remove_partial_logs(self.store)
+        staging = make_staging_root()
+        try:
+            secret = self._prepare(staging, deal_secret)
+            specs = self._schedule(secret)
+            with contextlib.ExitStack() as keep:
+                if self.tournament.file.playoff is not None and isinstance(
+                    self.executor, contextlib.AbstractContextManager
+                ):
+                    keep.enter_context(self.executor)  # one pool for the rounds to come
+                complete = self._play_round(specs, first=True)
+                playoff = self.tournament.file.playoff
+                if complete and playoff is not None:
+                    complete = self._play_offs(playoff, secret)
+            if complete:
+                self.store.reveal_secrets()  # published; it never deals again
+        finally:
+            remove_staging_root(staging)
+            _remove_partial_logs(self.store)
+        return self.summary
+
+    # -- the steps -------------------------------------------------------------------------
+
+    def _prepare(self, staging: Path, deal_secret: bytes | None) -> DealSecret:
+        """Stage every bot, refuse changed bots or settings, open the deal secret."""
+        t, store = self.tournament, self.store
+        self.staged = {b.name: stage_bot(b, staging) for b in t.bots}
+        records = [_record(t, self.staged[name]) for name in t.entrants]
+        store.check_entrants(records)
+        store.check_settings(t.settings())
+        store.save_entrants(records)
+        secret = store.deal_secret(deal_secret)
+        self.commitment = secret.commitment
+        return secret
+
+    def _schedule(self, secret: DealSecret) -> list[MatchSpec]:
+        """Store the scheduled matches; returns them as stored (with their own deals)."""
+        scheduled = schedule(self.tournament, secret.secret)
+        self.store.add_matches(scheduled, secret)
+        stored = self.store.specs()
+        return [stored[spec.key] for spec in scheduled]
+
+    def _task(self, spec: MatchSpec) -> MatchTask:
+        t = self.tournament
+        return MatchTask(
+            spec=spec,
+            bots=tuple(self.staged[name] for name in spec.table),
+            rules=t.rules,
+            time_control=t.time_control,
+            limits=t.limits,
+            sandbox=self.sandbox.name,
+            log_path=str(self.store.log_path(spec.key)),
+            images=self.images,
+        )
+
+    def _play_round(self, specs: Sequence[MatchSpec], *, first: bool = False) -> bool:
+        """Play the matches of ``specs`` not yet done; True when every one of them is done.
+
+        Tasks go in rotation-major order: a worker's consecutive matches are different
+        deals, so it can keep its bot processes (never across rotations of one deal).
+        """
+        done = self.store.done_keys()
+        tasks = [self._task(spec) for spec in specs if spec.key not in done]
+        tasks.sort(key=lambda task: (task.spec.rotation, task.spec.key))
+        self.tables.update({spec.key: spec.table for spec in specs})
+        self.summary.total += len(specs)
+        self.summary.done += len(specs) - len(tasks)
+        if first:
+            self.notify(
+                RunStarted(
+                    self.summary.total,
+                    self.summary.done,
+                    len(tasks),
+                    self.sandbox.describe(),
+                    self.commitment,
+                )
+            )
+        if tasks:
+            self.executor.run(tasks, self._record)
+        return {spec.key for spec in specs} <= self.store.done_keys()
+
+    def _record(self, event: AttemptEvent) -> None:
+        """Commit what the executor reports, then pass it on."""
+        store, summary = self.store, self.summary
+        if isinstance(event, MatchStarted):
+            store.mark_running(event.key)
+        elif isinstance(event, MatchFinished):
+            store.record_result(event.key, event.result, self.tables[event.key])
+            summary.done += 1
+            summary.played += 1
+            summary.faults += sum(st.fault is not None for st in event.result.standings)
+        elif isinstance(event, MatchFailed):
+            store.record_failure(event.key, event.error, final=event.final)
+            summary.failed += event.final
+        self.notify(event)
+
+    def _play_offs(self, settings: PlayoffSettings, secret: DealSecret) -> bool:
+        """Play play-off rounds until none is due; ``False`` if one could not be completed.
+
+        A round already stored (planned by an earlier, interrupted run) is played as stored,
+        never planned again; a new round is planned from the finished matches and stored
+        before any of it is played.
+        """
+        t, store = self.tournament, self.store
+        round_no = 0
+        while True:
+            stored = store.specs()
+            in_round = sorted(
+                (spec for spec in stored.values() if playoff_round(spec.key) == round_no),
+                key=lambda spec: spec.key,
+            )
+            spent = sum(playoff_round(key) is not None for key in stored)
+            uncertain: Uncertain = ()
+            if not in_round:
+                plan = plan_round(
+                    round_no,
+                    store.completed(),
+                    list(stored.values()),
+                    t.entrants,
+                    settings=settings,
+                    ratings=t.file.ratings,
+                    rules=t.rules,
+                    table_size=t.file.table_size,
+                    seed=t.file.seed,
+                    secret=secret.secret,
+                )
+                uncertain = tuple((p.upper, p.lower, p.confidence, p.deals) for p in plan.uncertain)
+                if not plan.specs:
+                    self.notify(PlayoffsOver(plan.state, round_no, spent, uncertain))
+                    return True
+                store.add_matches(plan.specs, secret)
+                in_round = list(plan.specs)
+                spent += len(in_round)
+            done = store.done_keys()
+            to_play = sum(spec.key not in done for spec in in_round)
+            if to_play:
+                budget = settings.budget
+                self.notify(
+                    PlayoffRound(round_no, len(in_round), to_play, uncertain, spent, budget)
+                )
+            if not self._play_round(in_round):
+                return False  # a match failed on our side: the next run retries it, then goes on
+            round_no += 1
+
+
+def _remove_partial_logs(store: Store) -> None:
+    """Logs of attempts that died with their worker (or with a killed coordinator)."""
+    for partial in store.logs_dir.glob(f"*{PARTIAL_SUFFIX}"):
+        partial.unlink(missing_ok=True)
+
+
+def _record(tournament: Tournament, staged: BotSpec) -> EntrantRecord:
+    original = tournament.bot(staged.name)
+    path = original.folder / original.single_file if original.single_file else original.folder
+    return EntrantRecord(staged.name, staged.version, staged.sha256, str(path))
