@@ -1,17 +1,21 @@
 """The referee's error tree.
 
-Every error the referee raises on purpose derives from :class:`RefereeError`::
+Every error the referee raises on purpose derives from :class:`RefereeError`; each branch
+carries the exit code a command ends with when it reaches the command line (one line on
+stderr, no traceback)::
 
-    RefereeError
-    ├── UsageError            the user's input is wrong (bad flag, file, preset): exit code 2
-    │   └── RulesError        a ruleset or an override is invalid
-    ├── IllegalMove           a decision the rules refuse (the engine's answer to a bad play)
-    ├── ReplayMismatch        a match log disagrees with the engine
-    ├── BotFault              the bot broke the contract: a forfeit, recorded, never retried
-    └── InfrastructureError   our side failed (sandbox, daemon, disk): retried by tournaments
+    RefereeError                                                                 exit code
+    ├── UsageError            the user's input is wrong (bad flag, file, path, preset)   2
+    │   └── RulesError        a ruleset or an override is invalid                        2
+    ├── Refused               a check the user asked for says no (a bot refused)         1
+    ├── ReplayMismatch        a match log disagrees with the engine                      1
+    ├── IllegalMove           a decision the rules refuse (the engine's answer)          1
+    ├── BotFault              the bot broke the contract: a forfeit, recorded            1
+    └── InfrastructureError   our side failed (sandbox, daemon, disk): retried           3
 
-Blame is typed: a ``BotFault`` is a result, an ``InfrastructureError`` is ours, and a
-``UsageError`` is shown as one line without a traceback.
+Blame is typed: a ``BotFault`` is a result (inside a match it never reaches the command
+line), an ``InfrastructureError`` is ours, a ``UsageError`` is the user's to fix. The
+command line adds 130 for Ctrl-C and 143 for SIGTERM (:mod:`referee.interrupts`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ FaultKind = Literal["timeout", "illegal", "protocol", "crash"]
 class RefereeError(Exception):
     """Root of every error the referee raises on purpose."""
 
+    exit_code = 1
+
 
 class UsageError(RefereeError):
     """Bad input from the person running the referee (exit code 2)."""
@@ -33,6 +39,12 @@ class UsageError(RefereeError):
 
 class RulesError(UsageError):
     """A ruleset parameter or override is invalid; the message names the field."""
+
+
+class Refused(RefereeError):
+    """A check the user asked for says no: ``submit`` refusing a bot, for one (exit code 1)."""
+
+    exit_code = 1
 
 
 class IllegalMove(RefereeError):
@@ -78,3 +90,5 @@ class BotFault(RefereeError):
 
 class InfrastructureError(RefereeError):
     """The referee's side failed (sandbox start, Docker daemon, disk); safe to retry."""
+
+    exit_code = 3

@@ -8,6 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from referee.errors import (
+    InfrastructureError,
+    Refused,
+    ReplayMismatch,
+    RulesError,
+    UsageError,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_bots"
@@ -216,3 +225,30 @@ def test_a_private_image_is_refused_before_anything_runs(
     assert PRIVATE_SECRET not in out.stdout + out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     assert run_containers() == before
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (UsageError("bad flag"), 2),
+        (RulesError("bad rule"), 2),
+        (Refused("bot refused: crash"), 1),
+        (ReplayMismatch(3, "a", "b"), 1),
+        (InfrastructureError("the daemon died"), 3),
+    ],
+)
+def test_each_branch_of_the_error_tree_has_its_exit_code(error: Exception, code: int) -> None:
+    """One line on stderr, no traceback, and the branch's code (the README's table)."""
+    import click
+
+    from referee.cli.app import friendly
+
+    @click.command()
+    @friendly
+    def failing() -> None:
+        raise error
+
+    result = CliRunner().invoke(failing, [])
+    assert result.exit_code == code
+    assert result.output.startswith("referee: ") and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1

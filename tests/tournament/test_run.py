@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from referee.cli import main
 from referee.coordinator import PlayoffRound, PlayoffsOver, run_tournament
 from referee.errors import UsageError
+from referee.executors import MatchFailed
 from referee.executors.local import LocalExecutor
 from referee.tournament import load_tournament
 from referee.verify import verify_results
@@ -38,7 +39,7 @@ pytestmark = pytest.mark.timeout(180)
 
 def _board(path: Path) -> dict[str, Any]:
     """The leaderboard as `referee leaderboard --format json` gives it."""
-    from referee.cli_tournament import _leaderboard
+    from referee.cli.tournaments import _leaderboard
 
     return _leaderboard(load_tournament(path)).as_dict()
 
@@ -275,6 +276,8 @@ def test_play_offs_stop_when_the_top_is_ordered_with_the_confidence_asked(tmp_pa
     summary = run_tournament(
         load_tournament(path), LocalExecutor(2), deal_secret=TEST_SECRET, on_event=events.append
     )
+    failures = [e for e in events if isinstance(e, MatchFailed)]
+    assert not failures, failures[:3]
     [over] = [e for e in events if isinstance(e, PlayoffsOver)]
     assert over.state == "settled" and not over.uncertain and 0 < over.matches < 60
     rounds = [e for e in events if isinstance(e, PlayoffRound)]

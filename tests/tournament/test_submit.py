@@ -105,10 +105,14 @@ def test_bad_names_are_usage_errors(tmp_path: Path, name: str, expected: str) ->
     assert expected in output
 
 
-def test_a_missing_bot_is_refused(tmp_path: Path) -> None:
+def test_a_missing_bot_is_a_usage_error_as_in_play(tmp_path: Path) -> None:
+    """A path that is not there is the user's mistake (2), as for every command; a bot
+    that is there and fails its checks is refused (1)."""
     path = write_tournament(tmp_path)
     code, output = _submit(str(tmp_path / "nope.py"), "--to", str(path))
-    assert code == 1 and "does not exist" in output
+    assert code == 2 and "does not exist" in output
+    play = CliRunner().invoke(main, ["play", str(tmp_path / "nope.py"), "a.py", "b.py"])
+    assert play.exit_code == 2 and "does not exist" in play.output
 
 
 @pytest.mark.parametrize("inside", [False, True])

@@ -1,8 +1,9 @@
-"""Commands ``referee tournament run|demo``, ``referee leaderboard`` and ``referee submit``.
+"""``referee tournament run|demo``, ``referee leaderboard``, ``referee verify`` and
+``referee submit``: tournaments, their results, and entering a bot.
 
-Exit codes: 0 done; 1 the run finished but some matches failed on the referee's side (run
-again to retry them), or ``submit`` refused the bot; 2 a usage error (bad file, flag or
-path), shown as one line; 130 after Ctrl-C and 143 after SIGTERM, once every bot is stopped.
+Exit codes besides the error tree's (:mod:`referee.cli.app`): 1 when a run finished but some
+matches failed on the referee's side (run again to retry them), or ``verify`` found a
+problem.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-import referee
-from referee.cli import friendly, main, say
+from referee.cli.app import friendly, main, repo_path, say
 from referee.coordinator import (
     Event,
     PlayoffRound,
@@ -38,7 +38,7 @@ from referee.coordinator import (
     RunSummary,
     run_tournament,
 )
-from referee.errors import UsageError
+from referee.errors import Refused, UsageError
 from referee.executors import MatchFailed, MatchFinished
 from referee.executors.local import LocalExecutor
 from referee.names import confusable_with, lookalike_note
@@ -64,23 +64,6 @@ from referee.tournament import (
 SMOKE_MAX_ROUNDS = 2
 _SMOKE_OPPONENTS = ("heuristic", "lowest", "random")
 _STDERR_TAIL_LINES = 15
-
-
-class BotRefused(UsageError):
-    """``submit`` refused the bot: it failed validation or its smoke match (exit code 1)."""
-
-    exit_code = 1
-
-
-def _repo_path(*parts: str) -> Path:
-    """A folder of the source checkout (``sample_bots``, ``tournaments``), or a clear error."""
-    path = Path(referee.__file__).resolve().parent.parent.joinpath(*parts)
-    if not path.exists():
-        raise UsageError(
-            f"{path} is missing: this command needs the referee's source checkout "
-            "(install it with pip install -e from a clone)"
-        )
-    return path
 
 
 # --------------------------------------------------------------------------- run
@@ -136,7 +119,7 @@ def demo(workers: int | None) -> None:
     Results go to a new folder under the system's temporary directory (named at the end), so
     the checkout stays clean and two demos never share one.
     """
-    spec = load_tournament(_repo_path("tournaments", "demo.toml"))
+    spec = load_tournament(repo_path("tournaments", "demo.toml"))
     folder = Path(tempfile.mkdtemp(prefix="referee-demo-")) / f"{spec.name}.results"
     summary = _run(spec, workers=workers, restart=True, results_dir=folder)
     _print_board(_leaderboard(spec, folder))
@@ -440,16 +423,19 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
 
     BOT is a .py file, an executable, or a folder with bot.toml. The bot is copied into
     bots/ next to FILE and a [[bots]] entry is appended to FILE. Exit code 1 when the bot
-    is refused (the reason and the end of its stderr are shown), 2 for a usage error.
+    is refused (the reason and the end of its stderr are shown), 2 for a usage error (a
+    path that does not exist, a name already taken).
     """
     from referee.sandbox import load_bot
 
     spec = load_tournament(file)
+    if not os.path.lexists(bot):
+        raise UsageError(f"bot not found: {printable(str(bot))} does not exist")
     try:
         candidate = load_bot(bot)
         check_bot_image(candidate, spec.images, spec.image_hint(candidate.image or ""))
     except UsageError as exc:
-        raise BotRefused(f"bot refused: {exc}") from None
+        raise Refused(f"bot refused: {exc}") from None
     display = check_display_name(name if name is not None else candidate.name)
     if display in spec.entrants:
         raise UsageError(
@@ -465,7 +451,7 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
     try:
         files = read_bot_files(candidate)
     except UsageError as exc:
-        raise BotRefused(f"bot refused: {exc}") from None
+        raise Refused(f"bot refused: {exc}") from None
     out = Console(stderr=True, highlight=False)
     out.print(
         f"smoke match: {printable(display)} against the sample bots, "
@@ -488,7 +474,7 @@ def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
     from referee.match import play_once, seat_of
     from referee.sandbox import get_sandbox, load_bot
 
-    samples = _repo_path("sample_bots")
+    samples = repo_path("sample_bots")
     k = spec.file.table_size
     opponents = [load_bot(samples / _SMOKE_OPPONENTS[i % 3]) for i in range(k - 1)]
     rules = spec.file.ruleset().with_overrides(max_rounds=SMOKE_MAX_ROUNDS).resolve(k)
@@ -513,7 +499,7 @@ def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
         message += "\nits stderr ended with:\n" + "\n".join(
             "  " + line for line in tail[-_STDERR_TAIL_LINES:]
         )
-    raise BotRefused(message)
+    raise Refused(message)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,177 @@
+"""The ``referee`` command group and what its commands share.
+
+Commands are thin: they parse, call the package and print. :func:`friendly` turns the
+referee's own errors into one line on stderr and the exit code of their branch of the error
+tree (:mod:`referee.errors`): 2 for a usage error, 1 when a check says no, 3 when our side
+failed; Ctrl-C and SIGTERM stop every bot and remove the staging folders first (130 and
+143; :mod:`referee.interrupts`). Every line the user sees may carry untrusted text (file
+names, bot output), so it passes through :func:`referee.render.printable` on its way out.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from referee import __version__
+from referee.errors import RefereeError, ReplayMismatch, UsageError
+from referee.interrupts import Terminated, handle_sigterm
+from referee.render import printable
+
+__all__ = [
+    "allow_image_option",
+    "bots_or_fail",
+    "check_images",
+    "default_log",
+    "friendly",
+    "main",
+    "print_result",
+    "repo_path",
+    "sandbox_option",
+    "say",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def say(message: str) -> None:
+    """Print a message for the user on stderr, each line made safe for a terminal."""
+    click.echo("\n".join(printable(line) for line in message.split("\n")), err=True)
+
+
+def _fail(message: str, code: int) -> None:
+    say(f"referee: {message}")
+    sys.exit(code)
+
+
+def friendly(func: F) -> F:
+    """Turn the referee's own errors into one clear line and their exit code.
+
+    SIGTERM is handled like Ctrl-C while the command runs: bots are stopped and staging
+    folders removed before the command ends with 143 (Ctrl-C: 130).
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with handle_sigterm():
+                return func(*args, **kwargs)
+        except ReplayMismatch as exc:
+            _fail(f"replay failed: {exc}", exc.exit_code)
+        except RefereeError as exc:
+            _fail(str(exc), exc.exit_code)
+        except Terminated:
+            _fail("terminated (SIGTERM); every bot was stopped", Terminated.exit_code)
+        except KeyboardInterrupt:
+            _fail("interrupted; every bot was stopped", 130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="referee")
+def main() -> None:
+    """Referee and tournament runner for Arschloch / Président card-game bots."""
+
+
+sandbox_option = click.option(
+    "--sandbox",
+    "sandbox_name",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "process", "docker"]),
+    help="Where bots run: docker when its daemon and image are there, else process.",
+)
+
+
+def default_log(stem: str) -> Any:
+    """A log file in a private folder under the temp folder, named after the match.
+
+    The folder is the user's alone (0700): a match log holds every hand, and a bot without
+    bubblewrap could otherwise read the log of the match it is playing.
+    """
+    import tempfile
+
+    from referee.sandbox import safe_name
+    from referee.store import make_private_dir
+
+    log_dir = Path(tempfile.gettempdir()) / f"referee-logs-{os.geteuid()}"
+    make_private_dir(log_dir)
+    return log_dir / f"{safe_name(stem)}.jsonl"
+
+
+allow_image_option = click.option(
+    "--allow-image",
+    "allow_images",
+    multiple=True,
+    metavar="IMAGE",
+    help="Let a bot run in this Docker image (image = ... in its bot.toml); repeatable. "
+    "Default: only the referee's bot image.",
+)
+
+
+def check_images(specs: list[Any], allow_images: tuple[str, ...]) -> None:
+    """Refuse a bot naming a Docker image that ``--allow-image`` did not allow."""
+    from referee.sandbox.image import check_bot_image
+
+    for spec in specs:
+        hint = f"to allow it, pass --allow-image {spec.image}"
+        check_bot_image(spec, allow_images, hint)
+
+
+def bots_or_fail(paths: tuple[str, ...], allow_images: tuple[str, ...] = ()) -> list[Any]:
+    from referee.sandbox import load_bot
+
+    if not 3 <= len(paths) <= 6:
+        raise UsageError(f"a match needs 3 to 6 bots, got {len(paths)}")
+    specs = [load_bot(p) for p in paths]
+    check_images(specs, allow_images)
+    return specs
+
+
+def print_result(result: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from referee.render import ordinal
+
+    console = Console(highlight=False)
+    table = Table(title=f"{result.match} · {result.rules} · {result.rounds} rounds")
+    table.add_column("place", justify="right")
+    table.add_column("seat", justify="right")
+    table.add_column("bot")
+    table.add_column("score", justify="right")
+    table.add_column("note")
+    for st in result.standings:
+        note = ""
+        if st.fault is not None:
+            note = f"forfeit — {st.fault.kind}: {printable(st.fault.detail)}"
+        table.add_row(
+            ordinal(st.place), str(st.seat), Text(printable(st.name)), str(st.score), Text(note)
+        )
+    console.print(table)
+    for seat, tail in result.stderr_tails.items():
+        lines = [printable(x) for x in tail.strip().splitlines()[-5:]]
+        if lines:
+            console.print(f"stderr of seat {seat} (last lines):", markup=False)
+            for line in lines:
+                console.print("  " + line, markup=False)
+    console.print(f"match log: {result.log}  (referee replay {result.log})", markup=False)
+
+
+def repo_path(*parts: str) -> Path:
+    """A folder of the source checkout (``sample_bots``, ``tournaments``), or a clear error."""
+    path = Path(__file__).resolve().parents[2].joinpath(*parts)
+    if not path.exists():
+        raise UsageError(
+            f"{path} is missing: this command needs the referee's source checkout "
+            "(install it with pip install -e from a clone)"
+        )
+    return path

@@ -1,0 +1,157 @@
+"""``referee play``, ``referee replay`` and ``referee demo``: one match, played or told."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+
+from referee.cli.app import (
+    allow_image_option,
+    bots_or_fail,
+    default_log,
+    friendly,
+    main,
+    print_result,
+    sandbox_option,
+    say,
+)
+from referee.specs import TimeControl
+
+
+@main.command()
+@click.argument("log", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--check-only", is_flag=True, help="Only verify the log; print one line.")
+@click.option("--color/--no-color", default=None, help="Colour suits (default: on a terminal).")
+@friendly
+def replay(log: str, check_only: bool, color: bool | None) -> None:
+    """Replay a match LOG through the engine and print it trick by trick.
+
+    Every logged decision is re-applied; the first line that differs from what the rules
+    give stops the replay with exit code 1.
+    """
+    from referee.matchlog import read_log
+    from referee.render import render_text
+    from referee.rules import replay as replay_lines
+
+    lines = read_log(log)
+    game = replay_lines(lines)
+    if check_only:
+        click.echo(f"{log}: ok, {game.round} rounds, {len(lines)} lines replayed")
+        return
+    console = Console(highlight=False, soft_wrap=True, no_color=color is False)
+    use_color = console.is_terminal if color is None else color
+    console.print(render_text(lines, color=use_color), markup=use_color)
+
+
+@main.command()
+@click.option("--rules", "preset", default="arschloch", show_default=True, help="Preset name.")
+@click.option("--players", default=4, show_default=True, type=click.IntRange(3, 6))
+@click.option("--seed", default=1, show_default=True, type=int)
+@friendly
+def demo(preset: str, players: int, seed: int) -> None:
+    """Play one match in-process among random legal players and print it."""
+    import random
+
+    from referee.matchlog import game_log_lines
+    from referee.render import render_text
+    from referee.rules import RuleSet
+    from referee.rules.simulate import play_random
+
+    rules = RuleSet.preset(preset).resolve(players)
+    game = play_random(rules, [f"random-{i}" for i in range(players)], seed, random.Random(seed))
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(render_text(game_log_lines(game, f"demo-{seed}"), color=console.is_terminal))
+
+
+@main.command()
+@click.argument("bots", nargs=-1, required=True)
+@click.option("--rules", "preset", default="arschloch", show_default=True, help="Preset name.")
+@click.option(
+    "--seed",
+    default=None,
+    type=click.IntRange(0),
+    help="Deal seed, to repeat a deal; the deal is then predictable. Default: a secret one.",
+)
+@sandbox_option
+@allow_image_option
+@click.option(
+    "--move-ms",
+    default=TimeControl().move_ms,
+    show_default=True,
+    type=click.IntRange(*TimeControl.bounds("move_ms")),
+    help="Time for each request (ms).",
+)
+@click.option(
+    "--bank-ms",
+    default=TimeControl().bank_ms,
+    show_default=True,
+    type=click.IntRange(*TimeControl.bounds("bank_ms")),
+    help="Extra time for the whole match, used when a reply takes over --move-ms (ms).",
+)
+@click.option(
+    "--hello-ms",
+    default=TimeControl().hello_ms,
+    show_default=True,
+    type=click.IntRange(*TimeControl.bounds("hello_ms")),
+    help="Time to start up and answer hello (ms).",
+)
+@click.option("--max-rounds", default=None, type=click.IntRange(1, 10_000), help="Hard round cap.")
+@click.option("--log", "log_path", default=None, type=click.Path(dir_okay=False), help="Match log.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
+@friendly
+def play(
+    bots: tuple[str, ...],
+    preset: str,
+    seed: int | None,
+    sandbox_name: str,
+    allow_images: tuple[str, ...],
+    move_ms: int,
+    bank_ms: int,
+    hello_ms: int,
+    max_rounds: int | None,
+    log_path: str | None,
+    as_json: bool,
+) -> None:
+    """Play one match between 3 to 6 BOTS and print the standings.
+
+    A BOT is a .py file, an executable file, or a folder with bot.toml. The same bot may
+    take several seats. A forfeit is a result: the exit code is 0 unless the command
+    itself was wrong.
+    """
+    import json
+    import secrets
+
+    from referee.deals import deal_seed, new_secret
+    from referee.match import play_once
+    from referee.rules import RuleSet
+    from referee.sandbox import get_sandbox
+
+    specs = bots_or_fail(bots, allow_images)
+    overrides = {"max_rounds": max_rounds} if max_rounds else {}
+    rules = RuleSet.preset(preset, **overrides).resolve(len(specs))
+    # The match id is random and says nothing of the deal; the seed stays in the log.
+    match_id = f"play-{preset}-{secrets.token_hex(6)}"
+    if seed is None:
+        seed = deal_seed(new_secret(), "play", match_id)
+    elif not as_json:
+        click.echo(
+            f"note: --seed {seed} makes the deal predictable: a bot that knows the seed can "
+            "compute every hand. Leave it out for a secret deal.",
+            err=True,
+        )
+    if log_path is None:
+        log_path = str(default_log(match_id))
+    sandbox = get_sandbox(sandbox_name, images=allow_images)
+    if not as_json:
+        say(f"sandbox: {sandbox.describe()}")
+    tc = TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms)
+    result = play_once(
+        sandbox, specs, rules, seed, match_id=match_id, time_control=tc, log_path=log_path
+    )
+    if as_json:
+        data = result.model_dump(mode="json", exclude={"duration_s", "stderr_tails"})
+        click.echo(json.dumps(data, ensure_ascii=False))
+        return
+    print_result(result)
+
+

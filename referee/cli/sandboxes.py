@@ -1,0 +1,63 @@
+"""``referee sandbox build-image`` and ``referee doctor``: the sandboxes of this machine."""
+
+from __future__ import annotations
+
+import click
+
+from referee.cli.app import friendly, main
+
+
+@main.group()
+def sandbox() -> None:
+    """Manage the bot sandboxes."""
+
+
+@sandbox.command("build-image")
+@click.option(
+    "--offline", is_flag=True, help="Build from Debian packages (debootstrap), no registry."
+)
+@click.option("--tag", default=None, help="Image name (default: arschloch-referee-bot:latest).")
+@click.option("--rebuild", is_flag=True, help="Rebuild even when the image exists.")
+@friendly
+def sandbox_build_image(offline: bool, tag: str | None, rebuild: bool) -> None:
+    """Build the bot runtime image of the Docker sandbox (Python 3 and Node.js)."""
+    from referee.sandbox.image import IMAGE_NAME, build_image
+
+    build_image(tag or IMAGE_NAME, offline, rebuild=rebuild, echo=click.echo)
+
+
+@main.command()
+@friendly
+def doctor() -> None:
+    """Say which sandboxes are usable here, and why not."""
+    import shutil
+
+    from referee.sandbox.process import ProcessSandbox, bwrap_status
+
+    lines: list[tuple[str, bool, str]] = []
+    status = bwrap_status()
+    if status.works:
+        lines.append(("process", True, "bubblewrap works: no network, private /tmp, own pids"))
+    elif shutil.which("bwrap") is None:
+        lines.append(("process", True, "usable, but WITHOUT isolation: install bubblewrap"))
+    else:
+        lines.append(("process", True, f"usable, but bubblewrap fails: {status.reason}"))
+    cgroups = ProcessSandbox().cgroup_support()
+    where = f" — {cgroups.reason}" if cgroups.works else ""
+    lines.append(("cgroups", cgroups.works, cgroups.describe() + where))
+    try:
+        from referee.sandbox.docker import docker_status
+    except ImportError as exc:
+        lines.append(("docker", False, f"the docker extra is not installed ({exc})"))
+    else:
+        ok, why = docker_status()
+        if not ok and "image" in why:
+            why += " — build it with: referee sandbox build-image --offline"
+        lines.append(("docker", ok, why))
+    node = shutil.which("node")
+    lines.append(("node", node is not None, node or "not found: JavaScript bots need Node.js"))
+    for name, ok, why in lines:
+        click.echo(f"{name:8} {'ok  ' if ok else 'NO  '} {why}")
+    from referee.sandbox import get_sandbox
+
+    click.echo(f"auto     →    {get_sandbox('auto').describe()}")
