@@ -48,6 +48,46 @@ def _claim_uid_block() -> range:
     raise RuntimeError(f"all {_UID_BLOCKS} blocks of test uids are taken by other test runs")
 
 
+# The slow lane: every test that starts real bot processes, containers, tournaments or the
+# command line in a subprocess. `pytest -m "not slow"` runs the rest (the engine, the
+# protocol, the match runner on the in-memory sandbox, scheduling, ratings, the store) in
+# well under a minute.
+SLOW_MODULES = frozenset(
+    {
+        "tests/match/test_docker_matches.py",
+        "tests/match/test_hostile.py",
+        "tests/match/test_sample_bots.py",
+        "tests/sandbox/test_cgroups.py",
+        "tests/sandbox/test_docker.py",
+        "tests/sandbox/test_file_names.py",
+        "tests/sandbox/test_process.py",
+        "tests/test_cli.py",
+        "tests/test_interrupts.py",
+        "tests/test_kits.py",
+        "tests/tournament/test_deals.py",
+        "tests/tournament/test_fairness.py",
+        "tests/tournament/test_run.py",
+        "tests/tournament/test_submit.py",
+    }
+)
+SLOW_TESTS = frozenset(
+    {
+        "test_a_file_flipped_into_a_symlink_while_staging_never_leaks",
+        "test_a_folder_flipped_into_a_symlink_while_staging_never_leaks",
+        "test_a_folder_nested_1200_deep_is_refused_in_one_line",
+        "test_random_matches_keep_every_invariant",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        module = Path(str(item.path)).relative_to(root).as_posix()
+        if module in SLOW_MODULES or item.name.split("[")[0] in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if "REFEREE_SANDBOX_UIDS" not in os.environ:
         uids = _claim_uid_block()
