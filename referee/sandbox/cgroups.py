@@ -59,12 +59,12 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from referee.errors import InfrastructureError
+from referee.sandbox.pidfd import kill_if
 
 __all__ = [
     "BotCgroup",
@@ -475,25 +475,16 @@ class BotCgroup:
 
 
 def _kill_member(pid: int, name: str) -> None:
-    """SIGKILL ``pid`` if it is still in group ``name``, pinned by a pidfd (no pid reuse)."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    except OSError:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        return
-    try:
+    """SIGKILL ``pid`` if it is still in group ``name`` (see :func:`.pidfd.kill_if`)."""
+
+    def in_group(pid: int) -> bool:
         try:
             text = Path(f"/proc/{pid}/cgroup").read_text()
         except OSError:
-            return
-        if any(line.endswith("/" + name) for line in text.splitlines()):
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-    finally:
-        os.close(pidfd)
+            return False
+        return any(line.endswith("/" + name) for line in text.splitlines())
+
+    kill_if(pid, in_group)
 
 
 # --------------------------------------------------------------------------- leftovers

@@ -88,6 +88,7 @@ from referee.sandbox.cgroups import (
     sweep_leftovers,
     unavailable,
 )
+from referee.sandbox.pidfd import kill_if
 
 __all__ = [
     "BOT_MOUNT",
@@ -220,27 +221,13 @@ def _uids_in_use() -> set[int]:
 
 
 def _kill_pid_of_uid(pid: int, uid: int) -> None:
-    """SIGKILL ``pid`` if it still runs as ``uid``, without racing pid reuse.
+    """SIGKILL ``pid`` if it still runs as ``uid`` (see :func:`.pidfd.kill_if`)."""
 
-    A pidfd pins the process: the uid is checked on the very process that is then signalled.
-    """
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    except OSError:
-        # No pidfds (kernel before 5.3) or no free descriptor: a plain kill, which could in
-        # theory hit a reused pid.
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        return
-    try:
+    def runs_as_uid(pid: int) -> bool:
         fields = _proc_status(pid)
-        if fields is not None and uid in _status_uids(fields):
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-    finally:
-        os.close(pidfd)
+        return fields is not None and uid in _status_uids(fields)
+
+    kill_if(pid, runs_as_uid)
 
 
 async def kill_uid(uid: int, timeout: float = _REAP_TIMEOUT_S, *, spare: int = 0) -> bool:
