@@ -299,7 +299,13 @@ class Match:
         """The seat forfeits: recorded, announced by the engine, its bot killed."""
         session = self.sessions[seat]
         session.fault = fault
-        self.faults[seat] = FaultInfo(kind=fault.kind, detail=fault.detail)
+        self.faults[seat] = FaultInfo(
+            kind=fault.kind,
+            detail=fault.detail,
+            request_id=fault.request_id,
+            reply=fault.reply,
+            elapsed_ms=fault.elapsed_ms,
+        )
         self.game.forfeit(
             seat,
             fault.kind,

@@ -8,12 +8,20 @@ from referee.errors import FaultKind
 
 
 class FaultInfo(BaseModel):
-    """The fault that made a seat forfeit."""
+    """The fault that made a seat forfeit: what, and the evidence (as in the match log).
+
+    ``request_id`` is the request the bot failed (``None`` before any, e.g. at start-up),
+    ``reply`` the offending line cut to 200 bytes (``None`` when there was none: a timeout, a
+    crash), ``elapsed_ms`` how long the bot took.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     kind: FaultKind
     detail: str
+    request_id: int | None = None
+    reply: str | None = None
+    elapsed_ms: int | None = None
 
 
 class SeatResult(BaseModel):
