@@ -199,6 +199,7 @@ class Match:
         self._writer = LogWriter(log_path, self.game, match_id)
         self._translator = EventTranslator(self.game)
         self._sent = 0  # engine events already broadcast
+        self._outboxes = self._live_outboxes()
         self._requests: dict[str, Callable[[int, int], bytes]] = {
             PLAY: self._act_play,
             GIVE: self._act_give,
@@ -210,10 +211,9 @@ class Match:
         started = time.monotonic()
         try:
             await self._start()
+            channels = [s.channel for s in self.sessions]
             while (pending := self._broadcast()) is not None:
-                flooded = [i for i, s in enumerate(self.sessions) if s.channel.unasked and s.alive]
-                if flooded:
-                    await self._forfeit_unasked(flooded)
+                if any(c.unasked for c in channels) and await self._forfeit_unasked():
                     continue
                 await self._turn(*pending)
             await self._deliver_the_rest()
@@ -242,13 +242,17 @@ class Match:
             )
             session.queue(m.encode(start))
 
+    def _live_outboxes(self) -> tuple[list[list[bytes] | None], list[list[bytes]]]:
+        """The outbox of each seat whose bot still plays (a forfeited seat is told nothing),
+        by seat, and all of them; made again whenever a seat forfeits."""
+        by_seat = [s.channel.outbox if s.alive else None for s in self.sessions]
+        return by_seat, [box for box in by_seat if box is not None]
+
     def _broadcast(self) -> tuple[str, int] | None:
         """Queue the engine's new events for the seats; returns the decision it awaits."""
         events = self.game.events
         if self._sent < len(events):
-            # The outboxes of the bots still playing (a forfeited seat is told nothing).
-            outboxes = [s.channel.outbox if s.alive else None for s in self.sessions]
-            everyone = [box for box in outboxes if box is not None]
+            outboxes, everyone = self._outboxes
             for event in events[self._sent :]:
                 for target, data in self._translator.messages(event):
                     if target is None:
@@ -260,13 +264,15 @@ class Match:
         self._writer.maybe_flush()
         return self.game.pending
 
-    async def _forfeit_unasked(self, seats: list[int]) -> None:
-        """Forfeit the bots that wrote lines nobody asked for.
+    async def _forfeit_unasked(self) -> bool:
+        """Forfeit the bots that wrote lines nobody asked for; True when there was one.
 
         Faulted now rather than at the bot's next request, which may never come.
         """
-        for seat in seats:
+        flooded = [i for i, s in enumerate(self.sessions) if s.channel.unasked and s.alive]
+        for seat in flooded:
             await self._forfeit(seat, self.sessions[seat].unasked_fault())
+        return bool(flooded)
 
     async def _turn(self, kind: str, seat: int) -> None:
         """Ask ``seat`` for the decision of ``kind`` and apply it, or forfeit the seat."""
@@ -315,6 +321,7 @@ class Match:
             elapsed_ms=fault.elapsed_ms,
         )
         await session.kill()
+        self._outboxes = self._live_outboxes()
 
     async def _deliver_the_rest(self) -> None:
         """Write the last events (``round_end``, ``match_end``) to every bot still playing."""
