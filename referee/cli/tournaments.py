@@ -118,7 +118,7 @@ def demo(workers: int | None) -> None:
     """Run tournaments/demo.toml (the sample bots) from scratch and print the leaderboard.
 
     Results go to a new folder under the system's temporary directory (named at the end), so
-    the checkout stays clean and two demos never share one.
+    the checkout (or the installation) stays clean and two demos never share one.
     """
     spec = load_tournament(demo_tournament())
     folder = Path(tempfile.mkdtemp(prefix="referee-demo-")) / f"{spec.name}.results"
