@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean setup
+.PHONY: demo test lint bench clean setup dist
 
 # flock: two `make` runs in one checkout at the same time build the venv once.
 $(STAMP): pyproject.toml
@@ -32,5 +32,9 @@ test: setup lint
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
+# The wheel and the sdist (README: Install); `pipx install dist/*.whl` anywhere.
+dist: $(STAMP)
+	rm -rf dist build *.egg-info && $(BIN)/python -m build --outdir dist
+
 clean:
-	rm -rf $(VENV) .venv.lock build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv.lock build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

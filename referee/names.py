@@ -21,15 +21,13 @@ from __future__ import annotations
 import functools
 import unicodedata
 from collections.abc import Iterable
-from pathlib import Path
 
 from referee.errors import UsageError
+from referee.resources import confusables_table
 
 __all__ = ["MAX_NAME_LENGTH", "check_name", "confusable_with", "lookalike_note", "skeleton"]
 
 MAX_NAME_LENGTH = 64
-
-_TABLE = Path(__file__).resolve().parent / "data" / "confusables.tsv"
 
 # Default_Ignorable_Code_Point (Unicode's DerivedCoreProperties.txt) that Python still calls
 # printable; the rest of that property is category Cf, which str.isprintable() refuses.
@@ -83,7 +81,7 @@ def check_name(name: str, where: str = "name") -> str:
 def _lookalikes() -> dict[int, str]:
     """The table: a code point -> the characters it looks like."""
     table: dict[int, str] = {}
-    for line in _TABLE.read_text(encoding="utf-8").splitlines():
+    for line in confusables_table().splitlines():
         if line.startswith("#") or not line:
             continue
         source, target = line.split("\t")

@@ -64,6 +64,7 @@ SLOW_MODULES = frozenset(
         "tests/test_cli.py",
         "tests/test_interrupts.py",
         "tests/test_kits.py",
+        "tests/test_packaging.py",
         "tests/tournament/test_deals.py",
         "tests/tournament/test_fairness.py",
         "tests/tournament/test_run.py",

@@ -1,4 +1,5 @@
-"""The committed JSON Schema files in protocol/schema/ match the models they come from."""
+"""The committed JSON Schema files in protocol/schema/ match the models they come from, and
+`referee protocol schema` hands them out as they are."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from click.testing import CliRunner
+
+from referee.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATOR = ROOT / "protocol" / "generate_schema.py"
@@ -68,3 +72,40 @@ def test_sent_messages_require_every_field(documents: dict[str, str]) -> None:
 def test_ready_version_is_optional(documents: dict[str, str]) -> None:
     ready = json.loads(documents["ready.json"])
     assert set(ready["required"]) == {"id", "type", "name"}
+
+
+# --------------------------------------------------------------------------- referee protocol schema
+
+
+def test_the_command_lists_every_schema_with_its_direction() -> None:
+    result = CliRunner().invoke(main, ["protocol", "schema"])
+    assert result.exit_code == 0, result.output
+    rows = dict(line.split(None, 1) for line in result.output.splitlines())
+    assert set(rows) == {p.stem for p in SCHEMA_DIR.glob("*.json")}
+    assert rows["act_play"] == "referee → bot" and rows["play_reply"] == "bot → referee"
+
+
+def test_the_command_prints_one_schema_as_its_file() -> None:
+    result = CliRunner().invoke(main, ["protocol", "schema", "act_play"])
+    assert result.exit_code == 0, result.output
+    assert result.output == (SCHEMA_DIR / "act_play.json").read_text(encoding="utf-8")
+
+
+def test_the_command_writes_them_all_or_one(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["protocol", "schema", "--out", str(tmp_path / "all")])
+    assert result.exit_code == 0, result.output
+    written = sorted(p.name for p in (tmp_path / "all").iterdir())
+    assert written == sorted(p.name for p in SCHEMA_DIR.glob("*.json"))
+    for name in written:
+        assert (tmp_path / "all" / name).read_bytes() == (SCHEMA_DIR / name).read_bytes()
+    one = CliRunner().invoke(main, ["protocol", "schema", "ready", "--out", str(tmp_path / "one")])
+    assert one.exit_code == 0, one.output
+    assert [p.name for p in (tmp_path / "one").iterdir()] == ["ready.json"]
+
+
+def test_an_unknown_schema_is_a_usage_error_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["protocol", "schema", "../../x", "--out", str(out)])
+    assert result.exit_code == 2
+    assert "no schema is called '../../x'; the schemas: hello" in result.output
+    assert not out.exists()

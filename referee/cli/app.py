@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from referee import __version__
+from referee import DISTRIBUTION
 from referee.errors import RefereeError, ReplayMismatch, UsageError
 from referee.interrupts import Terminated, handle_sigterm
 from referee.render import printable
@@ -33,7 +33,6 @@ __all__ = [
     "friendly",
     "main",
     "print_result",
-    "repo_path",
     "sandbox_option",
     "say",
 ]
@@ -76,7 +75,7 @@ def friendly(func: F) -> F:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="referee")
+@click.version_option(package_name=DISTRIBUTION, prog_name="referee")
 def main() -> None:
     """Referee and tournament runner for Arschloch / Président card-game bots."""
 
@@ -164,14 +163,3 @@ def print_result(result: Any) -> None:
             for line in lines:
                 console.print("  " + line, markup=False)
     console.print(f"match log: {result.log}  (referee replay {result.log})", markup=False)
-
-
-def repo_path(*parts: str) -> Path:
-    """A folder of the source checkout (``sample_bots``, ``tournaments``), or a clear error."""
-    path = Path(__file__).resolve().parents[2].joinpath(*parts)
-    if not path.exists():
-        raise UsageError(
-            f"{path} is missing: this command needs the referee's source checkout "
-            "(install it with pip install -e from a clone)"
-        )
-    return path

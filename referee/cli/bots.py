@@ -13,12 +13,12 @@ from referee.cli.app import (
     friendly,
     main,
     print_result,
-    repo_path,
     sandbox_option,
     say,
 )
 from referee.errors import UsageError
 from referee.render import printable
+from referee.resources import bot_kit, sample_bot
 from referee.specs import TimeControl
 
 
@@ -48,8 +48,7 @@ def bot_check(
 
     spec = load_bot(path)
     check_images([spec], allow_images)
-    samples = repo_path("sample_bots")
-    opponents = [load_bot(samples / name) for name in ("heuristic", "lowest", "random")]
+    opponents = [load_bot(sample_bot(name)) for name in ("heuristic", "lowest", "random")]
     rules = RuleSet.preset(preset).resolve(4)
     sandbox = get_sandbox(sandbox_name, images=allow_images)
     result = play_once(
@@ -118,8 +117,7 @@ def bot_new(folder: str, lang: str, name: str | None) -> None:
     if target.exists():
         raise UsageError(f"{target} already exists; choose a new folder")
     bot_name = name or target.name
-    kits = repo_path("protocol", "kits")
-    kit = kits / ("python/botkit.py" if lang == "python" else "javascript/botkit.js")
+    kit = bot_kit("python" if lang == "python" else "javascript")
     target.mkdir(parents=True)
     shutil.copy(kit, target / kit.name)
     if lang == "python":

@@ -29,7 +29,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from referee.cli.app import friendly, main, repo_path, say
+from referee.cli.app import friendly, main, say
 from referee.coordinator import (
     Event,
     PlayoffRound,
@@ -51,6 +51,7 @@ from referee.publish import (
     to_rich_table,
 )
 from referee.render import printable
+from referee.resources import demo_tournament, sample_bot
 from referee.sandbox import BotSpec, read_bot_files, safe_name
 from referee.sandbox.image import check_bot_image
 from referee.sandbox.staging import BotFile
@@ -117,9 +118,9 @@ def demo(workers: int | None) -> None:
     """Run tournaments/demo.toml (the sample bots) from scratch and print the leaderboard.
 
     Results go to a new folder under the system's temporary directory (named at the end), so
-    the checkout stays clean and two demos never share one.
+    the checkout (or the installation) stays clean and two demos never share one.
     """
-    spec = load_tournament(repo_path("tournaments", "demo.toml"))
+    spec = load_tournament(demo_tournament())
     folder = Path(tempfile.mkdtemp(prefix="referee-demo-")) / f"{spec.name}.results"
     summary = _run(spec, workers=workers, restart=True, results_dir=folder)
     _print_board(_leaderboard(spec, folder))
@@ -474,9 +475,8 @@ def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
     from referee.match import play_once, seat_of
     from referee.sandbox import get_sandbox, load_bot
 
-    samples = repo_path("sample_bots")
     k = spec.file.table_size
-    opponents = [load_bot(samples / _SMOKE_OPPONENTS[i % 3]) for i in range(k - 1)]
+    opponents = [load_bot(sample_bot(_SMOKE_OPPONENTS[i % 3])) for i in range(k - 1)]
     rules = spec.file.ruleset().with_overrides(max_rounds=SMOKE_MAX_ROUNDS).resolve(k)
     sandbox = get_sandbox(spec.file.sandbox.backend, images=spec.images)
     with _temporary_log() as log_path:

@@ -3,7 +3,8 @@
 Two ways to the same image (Python 3 with its full standard library, run as a non-root
 user in ``/bot``):
 
-- online: ``docker build`` of ``sandbox/Dockerfile`` (from an official slim Python image);
+- online: ``docker build`` of ``sandbox/Dockerfile`` (from an official slim Python image;
+  an installed referee carries it, :func:`referee.resources.dockerfile`);
 - offline, for machines without a container registry: ``debootstrap --variant=minbase
   --include=python3`` of the host's Debian release, trimmed, tarred and ``docker import``-ed.
   The trimmed root file system is cached as a tarball in :data:`CACHE_DIR`, so a rebuild
@@ -31,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from referee.errors import InfrastructureError, RefereeError, UsageError
+from referee.resources import dockerfile
 from referee.sandbox.base import BotSpec
 from referee.sandbox.daemon import connect, owner_labels
 
 __all__ = [
     "CACHE_DIR",
-    "DOCKERFILE",
     "IMAGE_NAME",
     "allowed_images",
     "build_image",
@@ -53,9 +54,6 @@ PACKAGES = "python3,nodejs"
 
 CACHE_DIR = Path("/var/cache/arschloch-referee")
 """Where the offline build keeps its root file system tarball and downloaded packages."""
-
-DOCKERFILE = Path(__file__).resolve().parents[2] / "sandbox" / "Dockerfile"
-"""The online variant's Dockerfile (in a source checkout, not in an installed wheel)."""
 
 STDLIB_CHECK = "import json, asyncio, random, sqlite3"
 """Run in the finished image: the bot runtime must have the full standard library."""
@@ -279,15 +277,11 @@ def _import_offline(client: Any, tag: str, tarball: Path, say: Echo) -> None:
 def _build_online(client: Any, tag: str, say: Echo) -> None:
     import docker
 
-    if not DOCKERFILE.is_file():
-        raise UsageError(
-            f"{DOCKERFILE} is not here (it ships with the source tree): build from a "
-            "checkout, or use --offline"
-        )
-    say(f"docker build -t {tag} -f {DOCKERFILE}")
+    recipe = dockerfile()
+    say(f"docker build -t {tag} -f {recipe}")
     try:
         for chunk in client.api.build(
-            path=str(DOCKERFILE.parent), dockerfile=DOCKERFILE.name, tag=tag, rm=True, decode=True
+            path=str(recipe.parent), dockerfile=recipe.name, tag=tag, rm=True, decode=True
         ):
             if "error" in chunk:
                 raise UsageError(

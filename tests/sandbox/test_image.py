@@ -33,3 +33,27 @@ def test_a_host_without_a_codename_is_told_to_build_online(
     with pytest.raises(UsageError, match=r"needs a Debian host .* build online"):
         host_suite()
 
+
+def test_the_online_build_uses_the_dockerfile_the_referee_carries() -> None:
+    """Its folder is the build context: from a wheel, the Dockerfile under referee/assets."""
+    from referee import resources
+    from referee.sandbox import image
+
+    calls: list[dict[str, object]] = []
+
+    class Api:
+        def build(self, **kwargs: object) -> list[dict[str, str]]:
+            calls.append(kwargs)
+            return [{"stream": "Successfully built\n"}]
+
+    class Client:
+        api = Api()
+
+    lines: list[str] = []
+    image._build_online(Client(), "referee-test:x", lines.append)
+    recipe = resources.dockerfile()
+    assert calls == [
+        {"path": str(recipe.parent), "dockerfile": "Dockerfile", "tag": "referee-test:x",
+         "rm": True, "decode": True}
+    ]  # fmt: skip
+    assert lines[0] == f"docker build -t referee-test:x -f {recipe}"
