@@ -46,7 +46,12 @@ HANDLERS: dict[str, Callable[[], Handler]] = {
 }
 
 
-def write_fake_tournament(folder: Path, *, deals: int = 2, extra: str = "") -> Path:
+FAST_RULES = '{ preset = "arschloch", target = 3 }'
+
+
+def write_fake_tournament(
+    folder: Path, *, deals: int = 2, extra: str = "", rules: str = FAST_RULES, table_size: int = 3
+) -> Path:
     """A tournament file of the four fake bots, three at a table (files that never run)."""
     folder.mkdir(parents=True, exist_ok=True)
     entries = []
@@ -57,7 +62,7 @@ def write_fake_tournament(folder: Path, *, deals: int = 2, extra: str = "") -> P
         entries.append(f'[[bots]]\npath = "{bot.name}"\nname = "{toml_name}"\n')
     path = folder / "fake.toml"
     path.write_text(
-        'name = "fake"\nrules = { preset = "arschloch", target = 3 }\ntable_size = 3\n'
+        f'name = "fake"\nrules = {rules}\ntable_size = {table_size}\n'
         f"deals = {deals}\nseed = 5\n{extra}\n"
         '[sandbox]\nbackend = "process"\n\n' + "\n".join(entries)
     )

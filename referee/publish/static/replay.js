@@ -403,6 +403,7 @@
       logRound = r;
       list.replaceChildren();
       const from = r >= 0 ? rounds[r].at : 1;
+      list.start = from + 1; // numbered by log line, as the position and the #L address
       const to = r + 1 < rounds.length ? rounds[r + 1].at - 1 : last;
       for (let j = from; j <= to; j++) {
         const item = el("li", "ev-" + lines[j].type, describe(lines[j]));
@@ -497,6 +498,8 @@
   }
 
   // -- wiring ------------------------------------------------------------------------------
+  $("suits").textContent = "Suits: " + suitOrder.filter((s) => SUITS[s])
+    .map((s) => SUITS[s][0] + " " + SUITS[s][1]).join(", ") + ".";
   document.querySelectorAll("#controls [data-go]").forEach((b) => {
     b.addEventListener("click", () => go(b.dataset.go));
   });
