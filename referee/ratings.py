@@ -26,7 +26,7 @@ entrants with no match yet (a gauntlet's undrawn opponents) are unrated and come
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -136,12 +136,15 @@ def rate(
     entrants: Sequence[str],
     *,
     env: trueskill.TrueSkill | None = None,
+    observe: Callable[[StoredMatch, Mapping[str, trueskill.Rating]], None] | None = None,
 ) -> list[EntrantRating]:
     """Ratings of ``entrants`` (plus anyone else seated in ``matches``): rated best first,
     then the unrated by name.
 
     Matches are replayed in :func:`replay_order` here, so the caller's order never matters.
     Ties in the conservative score are broken by mu, then by name, to keep the order total.
+    ``observe(match, ratings)`` is called after each match (the rating history is drawn
+    from the same replay: TrueSkill is most of the cost of a leaderboard).
     """
     env = env or make_environment()
     final: dict[str, trueskill.Rating] = {}
@@ -156,6 +159,8 @@ def rate(
         entry(name)
     for match, ratings in rating_steps(matches, entrants, env):
         final = ratings
+        if observe is not None:
+            observe(match, ratings)
         clean = sum(not seat.forfeit for seat in match.seats)
         for seat in match.seats:
             place = clean + 1 if seat.forfeit else seat.place

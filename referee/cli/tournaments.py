@@ -294,9 +294,9 @@ class _ProgressView:
 
 
 def _leaderboard(spec: Tournament, results_dir: Path | None = None) -> Leaderboard:
-    from referee.publish.source import load_results
+    from referee.publish.source import load_results, rank
 
-    return load_results(spec, results_dir).board
+    return rank(load_results(spec, results_dir)).board
 
 
 def _print_board(board: Leaderboard) -> None:

@@ -1,8 +1,9 @@
 """The rating history: each bot's conservative score after every match, as a chart.
 
-The ratings are replayed match by match in the leaderboard's own order
-(:func:`referee.ratings.rating_steps`), so the last point of each line is the score the
-leaderboard shows. The chart is computed when the site is published, as coordinates for an
+:class:`RatingHistory` watches the leaderboard's own replay of the ratings (TrueSkill is
+most of the cost of publishing, so it runs once: ``observe`` of
+:func:`referee.ratings.rate`), so the last point of each line is the score the leaderboard
+shows. The chart is computed when the site is published, as coordinates for an
 SVG the template draws: no script is needed to see it. Its size does not grow with the
 tournament: each line keeps at most :data:`MAX_POINTS` points (the last score in each of
 that many equal slices of the matches), so the leaderboard page stays small with any number
@@ -12,14 +13,23 @@ of matches.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from referee.ratings import make_environment, rating_steps
 from referee.rules import ResolvedRules
 from referee.specs import RatingSettings, StoredMatch
 
-__all__ = ["MAX_POINTS", "PALETTE", "HistoryChart", "Series", "history_chart"]
+__all__ = [
+    "MAX_POINTS",
+    "PALETTE",
+    "HistoryChart",
+    "RatingHistory",
+    "Series",
+    "history_chart",
+    "rating_history",
+]
 
 MAX_POINTS = 300
 WIDTH, HEIGHT = 900, 420
@@ -62,22 +72,45 @@ class HistoryChart:
     """The plotting area: left, top, right, bottom."""
 
 
-def _scores(
+class RatingHistory:
+    """Each bot's ``(match number, score)`` after each of its matches, from match 0.
+
+    Pass it as ``observe`` to :func:`referee.ratings.rate` (or
+    :func:`~referee.publish.leaderboard.build_leaderboard`); ``initial`` is the score of a
+    bot before its first match.
+    """
+
+    def __init__(
+        self, ratings: RatingSettings | None = None, rules: ResolvedRules | None = None
+    ) -> None:
+        env = make_environment(ratings, rules)
+        self.initial = env.mu - 3 * env.sigma
+        self.matches = 0
+        self.points: dict[str, list[tuple[int, float]]] = {}
+
+    def __call__(self, match: StoredMatch, ratings: Mapping[str, Any]) -> None:
+        self.matches += 1
+        for seat in match.seats:
+            rating = ratings[seat.name]
+            line = self.points.setdefault(seat.name, [(0, self.initial)])
+            line.append((self.matches, rating.mu - 3 * rating.sigma))
+
+    def line(self, name: str) -> list[tuple[int, float]]:
+        return self.points.get(name, [(0, self.initial)])
+
+
+def rating_history(
     matches: Sequence[StoredMatch],
     names: Sequence[str],
-    ratings: RatingSettings | None,
-    rules: ResolvedRules | None,
-) -> tuple[dict[str, list[tuple[int, float]]], int]:
-    """Each bot's ``(match number, score)`` after each of its matches, from match 0."""
-    env = make_environment(ratings, rules)
-    start = env.mu - 3 * env.sigma
-    points: dict[str, list[tuple[int, float]]] = {name: [(0, start)] for name in names}
-    count = 0
-    for count, (match, current) in enumerate(rating_steps(matches, names, env), start=1):
-        for seat in match.seats:
-            rating = current[seat.name]
-            points.setdefault(seat.name, [(0, start)]).append((count, rating.mu - 3 * rating.sigma))
-    return points, count
+    *,
+    ratings: RatingSettings | None = None,
+    rules: ResolvedRules | None = None,
+) -> RatingHistory:
+    """The history of ``matches`` on its own (the leaderboard records it as it rates)."""
+    history = RatingHistory(ratings, rules)
+    for match, current in rating_steps(matches, names, make_environment(ratings, rules)):
+        history(match, current)
+    return history
 
 
 def _thin(points: list[tuple[int, float]], total: int) -> list[tuple[int, float]]:
@@ -100,16 +133,10 @@ def _ticks(low: float, high: float, count: int = 6) -> list[float]:
     return [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
 
 
-def history_chart(
-    matches: Sequence[StoredMatch],
-    names: Sequence[str],
-    *,
-    ratings: RatingSettings | None = None,
-    rules: ResolvedRules | None = None,
-) -> HistoryChart:
-    """The chart of every bot in ``names`` (leaderboard order) over ``matches``."""
-    points, total = _scores(matches, names, ratings, rules)
-    kept = {name: _thin(points.get(name, []), total) for name in names}
+def history_chart(history: RatingHistory, names: Sequence[str]) -> HistoryChart:
+    """The chart of every bot in ``names`` (leaderboard order)."""
+    total = history.matches
+    kept = {name: _thin(history.line(name), total) for name in names}
     values = [y for series in kept.values() for _, y in series] or [0.0]
     low, high = min(values), max(values)
     pad = max((high - low) * 0.05, 0.5)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,16 +212,18 @@ def build_leaderboard(
     playoff: PlayoffSettings | None = None,
     table_size: int | None = None,
     settings: TournamentSettings | None = None,
+    observe: Callable[[StoredMatch, Mapping[str, Any]], None] | None = None,
 ) -> Leaderboard:
     """Rate ``matches`` (in canonical order), rank ``entrants`` by ``mu - 3 sigma``, and
     add each one's score interval and the confidence of each adjacent pair.
 
     ``ratings`` are the tournament's ``[ratings]`` (the defaults when ``None``); ``ruleset``
     decides the default draw probability; ``playoff`` and ``table_size`` say whether more
-    play-offs are due; ``settings`` are published with the ranking.
+    play-offs are due; ``settings`` are published with the ranking; ``observe`` is called
+    with every match and the ratings after it (:func:`referee.ratings.rate`).
     """
     rating = ratings or RatingSettings()
-    rated = rate(matches, entrants, env=make_environment(rating, ruleset))
+    rated = rate(matches, entrants, env=make_environment(rating, ruleset), observe=observe)
     order = [r for r in rated if r.rated]
     by_deal = deal_scores(matches)
     intervals = score_intervals(by_deal, level=rating.confidence, resamples=rating.resamples)

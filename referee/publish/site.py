@@ -18,6 +18,9 @@ Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoe
 everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
 site's own script files), and the scripts write data with ``textContent`` only.
 
+The ranking (TrueSkill over every match, then the bootstrap) is most of the work: for a
+large tournament it is computed in another process while the match pages are written.
+
 A replay shows every hand, so while the tournament runs, a match whose deal still has seat
 rotations to play is listed without its replay (the log would tell the next players their
 cards); publishing again when they are played adds it.
@@ -25,20 +28,31 @@ cards); publishing again when they are played adds it.
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
+import os
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.errors import UsageError
 from referee.publish.history import history_chart
-from referee.publish.leaderboard import leaderboard_notes, to_csv, to_json, to_markdown
+from referee.publish.leaderboard import (
+    Leaderboard,
+    leaderboard_notes,
+    to_csv,
+    to_json,
+    to_markdown,
+)
 from referee.publish.paths import bot_slugs, match_names
 from referee.publish.replaydata import log_script
 from referee.publish.settings import format_time
-from referee.publish.source import StoredTournament
+from referee.publish.source import Ranking, StoredTournament, rank
 from referee.publish.stats import PairRecord, pair_records, place_counts
 from referee.render import ordinal
 from referee.specs import StoredFault, StoredMatch, deal_key, playoff_round
@@ -124,6 +138,7 @@ def _environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(_HERE / "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        auto_reload=False,
         trim_blocks=True,
         lstrip_blocks=True,
     )
@@ -162,25 +177,37 @@ class _Site:
         self.results = results
         self.out = out
         self.env = _environment()
-        board = results.board
-        ranked = [e.name for e in board.entries]
-        names = [*ranked, *board.unrated]
-        names += sorted({s.name for m in results.matches for s in m.seats} - set(names))
-        self.names = names
-        self.slugs = bot_slugs(names)
-        self.entries = {e.name: e for e in board.entries}
+        entrants = results.tournament.entrants
+        seated = {s.name for m in results.matches for s in m.seats}
+        # Slugs in the file's order, not the ranking's: a bot's address never changes.
+        self.names = [*entrants, *sorted(seated - set(entrants))]
+        self.slugs = bot_slugs(self.names)
+        self.in_progress = results.in_progress
         self.stems = match_names({m.spec.key: m.spec.table for m in results.matches})
         self.complete_deals = _complete_deals(results)
         self.views: dict[str, MatchView] = {}
         self.replays = self.withheld = self.missing = 0
+        self.ranking: Ranking | None = None
+
+    def use(self, ranking: Ranking) -> None:
+        """The leaderboard is ready: bots are listed in its order from now on."""
+        self.ranking = ranking
+        board = ranking.board
+        ranked = [*(e.name for e in board.entries), *board.unrated]
+        self.names = [*ranked, *(n for n in self.names if n not in ranked)]
+
+    @property
+    def board(self) -> Leaderboard:
+        assert self.ranking is not None, "the ranking is used before it is ready"
+        return self.ranking.board
 
     def render(self, template: str, path: Path, **context: Any) -> None:
         page = self.env.get_template(template).render(
-            tournament=self.results.board.tournament,
-            in_progress=self.results.in_progress,
+            tournament=self.results.tournament.name,
+            in_progress=self.in_progress,
             **context,
         )
-        path.write_text(page, encoding="utf-8")
+        path.write_bytes(page.encode("utf-8"))
 
     # -- matches -----------------------------------------------------------------------
 
@@ -250,8 +277,8 @@ class _Site:
             self.missing += 1
             return "unreadable", f"its log cannot be read ({exc})", {}
         target = self.out / "matches" / stem
-        target.with_suffix(".js").write_text(data.script, encoding="utf-8")
-        target.with_suffix(".jsonl").write_bytes(raw)
+        target.with_suffix(".js").write_bytes(data.script.encode("utf-8"))
+        _link_or_copy(source, target.with_suffix(".jsonl"), raw)
         self.replays += 1
         return "ok", "", data.fault_lines
 
@@ -259,14 +286,10 @@ class _Site:
 
     def index_page(self) -> None:
         results = self.results
-        board = results.board
+        board = self.board
+        assert self.ranking is not None
         ranked = [e.name for e in board.entries]
-        chart = history_chart(
-            results.matches,
-            ranked,
-            ratings=results.tournament.file.ratings,
-            rules=results.tournament.rules,
-        )
+        chart = history_chart(self.ranking.history, ranked)
         pairs = pair_records(results.matches)
         counts = {status: 0 for status in ("done", "running", "pending", "failed")}
         for record in results.records.values():
@@ -307,8 +330,9 @@ class _Site:
         for match in matches:
             for name in match.spec.table:
                 mine.setdefault(name, []).append(self.views[match.spec.key])
-        settings = self.results.board.settings
+        settings = self.board.settings
         records = {b.name: b for b in settings.bots} if settings else {}
+        entries = {e.name: e for e in self.board.entries}
         size = self.results.tournament.file.table_size
         for name in self.names:
             self.render(
@@ -316,7 +340,7 @@ class _Site:
                 self.out / "bots" / f"{self.slugs[name]}.html",
                 root="../",
                 name=name,
-                entry=self.entries.get(name),
+                entry=entries.get(name),
                 record=records.get(name),
                 matches=mine.get(name, []),
                 places=_place_rows(places.get(name), size),
@@ -334,7 +358,7 @@ class _Site:
                 yield other, record
 
     def leaderboard_files(self) -> None:
-        board = self.results.board
+        board = self.board
         for name, text in (
             ("leaderboard.md", to_markdown(board)),
             ("leaderboard.json", to_json(board)),
@@ -352,16 +376,52 @@ def publish_site(
     """Write the site of ``results`` into ``out``; ``progress(done, total)`` per match page.
 
     ``out`` must be new, empty, or a site published before (which is replaced). Raises
-    ``UsageError`` otherwise, or when Jinja2 (the ``site`` extra) is missing.
+    ``UsageError`` otherwise, or when Jinja2 (the ``site`` extra) is missing. From
+    :data:`BACKGROUND_FROM` matches the ranking is computed in a spawned process, so a
+    script calling this must guard its entry point (``if __name__ == "__main__":``), as
+    for a tournament run.
     """
     site = _Site(results, out)
     _prepare(out)
-    site.match_pages(progress)
+    with _ranking(results) as ranking:
+        site.match_pages(progress)  # meanwhile the ranking is computed
+        site.use(ranking())
     site.matches_page()
     site.bot_pages()
     site.index_page()
     site.leaderboard_files()
     return _report(site)
+
+
+BACKGROUND_FROM = 300
+"""From this many matches the ranking is computed in another process while the match pages
+are written (below it, starting that process costs more than it saves)."""
+
+
+@contextlib.contextmanager
+def _ranking(results: StoredTournament) -> Iterator[Callable[[], Ranking]]:
+    """A function that returns the ranking of ``results``, computed in a process of its own
+    (spawned: nothing is shared) when the tournament is large, else here when asked."""
+    if len(results.matches) < BACKGROUND_FROM:
+        yield lambda: rank(results)
+        return
+    try:
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        future = pool.submit(rank, results)
+    except OSError:  # no process to be had here: rank in this one
+        yield lambda: rank(results)
+        return
+
+    def result() -> Ranking:
+        try:
+            return future.result()
+        except BrokenProcessPool:  # the process died (killed, out of memory): rank here
+            return rank(results)
+
+    try:
+        yield result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _report(site: _Site) -> SiteReport:
@@ -384,6 +444,16 @@ def _report(site: _Site) -> SiteReport:
         total_bytes=sum(sizes.values()),
         largest=largest,
     )
+
+
+def _link_or_copy(source: Path, target: Path, data: bytes) -> None:
+    """``target`` as a hard link to the finished log ``source`` (a log never changes once
+    its match is stored: a replayed match gets a new file), or a copy of ``data`` where a
+    link cannot be made (another file system)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        target.write_bytes(data)
 
 
 def match_label(key: str, deal: int, rotation: int) -> str:

@@ -3,8 +3,9 @@
 :func:`load_results` opens the store once (it may be in use by a running tournament: WAL
 lets it read while the run writes) and returns a :class:`StoredTournament` snapshot: the
 finished matches, each fault with its evidence, every match's state and timings, the deal
-commitments, and the leaderboard built from them with the tournament's settings. The
-terminal, Markdown, JSON and CSV leaderboards and the static site all start here.
+commitments and the entrants' records. :func:`rank` makes the leaderboard from it, with the
+tournament's settings, and the rating history. The terminal, Markdown, JSON and CSV
+leaderboards and the static site all start here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from referee import __version__
 from referee.errors import UsageError
+from referee.publish.history import RatingHistory
 from referee.publish.leaderboard import DealCommitment, Leaderboard, build_leaderboard
 from referee.publish.settings import BotRecord, TournamentSettings
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch
@@ -24,7 +26,7 @@ from referee.store import DATABASE, MatchRecord, Store
 if TYPE_CHECKING:
     from referee.tournament import Tournament
 
-__all__ = ["StoredTournament", "load_results", "tournament_settings"]
+__all__ = ["Ranking", "StoredTournament", "load_results", "rank", "tournament_settings"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,6 @@ class StoredTournament:
 
     tournament: Tournament
     results_dir: Path
-    board: Leaderboard
     matches: tuple[StoredMatch, ...]
     """The finished matches, in key order."""
     faults: tuple[StoredFault, ...]
@@ -41,8 +42,9 @@ class StoredTournament:
     """Every stored match's status and timings (finished or not), by key."""
     specs: dict[str, MatchSpec]
     """Every stored match spec, by key (play-off rounds included once planned)."""
-    deals_revealed: bool
-    """Whether every deal secret is revealed: the tournament is complete."""
+    deals: tuple[DealCommitment, ...]
+    entrants: dict[str, EntrantRecord]
+    """The entrants as their results were played (version, SHA-256), by name."""
 
     @property
     def logs_dir(self) -> Path:
@@ -53,10 +55,23 @@ class StoredTournament:
         return self.logs_dir / f"{key.replace('/', '_')}.jsonl"
 
     @property
+    def deals_revealed(self) -> bool:
+        """Whether every deal secret is revealed: the tournament is complete."""
+        return bool(self.deals) and all(d.secret is not None for d in self.deals)
+
+    @property
     def in_progress(self) -> bool:
         """Matches are still to be played (or retried), or the deals are not revealed yet."""
         done = sum(r.status == "done" for r in self.records.values())
         return done < len(self.records) or not self.deals_revealed
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The leaderboard of a snapshot, and the rating history recorded while making it."""
+
+    board: Leaderboard
+    history: RatingHistory
 
 
 def load_results(tournament: Tournament, results_dir: Path | None = None) -> StoredTournament:
@@ -77,33 +92,45 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         records = store.match_records()
         specs = store.specs()
         entrants = store.entrants()
-    deals = [
-        DealCommitment(s.commitment, s.secret.hex() if s.revealed is not None else None)
-        for s in secrets
-    ]
-    f = tournament.file
-    board = build_leaderboard(
-        tournament.name,
-        tournament.rules.name,
-        matches,
-        tournament.entrants,
-        deals=deals,
-        ratings=f.ratings,
-        ruleset=tournament.rules,
-        playoff=f.playoff,
-        table_size=f.table_size,
-        settings=tournament_settings(tournament, entrants, records.values()),
-    )
     return StoredTournament(
         tournament=tournament,
         results_dir=folder,
-        board=board,
         matches=tuple(matches),
         faults=tuple(faults),
         records=records,
         specs=specs,
-        deals_revealed=bool(secrets) and all(s.revealed is not None for s in secrets),
+        deals=tuple(
+            DealCommitment(s.commitment, s.secret.hex() if s.revealed is not None else None)
+            for s in secrets
+        ),
+        entrants=entrants,
     )
+
+
+def rank(results: StoredTournament) -> Ranking:
+    """The leaderboard of ``results`` with the tournament's settings, and its rating history.
+
+    This is the costly part of publishing (TrueSkill, then the bootstrap), and it needs
+    nothing but ``results``: the site computes it in another process while it writes the
+    match pages.
+    """
+    t = results.tournament
+    f = t.file
+    history = RatingHistory(f.ratings, t.rules)
+    board = build_leaderboard(
+        t.name,
+        t.rules.name,
+        results.matches,
+        t.entrants,
+        deals=results.deals,
+        ratings=f.ratings,
+        ruleset=t.rules,
+        playoff=f.playoff,
+        table_size=f.table_size,
+        settings=tournament_settings(t, results.entrants, results.records.values()),
+        observe=history,
+    )
+    return Ranking(board, history)
 
 
 def tournament_settings(

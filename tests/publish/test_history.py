@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from referee.publish.history import MAX_POINTS, history_chart
+from referee.publish.history import MAX_POINTS, RatingHistory, history_chart, rating_history
 from referee.ratings import rate
 from referee.specs import MatchSpec, StoredMatch, StoredSeat
 
@@ -28,10 +28,13 @@ def _matches(count: int, names: list[str]) -> list[StoredMatch]:
 def test_each_line_ends_at_the_rated_score_and_keeps_a_bounded_number_of_points() -> None:
     names = [f"bot{i}" for i in range(5)]
     matches = _matches(500, names)  # about 400 matches per bot: the lines are thinned
-    rated = rate(matches, names)
+    history = RatingHistory()
+    rated = rate(matches, names, observe=history)
     ranked = [r.name for r in rated]
     scores = {r.name: r.score for r in rated}
-    chart = history_chart(matches, ranked)
+    alone = rating_history(matches, names)
+    assert alone.points == history.points  # the same replay, watched or on its own
+    chart = history_chart(history, ranked)
     assert chart.matches == 500
     assert [s.name for s in chart.series] == ranked
     for series in chart.series:
@@ -47,6 +50,6 @@ def test_each_line_ends_at_the_rated_score_and_keeps_a_bounded_number_of_points(
 
 def test_twenty_bots_get_twenty_different_lines() -> None:
     names = [f"bot{i}" for i in range(24)]
-    chart = history_chart(_matches(60, names), names)
+    chart = history_chart(rating_history(_matches(60, names), names), names)
     styles = [(s.color, s.dash) for s in chart.series]
     assert len(set(styles[:20])) == 20 and len(set(styles)) == 24

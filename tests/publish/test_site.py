@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from referee.cli import main
 from referee.errors import UsageError
 from referee.publish.site import SITE_MARKER, publish_site
-from referee.publish.source import load_results
+from referee.publish.source import load_results, rank
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.store import Store
 from referee.tournament import Tournament
@@ -256,7 +256,7 @@ def test_the_leaderboard_in_every_format_carries_the_settings(
 ) -> None:
     from referee.publish import render
 
-    board = load_results(fake_tournament).board
+    board = rank(load_results(fake_tournament)).board
     text = " ".join(render(board, "table").split())  # the terminal wraps long lines
     md = render(board, "md")
     for out in (text, md):
@@ -267,3 +267,24 @@ def test_the_leaderboard_in_every_format_carries_the_settings(
             assert bot.sha256 in out
     assert "\\<img src=x onerror=alert(1)\\>" not in md and ESCAPED_NAME in md
     assert HOSTILE_NAME in text
+
+
+def test_a_large_tournament_is_ranked_in_another_process_with_the_same_result(
+    fake_tournament: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import referee.publish.site as site_module
+
+    results = load_results(fake_tournament)
+    publish_site(results, tmp_path / "here")
+    monkeypatch.setattr(site_module, "BACKGROUND_FROM", 1)
+    publish_site(results, tmp_path / "there")
+
+    def board(folder: Path) -> dict[str, object]:
+        data = json.loads((folder / "leaderboard.json").read_text())
+        data["settings"].pop("published")
+        return dict(data)
+
+    assert board(tmp_path / "here") == board(tmp_path / "there")
+    assert (tmp_path / "here" / "index.html").read_text().count("<tr>") == (
+        tmp_path / "there" / "index.html"
+    ).read_text().count("<tr>")
