@@ -512,8 +512,9 @@ def to_rich_table(board: Leaderboard) -> Table:
         notes.append(terminal_text(_deals_text(board)))
     if board.settings is not None:
         notes += [terminal_text(line) for line in settings_sentences(board.settings)]
+        notes.append("Bots, version and sha256 of their files:")
         notes += [
-            terminal_text(f"{b.name} {b.version or '(no version)'} sha256 {b.sha256}")
+            terminal_text(f"  {b.name} {b.version or '-'} {b.sha256}")
             for b in board.settings.bots
         ]
     table = Table(
@@ -522,6 +523,7 @@ def to_rich_table(board: Leaderboard) -> Table:
             f"{board.matches} matches"
         ),
         caption=Text("\n".join(notes)),
+        caption_justify="left",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         collapse_padding=True,

@@ -188,6 +188,8 @@ class _Site:
         self.views: dict[str, MatchView] = {}
         self.replays = self.withheld = self.missing = 0
         self.ranking: Ranking | None = None
+        self.sizes: dict[str, int] = {}
+        """Bytes of every file written, by its path in the site."""
 
     def use(self, ranking: Ranking) -> None:
         """The leaderboard is ready: bots are listed in its order from now on."""
@@ -207,7 +209,11 @@ class _Site:
             in_progress=self.in_progress,
             **context,
         )
-        path.write_bytes(page.encode("utf-8"))
+        self.write(path, page.encode("utf-8"))
+
+    def write(self, path: Path, data: bytes) -> None:
+        path.write_bytes(data)
+        self.sizes[path.relative_to(self.out).as_posix()] = len(data)
 
     # -- matches -----------------------------------------------------------------------
 
@@ -277,8 +283,9 @@ class _Site:
             self.missing += 1
             return "unreadable", f"its log cannot be read ({exc})", {}
         target = self.out / "matches" / stem
-        target.with_suffix(".js").write_bytes(data.script.encode("utf-8"))
+        self.write(target.with_suffix(".js"), data.script.encode("utf-8"))
         _link_or_copy(source, target.with_suffix(".jsonl"), raw)
+        self.sizes[f"matches/{stem}.jsonl"] = len(raw)
         self.replays += 1
         return "ok", "", data.fault_lines
 
@@ -326,10 +333,11 @@ class _Site:
         faults: dict[str, list[StoredFault]] = {}
         for fault in self.results.faults:
             faults.setdefault(fault.name, []).append(fault)
-        mine: dict[str, list[MatchView]] = {}
+        mine: dict[str, list[tuple[MatchView, SeatView]]] = {}
         for match in matches:
-            for name in match.spec.table:
-                mine.setdefault(name, []).append(self.views[match.spec.key])
+            view = self.views[match.spec.key]
+            for seat in view.seats:
+                mine.setdefault(seat.name, []).append((view, seat))
         settings = self.board.settings
         records = {b.name: b for b in settings.bots} if settings else {}
         entries = {e.name: e for e in self.board.entries}
@@ -364,7 +372,7 @@ class _Site:
             ("leaderboard.json", to_json(board)),
             ("leaderboard.csv", to_csv(board)),
         ):
-            (self.out / name).write_text(text, encoding="utf-8")
+            self.write(self.out / name, text.encode("utf-8"))
 
 
 def publish_site(
@@ -425,11 +433,7 @@ def _ranking(results: StoredTournament) -> Iterator[Callable[[], Ranking]]:
 
 
 def _report(site: _Site) -> SiteReport:
-    sizes = {
-        path.relative_to(site.out).as_posix(): path.stat().st_size
-        for path in site.out.rglob("*")
-        if path.is_file()
-    }
+    sizes = site.sizes
     pages = {name: size for name, size in sizes.items() if name.endswith(".html")}
     largest = max(pages.items(), key=lambda item: item[1])
     return SiteReport(
