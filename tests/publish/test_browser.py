@@ -307,3 +307,15 @@ def test_every_page_opens_without_an_error_a_dialog_or_an_image(
     assert page.problems == []
     page.open(site / "matches.html")
     assert HOSTILE_NAME in _names(page.page, "#bot-filter option")
+
+
+def test_pointing_at_a_bot_in_the_legend_picks_out_its_line(site: Path, page: Watched) -> None:
+    page.open(site / "index.html", "#history")
+    page.page.hover('ol.legend li[data-series="2"]')
+    assert "focus" in str(page.page.get_attribute("#history-chart", "class"))
+    lines = page.page.locator("svg.chart .series.on")
+    assert lines.count() == 1 and lines.first.get_attribute("data-series") == "2"
+    page.page.click('ol.legend li[data-series="2"]')  # pinned: stays when the pointer leaves
+    page.page.mouse.move(0, 0)
+    assert page.page.locator("svg.chart .series.on").count() == 1
+    page.shot("index-history-highlight")
