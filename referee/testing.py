@@ -13,9 +13,12 @@ import asyncio
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+
+if TYPE_CHECKING:
+    from referee.executors.base import AttemptEvent, MatchTask
 
 Handler = Callable[[dict[str, Any]], dict[str, Any] | bytes | None]
 
@@ -149,7 +152,7 @@ class InProcessExecutor:
     def __init__(self, handlers: dict[str, Callable[[], Handler]]) -> None:
         self.handlers = handlers
 
-    def run(self, tasks: Sequence[Any], on_event: Callable[[Any], None]) -> None:
+    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         from referee.executors.base import MatchFinished, MatchStarted
         from referee.match import play_match
         from referee.specs import deal_key
