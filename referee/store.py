@@ -174,6 +174,16 @@ class Store:
             raise
         self._db.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one state of the store, however many results the run commits
+        meanwhile (a read transaction: in WAL mode it never blocks the writer)."""
+        self._db.execute("BEGIN DEFERRED")
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
+
     def log_path(self, key: str) -> Path:
         """Where the match log of ``key`` goes."""
         return self.logs_dir / f"{key.replace('/', '_')}.jsonl"

@@ -85,7 +85,7 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
             f"no results yet for {tournament.name} ({folder} has none); "
             f"run: referee tournament run {tournament.path}"
         )
-    with Store(folder) as store:
+    with Store(folder) as store, store.snapshot():
         matches = store.completed()
         secrets = store.deal_secrets()
         faults = store.fault_reports()

@@ -291,3 +291,15 @@ def test_a_store_of_the_previous_schema_is_refused_with_the_restart_hint(tmp_pat
     db.close()
     with pytest.raises(UsageError, match=r"schema 2, this one reads 3\); run with --restart"):
         Store(tmp_path)
+
+
+def test_a_snapshot_sees_one_state_while_the_run_commits_results(tmp_path: Path) -> None:
+    specs = round_robin(NAMES, 3, 1, seed=1, secret=bytes(32))
+    with Store(tmp_path) as writer, Store(tmp_path) as reader:
+        writer.add_matches(specs, writer.deal_secret())
+        with reader.snapshot():
+            assert reader.counts()["done"] == 0
+            spec = specs[0]
+            writer.record_result(spec.key, _result(spec.key, spec.table, [1, 2, 3]), spec.table)
+            assert reader.completed() == [] and reader.counts()["done"] == 0
+        assert reader.counts()["done"] == 1 and len(reader.completed()) == 1
