@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	  $(BIN)/pip install --quiet -e ".[all]" && touch $(STAMP)'
 
 demo: $(STAMP)
-	$(BIN)/referee tournament demo
+	$(BIN)/referee tournament demo --publish
 
 lint: $(STAMP)
 	$(BIN)/ruff check referee tests bench

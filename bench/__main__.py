@@ -11,7 +11,14 @@ import sys
 
 
 def main() -> int:
-    from bench import engine_bench, match_bench, parser_bench, ranking_bench, tournament_bench
+    from bench import (
+        engine_bench,
+        match_bench,
+        parser_bench,
+        publish_bench,
+        ranking_bench,
+        tournament_bench,
+    )
 
     print("=" * 72)
     engine_bench.run()
@@ -34,6 +41,8 @@ def main() -> int:
             print(f"Docker benchmarks skipped: {why}")
     print("=" * 72)
     tournament_bench.main()
+    print("=" * 72)
+    publish_bench.run()
     print("=" * 72)
     ranking_bench.main([])
     return 0

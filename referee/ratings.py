@@ -26,7 +26,7 @@ entrants with no match yet (a gauntlet's undrawn opponents) are unrated and come
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -42,6 +42,7 @@ __all__ = [
     "make_environment",
     "rate",
     "rating_places",
+    "rating_steps",
     "replay_order",
 ]
 
@@ -107,41 +108,63 @@ class EntrantRating:
         return self.place_sum / self.matches if self.matches else None
 
 
+def rating_steps(
+    matches: Iterable[StoredMatch],
+    entrants: Sequence[str],
+    env: trueskill.TrueSkill,
+) -> Iterator[tuple[StoredMatch, dict[str, trueskill.Rating]]]:
+    """Replay ``matches`` in :func:`replay_order`: after each one, the match and every rating
+    so far (the same dict each time, updated in place; copy what you keep).
+
+    Entrants start at the environment's initial rating; anyone else seated in a match is
+    added when first seen. Matches with fewer than two seats change nothing and are skipped.
+    """
+    ratings: dict[str, trueskill.Rating] = {name: env.create_rating() for name in entrants}
+    for match in sorted(matches, key=lambda m: replay_order(m.spec.key)):
+        if len(match.seats) < 2:
+            continue
+        places = rating_places(match)
+        groups = [(ratings.setdefault(name, env.create_rating()),) for name, _ in places]
+        new = env.rate(groups, ranks=[place - 1 for _, place in places])
+        for (name, _), (rating,) in zip(places, new, strict=True):
+            ratings[name] = rating
+        yield match, ratings
+
+
 def rate(
     matches: Iterable[StoredMatch],
     entrants: Sequence[str],
     *,
     env: trueskill.TrueSkill | None = None,
+    observe: Callable[[StoredMatch, Mapping[str, trueskill.Rating]], None] | None = None,
 ) -> list[EntrantRating]:
     """Ratings of ``entrants`` (plus anyone else seated in ``matches``): rated best first,
     then the unrated by name.
 
     Matches are replayed in :func:`replay_order` here, so the caller's order never matters.
     Ties in the conservative score are broken by mu, then by name, to keep the order total.
+    ``observe(match, ratings)`` is called after each match (the rating history is drawn
+    from the same replay: TrueSkill is most of the cost of a leaderboard).
     """
     env = env or make_environment()
-    ratings: dict[str, trueskill.Rating] = {name: env.create_rating() for name in entrants}
+    final: dict[str, trueskill.Rating] = {}
     stats: dict[str, EntrantRating] = {}
 
     def entry(name: str) -> EntrantRating:
         if name not in stats:
-            rating = ratings.setdefault(name, env.create_rating())
-            stats[name] = EntrantRating(name, rating.mu, rating.sigma)
+            stats[name] = EntrantRating(name, env.mu, env.sigma)
         return stats[name]
 
     for name in entrants:
         entry(name)
-    for match in sorted(matches, key=lambda m: replay_order(m.spec.key)):
-        if len(match.seats) < 2:
-            continue
-        places = rating_places(match)
-        seat_of = {seat.name: seat for seat in match.seats}
-        groups = [(ratings[name],) for name, _ in places]
-        new = env.rate(groups, ranks=[place - 1 for _, place in places])
-        for (name, place), (rating,) in zip(places, new, strict=True):
-            ratings[name] = rating
-            seat = seat_of[name]
-            record = entry(name)
+    for match, ratings in rating_steps(matches, entrants, env):
+        final = ratings
+        if observe is not None:
+            observe(match, ratings)
+        clean = sum(not seat.forfeit for seat in match.seats)
+        for seat in match.seats:
+            place = clean + 1 if seat.forfeit else seat.place
+            record = entry(seat.name)
             record.matches += 1
             record.place_sum += place
             record.firsts += place == 1 and not seat.forfeit
@@ -149,7 +172,8 @@ def rate(
             if seat.fault_kind is not None:
                 record.faults[seat.fault_kind] = record.faults.get(seat.fault_kind, 0) + 1
     for name, record in stats.items():
-        record.mu = ratings[name].mu
-        record.sigma = ratings[name].sigma
+        if name in final:
+            record.mu = final[name].mu
+            record.sigma = final[name].sigma
         record.faults = dict(sorted(record.faults.items()))
     return sorted(stats.values(), key=lambda r: (not r.rated, -r.score, -r.mu, r.name))

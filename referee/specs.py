@@ -9,7 +9,8 @@ the same types without importing each other.
 * :class:`MatchSpec`: one match to play, named by its key (:func:`deal_key`,
   :func:`playoff_round` read a key); the scheduler and the play-off planner make them.
 * :class:`EntrantRecord`: an entrant as the store keeps it; :class:`StoredMatch` and
-  :class:`StoredSeat`: a finished match as the store gives it to ratings and publishing.
+  :class:`StoredSeat`: a finished match as the store gives it to ratings and publishing;
+  :class:`StoredFault`: a fault with its evidence, for the published pages.
 * :class:`RatingSettings` (``[ratings]``) and :class:`PlayoffSettings` (``playoff``): the
   tournament file's settings for the ranking.
 """
@@ -28,6 +29,7 @@ __all__ = [
     "MatchSpec",
     "PlayoffSettings",
     "RatingSettings",
+    "StoredFault",
     "StoredMatch",
     "StoredSeat",
     "TimeControl",
@@ -132,6 +134,24 @@ class StoredSeat:
     forfeit: bool
     fault_kind: str | None
     fault_detail: str | None
+
+
+@dataclass(frozen=True)
+class StoredFault:
+    """A stored fault with its evidence: the request the bot failed (``None`` before any),
+    the offending reply line (cut to 200 bytes; ``None`` for a timeout or a crash), how long
+    the bot took, and its stderr report (start-up output, then this match's; at most 4 KiB).
+    """
+
+    key: str
+    seat: int
+    name: str
+    kind: str
+    detail: str
+    request_id: int | None
+    reply: str | None
+    elapsed_ms: int | None
+    stderr: str | None
 
 
 @dataclass(frozen=True)

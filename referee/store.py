@@ -2,7 +2,8 @@
 
 Layout, in ``<name>.results/`` next to the tournament file::
 
-    results.sqlite      entrants, matches (with status), results per seat, settings,
+    results.sqlite      entrants, matches (with status), results per seat (with each
+                        fault's evidence and the faulting bot's stderr report), settings,
                         the deal secrets (see :mod:`referee.deals`)
     logs/<key>.jsonl    the match log of each match (``/`` in the key becomes ``_``)
     .lock               held (flock) by the one process running the tournament
@@ -33,12 +34,13 @@ from typing import Any, Literal
 
 from referee.deals import commitment, new_secret
 from referee.errors import UsageError
-from referee.results import MatchResult
-from referee.specs import EntrantRecord, MatchSpec, StoredMatch, StoredSeat
+from referee.results import FaultInfo, MatchResult
+from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch, StoredSeat
 
 __all__ = [
     "DATABASE",
     "DealSecret",
+    "MatchRecord",
     "MatchStatus",
     "RunLock",
     "Store",
@@ -48,7 +50,7 @@ __all__ = [
 DATABASE = "results.sqlite"
 LOGS = "logs"
 LOCK = ".lock"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MatchStatus = Literal["pending", "running", "done", "failed"]
 
@@ -93,10 +95,26 @@ CREATE TABLE IF NOT EXISTS results (
     forfeit INTEGER NOT NULL,
     fault_kind TEXT,
     fault_detail TEXT,
+    fault_request_id INTEGER,
+    fault_reply TEXT,
+    fault_elapsed_ms INTEGER,
+    stderr_tail TEXT,
     PRIMARY KEY (match_key, seat)
 );
 CREATE INDEX IF NOT EXISTS matches_by_status ON matches(status);
 """
+
+
+@dataclass(frozen=True)
+class MatchRecord:
+    """A stored match's state: status, rounds played, and when (Unix times, seconds)."""
+
+    key: str
+    status: MatchStatus
+    rounds: int | None
+    started: float | None
+    finished: float | None
+    duration: float | None
 
 
 @dataclass(frozen=True)
@@ -155,6 +173,16 @@ class Store:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one state of the store, however many results the run commits
+        meanwhile (a read transaction: in WAL mode it never blocks the writer)."""
+        self._db.execute("BEGIN DEFERRED")
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
 
     def log_path(self, key: str) -> Path:
         """Where the match log of ``key`` goes."""
@@ -306,7 +334,9 @@ class Store:
         """Store a finished match: its seat rows and ``done``, in one transaction.
 
         ``table`` (entrant names by seat, from the spec) names the seats, so a seat name the
-        match runner made distinct never hides whose result it is.
+        match runner made distinct never hides whose result it is. A faulted seat keeps its
+        evidence: the request id, the offending reply line, the time taken and the bot's
+        stderr report (:meth:`fault_reports`).
         """
         rows = [
             (
@@ -316,8 +346,8 @@ class Store:
                 st.place,
                 st.score,
                 int(st.forfeit),
-                st.fault.kind if st.fault else None,
-                st.fault.detail if st.fault else None,
+                *_fault_columns(st.fault),
+                result.stderr_tails.get(st.seat) if st.fault else None,
             )
             for st in result.standings
         ]
@@ -325,7 +355,7 @@ class Store:
             raise ValueError(f"match {key}: standings do not cover seats 0..{len(table) - 1}")
         with self._transaction():
             self._db.execute("DELETE FROM results WHERE match_key = ?", (key,))
-            self._db.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            self._db.executemany(f"INSERT INTO results VALUES ({_RESULT_SLOTS})", rows)
             self._db.execute(
                 "UPDATE matches SET status = 'done', finished = ?, duration = ?, rounds = ?, "
                 "log_path = ?, error = NULL WHERE key = ?",
@@ -362,6 +392,23 @@ class Store:
             for key, spec in specs
         ]
 
+    def fault_reports(self) -> list[StoredFault]:
+        """Every fault of a ``done`` match with its evidence, by key then seat."""
+        rows = self._db.execute(
+            "SELECT r.match_key, r.seat, r.name, r.fault_kind, r.fault_detail, "
+            "r.fault_request_id, r.fault_reply, r.fault_elapsed_ms, r.stderr_tail "
+            "FROM results r JOIN matches m ON m.key = r.match_key "
+            "WHERE m.status = 'done' AND r.fault_kind IS NOT NULL ORDER BY r.match_key, r.seat"
+        )
+        return [StoredFault(*row) for row in rows]
+
+    def match_records(self) -> dict[str, MatchRecord]:
+        """Every stored match's status and timings, by key."""
+        rows = self._db.execute(
+            "SELECT key, status, rounds, started, finished, duration FROM matches"
+        )
+        return {row[0]: MatchRecord(*row) for row in rows}
+
 
 class RunLock:
     """One run per tournament at a time: an ``flock`` on ``<results>/.lock``.
@@ -390,6 +437,16 @@ class RunLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+_RESULT_SLOTS = ", ".join("?" * 12)
+
+
+def _fault_columns(fault: FaultInfo | None) -> tuple[Any, ...]:
+    """The fault columns of a seat row: kind, detail, request id, reply, elapsed ms."""
+    if fault is None:
+        return (None,) * 5
+    return (fault.kind, fault.detail, fault.request_id, fault.reply, fault.elapsed_ms)
 
 
 def _secret_row(row: tuple[Any, ...]) -> DealSecret:

@@ -3,21 +3,34 @@
 :class:`FakeSandbox` starts no process: each bot is a Python callable that receives every
 message the referee writes (as a dict) and returns its reply (a dict, raw bytes, or None
 for no reply). It makes match-runner tests fast and exact; the real sandboxes have their
-own integration tests.
+own integration tests. :class:`InProcessExecutor` plays a whole tournament's matches that way,
+in this process, through the real coordinator and store.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
 
+if TYPE_CHECKING:
+    from referee.executors.base import AttemptEvent, MatchTask
+
 Handler = Callable[[dict[str, Any]], dict[str, Any] | bytes | None]
 
-__all__ = ["FakeBotProcess", "FakeSandbox", "Handler", "lowest_bot", "polite_bot", "spec"]
+__all__ = [
+    "FakeBotProcess",
+    "FakeSandbox",
+    "Handler",
+    "InProcessExecutor",
+    "lowest_bot",
+    "polite_bot",
+    "spec",
+]
 
 
 def polite_bot(name: str = "polite") -> Handler:
@@ -129,3 +142,38 @@ class FakeSandbox(Sandbox):
         proc = FakeBotProcess(bot, self.handlers[bot.name]())
         self.started.append(proc)
         return proc
+
+
+class InProcessExecutor:
+    """An executor (:class:`referee.executors.base.Executor`) that plays every task here, one
+    after the other, with fake bots: ``handlers`` maps an entrant's name to its handler
+    factory. The matches are real (engine, match runner, logs); only the bots are not."""
+
+    def __init__(self, handlers: dict[str, Callable[[], Handler]]) -> None:
+        self.handlers = handlers
+
+    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
+        from referee.executors.base import MatchFinished, MatchStarted
+        from referee.match import play_match
+        from referee.specs import deal_key
+
+        sandbox = FakeSandbox(self.handlers)
+        with asyncio.Runner() as runner:
+            for task in tasks:
+                key = task.spec.key
+                on_event(MatchStarted(key, 1))
+                result = runner.run(
+                    play_match(
+                        sandbox,
+                        task.bots,
+                        task.rules,
+                        task.spec.match_seed,
+                        match_id=key,
+                        time_control=task.time_control,
+                        limits=task.limits,
+                        log_path=Path(task.log_path),
+                        deal_key=deal_key(key),
+                    )
+                )
+                sandbox.started.clear()
+                on_event(MatchFinished(key, result))

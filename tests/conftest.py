@@ -57,6 +57,7 @@ SLOW_MODULES = frozenset(
         "tests/match/test_docker_matches.py",
         "tests/match/test_hostile.py",
         "tests/match/test_sample_bots.py",
+        "tests/publish/test_browser.py",
         "tests/sandbox/test_cgroups.py",
         "tests/sandbox/test_docker.py",
         "tests/sandbox/test_file_names.py",
@@ -76,6 +77,7 @@ SLOW_TESTS = frozenset(
         "test_a_file_flipped_into_a_symlink_while_staging_never_leaks",
         "test_a_folder_flipped_into_a_symlink_while_staging_never_leaks",
         "test_a_folder_nested_1200_deep_is_refused_in_one_line",
+        "test_a_large_tournament_is_ranked_in_another_process_with_the_same_result",
         "test_random_matches_keep_every_invariant",
     }
 )

@@ -1,6 +1,13 @@
 """The ``referee`` command line: one module per command group, registered on :data:`main`."""
 
-from referee.cli import bots, play, protocol, sandboxes, tournaments  # noqa: F401  (they register)
+from referee.cli import (  # noqa: F401  (they register)
+    bots,
+    play,
+    protocol,
+    publish,
+    sandboxes,
+    tournaments,
+)
 from referee.cli.app import main
 
 __all__ = ["main"]

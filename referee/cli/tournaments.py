@@ -42,14 +42,7 @@ from referee.errors import Refused, UsageError
 from referee.executors import MatchFailed, MatchFinished
 from referee.executors.local import LocalExecutor
 from referee.names import confusable_with, lookalike_note
-from referee.publish import (
-    FORMATS,
-    DealCommitment,
-    Leaderboard,
-    build_leaderboard,
-    render,
-    to_rich_table,
-)
+from referee.publish import FORMATS, Leaderboard, render, to_rich_table
 from referee.render import printable
 from referee.resources import demo_tournament, sample_bot
 from referee.sandbox import BotSpec, read_bot_files, safe_name
@@ -113,17 +106,28 @@ def run(file: Path, workers: int | None, restart: bool, deal_secret_file: Path |
     default=None,
     help="Worker processes (default: one per core).",
 )
+@click.option(
+    "--publish",
+    "site",
+    is_flag=True,
+    help="Also publish the site (in the demo's folder) and print its index.html.",
+)
 @friendly
-def demo(workers: int | None) -> None:
+def demo(workers: int | None, site: bool) -> None:
     """Run tournaments/demo.toml (the sample bots) from scratch and print the leaderboard.
 
     Results go to a new folder under the system's temporary directory (named at the end), so
-    the checkout (or the installation) stays clean and two demos never share one.
+    the checkout (or the installation) stays clean and two demos never share one; --publish
+    writes the site there.
     """
     spec = load_tournament(demo_tournament())
     folder = Path(tempfile.mkdtemp(prefix="referee-demo-")) / f"{spec.name}.results"
     summary = _run(spec, workers=workers, restart=True, results_dir=folder)
     _print_board(_leaderboard(spec, folder))
+    if site:
+        from referee.cli.publish import write_site
+
+        write_site(spec, folder.parent / "site", folder)
     _finish(summary)
 
 
@@ -292,31 +296,9 @@ class _ProgressView:
 
 
 def _leaderboard(spec: Tournament, results_dir: Path | None = None) -> Leaderboard:
-    from referee.store import DATABASE, Store
+    from referee.publish.source import load_results, rank
 
-    folder = results_dir or spec.results_dir
-    if not (folder / DATABASE).exists():
-        raise UsageError(
-            f"no results yet for {spec.name} ({folder} has none); "
-            f"run: referee tournament run {spec.path}"
-        )
-    with Store(folder) as store:
-        matches = store.completed()
-        deals = [
-            DealCommitment(s.commitment, s.secret.hex() if s.revealed is not None else None)
-            for s in store.deal_secrets()
-        ]
-    return build_leaderboard(
-        spec.name,
-        spec.rules.name,
-        matches,
-        spec.entrants,
-        deals=deals,
-        ratings=spec.file.ratings,
-        ruleset=spec.rules,
-        playoff=spec.file.playoff,
-        table_size=spec.file.table_size,
-    )
+    return rank(load_results(spec, results_dir)).board
 
 
 def _print_board(board: Leaderboard) -> None:

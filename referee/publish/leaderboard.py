@@ -7,6 +7,10 @@ not significant at the tournament's confidence level. Entrants without a match a
 apart, unrated. With play-offs, the leaderboard says how many were played and why they
 stopped.
 
+Every format also carries the tournament's settings (:mod:`referee.publish.settings`): the
+rules with every override, table size, format, deals, seed, clock, sandbox, each bot's
+version and SHA-256, when it was played and by which referee.
+
 Bot names are untrusted display text. Markdown escapes every character that could start
 formatting, a table cell or HTML; CSV quotes every cell and defuses spreadsheet formulas
 (a text cell starting with ``= + - @``, tab or carriage return gets a leading ``'``); the
@@ -18,7 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +39,7 @@ from referee.intervals import (
     score_intervals,
 )
 from referee.playoff import PlayoffState, playoff_rounds
+from referee.publish.settings import TournamentSettings, settings_sentences
 from referee.ratings import EntrantRating, make_environment, rate
 from referee.render import printable
 from referee.rules import ResolvedRules
@@ -136,10 +141,12 @@ class Leaderboard:
     confidence: float = 0.95
     """The level of the intervals and of the marks on adjacent pairs."""
     playoff: PlayoffSummary | None = None
+    settings: TournamentSettings | None = None
+    """How the tournament was played (``None`` when the caller has no tournament file)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON shape: tournament, rules, matches, confidence, deals, playoff, entries,
-        unrated."""
+        """The JSON shape: tournament, rules, settings, matches, confidence, deals, playoff,
+        entries, unrated."""
         playoff = None
         if self.playoff is not None:
             p = self.playoff
@@ -154,6 +161,7 @@ class Leaderboard:
         return {
             "tournament": self.tournament,
             "rules": self.rules,
+            "settings": None if self.settings is None else self.settings.as_dict(),
             "matches": self.matches,
             "confidence": self.confidence,
             "deals": [{"commitment": d.commitment, "secret": d.secret} for d in self.deals],
@@ -203,20 +211,23 @@ def build_leaderboard(
     ruleset: ResolvedRules | None = None,
     playoff: PlayoffSettings | None = None,
     table_size: int | None = None,
+    settings: TournamentSettings | None = None,
+    observe: Callable[[StoredMatch, Mapping[str, Any]], None] | None = None,
 ) -> Leaderboard:
     """Rate ``matches`` (in canonical order), rank ``entrants`` by ``mu - 3 sigma``, and
     add each one's score interval and the confidence of each adjacent pair.
 
     ``ratings`` are the tournament's ``[ratings]`` (the defaults when ``None``); ``ruleset``
     decides the default draw probability; ``playoff`` and ``table_size`` say whether more
-    play-offs are due.
+    play-offs are due; ``settings`` are published with the ranking; ``observe`` is called
+    with every match and the ratings after it (:func:`referee.ratings.rate`).
     """
-    settings = ratings or RatingSettings()
-    rated = rate(matches, entrants, env=make_environment(settings, ruleset))
+    rating = ratings or RatingSettings()
+    rated = rate(matches, entrants, env=make_environment(rating, ruleset), observe=observe)
     order = [r for r in rated if r.rated]
     by_deal = deal_scores(matches)
-    intervals = score_intervals(by_deal, level=settings.confidence, resamples=settings.resamples)
-    pairs = adjacent_confidences([r.name for r in order], by_deal, resamples=settings.resamples)
+    intervals = score_intervals(by_deal, level=rating.confidence, resamples=rating.resamples)
+    pairs = adjacent_confidences([r.name for r in order], by_deal, resamples=rating.resamples)
     in_playoffs: dict[str, int] = {}
     for match in matches:
         if match.spec.key.startswith(PLAYOFF_PREFIX):
@@ -231,7 +242,7 @@ def build_leaderboard(
                 r,
                 interval=intervals.get(r.name),
                 over_next=over,
-                significant=None if over is None else over.significant(settings.confidence),
+                significant=None if over is None else over.significant(rating.confidence),
                 playoff_matches=in_playoffs.get(r.name, 0),
             )
         )
@@ -245,8 +256,9 @@ def build_leaderboard(
         entries=tuple(entries),
         deals=tuple(deals),
         unrated=tuple(r.name for r in rated if not r.rated),
-        confidence=settings.confidence,
+        confidence=rating.confidence,
         playoff=summary,
+        settings=settings,
     )
 
 
@@ -308,7 +320,7 @@ def _entry(
     )
 
 
-def _notes(board: Leaderboard) -> list[str]:
+def leaderboard_notes(board: Leaderboard) -> list[str]:
     """The sentences under every format: how to read the marks, play-offs, unrated."""
     level = f"{board.confidence * 100:g} %"
     notes = [
@@ -389,10 +401,11 @@ def markdown_escape(text: str) -> str:
 
 def to_markdown(board: Leaderboard) -> str:
     deals = f"{_deals_text(board)}\n\n" if board.deals else ""
-    notes = "".join(f"{markdown_escape(note)}\n\n" for note in _notes(board))
+    notes = "".join(f"{markdown_escape(note)}\n\n" for note in leaderboard_notes(board))
     head = (
         f"## Leaderboard: {markdown_escape(board.tournament)}\n\n"
-        f"Rules {markdown_escape(board.rules)}, {board.matches} matches.\n\n{notes}{deals}"
+        f"Rules {markdown_escape(board.rules)}, {board.matches} matches.\n\n"
+        f"{_markdown_settings(board.settings)}{notes}{deals}"
         "| rank | bot | score | mu | sigma | mean score [interval] | over next | matches "
         "| avg place | firsts | forfeits | faults |\n"
         "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n"
@@ -405,6 +418,18 @@ def to_markdown(board: Leaderboard) -> str:
         for e in board.entries
     ]
     return head + "".join(rows)
+
+
+def _markdown_settings(settings: TournamentSettings | None) -> str:
+    """The settings as sentences, then the bots' versions and SHA-256 as a table."""
+    if settings is None:
+        return ""
+    text = "".join(f"{markdown_escape(line)}\n\n" for line in settings_sentences(settings))
+    rows = "".join(
+        f"| {markdown_escape(b.name)} | {markdown_escape(b.version or '—')} | `{b.sha256}` |\n"
+        for b in settings.bots
+    )
+    return f"{text}| bot | version | sha256 |\n|---|---|---|\n{rows}\n"
 
 
 # --------------------------------------------------------------------------- CSV
@@ -481,16 +506,24 @@ def to_rich_table(board: Leaderboard) -> Table:
     Average places and first places are left to the other formats: at one table size the
     mean score says what the average place does (``mean = (k - avg) / (k - 1)``).
     """
-    notes = [terminal_text(note) for note in _notes(board)]
+    notes = [terminal_text(note) for note in leaderboard_notes(board)]
     notes.insert(1, "next: how sure the order over the next bot is.")
     if board.deals:
         notes.append(terminal_text(_deals_text(board)))
+    if board.settings is not None:
+        notes += [terminal_text(line) for line in settings_sentences(board.settings)]
+        notes.append("Bots, version and sha256 of their files:")
+        notes += [
+            terminal_text(f"  {b.name} {b.version or '-'} {b.sha256}")
+            for b in board.settings.bots
+        ]
     table = Table(
         title=Text(
             f"{terminal_text(board.tournament)} · {terminal_text(board.rules)} · "
             f"{board.matches} matches"
         ),
         caption=Text("\n".join(notes)),
+        caption_justify="left",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         collapse_padding=True,

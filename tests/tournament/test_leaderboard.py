@@ -39,6 +39,7 @@ def test_json_has_exactly_the_documented_shape() -> None:
     assert list(data) == [
         "tournament",
         "rules",
+        "settings",
         "matches",
         "confidence",
         "deals",
@@ -48,6 +49,7 @@ def test_json_has_exactly_the_documented_shape() -> None:
     ]
     assert (data["tournament"], data["rules"], data["matches"]) == ("spring", "arschloch", 6)
     assert (data["confidence"], data["playoff"], data["unrated"]) == (0.95, None, [])
+    assert data["settings"] is None  # no tournament file here: see tests/publish
     assert [e["rank"] for e in data["entries"]] == [1, 2, 3, 4, 5]
     for entry in data["entries"]:
         assert list(entry) == [

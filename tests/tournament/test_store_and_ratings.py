@@ -256,3 +256,50 @@ def test_ratings_and_the_leaderboard_never_import_the_match_runner() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_a_fault_keeps_its_evidence_and_the_bots_stderr(tmp_path: Path) -> None:
+    spec = round_robin(NAMES, 3, 1, seed=1, secret=bytes(32))[0]
+    fault = FaultInfo(kind="protocol", detail="not JSON", request_id=7, reply="hi\u2028<b>", elapsed_ms=3)
+    standings = [
+        SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=s == 1,
+                   fault=fault if s == 1 else None)
+        for s, n in enumerate(spec.table)
+    ]  # fmt: skip
+    result = MatchResult(match=spec.key, seed=1, rules="arschloch", rounds=1, log=None,
+                         standings=standings, stderr_tails={1: "started\nboom"})  # fmt: skip
+    with Store(tmp_path) as store:
+        store.add_matches([spec], store.deal_secret())
+        assert store.fault_reports() == []
+        store.record_result(spec.key, result, spec.table)
+    with Store(tmp_path) as store:
+        [kept] = store.fault_reports()
+        [done] = store.completed()
+    assert kept.key == spec.key and kept.seat == 1 and kept.name == spec.table[1]
+    assert (kept.kind, kept.detail, kept.request_id, kept.reply, kept.elapsed_ms) == (
+        "protocol", "not JSON", 7, "hi\u2028<b>", 3
+    )
+    assert kept.stderr == "started\nboom"
+    assert [s.fault_kind for s in done.seats if s.forfeit] == ["protocol"]
+
+
+def test_a_store_of_the_previous_schema_is_refused_with_the_restart_hint(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "results.sqlite")
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("INSERT INTO meta VALUES ('schema', '2')")
+    db.commit()
+    db.close()
+    with pytest.raises(UsageError, match=r"schema 2, this one reads 3\); run with --restart"):
+        Store(tmp_path)
+
+
+def test_a_snapshot_sees_one_state_while_the_run_commits_results(tmp_path: Path) -> None:
+    specs = round_robin(NAMES, 3, 1, seed=1, secret=bytes(32))
+    with Store(tmp_path) as writer, Store(tmp_path) as reader:
+        writer.add_matches(specs, writer.deal_secret())
+        with reader.snapshot():
+            assert reader.counts()["done"] == 0
+            spec = specs[0]
+            writer.record_result(spec.key, _result(spec.key, spec.table, [1, 2, 3]), spec.table)
+            assert reader.completed() == [] and reader.counts()["done"] == 0
+        assert reader.counts()["done"] == 1 and len(reader.completed()) == 1

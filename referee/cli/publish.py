@@ -1,0 +1,74 @@
+"""``referee publish``: a tournament's results as a static site, plus its leaderboard files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from referee.cli.app import friendly, main, say
+from referee.tournament import Tournament, load_tournament
+
+__all__ = ["publish", "write_site"]
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The folder to write the site into: new, empty, or a site published before.",
+)
+@click.option(
+    "--results",
+    "results_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The results folder (default: NAME.results next to FILE).",
+)
+@friendly
+def publish(file: Path, out: Path, results_dir: Path | None) -> None:
+    """Write the static site of the tournament FILE into the folder OUT.
+
+    The site has the leaderboard (with the settings, the deal commitments, the rating
+    history and the crosstable), a page per bot with its matches, head-to-head and every
+    fault with the bot's stderr, the match list, and a replay viewer for every match; plus
+    leaderboard.md, leaderboard.json and leaderboard.csv. It works opened from disk and
+    served by any static server. It may run while the tournament is playing: it shows what
+    is stored, and says so.
+    """
+    write_site(load_tournament(file), out, results_dir)
+
+
+def write_site(spec: Tournament, out: Path, results_dir: Path | None = None) -> Path:
+    """Publish ``spec``'s stored results into ``out`` with a progress bar; returns index.html."""
+    from referee.publish.site import publish_site
+    from referee.publish.source import load_results
+
+    results = load_results(spec, results_dir)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    with Progress(
+        TextColumn("publishing"), BarColumn(), MofNCompleteColumn(), console=err, transient=True
+    ) as progress:
+        task = progress.add_task("publish", total=len(results.matches))
+        report = publish_site(
+            results,
+            out,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
+        )
+    note = ""
+    if report.withheld:
+        note = f"; {report.withheld} replays held back until their deals are fully played"
+    if report.missing:
+        note += f"; {report.missing} logs missing or unreadable"
+    say(
+        f"published {report.matches} matches ({report.replays} replays{note}) and "
+        f"{report.bots} bots; leaderboard page {report.index_bytes / 1024:.0f} KiB, "
+        f"site {report.total_bytes / 1024 / 1024:.1f} MiB"
+    )
+    index = report.index.resolve()
+    click.echo(str(index))
+    return index

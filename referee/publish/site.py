@@ -1,0 +1,494 @@
+"""The static site of a tournament: leaderboard, crosstable, rating history, a page per bot,
+the match list and a replay viewer per match.
+
+:func:`publish_site` writes it from a :class:`~referee.publish.source.StoredTournament`
+snapshot into one folder that works opened from disk (``file://``) and served by any static
+server: nothing is loaded from the network, and each match log travels as a script beside
+its page (:mod:`referee.publish.replaydata`), since browsers refuse ``fetch()`` of local
+files. Layout::
+
+    index.html              leaderboard, settings, deals, rating history, crosstable
+    matches.html            every match with its standings, filterable by bot
+    bots/<bot>.html         a bot's matches, places, head-to-head and faults
+    matches/<table>_dNNN_rN.html|.js|.jsonl   a match: its page, its log as data, the log
+    static/                 style.css, site.js (sorting, filter, chart), replay.js
+    leaderboard.md|json|csv the leaderboard in the other formats
+
+Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoescaping
+everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
+site's own script files), and the scripts write data with ``textContent`` only.
+
+The ranking (TrueSkill over every match, then the bootstrap) is most of the work: for a
+large tournament it is computed in another process while the match pages are written.
+
+A replay shows every hand, so while the tournament runs, a match whose deal still has seat
+rotations to play is listed without its replay (the log would tell the next players their
+cards); publishing again when they are played adds it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from referee.errors import UsageError
+from referee.publish.history import history_chart
+from referee.publish.leaderboard import (
+    Leaderboard,
+    leaderboard_notes,
+    to_csv,
+    to_json,
+    to_markdown,
+)
+from referee.publish.paths import bot_slugs, match_names
+from referee.publish.replaydata import log_script
+from referee.publish.settings import format_time
+from referee.publish.source import Ranking, StoredTournament, rank
+from referee.publish.stats import PairRecord, pair_records, place_counts
+from referee.render import ordinal
+from referee.specs import StoredFault, StoredMatch, deal_key, playoff_round
+
+if TYPE_CHECKING:
+    import jinja2
+
+__all__ = ["SITE_MARKER", "MatchView", "SeatView", "SiteReport", "match_label", "publish_site"]
+
+SITE_MARKER = ".referee-site"
+"""A file in every published folder: ``publish`` writes over such a folder, no other."""
+_GENERATED = (
+    "index.html",
+    "matches.html",
+    "leaderboard.md",
+    "leaderboard.json",
+    "leaderboard.csv",
+    "bots",
+    "matches",
+    "static",
+)
+_HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class SeatView:
+    """One seat of a match as the pages show it (``fault_line``: the log line of its fault)."""
+
+    seat: int
+    name: str
+    slug: str | None
+    place: int
+    score: int
+    forfeit: bool
+    fault_kind: str | None
+    fault_detail: str | None
+    fault_line: int | None
+
+
+@dataclass(frozen=True)
+class MatchView:
+    """A finished match as the pages show it; ``replay`` is ``ok``, ``withheld``,
+    ``missing`` or ``unreadable`` (``replay_note`` says why)."""
+
+    key: str
+    stem: str
+    label: str
+    table: tuple[str, ...]
+    seats: tuple[SeatView, ...]
+    rounds: int | None
+    duration: float | None
+    finished: str | None
+    replay: str
+    replay_note: str
+    filter_keys: str
+    """The bots' slugs, space-separated, for the match list's filter."""
+
+
+@dataclass(frozen=True)
+class SiteReport:
+    """What :func:`publish_site` wrote."""
+
+    out: Path
+    index: Path
+    matches: int
+    replays: int
+    withheld: int
+    missing: int
+    bots: int
+    index_bytes: int
+    total_bytes: int
+    largest: tuple[str, int]
+
+
+def _environment() -> jinja2.Environment:
+    try:
+        import jinja2
+    except ImportError:
+        raise UsageError(
+            "publishing a site needs Jinja2: pip install 'arschloch-referee[site]'"
+        ) from None
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        auto_reload=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["f2"] = lambda v: "—" if v is None else f"{v:.2f}"
+    env.filters["f3"] = lambda v: "—" if v is None else f"{v:.3f}"
+    env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
+    return env
+
+
+def _prepare(out: Path) -> None:
+    """Make ``out`` ready: new, empty, or a site published before (its pages are replaced)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; name a folder for the site")
+    if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARKER).is_file():
+        raise UsageError(
+            f"--out {out} is not empty and holds no site published by the referee; "
+            "name a new or empty folder (publishing again into a published site replaces it)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    for name in _GENERATED:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    (out / SITE_MARKER).write_text("written by referee publish; publishing again replaces it\n")
+    for sub in ("bots", "matches"):
+        (out / sub).mkdir()
+    shutil.copytree(_HERE / "static", out / "static")
+
+
+class _Site:
+    """One publication: the snapshot, the names of its files, and the pages as written."""
+
+    def __init__(self, results: StoredTournament, out: Path) -> None:
+        self.results = results
+        self.out = out
+        self.env = _environment()
+        entrants = results.tournament.entrants
+        seated = {s.name for m in results.matches for s in m.seats}
+        # Slugs in the file's order, not the ranking's: a bot's address never changes.
+        self.names = [*entrants, *sorted(seated - set(entrants))]
+        self.slugs = bot_slugs(self.names)
+        self.in_progress = results.in_progress
+        self.stems = match_names({m.spec.key: m.spec.table for m in results.matches})
+        self.complete_deals = _complete_deals(results)
+        self.views: dict[str, MatchView] = {}
+        self.replays = self.withheld = self.missing = 0
+        self.ranking: Ranking | None = None
+        self.sizes: dict[str, int] = {}
+        """Bytes of every file written, by its path in the site."""
+
+    def use(self, ranking: Ranking) -> None:
+        """The leaderboard is ready: bots are listed in its order from now on."""
+        self.ranking = ranking
+        board = ranking.board
+        ranked = [*(e.name for e in board.entries), *board.unrated]
+        self.names = [*ranked, *(n for n in self.names if n not in ranked)]
+
+    @property
+    def board(self) -> Leaderboard:
+        assert self.ranking is not None, "the ranking is used before it is ready"
+        return self.ranking.board
+
+    def render(self, template: str, path: Path, **context: Any) -> None:
+        page = self.env.get_template(template).render(
+            tournament=self.results.tournament.name,
+            in_progress=self.in_progress,
+            **context,
+        )
+        self.write(path, page.encode("utf-8"))
+
+    def write(self, path: Path, data: bytes) -> None:
+        path.write_bytes(data)
+        self.sizes[path.relative_to(self.out).as_posix()] = len(data)
+
+    # -- matches -----------------------------------------------------------------------
+
+    def match_pages(self, progress: Callable[[int, int], None] | None) -> None:
+        """A page per finished match, with its log as a script when it may be shown."""
+        matches = self.results.matches
+        for done, match in enumerate(matches, start=1):
+            view = self._match_view(match)
+            self.views[match.spec.key] = view
+            self.render(
+                "match.html",
+                self.out / "matches" / f"{view.stem}.html",
+                root="../",
+                match=view,
+                bot_slug=self.slugs,
+            )
+            if progress is not None:
+                progress(done, len(matches))
+
+    def _match_view(self, match: StoredMatch) -> MatchView:
+        key = match.spec.key
+        stem = self.stems[key]
+        replay, note, fault_lines = self._replay(key, stem)
+        record = self.results.records.get(key)
+        seats = tuple(
+            SeatView(
+                seat=s.seat,
+                name=s.name,
+                slug=self.slugs.get(s.name),
+                place=s.place,
+                score=s.score,
+                forfeit=s.forfeit,
+                fault_kind=s.fault_kind,
+                fault_detail=s.fault_detail,
+                fault_line=fault_lines.get(s.seat),
+            )
+            for s in match.seats
+        )
+        return MatchView(
+            key=key,
+            stem=stem,
+            label=match_label(key, match.spec.deal, match.spec.rotation),
+            table=match.spec.table,
+            seats=seats,
+            rounds=record.rounds if record else None,
+            duration=record.duration if record else None,
+            finished=format_time(record.finished) if record and record.finished else None,
+            replay=replay,
+            replay_note=note,
+            filter_keys=" ".join(self.slugs[name] for name in match.spec.table),
+        )
+
+    def _replay(self, key: str, stem: str) -> tuple[str, str, dict[int, int]]:
+        """Publish the log of ``key`` if it may be shown: (state, note, fault lines)."""
+        if deal_key(key) not in self.complete_deals:
+            self.withheld += 1
+            return "withheld", "other seat rotations of this deal are still to be played", {}
+        source = self.results.log_path(key)
+        try:
+            raw = source.read_bytes()
+        except OSError:
+            self.missing += 1
+            return "missing", f"its log {source.name} is not in the results folder", {}
+        try:
+            data = log_script(raw)
+        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
+            self.missing += 1
+            return "unreadable", f"its log cannot be read ({exc})", {}
+        target = self.out / "matches" / stem
+        self.write(target.with_suffix(".js"), data.script.encode("utf-8"))
+        _link_or_copy(source, target.with_suffix(".jsonl"), raw)
+        self.sizes[f"matches/{stem}.jsonl"] = len(raw)
+        self.replays += 1
+        return "ok", "", data.fault_lines
+
+    # -- the other pages ---------------------------------------------------------------
+
+    def index_page(self) -> None:
+        results = self.results
+        board = self.board
+        assert self.ranking is not None
+        ranked = [e.name for e in board.entries]
+        chart = history_chart(self.ranking.history, ranked)
+        pairs = pair_records(results.matches)
+        counts = {status: 0 for status in ("done", "running", "pending", "failed")}
+        for record in results.records.values():
+            counts[record.status] += 1
+        self.render(
+            "index.html",
+            self.out / "index.html",
+            root="",
+            board=board,
+            settings=board.settings,
+            slug=self.slugs,
+            chart=chart,
+            crosstable=[[pairs.get((a, b)) for b in ranked] for a in ranked],
+            ranked=ranked,
+            counts=counts,
+            notes=leaderboard_notes(board),
+        )
+
+    def matches_page(self) -> None:
+        views = [self.views[m.spec.key] for m in self.results.matches]
+        self.render(
+            "matches.html",
+            self.out / "matches.html",
+            root="",
+            matches=views,
+            names=self.names,
+            slug=self.slugs,
+        )
+
+    def bot_pages(self) -> None:
+        matches = self.results.matches
+        pairs = pair_records(matches)
+        places = place_counts(matches)
+        faults: dict[str, list[StoredFault]] = {}
+        for fault in self.results.faults:
+            faults.setdefault(fault.name, []).append(fault)
+        mine: dict[str, list[tuple[MatchView, SeatView]]] = {}
+        for match in matches:
+            view = self.views[match.spec.key]
+            for seat in view.seats:
+                mine.setdefault(seat.name, []).append((view, seat))
+        settings = self.board.settings
+        records = {b.name: b for b in settings.bots} if settings else {}
+        entries = {e.name: e for e in self.board.entries}
+        size = self.results.tournament.file.table_size
+        for name in self.names:
+            self.render(
+                "bot.html",
+                self.out / "bots" / f"{self.slugs[name]}.html",
+                root="../",
+                name=name,
+                entry=entries.get(name),
+                record=records.get(name),
+                matches=mine.get(name, []),
+                places=_place_rows(places.get(name), size),
+                head_to_head=list(self._head_to_head(name, pairs)),
+                faults=[(f, self.views.get(f.key)) for f in faults.get(name, [])],
+                slug=self.slugs,
+            )
+
+    def _head_to_head(
+        self, name: str, pairs: dict[tuple[str, str], PairRecord]
+    ) -> Iterator[tuple[str, PairRecord]]:
+        for other in self.names:
+            record = pairs.get((name, other))
+            if other != name and record is not None:
+                yield other, record
+
+    def leaderboard_files(self) -> None:
+        board = self.board
+        for name, text in (
+            ("leaderboard.md", to_markdown(board)),
+            ("leaderboard.json", to_json(board)),
+            ("leaderboard.csv", to_csv(board)),
+        ):
+            self.write(self.out / name, text.encode("utf-8"))
+
+
+def publish_site(
+    results: StoredTournament,
+    out: Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> SiteReport:
+    """Write the site of ``results`` into ``out``; ``progress(done, total)`` per match page.
+
+    ``out`` must be new, empty, or a site published before (which is replaced). Raises
+    ``UsageError`` otherwise, or when Jinja2 (the ``site`` extra) is missing. From
+    :data:`BACKGROUND_FROM` matches the ranking is computed in a spawned process, so a
+    script calling this must guard its entry point (``if __name__ == "__main__":``), as
+    for a tournament run.
+    """
+    site = _Site(results, out)
+    _prepare(out)
+    with _ranking(results) as ranking:
+        site.match_pages(progress)  # meanwhile the ranking is computed
+        site.use(ranking())
+    site.matches_page()
+    site.bot_pages()
+    site.index_page()
+    site.leaderboard_files()
+    return _report(site)
+
+
+BACKGROUND_FROM = 300
+"""From this many matches the ranking is computed in another process while the match pages
+are written (below it, starting that process costs more than it saves)."""
+
+
+@contextlib.contextmanager
+def _ranking(results: StoredTournament) -> Iterator[Callable[[], Ranking]]:
+    """A function that returns the ranking of ``results``, computed in a process of its own
+    (spawned: nothing is shared) when the tournament is large, else here when asked."""
+    if len(results.matches) < BACKGROUND_FROM:
+        yield lambda: rank(results)
+        return
+    try:
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        future = pool.submit(rank, results)
+    except OSError:  # no process to be had here: rank in this one
+        yield lambda: rank(results)
+        return
+
+    def result() -> Ranking:
+        try:
+            return future.result()
+        except BrokenProcessPool:  # the process died (killed, out of memory): rank here
+            return rank(results)
+
+    try:
+        yield result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _report(site: _Site) -> SiteReport:
+    sizes = site.sizes
+    pages = {name: size for name, size in sizes.items() if name.endswith(".html")}
+    largest = max(pages.items(), key=lambda item: item[1])
+    return SiteReport(
+        out=site.out,
+        index=site.out / "index.html",
+        matches=len(site.views),
+        replays=site.replays,
+        withheld=site.withheld,
+        missing=site.missing,
+        bots=len(site.names),
+        index_bytes=sizes["index.html"],
+        total_bytes=sum(sizes.values()),
+        largest=largest,
+    )
+
+
+def _link_or_copy(source: Path, target: Path, data: bytes) -> None:
+    """``target`` as a hard link to the finished log ``source`` (a log never changes once
+    its match is stored: a replayed match gets a new file), or a copy of ``data`` where a
+    link cannot be made (another file system)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        target.write_bytes(data)
+
+
+def match_label(key: str, deal: int, rotation: int) -> str:
+    """``deal 3, rotation 1``; ``play-off round 2, deal 4, rotation 0``; a gauntlet's draw."""
+    where = f"deal {deal}, rotation {rotation}"
+    round_no = playoff_round(key)
+    if round_no is not None:
+        return f"play-off round {round_no + 1}, {where}"
+    draw = next((p[1:] for p in key.split("/") if p[:1] == "m" and p[1:].isdigit()), None)
+    if key.startswith("g/") and draw is not None:
+        return f"gauntlet draw {int(draw)}, {where}"
+    return where
+
+
+def _complete_deals(results: StoredTournament) -> set[str]:
+    """The deals every seat rotation of which is finished: their cards may be shown."""
+    open_deals = {
+        deal_key(key)
+        for key, record in results.records.items()
+        if record.status != "done" and key in results.specs
+    }
+    return {deal_key(m.spec.key) for m in results.matches} - open_deals
+
+
+def _place_rows(counts: Counter[int | str] | None, table_size: int) -> list[tuple[str, int, float]]:
+    """``(label, count, share)`` for places 1..k and forfeits, for the bar chart."""
+    if not counts:
+        return []
+    total = sum(counts.values())
+    rows: list[tuple[str, int, float]] = []
+    for place in range(1, table_size + 1):
+        rows.append((ordinal(place), counts.get(place, 0), counts.get(place, 0) / total))
+    rows.append(("forfeit", counts.get("forfeit", 0), counts.get("forfeit", 0) / total))
+    return rows

@@ -1,0 +1,179 @@
+"""What a publication reads: a tournament's file and everything its results store holds.
+
+:func:`load_results` opens the store once (it may be in use by a running tournament: WAL
+lets it read while the run writes) and returns a :class:`StoredTournament` snapshot: the
+finished matches, each fault with its evidence, every match's state and timings, the deal
+commitments and the entrants' records. :func:`rank` makes the leaderboard from it, with the
+tournament's settings, and the rating history. The terminal, Markdown, JSON and CSV
+leaderboards and the static site all start here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from referee import __version__
+from referee.errors import UsageError
+from referee.publish.history import RatingHistory
+from referee.publish.leaderboard import DealCommitment, Leaderboard, build_leaderboard
+from referee.publish.settings import BotRecord, TournamentSettings
+from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch
+from referee.store import DATABASE, MatchRecord, Store
+
+if TYPE_CHECKING:
+    from referee.tournament import Tournament
+
+__all__ = ["Ranking", "StoredTournament", "load_results", "rank", "tournament_settings"]
+
+
+@dataclass(frozen=True)
+class StoredTournament:
+    """A snapshot of a tournament's results, as one publication shows them."""
+
+    tournament: Tournament
+    results_dir: Path
+    matches: tuple[StoredMatch, ...]
+    """The finished matches, in key order."""
+    faults: tuple[StoredFault, ...]
+    records: dict[str, MatchRecord]
+    """Every stored match's status and timings (finished or not), by key."""
+    specs: dict[str, MatchSpec]
+    """Every stored match spec, by key (play-off rounds included once planned)."""
+    deals: tuple[DealCommitment, ...]
+    entrants: dict[str, EntrantRecord]
+    """The entrants as their results were played (version, SHA-256), by name."""
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.results_dir / "logs"
+
+    def log_path(self, key: str) -> Path:
+        """Where the store keeps the log of ``key`` (as :meth:`referee.store.Store.log_path`)."""
+        return self.logs_dir / f"{key.replace('/', '_')}.jsonl"
+
+    @property
+    def deals_revealed(self) -> bool:
+        """Whether every deal secret is revealed: the tournament is complete."""
+        return bool(self.deals) and all(d.secret is not None for d in self.deals)
+
+    @property
+    def in_progress(self) -> bool:
+        """Matches are still to be played (or retried), or the deals are not revealed yet."""
+        done = sum(r.status == "done" for r in self.records.values())
+        return done < len(self.records) or not self.deals_revealed
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The leaderboard of a snapshot, and the rating history recorded while making it."""
+
+    board: Leaderboard
+    history: RatingHistory
+
+
+def load_results(tournament: Tournament, results_dir: Path | None = None) -> StoredTournament:
+    """Read the stored results of ``tournament`` (from ``results_dir`` when given).
+
+    Raises ``UsageError`` when there are none yet, naming the command that makes them.
+    """
+    folder = results_dir or tournament.results_dir
+    if not (folder / DATABASE).exists():
+        raise UsageError(
+            f"no results yet for {tournament.name} ({folder} has none); "
+            f"run: referee tournament run {tournament.path}"
+        )
+    with Store(folder) as store, store.snapshot():
+        matches = store.completed()
+        secrets = store.deal_secrets()
+        faults = store.fault_reports()
+        records = store.match_records()
+        specs = store.specs()
+        entrants = store.entrants()
+    return StoredTournament(
+        tournament=tournament,
+        results_dir=folder,
+        matches=tuple(matches),
+        faults=tuple(faults),
+        records=records,
+        specs=specs,
+        deals=tuple(
+            DealCommitment(s.commitment, s.secret.hex() if s.revealed is not None else None)
+            for s in secrets
+        ),
+        entrants=entrants,
+    )
+
+
+def rank(results: StoredTournament) -> Ranking:
+    """The leaderboard of ``results`` with the tournament's settings, and its rating history.
+
+    This is the costly part of publishing (TrueSkill, then the bootstrap), and it needs
+    nothing but ``results``: the site computes it in another process while it writes the
+    match pages.
+    """
+    t = results.tournament
+    f = t.file
+    history = RatingHistory(f.ratings, t.rules)
+    board = build_leaderboard(
+        t.name,
+        t.rules.name,
+        results.matches,
+        t.entrants,
+        deals=results.deals,
+        ratings=f.ratings,
+        ruleset=t.rules,
+        playoff=f.playoff,
+        table_size=f.table_size,
+        settings=tournament_settings(t, results.entrants, results.records.values()),
+        observe=history,
+    )
+    return Ranking(board, history)
+
+
+def tournament_settings(
+    tournament: Tournament,
+    stored: dict[str, EntrantRecord],
+    records: Iterable[MatchRecord] = (),
+) -> TournamentSettings:
+    """The settings published with the leaderboard of ``tournament``.
+
+    Each bot's version and SHA-256 are those its stored results were played with (the
+    files as they are now for an entrant without results yet); ``records`` (the stored
+    matches' :class:`MatchRecord`) say when the finished matches were played.
+    """
+    f = tournament.file
+    overrides = {} if isinstance(f.rules, str) else dict(f.rules)
+    preset = str(overrides.pop("preset", tournament.rules.name))
+    bots = []
+    for bot in tournament.bots:
+        record = stored.get(bot.name)
+        if record is not None:
+            bots.append(BotRecord(bot.name, record.version, record.sha256))
+        else:
+            bots.append(BotRecord(bot.name, bot.version, bot.sha256))
+    done = [r for r in records if r.status == "done"]
+    started = [r.started for r in done if r.started is not None]
+    finished = [r.finished for r in done if r.finished is not None]
+    return TournamentSettings(
+        preset=preset,
+        overrides=overrides,
+        table_size=f.table_size,
+        format=f.format,
+        deals=f.deals,
+        seed=f.seed,
+        move_ms=f.time.move_ms,
+        bank_ms=f.time.bank_ms,
+        hello_ms=f.time.hello_ms,
+        sandbox=f.sandbox.backend,
+        memory_mb=f.sandbox.memory_mb,
+        bots=tuple(bots),
+        referee_version=__version__,
+        played_from=min(started) if started else None,
+        played_to=max(finished) if finished else None,
+        candidate=f.candidate,
+        gauntlet_matches=f.matches,
+        ratings=f.ratings.model_dump(exclude_unset=True),
+    )

@@ -1,0 +1,290 @@
+"""The published site, read as files: what it holds, what it escapes, when it holds back.
+
+The browser tests (test_browser.py) open the same pages in Chromium; these check the files
+themselves, fast, on tournaments played in memory (conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from referee.cli import main
+from referee.errors import UsageError
+from referee.publish.site import SITE_MARKER, publish_site
+from referee.publish.source import load_results, rank
+from referee.results import FaultInfo, MatchResult, SeatResult
+from referee.store import Store
+from referee.tournament import Tournament
+from tests.publish.conftest import HOSTILE_NAME, play_fake, write_fake_tournament
+
+ESCAPED_NAME = "&lt;img src=x onerror=alert(1)&gt;"
+
+
+class _Rows(HTMLParser):
+    """The text of each cell of the first table with ``id``, row by row."""
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__()
+        self.table_id = table_id
+        self.inside = self.in_body = False
+        self.rows: list[list[str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table" and ("id", self.table_id) in attrs:
+            self.inside = True
+        elif self.inside and tag == "tbody":
+            self.in_body = True
+        elif self.in_body and tag == "tr":
+            self.rows.append([])
+        elif self.in_body and tag == "td":
+            self.rows[-1].append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self.inside = self.in_body = False
+
+    def handle_data(self, data: str) -> None:
+        if self.in_body and self.rows and self.rows[-1]:
+            self.rows[-1][-1] += data
+
+
+class _Attributes(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.names.update(name for name, _ in attrs)
+
+
+def _attributes(text: str) -> set[str]:
+    """Every attribute name used in the page's tags."""
+    parser = _Attributes()
+    parser.feed(text)
+    return parser.names
+
+
+def _rows(page: Path, table_id: str) -> list[list[str]]:
+    parser = _Rows(table_id)
+    parser.feed(page.read_text(encoding="utf-8"))
+    return [[cell.strip() for cell in row] for row in parser.rows]
+
+
+@pytest.fixture(scope="module")
+def site(fake_tournament: Tournament, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site") / "site"
+    publish_site(load_results(fake_tournament), out)
+    return out
+
+
+def test_the_leaderboard_page_lists_every_bot_in_the_order_of_leaderboard_json(
+    site: Path,
+) -> None:
+    board = json.loads((site / "leaderboard.json").read_text())
+    rows = _rows(site / "index.html", "leaderboard")
+    assert [row[1] for row in rows] == [e["name"] for e in board["entries"]]
+    assert [int(row[0]) for row in rows] == [e["rank"] for e in board["entries"]]
+    for row, entry in zip(rows, board["entries"], strict=True):
+        assert abs(float(row[2]) - entry["score"]) < 0.006
+    assert board["settings"]["overrides"] == {"target": 3}
+    index = (site / "index.html").read_text()
+    assert "target = 3" in index and "referee 0.1" in index
+    for bot in board["settings"]["bots"]:
+        assert bot["sha256"] in index
+    assert "revealed:" in index  # a finished tournament shows its deal secret
+    assert "Still being played" not in index
+    assert (site / "leaderboard.md").read_text().startswith("## Leaderboard: fake")
+    assert (site / "leaderboard.csv").read_text().startswith('"rank","name"')
+
+
+def test_untrusted_text_is_escaped_and_no_page_runs_inline_code(site: Path) -> None:
+    pages = list(site.rglob("*.html"))
+    assert len(pages) == 2 + 4 + 24
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert "<img" not in text and "<script>" not in text, page
+        for tag in re.findall(r"<script[^>]*>", text):
+            assert re.fullmatch(r'<script src="[^"]+">', tag), (page, tag)
+        assert not [a for a in _attributes(text) if a.startswith("on")], page
+        assert "Content-Security-Policy" in text
+    assert ESCAPED_NAME in (site / "index.html").read_text()
+    for script in site.rglob("matches/*.js"):
+        text = script.read_text(encoding="utf-8")
+        assert "<" not in text and ">" not in text and "\u2028" not in text, script
+
+
+def test_each_match_has_a_readable_page_its_log_and_its_data(
+    site: Path, fake_tournament: Tournament
+) -> None:
+    stems = {p.stem for p in (site / "matches").glob("*.html")}
+    assert len(stems) == 24
+    assert "lowest-polite-steady_d000_r0" in stems
+    assert "img-src-x-onerror-al-lowest-polite_d001_r2" in stems
+    for stem in stems:
+        assert (site / "matches" / f"{stem}.js").is_file()
+    results = load_results(fake_tournament)
+    logs = {p.read_bytes() for p in results.logs_dir.glob("*.jsonl")}
+    assert {p.read_bytes() for p in (site / "matches").glob("*.jsonl")} == logs
+    rows = _rows(site / "matches.html", "match-list")
+    assert len(rows) == 24
+    page = (site / "matches" / "lowest-polite-steady_d000_r0.html").read_text()
+    assert 'src="lowest-polite-steady_d000_r0.js"' in page and "deal 0, rotation 0" in page
+
+
+def test_a_bot_page_lists_each_fault_with_its_reply_and_a_link_to_the_move(site: Path) -> None:
+    page = (site / "bots" / "img-src-x-onerror-alert-1.html").read_text()
+    assert page.count('<details class="fault"') == 18
+    assert "reply is not valid JSON" in page
+    assert "&lt;/script&gt;&lt;img src=x onerror=alert(3)&gt;&lt;!--" in page
+    links = re.findall(r'href="\.\./matches/([^"#]+)\.html#L(\d+)"', page)
+    assert len(links) == 18
+    stem, line = links[0]
+    log = (site / "matches" / f"{stem}.jsonl").read_text().split("\n")
+    assert json.loads(log[int(line) - 1])["type"] == "fault"
+
+
+def test_the_stderr_of_a_faulting_bot_is_kept_and_shown(tmp_path: Path) -> None:
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1))
+    stderr = "[before the match]\nloading </pre><script>alert(4)</script>\n[during the match]\nboom"
+    key = sorted(load_results(spec).records)[0]
+    table = load_results(spec).specs[key].table
+    fault = FaultInfo(kind="crash", detail="exit code 3", request_id=9, reply=None, elapsed_ms=12)
+    standings = [
+        SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=s == 2,
+                   fault=fault if s == 2 else None)
+        for s, n in enumerate(table)
+    ]  # fmt: skip
+    result = MatchResult(match=key, seed=1, rules="arschloch", rounds=1, log=None,
+                         standings=standings, stderr_tails={2: stderr})  # fmt: skip
+    with Store(spec.results_dir) as store:
+        store.record_result(key, result, table)
+        [kept] = [f for f in store.fault_reports() if f.key == key and f.seat == 2]
+    assert (kept.kind, kept.request_id, kept.elapsed_ms, kept.stderr) == ("crash", 9, 12, stderr)
+    out = tmp_path / "site"
+    publish_site(load_results(spec), out)
+    slug = {"polite": "polite", "lowest": "lowest", "steady": "steady"}.get(
+        table[2], "img-src-x-onerror-alert-1"
+    )
+    page = (out / "bots" / f"{slug}.html").read_text()
+    assert "loading &lt;/pre&gt;&lt;script&gt;alert(4)&lt;/script&gt;" in page
+    assert "exit code 3" in page and "<dd>9</dd>" in page and "12 ms" in page
+
+
+def test_while_a_deal_is_being_played_its_replays_are_held_back(tmp_path: Path) -> None:
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1))
+    key = sorted(load_results(spec).records)[0]
+    with Store(spec.results_dir) as store:
+        store.mark_running(key)  # as if the run were playing it again now
+    db = sqlite3.connect(spec.results_dir / "results.sqlite")
+    db.execute("UPDATE deal_secrets SET revealed = NULL")
+    db.commit()
+    db.close()
+    out = tmp_path / "site"
+    report = publish_site(load_results(spec), out)
+    assert (report.matches, report.withheld, report.replays) == (11, 2, 9)
+    index = (out / "index.html").read_text()
+    assert "Still being played" in index and "11 of 12 matches were finished" in index
+    assert "not revealed yet" in index
+    held = [p for p in (out / "matches").glob("*.html") if not p.with_suffix(".js").exists()]
+    assert len(held) == 2
+    assert "other seat rotations of this deal are still to be played" in held[0].read_text()
+
+
+def test_a_missing_log_costs_its_replay_only(tmp_path: Path) -> None:
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1))
+    results = load_results(spec)
+    key = sorted(results.records)[0]
+    results.log_path(key).unlink()
+    report = publish_site(results, tmp_path / "site")
+    assert (report.matches, report.replays, report.missing) == (12, 11, 1)
+
+
+def test_publishing_again_replaces_the_site_and_never_writes_into_other_folders(
+    fake_tournament: Tournament, tmp_path: Path
+) -> None:
+    results = load_results(fake_tournament)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    (out / "matches" / "stale.html").write_text("old")
+    publish_site(results, out)
+    assert not (out / "matches" / "stale.html").exists()
+    assert (out / SITE_MARKER).is_file()
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("precious")
+    with pytest.raises(UsageError, match="not empty and holds no site"):
+        publish_site(results, foreign)
+    assert [p.name for p in foreign.iterdir()] == ["thesis.tex"]
+    with pytest.raises(UsageError, match="is a file"):
+        publish_site(results, foreign / "thesis.tex")
+
+
+def test_without_jinja_the_error_says_what_to_install(
+    fake_tournament: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "jinja2", None)
+    with pytest.raises(UsageError, match=r"pip install 'arschloch-referee\[site\]'"):
+        publish_site(load_results(fake_tournament), tmp_path / "site")
+    assert not (tmp_path / "site").exists()
+
+
+def test_the_command_prints_the_index_and_refuses_a_foreign_folder(
+    fake_tournament: Tournament, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    out = tmp_path / "site"
+    done = runner.invoke(main, ["publish", str(fake_tournament.path), "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.strip().splitlines()[-1] == str((out / "index.html").resolve())
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "x").write_text("x")
+    refused = runner.invoke(main, ["publish", str(fake_tournament.path), "--out", str(tmp_path / "other")])  # fmt: skip
+    assert refused.exit_code == 2
+    assert "not empty" in refused.output
+
+
+def test_the_leaderboard_in_every_format_carries_the_settings(
+    fake_tournament: Tournament,
+) -> None:
+    from referee.publish import render
+
+    board = rank(load_results(fake_tournament)).board
+    text = " ".join(render(board, "table").split())  # the terminal wraps long lines
+    md = render(board, "md")
+    for out in (text, md):
+        assert "arschloch with target = 3" in out and "3 per table" in out
+        assert "round-robin" in out and "seed 5" in out and "sandbox process (512 MB)" in out
+        assert "1000 ms per request" in out and "by referee 0.1.0" in out
+        for bot in board.settings.bots if board.settings else ():
+            assert bot.sha256 in out
+    assert "\\<img src=x onerror=alert(1)\\>" not in md and ESCAPED_NAME in md
+    assert HOSTILE_NAME in text
+
+
+def test_a_large_tournament_is_ranked_in_another_process_with_the_same_result(
+    fake_tournament: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import referee.publish.site as site_module
+
+    results = load_results(fake_tournament)
+    publish_site(results, tmp_path / "here")
+    monkeypatch.setattr(site_module, "BACKGROUND_FROM", 1)
+    publish_site(results, tmp_path / "there")
+
+    def board(folder: Path) -> dict[str, object]:
+        data = json.loads((folder / "leaderboard.json").read_text())
+        data["settings"].pop("published")
+        return dict(data)
+
+    assert board(tmp_path / "here") == board(tmp_path / "there")
+    assert (tmp_path / "here" / "index.html").read_text().count("<tr>") == (
+        tmp_path / "there" / "index.html"
+    ).read_text().count("<tr>")
