@@ -64,6 +64,8 @@ class RunStarted:
     to_play: int
     sandbox: str
     commitment: str
+    limits: str
+    """The clock and resource limits every bot runs under, in one line."""
     """SHA-256 of the deal secret that deals this run's new matches (published now)."""
 
 
@@ -232,6 +234,8 @@ class TournamentRun:
                     len(tasks),
                     self.sandbox.describe(),
                     self.commitment,
+                    f"{self.tournament.time_control.describe()}; "
+                    f"{self.tournament.limits.describe()}",
                 )
             )
         if tasks:

@@ -153,6 +153,7 @@ def _act_play_line(
     passed: list[int],
     legal: list[list[str]],
     bank_ms: int,
+    counts: list[int],
 ) -> bytes:
     """The ``act``/``play`` request, the most frequent line, exactly as :class:`m.ActPlay`.
 
@@ -164,7 +165,7 @@ def _act_play_line(
         f'{{"type":"act","id":{request_id},"kind":"play","hand":{_cards_json(hand)},'
         f'"trick":{{"leader":{trick["leader"]},"count":{trick["count"]},'
         f'"top":{_cards_json(trick["top"])}}},"passed":{_dumps(passed)},'
-        f'"legal":[{legal_json}],"bank_ms":{bank_ms}}}\n'
+        f'"legal":[{legal_json}],"bank_ms":{bank_ms},"counts":{_dumps(counts)}}}\n'
     ).encode()
 
 
@@ -370,19 +371,26 @@ class Match:
             game.passed_seats(),
             game.legal_plays(seat),
             self.banks[seat],
+            game.counts(),
         )
 
     def _act_give(self, rid: int, seat: int) -> bytes:
         game = self.game
         act = m.ActGive.model_construct(
-            id=rid, hand=game.hand_names(seat), to=game.give_to, count=game.give_count
+            id=rid,
+            hand=game.hand_names(seat),
+            to=game.give_to,
+            count=game.give_count,
+            counts=game.counts(),
         )
         return m.encode(act)
 
     def _act_leftover(self, rid: int, seat: int) -> bytes:
         game = self.game
         offer = [game.codec.names[c] for c in game.offer]
-        act = m.ActLeftover.model_construct(id=rid, hand=game.hand_names(seat), offer=offer)
+        act = m.ActLeftover.model_construct(
+            id=rid, hand=game.hand_names(seat), offer=offer, counts=game.counts()
+        )
         return m.encode(act)
 
 

@@ -185,6 +185,9 @@ class Standing(_ToBot):
 # --- referee -> bot: requests -----------------------------------------------------------
 
 
+_COUNTS = "cards held now, by seat (protocol 1.1; absent from a 1.0 referee)"
+
+
 class Hello(_ToBot):
     """First request to a bot process; answer with ready within hello_ms."""
 
@@ -207,6 +210,7 @@ class ActPlay(_ToBot):
         description="every legal play, one per multiset of ranks, sorted; [] is a pass"
     )
     bank_ms: int = Field(ge=0, description="time left in your bank")
+    counts: list[int] = Field(description=_COUNTS)
 
 
 class ActGive(_ToBot):
@@ -218,6 +222,7 @@ class ActGive(_ToBot):
     hand: list[Card]
     to: Seat
     count: int = Field(ge=1)
+    counts: list[int] = Field(description=_COUNTS)
 
 
 class ActLeftover(_ToBot):
@@ -228,6 +233,7 @@ class ActLeftover(_ToBot):
     kind: Literal["leftover"] = "leftover"
     hand: list[Card]
     offer: list[Card] = Field(min_length=1, description="the face-up leftovers still there")
+    counts: list[int] = Field(description=_COUNTS)
 
 
 # --- referee -> bot: events -------------------------------------------------------------

@@ -67,6 +67,10 @@ class TimeControl(BaseModel):
         default=10_000, ge=1, le=3_600_000, description="time to start up and answer hello"
     )
 
+    def describe(self) -> str:
+        """The clock in one line: ``move 1000 ms + bank 10000 ms, hello 10000 ms``."""
+        return f"move {self.move_ms} ms + bank {self.bank_ms} ms, hello {self.hello_ms} ms"
+
     @classmethod
     def bounds(cls, name: str) -> tuple[int, int]:
         """The smallest and largest value of the field ``name`` (for the CLI's ranges)."""

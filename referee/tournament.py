@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from referee.errors import UsageError
 from referee.names import check_name, confusable_with, lookalike_note
 from referee.rules import ResolvedRules, RuleSet
-from referee.sandbox import BotSpec, Limits, load_bot
+from referee.sandbox import DEFAULT_SANDBOX, BotSpec, Limits, load_bot
 from referee.sandbox.image import IMAGE_NAME, allowed_images, check_bot_image
 from referee.specs import PlayoffSettings, RatingSettings, TimeControl
 
@@ -67,7 +67,7 @@ class SandboxSettings(_Strict):
     """``[sandbox]``: the backend that runs the bots, their memory limit, and the Docker
     images a bot may name in its ``bot.toml`` (the referee's bot image is always allowed)."""
 
-    backend: Literal["process", "docker", "auto"] = "process"
+    backend: Literal["process", "docker", "auto"] = DEFAULT_SANDBOX
     memory_mb: int = Field(default=512, ge=32, le=65_536)
     images: tuple[Annotated[str, Field(min_length=1, max_length=512)], ...] = (IMAGE_NAME,)
 

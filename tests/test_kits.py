@@ -459,3 +459,44 @@ def test_python_kit_writes_nothing_but_replies_on_stdout() -> None:
     assert [json.loads(x) for x in proc.stdout.splitlines()] == [
         {"id": 1, "type": "ready", "name": "botkit-bot"}
     ]
+
+
+def _act_with_counts(counts: list[Any]) -> dict[str, Any]:
+    return {
+        "type": "act", "id": 9, "kind": "play", "hand": ["8D", "9S"],
+        "trick": {"leader": 0, "count": 0, "top": []}, "passed": [],
+        "legal": [["8D"], ["9S"]], "bank_ms": 900, "counts": counts,
+    }  # fmt: skip
+
+
+def test_python_kit_takes_the_referees_counts_and_ignores_broken_ones() -> None:
+    """Protocol 1.1's ``counts`` override the kit's bookkeeping; a 1.0 act keeps it."""
+    kit = _kit()
+    state = kit.GameState()
+    state.apply(match_start(seat=0))
+    state.apply(round_start(list(HAND), rnd=1))
+    state.apply(_act_with_counts([2, 5, 0, 7]))
+    assert state.hand_sizes == [2, 5, 0, 7]
+    state.apply(_act_with_counts([1, 2]))  # wrong length: ignored
+    state.apply(_act_with_counts("x"))  # not a list: ignored
+    assert state.hand_sizes == [2, 5, 0, 7]
+    state.apply(_act_with_counts(["x", 3, 3, 3]))
+    assert state.hand_sizes == [0, 3, 3, 3]
+
+
+@pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
+def test_javascript_kit_takes_the_referees_counts() -> None:
+    steps = [
+        match_start(seat=0),
+        round_start(list(HAND), rnd=1),
+        _act_with_counts([2, 5, 0, 7]),
+        _act_with_counts([1, 2]),
+    ]
+    script = f"""
+        const k = require({str(JS_KIT)!r});
+        const s = new k.GameState();
+        for (const msg of {json.dumps(steps)}) s.apply(msg);
+        console.log(JSON.stringify(s.handSizes));
+    """
+    out = subprocess.run(["node", "-e", script], capture_output=True, timeout=10, check=True)
+    assert json.loads(out.stdout) == [2, 5, 0, 7]

@@ -78,9 +78,25 @@ TO_BOT: list[dict[str, Any]] = [
         "passed": [],
         "legal": [["8H"], ["8H", "8D"], ["JC"], ["AS"]],
         "bank_ms": 10000,
+        "counts": [4, 8, 3, 0],
     },
-    {"type": "act", "id": 8, "kind": "give", "hand": ["7C", "AS", "AD"], "to": 3, "count": 2},
-    {"type": "act", "id": 9, "kind": "leftover", "hand": ["7C", "AS"], "offer": ["9C", "KH"]},
+    {
+        "type": "act",
+        "id": 8,
+        "kind": "give",
+        "hand": ["7C", "AS", "AD"],
+        "to": 3,
+        "count": 2,
+        "counts": [3, 3, 3, 1],
+    },
+    {
+        "type": "act",
+        "id": 9,
+        "kind": "leftover",
+        "hand": ["7C", "AS"],
+        "offer": ["9C", "KH"],
+        "counts": [2, 2, 2],
+    },
     {"type": "played", "seat": 2, "cards": ["8H", "8D"]},
     {"type": "passed", "seat": 0},
     {"type": "skipped", "seat": 1},
@@ -138,10 +154,11 @@ def test_models_are_built_with_python_names_and_sent_with_protocol_names() -> No
         passed=[],
         legal=[["8H"], []],
         bank_ms=500,
+        counts=[1, 3, 2],
     )
     assert json.loads(m.encode(act))["kind"] == "play"
     assert list(json.loads(m.encode(act))) == [
-        "type", "id", "kind", "hand", "trick", "passed", "legal", "bank_ms",
+        "type", "id", "kind", "hand", "trick", "passed", "legal", "bank_ms", "counts",
     ]  # fmt: skip
 
 

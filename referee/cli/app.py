@@ -24,6 +24,7 @@ from referee import DISTRIBUTION
 from referee.errors import RefereeError, ReplayMismatch, UsageError
 from referee.interrupts import Terminated, handle_sigterm
 from referee.render import printable
+from referee.sandbox import DEFAULT_SANDBOX, SANDBOX_NAMES
 
 __all__ = [
     "allow_image_option",
@@ -83,11 +84,18 @@ def main() -> None:
 sandbox_option = click.option(
     "--sandbox",
     "sandbox_name",
-    default="auto",
+    default=DEFAULT_SANDBOX,
     show_default=True,
-    type=click.Choice(["auto", "process", "docker"]),
-    help="Where bots run: docker when its daemon and image are there, else process.",
+    type=click.Choice(SANDBOX_NAMES),
+    help="Where bots run; the same default as a tournament file's [sandbox] backend "
+    "(auto: docker when its daemon and image are there, else process).",
 )
+
+
+def announce(sandbox: Any, time_control: Any, limits: Any, *, err: bool = True) -> None:
+    """Say where the bots run and under which clock and limits, before any bot starts."""
+    click.echo(printable(f"sandbox: {sandbox.describe()}"), err=err)
+    click.echo(printable(f"limits: {time_control.describe()}; {limits.describe()}"), err=err)
 
 
 def default_log(stem: str) -> Any:

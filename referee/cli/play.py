@@ -7,13 +7,13 @@ from rich.console import Console
 
 from referee.cli.app import (
     allow_image_option,
+    announce,
     bots_or_fail,
     default_log,
     friendly,
     main,
     print_result,
     sandbox_option,
-    say,
 )
 from referee.specs import TimeControl
 
@@ -124,7 +124,7 @@ def play(
     from referee.deals import deal_seed, new_secret
     from referee.match import play_once
     from referee.rules import RuleSet
-    from referee.sandbox import get_sandbox
+    from referee.sandbox import Limits, get_sandbox
 
     specs = bots_or_fail(bots, allow_images)
     overrides = {"max_rounds": max_rounds} if max_rounds else {}
@@ -142,9 +142,9 @@ def play(
     if log_path is None:
         log_path = str(default_log(match_id))
     sandbox = get_sandbox(sandbox_name, images=allow_images)
-    if not as_json:
-        say(f"sandbox: {sandbox.describe()}")
     tc = TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms)
+    if not as_json:
+        announce(sandbox, tc, Limits())
     result = play_once(
         sandbox, specs, rules, seed, match_id=match_id, time_control=tc, log_path=log_path
     )

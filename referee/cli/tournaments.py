@@ -29,7 +29,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from referee.cli.app import friendly, main, say
+from referee.cli.app import announce, friendly, main, say
 from referee.coordinator import (
     Event,
     PlayoffRound,
@@ -217,6 +217,7 @@ class _ProgressView:
         if isinstance(event, RunStarted):
             self.total, self.done, self.to_play = event.total, event.done, event.to_play
             self.console.print(printable(f"sandbox: {event.sandbox}"), markup=False)
+            self.console.print(printable(f"limits: {event.limits}"), markup=False)
             self.console.print(
                 printable(
                     f"deals: secret, committed to sha256 {event.commitment} "
@@ -409,7 +410,7 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
     is refused (the reason and the end of its stderr are shown), 2 for a usage error (a
     path that does not exist, a name already taken).
     """
-    from referee.sandbox import load_bot
+    from referee.sandbox import get_sandbox, load_bot
 
     spec = load_tournament(file)
     if not os.path.lexists(bot):
@@ -436,6 +437,9 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
     except UsageError as exc:
         raise Refused(f"bot refused: {exc}") from None
     out = Console(stderr=True, highlight=False)
+    announce(
+        get_sandbox(spec.file.sandbox.backend, images=spec.images), spec.time_control, spec.limits
+    )
     out.print(
         f"smoke match: {printable(display)} against the sample bots, "
         f"{SMOKE_MAX_ROUNDS} rounds of {spec.rules.name} at {spec.file.table_size}",

@@ -220,6 +220,10 @@ class Game:
         names = self.codec.names
         return [names[c] for cards in self.hands[seat] for c in cards]
 
+    def counts(self) -> list[int]:
+        """Every seat's number of cards right now, by seat (the ``counts`` of an ``act``)."""
+        return list(self.nheld)
+
     def legal_plays(self, seat: int) -> list[list[str]]:
         """The ``legal`` list of an ``act`` for the seat to act: card strings, sorted by
         rank then count, lowest suits chosen, ``[]`` (a pass) last when not leading."""

@@ -26,6 +26,15 @@ class Limits:
     tmp_mb: int = 64
     cpus: float = 1.0
 
+    def describe(self) -> str:
+        """The limits in one line, as commands print them before running a bot."""
+        cpus = f"{self.cpus:g} CPU" + ("" if self.cpus == 1 else "s")
+        return (
+            f"memory {self.memory_mb} MiB, {self.pids} processes, {cpus}, "
+            f"{self.cpu_seconds} CPU seconds, scratch {self.tmp_mb} MiB, "
+            f"files up to {self.file_size_mb} MiB, {self.open_files} open files"
+        )
+
 
 @dataclass(frozen=True)
 class BotSpec:

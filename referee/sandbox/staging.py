@@ -78,6 +78,8 @@ __all__ = [
 ]
 
 MANIFEST = "bot.toml"
+MANIFEST_KEYS = ("name", "command", "version", "image")
+"""Every key ``bot.toml`` may hold; any other is refused with this list."""
 MAX_BOT_BYTES = 50 * 1024 * 1024
 MAX_BOT_FILES = 10_000
 MAX_BOT_DEPTH = 32
@@ -153,6 +155,7 @@ def _load_folder(folder: Path) -> BotSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{manifest} is not valid TOML: {exc}") from None
+    _refuse_unknown_keys(data, manifest)
     if "command" not in data:
         raise UsageError(f'{manifest} has no command; add e.g. command = "python3 bot.py"')
     command = _parse_command(data["command"], manifest)
@@ -166,6 +169,28 @@ def _load_folder(folder: Path) -> BotSpec:
         command=command,
         version=_optional_str(data, "version", manifest),
         image=_optional_str(data, "image", manifest),
+    )
+
+
+def _refuse_unknown_keys(data: dict[str, object], manifest: Path) -> None:
+    """A misspelt key (``cmd = ...``) is named, with the close match and every allowed key.
+
+    Silently ignoring it would turn a typo into a misleading "has no command" later.
+    """
+    import difflib
+
+    unknown = sorted(key for key in data if key not in MANIFEST_KEYS)
+    if not unknown:
+        return
+    key = unknown[0]
+    close = difflib.get_close_matches(key, MANIFEST_KEYS, n=1, cutoff=0.5)
+    if key in ("cmd", "run", "exec", "executable", "program", "entrypoint"):
+        close = ["command"]
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    others = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+    raise UsageError(
+        f"{_shown(manifest)}: unknown key '{printable(key)}'{others}{hint}; "
+        f"allowed keys: {', '.join(MANIFEST_KEYS)}"
     )
 
 

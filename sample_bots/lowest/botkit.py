@@ -241,6 +241,10 @@ class GameState:
         self.kind = msg.get("kind")
         if "hand" in msg:
             self.hand = list(msg["hand"])
+        counts = msg.get("counts")
+        if isinstance(counts, list) and len(counts) == len(self.hand_sizes):
+            # Protocol 1.1: the referee's own counts replace the kit's bookkeeping.
+            self.hand_sizes = [n if isinstance(n, int) else 0 for n in counts]
         if self.kind == "play":
             trick = msg.get("trick", {})
             self.leader = trick.get("leader", self.leader)

@@ -56,8 +56,9 @@ def test_act_play_line_matches_the_model() -> None:
         passed=[],
         legal=[["8H"], ["8H", "8D"], ["JC"], ["AS"]],
         bank_ms=10000,
+        counts=[4, 7, 0, 5],
     )
-    line = _act_play_line(7, args["hand"], args["trick"], [], args["legal"], 10000)
+    line = _act_play_line(7, args["hand"], args["trick"], [], args["legal"], 10000, [4, 7, 0, 5])
     model = m.ActPlay(**args)  # validated
     assert json.loads(line) == json.loads(m.encode(model))
     assert line.endswith(b"\n") and line.count(b"\n") == 1

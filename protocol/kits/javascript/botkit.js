@@ -219,6 +219,10 @@ class GameState {
         this.requestId = msg.id;
         this.kind = msg.kind;
         if (Array.isArray(msg.hand)) this.hand = [...msg.hand];
+        // Protocol 1.1: the referee's own counts replace the kit's bookkeeping.
+        if (Array.isArray(msg.counts) && msg.counts.length === this.handSizes.length) {
+          this.handSizes = msg.counts.map((n) => (Number.isInteger(n) ? n : 0));
+        }
         if (msg.kind === "play") {
           const trick = msg.trick || {};
           this.leader = trick.leader;
