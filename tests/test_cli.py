@@ -252,3 +252,23 @@ def test_each_branch_of_the_error_tree_has_its_exit_code(error: Exception, code:
     assert result.exit_code == code
     assert result.output.startswith("referee: ") and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_play_logs_never_overwrite_and_the_sandbox_and_limits_are_said() -> None:
+    """Two runs of the same deal keep two logs; with no --sandbox the process one is used."""
+    bots = [str(BOTS / "polite.py")] * 3
+    runs = [referee("play", *bots, "--seed", "3", "--json", "--max-rounds", "1") for _ in "ab"]
+    logs = []
+    for out in runs:
+        assert out.returncode == 0, out.stderr
+        logs.append(Path(json.loads(out.stdout)["log"]))
+    try:
+        assert logs[0] != logs[1] and all(log.is_file() for log in logs)
+        assert logs[0].read_text().splitlines()[1:] == logs[1].read_text().splitlines()[1:]
+    finally:
+        for log in logs:
+            log.unlink(missing_ok=True)
+    shown = referee("play", *bots, "--max-rounds", "1")
+    assert shown.returncode == 0, shown.stderr
+    assert "sandbox: process sandbox" in shown.stderr
+    assert "limits: move 1000 ms + bank 10000 ms, hello 10000 ms; memory 512 MiB" in shown.stderr
