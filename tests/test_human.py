@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from referee import messages as m
+from referee.cli import main as cli_main
 from referee.human import LineReader, PersonSession, TableView, read_answer, rules_summary
 from referee.match import play_match
 from referee.matchlog import read_log
@@ -422,3 +424,42 @@ def test_the_person_may_sit_anywhere_and_keeps_the_name(tmp_path: Path) -> None:
     names = {st.seat: st.name for st in result.standings}
     assert names == {0: "you#1", 1: "b", 2: "you", 3: "c", 4: "d"}
     assert "you sit at seat 2." in person.screen
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_bots"
+
+
+@pytest.mark.parametrize(
+    ("args", "bots", "says"),
+    [
+        (["--human", "3"], 2, "--human 3: with 2 bot(s) and you, the seats are 0 to 2"),
+        (
+            ["--human", "0"],
+            1,
+            "a match needs 3 to 6 players: with 1 person(s) seated, 2 to 5 bots, got 1",
+        ),
+        (
+            ["--human", "0"],
+            6,
+            "a match needs 3 to 6 players: with 1 person(s) seated, 2 to 5 bots, got 6",
+        ),
+        (
+            ["--human", "0", "--json"],
+            2,
+            "--human and --json do not go together: the game is played on screen",
+        ),
+        (["--human", "-1"], 2, "Invalid value for '--human': -1 is not in the range 0<=x<=5."),
+    ],
+)
+def test_a_wrong_human_seat_is_one_clear_line(args: list[str], bots: int, says: str) -> None:
+    paths = [str(SAMPLES / "lowest")] * bots
+    result = CliRunner().invoke(cli_main, ["play", *args, *paths])
+    assert result.exit_code == 2
+    assert says in result.output and "Traceback" not in result.output
+
+
+def test_play_help_explains_the_human_seat() -> None:
+    result = CliRunner().invoke(cli_main, ["play", "--help"])
+    assert result.exit_code == 0
+    assert "--human SEAT" in result.output
+    assert "You have no time limit; the bots keep theirs." in " ".join(result.output.split())

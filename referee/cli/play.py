@@ -131,8 +131,8 @@ def play(
     take several seats. A forfeit is a result: the exit code is 0 unless the command
     itself was wrong.
 
-    With --human SEAT you play too, as "you": you are put at SEAT, and the 2 to 5 BOTS
-    take the other seats in the order given (so `--human 0 a b c` seats you, a, b, c).
+    With --human SEAT you play too, as "you": you sit at SEAT and the 2 to 5 BOTS take
+    the other seats in the order given (`--human 2 a b c` seats a, b, you, c).
     You see your hand, the table and what each seat did, and pick a numbered option; ?
     shows the rules. You have no time limit; the bots keep theirs. Ctrl-D leaves the match
     (the referee plays your seat to the end), Ctrl-C stops it.
