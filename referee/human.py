@@ -37,12 +37,14 @@ __all__ = [
     "LineReader",
     "PersonSession",
     "TableView",
+    "card_label",
     "read_answer",
     "rules_summary",
 ]
 
 _WIDTH = 88  # wrap long lines (rules, card grids) for an ordinary terminal
 _SHOWN_TYPO = 20  # characters of a mistyped answer echoed back in the message
+_SHOWN_NAME = 24  # characters of a seat's name on screen (names may hold 64)
 _REASON = {"all_passed": "everyone else passed", "top_card": "nobody can beat it"}
 _SPANISH_LEGEND = "O oros · C copas · E espadas · B bastos"
 
@@ -85,9 +87,9 @@ def read_answer(
     for word in words:
         if pass_allowed and word.lower() in ("p", "pass"):
             word = "0"
+        shown = _clip(printable(word), _SHOWN_TYPO)
         if not (word.isascii() and word.isdigit()):
-            shown = printable(word[:_SHOWN_TYPO]) + ("…" if len(word) > _SHOWN_TYPO else "")
-            return Answer(problem=f"{shown!r} is not a number: {hint}")
+            return Answer(problem=f"'{shown}' is not a number: {hint}")
         number = int(word)
         if number == 0 and pass_allowed and want == 1:
             picks.append(0)
@@ -95,13 +97,18 @@ def read_answer(
         if number == 0 and no_pass is not None:
             return Answer(problem=f"{no_pass}: {hint}")
         if not 1 <= number <= options:
-            return Answer(problem=f"{number} is not one of the options: {hint}")
+            return Answer(problem=f"{shown} is not one of the options: {hint}")
         if number in picks:
             return Answer(problem=f"{number} is listed twice: {hint}")
         picks.append(number)
     if len(picks) != want:
-        return Answer(problem=f"{len(picks)} numbers typed: {hint}")
+        typed = "1 number" if len(picks) == 1 else f"{len(picks)} numbers"
+        return Answer(problem=f"{typed} typed: {hint}")
     return Answer(picks=tuple(picks))
+
+
+def _clip(text: str, length: int) -> str:
+    return text if len(text) <= length else text[: length - 1] + "…"
 
 
 def _hint(options: int, want: int, pass_allowed: bool) -> str:
@@ -146,7 +153,7 @@ class TableView:
     from the hand in the next request (:meth:`reconcile`)."""
 
     def __post_init__(self) -> None:
-        self.players = [printable(p) for p in self.players]
+        self.players = [_clip(printable(p), _SHOWN_NAME) for p in self.players]
         self.codec = CardCodec(DECKS[self.rules.deck], self.rules.ranks)
         n = len(self.players)
         self.counts, self.scores, self.status = [0] * n, [0] * n, [""] * n
@@ -165,11 +172,7 @@ class TableView:
     # -- cards and names --------------------------------------------------------------------
 
     def card(self, name: str) -> str:
-        """One card for people: ``10♥`` (the spanish deck keeps its letters: ``12B``)."""
-        cid = self.codec.ids.get(name)
-        if cid is None or not self.symbols or self.codec.deck.name == "spanish40":
-            return printable(name)
-        return self.codec.pretty(cid)
+        return card_label(self.codec, name, symbols=self.symbols)
 
     def sort(self, cards: list[str]) -> list[str]:
         """Cards in the rules' rank order, low to high, then by suit."""
@@ -302,7 +305,9 @@ class TableView:
         ]
         for seat, name in enumerate(self.players):
             role = self.roles[seat].replace("_", "-") if self.roles else "—"
-            notes = [self.status[seat]] if self.status[seat] else []
+            notes = ["forfeit"] if seat in self.forfeited else []
+            if self.status[seat] and self.status[seat] not in notes:
+                notes.append(self.status[seat])
             if seat in passed and not self.status[seat]:
                 notes.append("passed")
             if seat == leader:
@@ -332,6 +337,15 @@ class TableView:
             "  " + "".join(c.ljust(width) for c in cells[i : i + per_line]).rstrip()
             for i in range(0, len(cells), per_line)
         ]
+
+
+def card_label(codec: CardCodec, name: str, *, symbols: bool = True) -> str:
+    """One card for people: ``10♥``. The spanish deck keeps its letters (``12B``, with a
+    legend): its suit symbols are emoji that many terminals lack or draw double-width."""
+    cid = codec.ids.get(name)
+    if cid is None or not symbols or codec.deck.name == "spanish40":
+        return printable(name)
+    return codec.pretty(cid)
 
 
 def _without(cards: list[str], gone: list[str]) -> list[str]:
@@ -380,8 +394,7 @@ def rules_summary(rules: m.Rules, players: int) -> list[str]:
             f"Your last play may not contain {ranks}; a hand of only {ranks} is out at once, "
             "at the lowest free place."
         )
-    cid = codec.ids.get(rules.start_card)
-    start = codec.pretty(cid) if cid is not None else rules.start_card
+    start = card_label(codec, rules.start_card)
     parts.append(
         f"Round 1 is led by whoever holds {start}; later rounds by the last place of the round "
         "before. Who empties the hand first is 1st, and so on."
@@ -412,10 +425,14 @@ def _deal_words(rules: m.Rules, players: int, ncards: int) -> str:
 def _exchange_words(rules: m.Rules) -> str:
     if not rules.exchange:
         return "Nobody exchanges cards between rounds."
-    back = "cards of its choice" if rules.return_choice == "choose" else "its lowest cards"
+    back = (
+        "as many cards of its choice"
+        if rules.return_choice == "choose"
+        else "as many of its lowest cards (done for it)"
+    )
     words = (
         f"From round 2 the last place gives its {rules.exchange[0]} best card(s) to the 1st, "
-        f"who gives as many {back} back"
+        f"who gives back {back}"
     )
     if len(rules.exchange) > 1:
         words += (

@@ -25,6 +25,8 @@ from referee.match import play_match
 from referee.matchlog import read_log
 from referee.rules import RuleSet, replay
 from referee.rules.ruleset import PRESETS
+from referee.sandbox import Limits
+from referee.session import SessionPool
 from referee.specs import TimeControl
 from referee.testing import FakeSandbox, lowest_bot, spec
 
@@ -52,7 +54,7 @@ def test_a_choice_is_read(text: str, picks: tuple[int, ...]) -> None:
         ("1.5", "'1.5' is not a number"),
         ("٣", "'٣' is not a number"),  # a digit, but not one a person means here
         ("1 2", "2 numbers typed: type a number from 1 to 5"),
-        ("9" * 40, "is not one of the options"),
+        ("9" * 40, "9" * 19 + "… is not one of the options"),
     ],
 )
 def test_a_wrong_choice_says_what_to_type(text: str, says: str) -> None:
@@ -90,7 +92,7 @@ def test_a_question_mark_asks_for_the_rules(text: str) -> None:
         ("2 5", (2, 5), None),
         ("5,2", (5, 2), None),
         ("2  ,  5", (2, 5), None),
-        ("2", (), "1 numbers typed: type 2 different numbers from 1 to 8, separated by spaces"),
+        ("2", (), "1 number typed: type 2 different numbers from 1 to 8, separated by spaces"),
         ("2 5 6", (), "3 numbers typed"),
         ("2 2", (), "2 is listed twice: type 2 different numbers"),
         ("2 9", (), "9 is not one of the options"),
@@ -109,8 +111,10 @@ def test_cards_to_give_are_read(text: str, picks: tuple[int, ...], says: str | N
 
 def test_a_typed_control_character_is_shown_escaped() -> None:
     answer = read_answer("\x1b[2J", 3)
-    assert answer.problem is not None and "\x1b" not in answer.problem
-    assert "\\x1b[2J" in answer.problem
+    assert (
+        answer.problem
+        == "'\\x1b[2J' is not a number: type a number from 1 to 3 (? shows the rules)"
+    )
 
 
 # -- LineReader ------------------------------------------------------------------------------
@@ -154,6 +158,19 @@ def test_a_closed_input_is_the_end() -> None:
     os.close(w)
     os.close(r)
     assert _read_all(r) == [None]
+
+
+def test_lines_come_from_a_terminal_and_ctrl_d_ends_them() -> None:
+    master, slave = os.openpty()
+    try:
+        os.write(master, b"1 2\nhalf")
+        os.write(master, b"\x04")  # Ctrl-D after text: that text, without Enter
+        os.write(master, b"\x04")  # Ctrl-D on an empty line: the end
+        assert LineReader(slave).echoes
+        assert _read_all(slave) == ["1 2", "half", None]
+    finally:
+        os.close(master)
+        os.close(slave)
 
 
 def test_lines_wait_for_the_person_without_blocking_the_loop() -> None:
@@ -223,10 +240,26 @@ def test_spanish_cards_keep_their_letters_with_a_legend() -> None:
     assert view.hand_lines(["1O"])[1] == "  suits: O oros · C copas · E espadas · B bastos"
 
 
-def test_names_from_bots_are_shown_safely() -> None:
-    view = _view(names=["you", "\x1b[31mred\x07", "b"])
-    assert "\x1b" not in "\n".join(view.table())
-    assert "\\x1b[31mred\\x07" in "\n".join(view.table())
+def test_names_and_fault_details_from_bots_are_shown_safely() -> None:
+    view = _view(names=["you", "\x1b[31mred\x07", "b" * 64])
+    view.take(m.Fault(seat=1, kind="protocol", detail="bad \x1b]0;title\x07 line"))
+    table = "\n".join(view.table())
+    assert "\x1b" not in table and "\\x1b[31mred\\x07" in table
+    assert "b" * 23 + "…" in table and "b" * 24 not in table
+    assert "forfeit" in table.splitlines()[3]
+    assert view.history() == [
+        "  ! \\x1b[31mred\\x07 forfeited (protocol: bad \\x1b]0;title\\x07 line); the referee "
+        "plays that seat from now on"
+    ]
+
+
+def test_the_spanish_rules_name_the_start_card_in_letters() -> None:
+    rules = m.Rules.model_validate(RuleSet.preset("president-es").resolve(4).as_protocol())
+    text = " ".join(line.strip() for line in rules_summary(rules, 4))
+    assert "whoever holds 2O" in text
+    assert "who gives back as many of its lowest cards (done for it)" in text
+    assert "Points by place in a round: 1st +2, 2nd +1, 3rd -1, 4th -2." in text
+    assert "The match ends after 5 rounds, or after at most 100 rounds" in text
 
 
 # -- whole matches with a scripted person ---------------------------------------------------------
@@ -463,3 +496,26 @@ def test_play_help_explains_the_human_seat() -> None:
     assert result.exit_code == 0
     assert "--human SEAT" in result.output
     assert "You have no time limit; the bots keep theirs." in " ".join(result.output.split())
+
+
+def test_people_sit_at_free_seats_of_the_table(tmp_path: Path) -> None:
+    rules = RuleSet.preset("arschloch").resolve(3)
+
+    def attempt(seat: int, **kwargs: Any) -> None:
+        asyncio.run(
+            play_match(
+                FakeSandbox({"lowest": lowest_bot}),
+                [spec("lowest"), spec("lowest")],
+                rules,
+                1,
+                match_id="x",
+                people={seat: PersonSession(reader=ScriptedPerson())},
+                **kwargs,
+            )
+        )
+
+    with pytest.raises(ValueError, match="people must sit at seats 0 to 2"):
+        attempt(3)
+    pool = SessionPool(FakeSandbox({}), Limits(), FAST)
+    with pytest.raises(ValueError, match="a pooled match seats bots only"):
+        attempt(0, pool=pool)
