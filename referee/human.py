@@ -545,7 +545,11 @@ class LineReader:
 
 
 def _stdout_write(text: str) -> None:
-    sys.stdout.write(text)
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:  # a terminal without UTF-8: the decorations become "?"
+        encoding = sys.stdout.encoding or "ascii"
+        sys.stdout.write(text.encode(encoding, "replace").decode(encoding))
     sys.stdout.flush()
 
 
