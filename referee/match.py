@@ -30,7 +30,7 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -42,7 +42,14 @@ from referee.rules import events as ev
 from referee.rules.engine import GIVE, LEFTOVER, PLAY, Game, roles_for
 from referee.rules.ruleset import ResolvedRules
 from referee.sandbox.base import BotSpec, Limits, Sandbox
-from referee.session import BotSession, SessionPool, close_all, start_sessions
+from referee.session import (
+    BotSession,
+    SeatSession,
+    SessionPool,
+    close_all,
+    distinct_names,
+    start_sessions,
+)
 from referee.specs import TimeControl
 
 __all__ = ["EventTranslator", "Match", "play_match", "play_once", "run_match"]
@@ -178,7 +185,7 @@ class Match:
 
     def __init__(
         self,
-        sessions: Sequence[BotSession],
+        sessions: Sequence[SeatSession],
         rules: ResolvedRules,
         seed: int,
         match_id: str,
@@ -395,7 +402,7 @@ class Match:
 
 
 async def run_match(
-    sessions: Sequence[BotSession],
+    sessions: Sequence[SeatSession],
     rules: ResolvedRules,
     seed: int,
     match_id: str,
@@ -423,13 +430,18 @@ async def play_match(
     log_path: Path | str | None = None,
     pool: SessionPool | None = None,
     deal_key: str | None = None,
+    people: Mapping[int, SeatSession] | None = None,
 ) -> MatchResult:
     """The one way to play one match: start the bots, play, and always stop every process.
 
     ``bots`` are staged (:func:`~referee.sandbox.stage_bot`), one per seat. With a ``pool``
     the bots are borrowed from it and given back after the match (never for another seat
-    rotation of ``deal_key``); its time control and limits then apply.
+    rotation of ``deal_key``); its time control and limits then apply. ``people`` seats
+    someone other than a bot (a person at the terminal) by seat number; the ``bots`` then
+    fill the other seats in order.
     """
+    if pool is not None and people:
+        raise ValueError("a pooled match seats bots only")
     if pool is not None:
         return await pool.lend(
             bots,
@@ -446,14 +458,32 @@ async def play_match(
         )
     tc = time_control or TimeControl()
     ids = itertools.count(1)
+    people = people or {}
+    seated = _seat_names(bots, people)
     sessions: list[BotSession] = []
     try:
-        sessions = await start_sessions(sandbox, bots, limits or Limits(), tc, request_ids=ids)
-        return await run_match(
-            sessions, rules, seed, match_id, tc, log_path=log_path, request_ids=ids
+        sessions = await start_sessions(
+            sandbox, bots, limits or Limits(), tc, names=seated, request_ids=ids
         )
+        bot_seats = iter(sessions)
+        table = [
+            people[s] if s in people else next(bot_seats)
+            for s in range(len(sessions) + len(people))
+        ]
+        return await run_match(table, rules, seed, match_id, tc, log_path=log_path, request_ids=ids)
     finally:
         await asyncio.shield(close_all(sessions))
+
+
+def _seat_names(bots: Sequence[BotSpec], people: Mapping[int, SeatSession]) -> list[str]:
+    """The bots' seat names, made distinct from each other and from the people's names."""
+    n = len(bots) + len(people)
+    if any(not 0 <= s < n for s in people):
+        raise ValueError(f"people must sit at seats 0 to {n - 1}: {sorted(people)}")
+    specs = iter(bots)
+    names = [people[s].name if s in people else next(specs).name for s in range(n)]
+    distinct = distinct_names(names)
+    return [distinct[s] for s in range(n) if s not in people]
 
 
 def play_once(
@@ -466,11 +496,13 @@ def play_once(
     time_control: TimeControl | None = None,
     limits: Limits | None = None,
     log_path: Path | str | None = None,
+    people: Mapping[int, SeatSession] | None = None,
 ) -> MatchResult:
     """A command's match: stage ``bots`` (as loaded), play, stop everything, unstage.
 
     Ctrl-C and SIGTERM stop the match with every bot and the staging folder cleaned up
-    (:mod:`referee.interrupts`); the backend's own leftovers are removed too.
+    (:mod:`referee.interrupts`); the backend's own leftovers are removed too. ``people``
+    as in :func:`play_match`.
     """
     from referee import interrupts
     from referee.sandbox import make_staging_root, remove_staging_root, stage_bot
@@ -486,6 +518,7 @@ def play_once(
                 time_control=time_control,
                 limits=limits,
                 log_path=log_path,
+                people=people,
             )
         finally:
             await asyncio.shield(sandbox.aclose())

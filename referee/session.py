@@ -17,7 +17,7 @@ import contextlib
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from referee import messages as m
 from referee.channel import EOF, LINE_CAP, OVERLONG, LineChannel
@@ -25,10 +25,48 @@ from referee.errors import BotFault
 from referee.sandbox.base import BotSpec, ExitInfo, Limits, Sandbox
 from referee.specs import TimeControl
 
-__all__ = ["BotSession", "SessionPool", "distinct_names", "start_sessions"]
+__all__ = [
+    "BotSession",
+    "SeatChannel",
+    "SeatSession",
+    "SessionPool",
+    "distinct_names",
+    "start_sessions",
+]
 
 _BYE_GRACE_S = 1.0
 _T = TypeVar("_T")
+
+
+class SeatChannel(Protocol):
+    """What a match touches of a seat's channel: the events queued for it, stray lines."""
+
+    outbox: list[bytes]
+    unasked: int
+
+    def new_section(self) -> None: ...
+
+
+class SeatSession(Protocol):
+    """Whoever sits at a seat, as a match sees it: a bot's :class:`BotSession`, or a person
+    at the terminal (:class:`referee.human.PersonSession`) who is asked the same requests."""
+
+    fault: BotFault | None
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def alive(self) -> bool: ...
+    @property
+    def channel(self) -> SeatChannel: ...
+    def queue(self, data: bytes) -> None: ...
+    async def flush(self, timeout_s: float) -> None: ...
+    async def request(
+        self, data: bytes, request_id: int, kind: str, budget_ms: int
+    ) -> tuple[m.Reply, bytes, int]: ...
+    def unasked_fault(self, request_id: int | None = None) -> BotFault: ...
+    async def kill(self) -> None: ...
+    def stderr_report(self, limit: int = 4096) -> str: ...
 
 
 class BotSession:

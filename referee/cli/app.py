@@ -133,10 +133,18 @@ def check_images(specs: list[Any], allow_images: tuple[str, ...]) -> None:
         check_bot_image(spec, allow_images, hint)
 
 
-def bots_or_fail(paths: tuple[str, ...], allow_images: tuple[str, ...] = ()) -> list[Any]:
+def bots_or_fail(
+    paths: tuple[str, ...], allow_images: tuple[str, ...] = (), people: int = 0
+) -> list[Any]:
+    """The bots of one match, loaded and checked; ``people`` seats are taken by people."""
     from referee.sandbox import load_bot
 
-    if not 3 <= len(paths) <= 6:
+    if not 3 <= len(paths) + people <= 6:
+        if people:
+            raise UsageError(
+                f"a match needs 3 to 6 players: with {people} person(s) seated, "
+                f"{3 - people} to {6 - people} bots, got {len(paths)}"
+            )
         raise UsageError(f"a match needs 3 to 6 bots, got {len(paths)}")
     specs = [load_bot(p) for p in paths]
     check_images(specs, allow_images)

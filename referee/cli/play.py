@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from rich.console import Console
 
@@ -15,6 +17,7 @@ from referee.cli.app import (
     print_result,
     sandbox_option,
 )
+from referee.errors import UsageError
 from referee.specs import TimeControl
 
 
@@ -98,6 +101,15 @@ def demo(preset: str, players: int, seed: int) -> None:
 @click.option("--max-rounds", default=None, type=click.IntRange(1, 10_000), help="Hard round cap.")
 @click.option("--log", "log_path", default=None, type=click.Path(dir_okay=False), help="Match log.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
+@click.option(
+    "--human",
+    "human_seat",
+    default=None,
+    type=click.IntRange(0, 5),
+    metavar="SEAT",
+    help="Play yourself at seat SEAT (0-based) on this terminal; the BOTS fill the other "
+    "seats in order.",
+)
 @friendly
 def play(
     bots: tuple[str, ...],
@@ -111,12 +123,19 @@ def play(
     max_rounds: int | None,
     log_path: str | None,
     as_json: bool,
+    human_seat: int | None,
 ) -> None:
     """Play one match between 3 to 6 BOTS and print the standings.
 
     A BOT is a .py file, an executable file, or a folder with bot.toml. The same bot may
     take several seats. A forfeit is a result: the exit code is 0 unless the command
     itself was wrong.
+
+    With --human SEAT you play too, as "you": you sit at SEAT and the 2 to 5 BOTS take
+    the other seats in the order given (`--human 2 a b c` seats a, b, you, c).
+    You see your hand, the table and what each seat did, and pick a numbered option; ?
+    shows the rules. You have no time limit; the bots keep theirs. Ctrl-D leaves the match
+    (the referee plays your seat to the end), Ctrl-C stops it.
     """
     import json
     import secrets
@@ -126,9 +145,10 @@ def play(
     from referee.rules import RuleSet
     from referee.sandbox import Limits, get_sandbox
 
-    specs = bots_or_fail(bots, allow_images)
+    specs = bots_or_fail(bots, allow_images, 0 if human_seat is None else 1)
+    people = _seat_person(human_seat, len(specs), as_json)
     overrides = {"max_rounds": max_rounds} if max_rounds else {}
-    rules = RuleSet.preset(preset, **overrides).resolve(len(specs))
+    rules = RuleSet.preset(preset, **overrides).resolve(len(specs) + len(people))
     # The match id is random and says nothing of the deal; the seed stays in the log.
     match_id = f"play-{preset}-{secrets.token_hex(6)}"
     if seed is None:
@@ -146,7 +166,14 @@ def play(
     if not as_json:
         announce(sandbox, tc, Limits())
     result = play_once(
-        sandbox, specs, rules, seed, match_id=match_id, time_control=tc, log_path=log_path
+        sandbox,
+        specs,
+        rules,
+        seed,
+        match_id=match_id,
+        time_control=tc,
+        log_path=log_path,
+        people=people,
     )
     if as_json:
         data = result.model_dump(mode="json", exclude={"duration_s", "stderr_tails"})
@@ -155,3 +182,14 @@ def play(
     print_result(result)
 
 
+def _seat_person(seat: int | None, bots: int, as_json: bool) -> dict[int, Any]:
+    """The person of ``--human SEAT``, by seat (none without the option), checked."""
+    if seat is None:
+        return {}
+    if as_json:
+        raise UsageError("--human and --json do not go together: the game is played on screen")
+    if seat > bots:
+        raise UsageError(f"--human {seat}: with {bots} bot(s) and you, the seats are 0 to {bots}")
+    from referee.human import PersonSession
+
+    return {seat: PersonSession("you")}

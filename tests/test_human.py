@@ -1,0 +1,521 @@
+"""The person at the table (referee.human): the answer parser, the terminal reader, the
+rules in words, and whole matches against in-memory bots with a scripted person.
+
+The scripted person reads the screen the way a person would: it finds the last prompt,
+answers from a script first (typos included), then sensibly. The bots are the fast fakes of
+referee.testing; tests/test_human_pty.py plays the real command through a terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from referee import messages as m
+from referee.cli import main as cli_main
+from referee.human import LineReader, PersonSession, TableView, read_answer, rules_summary
+from referee.match import play_match
+from referee.matchlog import read_log
+from referee.rules import RuleSet, replay
+from referee.rules.ruleset import PRESETS
+from referee.sandbox import Limits
+from referee.session import SessionPool
+from referee.specs import TimeControl
+from referee.testing import FakeSandbox, lowest_bot, spec
+
+FAST = TimeControl(move_ms=50, bank_ms=50, hello_ms=1000)
+
+# -- read_answer -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "picks"),
+    [("3", (3,)), (" 3 ", (3,)), ("03", (3,)), ("0", (0,)), ("p", (0,)), ("PASS", (0,))],
+)
+def test_a_choice_is_read(text: str, picks: tuple[int, ...]) -> None:
+    assert read_answer(text, 5, pass_allowed=True).picks == picks
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "nothing typed: type a number from 1 to 5, 0 to pass (? shows the rules)"),
+        ("   ", "nothing typed"),
+        ("x7", "'x7' is not a number: type a number from 1 to 5, 0 to pass"),
+        ("9", "9 is not one of the options: type a number from 1 to 5"),
+        ("-1", "'-1' is not a number"),
+        ("1.5", "'1.5' is not a number"),
+        ("٣", "'٣' is not a number"),  # a digit, but not one a person means here
+        ("1 2", "2 numbers typed: type a number from 1 to 5"),
+        ("9" * 40, "9" * 19 + "… is not one of the options"),
+    ],
+)
+def test_a_wrong_choice_says_what_to_type(text: str, says: str) -> None:
+    answer = read_answer(text, 5, pass_allowed=True)
+    assert answer.picks == () and not answer.rules
+    assert answer.problem is not None and says in answer.problem
+
+
+def test_a_pass_is_refused_with_the_reason_when_leading() -> None:
+    answer = read_answer("0", 4, no_pass="you lead this trick, so you may not pass")
+    assert answer.problem == (
+        "you lead this trick, so you may not pass: type a number from 1 to 4 (? shows the rules)"
+    )
+    assert (
+        read_answer("p", 4).problem == "'p' is not a number: type a number from 1 to 4 "
+        "(? shows the rules)"
+    )
+
+
+def test_only_a_pass_is_offered_when_nothing_beats() -> None:
+    assert read_answer("0", 0, pass_allowed=True).picks == (0,)
+    assert read_answer("1", 0, pass_allowed=True).problem == (
+        "1 is not one of the options: nothing beats it here: type 0 to pass (? shows the rules)"
+    )
+
+
+@pytest.mark.parametrize("text", ["?", " ? ", "help", "H"])
+def test_a_question_mark_asks_for_the_rules(text: str) -> None:
+    assert read_answer(text, 3).rules
+
+
+@pytest.mark.parametrize(
+    ("text", "picks", "says"),
+    [
+        ("2 5", (2, 5), None),
+        ("5,2", (5, 2), None),
+        ("2  ,  5", (2, 5), None),
+        ("2", (), "1 number typed: type 2 different numbers from 1 to 8, separated by spaces"),
+        ("2 5 6", (), "3 numbers typed"),
+        ("2 2", (), "2 is listed twice: type 2 different numbers"),
+        ("2 9", (), "9 is not one of the options"),
+        ("0 1", (), "0 is not one of the options"),
+        ("2 x", (), "'x' is not a number"),
+    ],
+)
+def test_cards_to_give_are_read(text: str, picks: tuple[int, ...], says: str | None) -> None:
+    answer = read_answer(text, 8, want=2)
+    assert answer.picks == picks
+    if says is None:
+        assert answer.problem is None
+    else:
+        assert answer.problem is not None and says in answer.problem
+
+
+def test_a_typed_control_character_is_shown_escaped() -> None:
+    answer = read_answer("\x1b[2J", 3)
+    assert (
+        answer.problem
+        == "'\\x1b[2J' is not a number: type a number from 1 to 3 (? shows the rules)"
+    )
+
+
+# -- LineReader ------------------------------------------------------------------------------
+
+
+def _read_all(fd: int) -> list[str | None]:
+    async def go() -> list[str | None]:
+        reader = LineReader(fd)
+        out: list[str | None] = []
+        while True:
+            line = await reader.readline()
+            out.append(line)
+            if line is None:
+                return out
+
+    return asyncio.run(go())
+
+
+def test_lines_come_from_a_pipe_as_typed() -> None:
+    r, w = os.pipe()
+    os.write(w, "1\r\n2 3\n\nüß?\nno newline".encode())
+    os.close(w)
+    try:
+        assert _read_all(r) == ["1", "2 3", "", "üß?", "no newline", None]
+    finally:
+        os.close(r)
+
+
+def test_lines_come_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "answers.txt"
+    path.write_bytes(b"1\n\xff\n")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _read_all(fd) == ["1", "\ufffd", None]
+    finally:
+        os.close(fd)
+
+
+def test_a_closed_input_is_the_end() -> None:
+    r, w = os.pipe()
+    os.close(w)
+    os.close(r)
+    assert _read_all(r) == [None]
+
+
+def test_lines_come_from_a_terminal_and_ctrl_d_ends_them() -> None:
+    master, slave = os.openpty()
+    try:
+        os.write(master, b"1 2\nhalf")
+        os.write(master, b"\x04")  # Ctrl-D after text: that text, without Enter
+        os.write(master, b"\x04")  # Ctrl-D on an empty line: the end
+        assert LineReader(slave).echoes
+        assert _read_all(slave) == ["1 2", "half", None]
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_lines_wait_for_the_person_without_blocking_the_loop() -> None:
+    r, w = os.pipe()
+
+    async def go() -> tuple[str | None, int]:
+        reader = LineReader(r)
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            for _ in range(5):
+                await asyncio.sleep(0.01)
+                ticks += 1
+            os.write(w, b"late\n")
+
+        _, line = await asyncio.gather(tick(), reader.readline())
+        return line, ticks
+
+    try:
+        assert asyncio.run(go()) == ("late", 5)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+# -- the rules and the table in words -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+@pytest.mark.parametrize("players", [3, 4, 5, 6])
+def test_every_preset_has_its_rules_in_words(preset: str, players: int) -> None:
+    rules = m.Rules.model_validate(RuleSet.preset(preset).resolve(players).as_protocol())
+    lines = rules_summary(rules, players)
+    assert all(len(line) <= 88 for line in lines)
+    text = " ".join(line.strip() for line in lines)
+    assert " ".join(rules.ranks) in text
+    assert ("an equal or higher rank" in text) == (rules.equal_rank == "skip_next")
+    assert ("keeps you out" in text) == (rules.pass_rule == "out")
+    assert ("may not contain A" in text) == (rules.no_finish_on == ["A"])
+    assert ("cards of its choice" in text) == (rules.return_choice == "choose")
+
+
+def test_the_arschloch_rules_read_well() -> None:
+    rules = m.Rules.model_validate(RuleSet.preset("arschloch").resolve(3).as_protocol())
+    text = " ".join(line.strip() for line in rules_summary(rules, 3))
+    assert "Everyone gets 10 cards; the 2 left over are out of play in round 1" in text
+    assert "whoever holds 7♣" in text
+    assert "gives its 1 best card(s) to the 1st" in text
+    assert "reaches 15 points, or after at most 100 rounds" in text
+
+
+def _view(deck: str = "arschloch", names: list[str] | None = None) -> TableView:
+    rules = m.Rules.model_validate(RuleSet.preset(deck).resolve(3).as_protocol())
+    return TableView(0, names or ["you", "a", "b"], rules)
+
+
+def test_cards_show_their_suit_symbols_sorted_by_the_rules_rank_order() -> None:
+    view = _view("trou-du-cul")  # 3 … K A 2
+    assert view.cards(["2C", "AH", "3D", "10S", "3C"]) == "3♣ 3♦ 10♠ A♥ 2♣"
+    assert view.hand_lines(["2C", "3D"]) == ["Your hand (2): 3♦ 2♣"]
+
+
+def test_spanish_cards_keep_their_letters_with_a_legend() -> None:
+    view = _view("president-es")  # 2 … 12 1
+    assert view.cards(["1O", "12B", "2E"]) == "2E 12B 1O"
+    assert view.hand_lines(["1O"])[1] == "  suits: O oros · C copas · E espadas · B bastos"
+
+
+def test_names_and_fault_details_from_bots_are_shown_safely() -> None:
+    view = _view(names=["you", "\x1b[31mred\x07", "b" * 64])
+    view.take(m.Fault(seat=1, kind="protocol", detail="bad \x1b]0;title\x07 line"))
+    table = "\n".join(view.table())
+    assert "\x1b" not in table and "\\x1b[31mred\\x07" in table
+    assert "b" * 23 + "…" in table and "b" * 24 not in table
+    assert "forfeit" in table.splitlines()[3]
+    assert view.history() == [
+        "  ! \\x1b[31mred\\x07 forfeited (protocol: bad \\x1b]0;title\\x07 line); the referee "
+        "plays that seat from now on"
+    ]
+
+
+def test_the_spanish_rules_name_the_start_card_in_letters() -> None:
+    rules = m.Rules.model_validate(RuleSet.preset("president-es").resolve(4).as_protocol())
+    text = " ".join(line.strip() for line in rules_summary(rules, 4))
+    assert "whoever holds 2O" in text
+    assert "who gives back as many of its lowest cards (done for it)" in text
+    assert "Points by place in a round: 1st +2, 2nd +1, 3rd -1, 4th -2." in text
+    assert "The match ends after 5 rounds, or after at most 100 rounds" in text
+
+
+# -- whole matches with a scripted person ---------------------------------------------------------
+
+PROMPT = re.compile(r"(Your play|Cards to give|Leftover to take|Card to discard) \[([^\]]*)\]: $")
+
+
+class ScriptedPerson:
+    """Plays from the screen: the scripted answers first (``by_kind``: for the first prompts of
+    one kind), then the lowest option (a pass when
+    only that is left), the first cards to give, the first leftover and the first card."""
+
+    echoes = False
+
+    def __init__(
+        self,
+        script: list[str | None] | None = None,
+        *,
+        by_kind: dict[str, list[str | None]] | None = None,
+        delay_s: float = 0.0,
+        slow_answers: int = 0,
+    ) -> None:
+        self.script = list(script or [])
+        self.by_kind = by_kind or {}
+        self.delay_s = delay_s
+        self.slow_answers = slow_answers
+        self.screen = ""
+        self.prompts: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.screen += text
+
+    async def readline(self) -> str | None:
+        found = PROMPT.search(self.screen)
+        assert found is not None, f"no prompt on screen: {self.screen[-300:]!r}"
+        self.prompts.append(found.group(1))
+        if len(self.prompts) <= self.slow_answers:
+            await asyncio.sleep(self.delay_s)
+        kind, choices = found.groups()
+        if self.script:
+            return self.script.pop(0)
+        if self.by_kind.get(kind):
+            return self.by_kind[kind].pop(0)
+        if kind == "Your play":
+            return "0" if choices.startswith("0 pass") else "1"
+        if kind == "Cards to give":
+            count = int(choices.split()[0])
+            return " ".join(str(i) for i in range(1, count + 1))
+        return "1"
+
+
+def play_with(
+    person: ScriptedPerson,
+    tmp_path: Path,
+    *,
+    seat: int = 0,
+    bots: tuple[str, ...] = ("lowest", "other"),
+    preset: str = "arschloch",
+    seed: int = 1,
+    max_rounds: int = 2,
+    tc: TimeControl = FAST,
+) -> Any:
+    rules = RuleSet.preset(preset, max_rounds=max_rounds).resolve(len(bots) + 1)
+    sandbox = FakeSandbox({name: lowest_bot for name in bots})
+    seated = PersonSession("you", reader=person, write=person.write, symbols=True)
+    return asyncio.run(
+        play_match(
+            sandbox,
+            [spec(b) for b in bots],
+            rules,
+            seed,
+            match_id="human-test",
+            time_control=tc,
+            log_path=tmp_path / "m.jsonl",
+            people={seat: seated},
+        )
+    )
+
+
+def test_a_person_plays_a_whole_match(tmp_path: Path) -> None:
+    person = ScriptedPerson(["", "x7", "99", "?", "1"])
+    result = play_with(person, tmp_path)
+    screen = person.screen
+    assert result.rounds == 2
+    assert [st.forfeit for st in result.standings] == [False, False, False]
+    assert {st.name for st in result.standings} == {"you", "lowest", "other"}
+    assert "Match human-test · arschloch · 3 players · you sit at seat 0." in screen
+    assert "  ✗ nothing typed: type a number from 1 to " in screen
+    assert "  ✗ 'x7' is not a number: type a number" in screen
+    assert "  ✗ 99 is not one of the options:" in screen
+    assert "whoever holds 7♣" in screen  # the rules, after ?
+    assert "  seat  player  cards  role            score" in screen
+    assert re.search(r"Your hand \(\d+\): 7", screen)
+    assert "Round 1 over: " in screen and "Round 2 over: " in screen
+    assert screen.rstrip().endswith("The match is over.")
+    # What the person chose is what the log holds, and the log replays.
+    game = replay(read_log(result.log))
+    assert game.over and game.round == 2
+
+
+def test_each_typo_is_answered_and_asked_again(tmp_path: Path) -> None:
+    person = ScriptedPerson(["abc", "", "1"])
+    play_with(person, tmp_path, max_rounds=1)
+    first = person.screen.split("Your play [", 1)[1]
+    assert first.count("Your play [") >= 2  # asked again after each of the two typos
+    assert person.prompts[:3] == ["Your play"] * 3
+
+
+def _first_seed(kind: str, tmp_path: Path, seats: int = 3) -> tuple[int, ScriptedPerson]:
+    bots = ("lowest", "other", "third", "fourth", "fifth")[: seats - 1]
+    for seed in range(1, 40):
+        person = ScriptedPerson()
+        play_with(person, tmp_path, seed=seed, bots=bots)
+        if kind in person.prompts:
+            return seed, person
+    raise AssertionError(f"no seed brings a {kind!r} request")
+
+
+def test_a_person_gives_cards_back(tmp_path: Path) -> None:
+    seed, _ = _first_seed("Cards to give", tmp_path)
+    person = ScriptedPerson(by_kind={"Cards to give": ["1 1", "1 2 3 4 5 6 7 8 9 10 11 12"]})
+    result = play_with(person, tmp_path, seed=seed)
+    screen = person.screen
+    # 10 cards dealt and 1 received: 11 to choose from.
+    assert "  ✗ 1 is listed twice: type a number from 1 to 11 (? shows the rules)" in screen
+    assert "  ✗ 12 is not one of the options: type a number from 1 to 11" in screen
+    assert person.prompts.count("Cards to give") == 3
+    assert re.search(r"Give 1 card back to \w+: type their numbers", screen)
+    assert "Cards to give [1 of 1-11, ? rules]: " in screen
+    received = re.search(r"you received (\S+) from (\w+)", screen)
+    gave = re.search(r"you gave (\S+) to (\w+)", screen)  # the lowest card, number 1
+    assert received and gave and gave.group(2) == received.group(2)
+    assert gave.group(1).startswith("7")
+    assert replay(read_log(result.log)).over
+
+
+def test_a_person_takes_a_leftover(tmp_path: Path) -> None:
+    _, person = _first_seed("Leftover to take", tmp_path)
+    screen = person.screen
+    assert "Leftovers face up: " in screen
+    assert re.search(r"You take \S+ and discard \S+\.", screen)
+    assert "you took the leftover" not in screen  # said once, with the discard
+
+
+def mute_bot() -> Any:
+    """Greets, then never answers a request."""
+    greet = lowest_bot("mute")
+
+    def handle(msg: dict[str, Any]) -> Any:
+        return greet(msg) if msg.get("type") == "hello" else None
+
+    return handle
+
+
+def test_the_person_has_no_time_limit_while_the_bots_keep_theirs(tmp_path: Path) -> None:
+    # Each of the person's first two answers takes 150 ms, past move_ms + bank (50 + 50).
+    person = ScriptedPerson(delay_s=0.15, slow_answers=2)
+    rules = RuleSet.preset("arschloch", max_rounds=1).resolve(3)
+    sandbox = FakeSandbox({"lowest": lowest_bot, "mute": mute_bot})
+    started = time.monotonic()
+    result = asyncio.run(
+        play_match(
+            sandbox,
+            [spec("lowest"), spec("mute")],
+            rules,
+            1,
+            match_id="human-clock",
+            time_control=FAST,
+            people={0: PersonSession(reader=person, write=person.write)},
+        )
+    )
+    assert time.monotonic() - started > 0.3
+    assert len(person.prompts) > 2
+    faults = {st.name: st.fault.kind if st.fault else None for st in result.standings}
+    assert faults == {"you": None, "lowest": None, "mute": "timeout"}
+
+
+def test_leaving_forfeits_the_seat_and_the_match_plays_on(tmp_path: Path) -> None:
+    person = ScriptedPerson(["?", None])
+    result = play_with(person, tmp_path)
+    you = next(st for st in result.standings if st.name == "you")
+    assert you.forfeit and you.fault is not None
+    assert (you.fault.kind, you.fault.detail) == (
+        "crash",
+        "the person left the match (end of input)",
+    )
+    assert "You left the match. The referee plays your seat to the end" in person.screen
+    assert person.screen.count("Your play [") == 2  # never asked again
+    assert result.rounds == 2 and replay(read_log(result.log)).over
+
+
+def test_the_person_may_sit_anywhere_and_keeps_the_name(tmp_path: Path) -> None:
+    person = ScriptedPerson()
+    result = play_with(person, tmp_path, seat=2, bots=("you", "b", "c", "d"), max_rounds=1)
+    names = {st.seat: st.name for st in result.standings}
+    assert names == {0: "you#1", 1: "b", 2: "you", 3: "c", 4: "d"}
+    assert "you sit at seat 2." in person.screen
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_bots"
+
+
+@pytest.mark.parametrize(
+    ("args", "bots", "says"),
+    [
+        (["--human", "3"], 2, "--human 3: with 2 bot(s) and you, the seats are 0 to 2"),
+        (
+            ["--human", "0"],
+            1,
+            "a match needs 3 to 6 players: with 1 person(s) seated, 2 to 5 bots, got 1",
+        ),
+        (
+            ["--human", "0"],
+            6,
+            "a match needs 3 to 6 players: with 1 person(s) seated, 2 to 5 bots, got 6",
+        ),
+        (
+            ["--human", "0", "--json"],
+            2,
+            "--human and --json do not go together: the game is played on screen",
+        ),
+        (["--human", "-1"], 2, "Invalid value for '--human': -1 is not in the range 0<=x<=5."),
+    ],
+)
+def test_a_wrong_human_seat_is_one_clear_line(args: list[str], bots: int, says: str) -> None:
+    paths = [str(SAMPLES / "lowest")] * bots
+    result = CliRunner().invoke(cli_main, ["play", *args, *paths])
+    assert result.exit_code == 2
+    assert says in result.output and "Traceback" not in result.output
+
+
+def test_play_help_explains_the_human_seat() -> None:
+    result = CliRunner().invoke(cli_main, ["play", "--help"])
+    assert result.exit_code == 0
+    assert "--human SEAT" in result.output
+    assert "You have no time limit; the bots keep theirs." in " ".join(result.output.split())
+
+
+def test_people_sit_at_free_seats_of_the_table(tmp_path: Path) -> None:
+    rules = RuleSet.preset("arschloch").resolve(3)
+
+    def attempt(seat: int, **kwargs: Any) -> None:
+        asyncio.run(
+            play_match(
+                FakeSandbox({"lowest": lowest_bot}),
+                [spec("lowest"), spec("lowest")],
+                rules,
+                1,
+                match_id="x",
+                people={seat: PersonSession(reader=ScriptedPerson())},
+                **kwargs,
+            )
+        )
+
+    with pytest.raises(ValueError, match="people must sit at seats 0 to 2"):
+        attempt(3)
+    pool = SessionPool(FakeSandbox({}), Limits(), FAST)
+    with pytest.raises(ValueError, match="a pooled match seats bots only"):
+        attempt(0, pool=pool)
