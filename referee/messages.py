@@ -16,7 +16,7 @@ The two directions are deliberately asymmetric:
   here: that is the rules' job and an *illegal* fault, not a protocol one.
 
 ``protocol/schema/`` holds JSON Schema files generated from these models
-(``protocol/generate_schema.py``) and ``protocol/SPEC.md`` explains them to bot authors.
+(``referee/data/make_schemas.py``) and ``protocol/SPEC.md`` explains them to bot authors.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ __all__ = [
     "sample_bot",
     "schema_names",
     "schema_text",
+    "spec",
 ]
 
 _REINSTALL = "reinstall the referee (pip install arschloch-referee, or pip install -e . in a clone)"
@@ -88,6 +89,11 @@ def sample_bot(name: str) -> Path:
 def bot_kit(lang: Literal["python", "javascript"]) -> Path:
     """The bot kit a new bot copies: ``botkit.py`` or ``botkit.js``."""
     return _asset("protocol", "kits", lang, "botkit.py" if lang == "python" else "botkit.js")
+
+
+def spec() -> Path:
+    """``protocol/SPEC.md``: the protocol explained to bot authors."""
+    return _asset("protocol", "SPEC.md")
 
 
 def demo_tournament() -> Path:

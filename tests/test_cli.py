@@ -272,3 +272,13 @@ def test_play_logs_never_overwrite_and_the_sandbox_and_limits_are_said() -> None
     assert shown.returncode == 0, shown.stderr
     assert "sandbox: process sandbox" in shown.stderr
     assert "limits: move 1000 ms + bank 10000 ms, hello 10000 ms; memory 512 MiB" in shown.stderr
+
+
+def test_protocol_spec_prints_or_writes_the_spec(tmp_path: Path) -> None:
+    spec = (ROOT / "protocol" / "SPEC.md").read_text(encoding="utf-8")
+    printed = referee("protocol", "spec")
+    assert printed.returncode == 0 and printed.stdout == spec
+    written = referee("protocol", "spec", "--out", str(tmp_path / "SPEC.md"))
+    assert written.returncode == 0 and (tmp_path / "SPEC.md").read_text(encoding="utf-8") == spec
+    refused = referee("protocol", "spec", "--out", str(tmp_path / "no" / "such" / "SPEC.md"))
+    assert refused.returncode == 2 and "cannot write the protocol to" in refused.stderr

@@ -116,6 +116,7 @@ def test_the_wheel_carries_the_package_and_every_file_the_commands_read(dist: Pa
     expected = {f"referee/{n}" for n in _shipped(ROOT / "referee")}
     for folder in ("sample_bots", "protocol/kits", "protocol/schema", "sandbox", "tournaments"):
         expected |= {f"referee/assets/{folder}/{n}" for n in _shipped(ROOT / folder)}
+    expected.add("referee/assets/protocol/SPEC.md")  # the protocol folder's only file shipped
     missing = sorted(expected - names)
     assert not missing, f"the wheel lacks {missing}"
     extra = sorted(n for n in names - expected if ".dist-info/" not in n)
@@ -245,6 +246,8 @@ def test_protocol_schema_hands_out_the_schemas(installed: Installed) -> None:
     installed.referee("protocol", "schema", "--out", "schemas")
     for path in (ROOT / "protocol" / "schema").glob("*.json"):
         assert (installed.cwd / "schemas" / path.name).read_bytes() == path.read_bytes()
+    spec = (ROOT / "protocol" / "SPEC.md").read_text(encoding="utf-8")
+    assert installed.referee("protocol", "spec").stdout == spec
 
 
 def test_doctor_and_build_image_answer(installed: Installed) -> None:

@@ -26,6 +26,7 @@ def test_from_the_checkout_the_files_are_the_product_folders_themselves() -> Non
     assert resources.bot_kit("javascript") == ROOT / "protocol/kits/javascript/botkit.js"
     assert resources.demo_tournament() == ROOT / "tournaments" / "demo.toml"
     assert resources.dockerfile() == ROOT / "sandbox" / "Dockerfile"
+    assert resources.spec() == ROOT / "protocol" / "SPEC.md"
     table = (ROOT / "referee" / "data" / "confusables.tsv").read_text(encoding="utf-8")
     assert resources.confusables_table() == table
 

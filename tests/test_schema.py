@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from referee.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-GENERATOR = ROOT / "protocol" / "generate_schema.py"
+GENERATOR = ROOT / "referee" / "data" / "make_schemas.py"
 SCHEMA_DIR = ROOT / "protocol" / "schema"
-HOW = "regenerate with: .venv/bin/python protocol/generate_schema.py"
+HOW = "regenerate with: .venv/bin/python referee/data/make_schemas.py"
 
 
 def _load_generator() -> ModuleType:

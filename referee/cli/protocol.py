@@ -8,12 +8,37 @@ import click
 
 from referee.cli.app import friendly, main
 from referee.errors import UsageError
-from referee.resources import schema_names, schema_text
+from referee.resources import schema_names, schema_text, spec
 
 
 @main.group()
 def protocol() -> None:
     """The bot protocol (v1): its machine-readable description."""
+
+
+@protocol.command("spec")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write it to this file instead of printing it.",
+)
+@friendly
+def spec_command(out: Path | None) -> None:
+    """Print the protocol for bot authors (protocol/SPEC.md, Markdown).
+
+    Every message with examples, the limits, which name is shown, common mistakes and a
+    whole recorded match: all a bot author needs, in any language.
+    """
+    text = spec().read_text(encoding="utf-8")
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write the protocol to {out}: {exc}") from None
+    click.echo(f"wrote the protocol to {out}")
 
 
 @protocol.command("schema")

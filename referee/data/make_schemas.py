@@ -2,7 +2,7 @@
 
 Run from the project root with the project's Python::
 
-    .venv/bin/python protocol/generate_schema.py
+    .venv/bin/python referee/data/make_schemas.py
 
 It writes one file per message into ``protocol/schema/`` (``hello.json``, ``act_play.json``,
 ``ready.json`` …), ``rules.json`` for the rules object, and ``index.json`` listing them by
@@ -22,7 +22,8 @@ from pydantic import BaseModel
 
 from referee import messages as m
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+# The checkout's protocol/schema/ (a development tool: an installed wheel has no checkout).
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "protocol" / "schema"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 TO_BOT: dict[str, type[BaseModel]] = {
