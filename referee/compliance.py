@@ -271,7 +271,7 @@ class ComplianceRun:
             if ready is not None and ready > self.tc.hello_ms // 2:
                 step.note += "; over half of hello_ms: a loaded machine may time it out"
         finally:
-            killed = await self.stop(session)
+            killed = await asyncio.shield(self.stop(session))
             step.seconds = time.monotonic() - started
         if killed:
             step.note += "; it did not exit within 1 s of bye and was killed"
@@ -290,7 +290,7 @@ class ComplianceRun:
             try:
                 await self._play(step, session, rules, seed, f"check-{preset}-{seats}-{seed}")
             finally:
-                await self.stop(session)
+                await asyncio.shield(self.stop(session))
             if not step.ok or all(step.asked[k] for k in wanted):
                 break
         if step.ok:
@@ -316,7 +316,7 @@ class ComplianceRun:
                         _second_match(step, n)
                     break
         finally:
-            await self.stop(session)
+            await asyncio.shield(self.stop(session))
         step.seconds = time.monotonic() - started
         if step.ok:
             step.note = f"{len(seeds)} matches on one process; asked {_counts(step.asked)}"
