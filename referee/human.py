@@ -20,12 +20,13 @@ a daemon thread holding ``sys.stdin``'s lock crashes the interpreter's exit).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from referee import messages as m
 from referee.errors import BotFault
@@ -605,6 +606,7 @@ class PersonSession:
         self._symbols = _symbols_fit() if symbols is None else symbols
         self._view: TableView | None = None
         self._closed = False
+        self._last_request: dict[str, Any] | None = None
 
     @property
     def alive(self) -> bool:
@@ -624,6 +626,7 @@ class PersonSession:
     ) -> tuple[m.Reply, bytes, int]:
         """Ask the person; no budget applies. Leaving (end of input) is a ``crash`` fault."""
         act = m.parse_to_bot(data)
+        self._last_request = json.loads(data)
         view = self._catch_up(getattr(act, "hand", None))
         try:
             if isinstance(act, m.ActPlay):
@@ -655,6 +658,10 @@ class PersonSession:
 
     def stderr_report(self, limit: int = 4096) -> str:
         return ""
+
+    def last_request_data(self) -> dict[str, Any] | None:
+        """The last request the person was asked (a fault's context, as for a bot)."""
+        return self._last_request
 
     # -- the dialogue ---------------------------------------------------------------------
 

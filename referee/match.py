@@ -313,12 +313,16 @@ class Match:
         """The seat forfeits: recorded, announced by the engine, its bot killed."""
         session = self.sessions[seat]
         session.fault = fault
+        request = session.last_request_data()
+        failed = request is not None and request.get("id") == fault.request_id
         self.faults[seat] = FaultInfo(
             kind=fault.kind,
             detail=fault.detail,
             request_id=fault.request_id,
             reply=fault.reply,
             elapsed_ms=fault.elapsed_ms,
+            request=request,
+            round=self.game.round if failed and request and request["type"] == "act" else None,
         )
         self.game.forfeit(
             seat,

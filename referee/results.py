@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from referee.errors import FaultKind
@@ -12,7 +14,11 @@ class FaultInfo(BaseModel):
 
     ``request_id`` is the request the bot failed (``None`` before any, e.g. at start-up),
     ``reply`` the offending line cut to 200 bytes (``None`` when there was none: a timeout, a
-    crash), ``elapsed_ms`` how long the bot took.
+    crash), ``elapsed_ms`` how long the bot took. ``request`` is the last request written to
+    the bot (``hello`` or an ``act``, as sent; the one it failed when its ``id`` is
+    ``request_id``) and ``round`` the round then: the context a fault report explains
+    the fault in (:mod:`referee.explain`). Neither is in the match log, which holds the
+    whole game anyway.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -22,6 +28,8 @@ class FaultInfo(BaseModel):
     request_id: int | None = None
     reply: str | None = None
     elapsed_ms: int | None = None
+    request: dict[str, Any] | None = None
+    round: int | None = None
 
 
 class SeatResult(BaseModel):

@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from referee import messages as m
 from referee.channel import EOF, LINE_CAP, OVERLONG, LineChannel
@@ -31,6 +32,7 @@ __all__ = [
     "SeatSession",
     "SessionPool",
     "distinct_names",
+    "split_stderr_report",
     "start_sessions",
 ]
 
@@ -67,6 +69,7 @@ class SeatSession(Protocol):
     def unasked_fault(self, request_id: int | None = None) -> BotFault: ...
     async def kill(self) -> None: ...
     def stderr_report(self, limit: int = 4096) -> str: ...
+    def last_request_data(self) -> dict[str, Any] | None: ...
 
 
 class BotSession:
@@ -78,6 +81,12 @@ class BotSession:
         self.name = name
         self.fault: BotFault | None = None
         self.ready_name: str | None = None
+        self.ready_ms: int | None = None
+        """Milliseconds from the start of the process to its ``ready`` (the handshake)."""
+        self.last_request: tuple[int, bytes] | None = None
+        """The id and line of the last request written: a fault's context."""
+        self.record: list[tuple[str, float]] | None = None
+        """When a list, every answered request's kind and reply time (ms) is appended."""
         self._closed = False
 
     @classmethod
@@ -130,6 +139,7 @@ class BotSession:
             raise self.unasked_fault(request_id)
         channel = self.channel
         channel.expect()  # set before writing: a quick reply may come during the write
+        self.last_request = (request_id, data)
         start = time.monotonic()
         try:
             async with asyncio.timeout(budget_ms / 1000):
@@ -178,7 +188,16 @@ class BotSession:
         except BotFault as fault:
             fault.elapsed_ms = elapsed
             raise
+        if self.record is not None:
+            self.record.append((kind, (arrived - start) * 1000))
         return reply, line, elapsed
+
+    def last_request_data(self) -> dict[str, Any] | None:
+        """The last request written to the bot, decoded (it is the referee's own line)."""
+        if self.last_request is None:
+            return None
+        data = json.loads(self.last_request[1])
+        return data if isinstance(data, dict) else None
 
     def unasked_fault(self, request_id: int | None = None) -> BotFault:
         """The protocol fault for the lines this bot wrote when no request was waiting."""
@@ -213,16 +232,21 @@ class BotSession:
             raise
         assert isinstance(reply, m.Ready)
         self.ready_name = reply.name
+        self.ready_ms = _ms(started)
 
     # -- stderr --------------------------------------------------------------------------
 
     def stderr_report(self, limit: int = 4096) -> str:
-        """The bot's stderr for a fault report: its start-up output, then this match's."""
+        """The bot's stderr for a fault report: its start-up output, then this match's.
+
+        :func:`split_stderr_report` takes the two apart again, so that a report can show
+        each with its own bound (a long match must not push the start-up output out).
+        """
         current = self.channel.stderr_tail(limit)
         startup = self.channel.startup_stderr().strip()
         if not startup:
             return current
-        return f"[before the match]\n{startup}\n[during the match]\n{current}"
+        return f"{_BEFORE}\n{startup}\n{_DURING}\n{current}"
 
     # -- the end -------------------------------------------------------------------------
 
@@ -247,6 +271,26 @@ class BotSession:
 
 def _ms(start: float) -> int:
     return int((time.monotonic() - start) * 1000)
+
+
+_BEFORE = "[before the match]"
+_DURING = "[during the match]"
+
+
+def split_stderr_report(report: str) -> tuple[str, str]:
+    """A :meth:`BotSession.stderr_report` as (start-up output, this match's output).
+
+    A report without the two headers is all one part: a bot that failed ``hello`` never
+    started a match, so it all comes second (the caller knows it is start-up output). The
+    bot's own text could hold a header line; that can only mislabel its own output.
+    """
+    if not report.startswith(_BEFORE + "\n"):
+        return "", report
+    rest = report[len(_BEFORE) + 1 :]
+    startup, sep, current = rest.partition("\n" + _DURING + "\n")
+    if not sep:
+        return "", report
+    return startup, current
 
 
 def distinct_names(names: Sequence[str]) -> list[str]:

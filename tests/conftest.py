@@ -62,6 +62,7 @@ SLOW_MODULES = frozenset(
         "tests/sandbox/test_docker.py",
         "tests/sandbox/test_file_names.py",
         "tests/sandbox/test_process.py",
+        "tests/test_bot_check.py",
         "tests/test_cli.py",
         "tests/test_human_pty.py",
         "tests/test_interrupts.py",

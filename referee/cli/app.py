@@ -155,6 +155,7 @@ def print_result(result: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from referee.explain import explain_fault
     from referee.render import ordinal
 
     console = Console(highlight=False)
@@ -172,10 +173,9 @@ def print_result(result: Any) -> None:
             ordinal(st.place), str(st.seat), Text(printable(st.name)), str(st.score), Text(note)
         )
     console.print(table)
-    for seat, tail in result.stderr_tails.items():
-        lines = [printable(x) for x in tail.strip().splitlines()[-5:]]
-        if lines:
-            console.print(f"stderr of seat {seat} (last lines):", markup=False)
-            for line in lines:
-                console.print("  " + line, markup=False)
+    for st in sorted(result.standings, key=lambda st: st.seat):
+        if st.fault is not None:
+            console.print(printable(f"seat {st.seat} ({st.name}) forfeited:"), markup=False)
+            for line in explain_fault(st.fault, result.stderr_tails.get(st.seat)):
+                console.print("  " + line, markup=False, soft_wrap=True)
     console.print(f"match log: {result.log}  (referee replay {result.log})", markup=False)

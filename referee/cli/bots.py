@@ -12,13 +12,12 @@ from referee.cli.app import (
     default_log,
     friendly,
     main,
-    print_result,
     sandbox_option,
-    say,
 )
 from referee.errors import UsageError
 from referee.render import printable
-from referee.resources import bot_kit, sample_bot
+from referee.resources import bot_kit
+from referee.rules import preset_names
 from referee.specs import TimeControl
 
 
@@ -29,44 +28,91 @@ def bot() -> None:
 
 @bot.command("check")
 @click.argument("path")
-@click.option("--rules", "preset", default="arschloch", show_default=True)
+@click.option(
+    "--rules",
+    "presets",
+    multiple=True,
+    type=click.Choice(preset_names()),
+    help="Check only this preset (repeatable). Default: every preset.",
+)
 @sandbox_option
 @allow_image_option
-@click.option("--seed", default=1, show_default=True, type=int)
+@click.option(
+    "--move-ms",
+    default=TimeControl().move_ms,
+    show_default=True,
+    type=click.IntRange(*TimeControl.bounds("move_ms")),
+    help="Time for each request (ms).",
+)
+@click.option(
+    "--bank-ms",
+    default=TimeControl().bank_ms,
+    show_default=True,
+    type=click.IntRange(*TimeControl.bounds("bank_ms")),
+    help="Extra time for each match, used when a reply takes over --move-ms (ms).",
+)
+@click.option(
+    "--hello-ms",
+    default=TimeControl().hello_ms,
+    show_default=True,
+    type=click.IntRange(*TimeControl.bounds("hello_ms")),
+    help="Time to start up and answer hello (ms).",
+)
+@click.option("--keep-going", is_flag=True, help="Run every step, also after a failure.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the report.")
 @friendly
 def bot_check(
-    path: str, preset: str, sandbox_name: str, allow_images: tuple[str, ...], seed: int
+    path: str,
+    presets: tuple[str, ...],
+    sandbox_name: str,
+    allow_images: tuple[str, ...],
+    move_ms: int,
+    bank_ms: int,
+    hello_ms: int,
+    keep_going: bool,
+    as_json: bool,
 ) -> None:
-    """Play PATH against the sample bots and explain anything it did wrong.
+    """Run PATH through the protocol, as a tournament would, and explain what it got wrong.
 
-    Exit code 0 when the bot played a whole match without a fault, 1 when it faulted.
+    The handshake and its time, a short match of every preset at 3 and at 6 seats against
+    the sample bots on deals where the bot is asked every kind of request (play, give,
+    leftover), then two matches on one process. Each problem shows the request, the bot's
+    line, what was expected and the usual causes; then reply times and peak memory.
+    Progress goes to stderr with --json. Exit code 0 when every step passed, 1 otherwise.
     """
+    import json
+    import secrets
 
-    from referee.match import play_once, seat_of
-    from referee.rules import RuleSet
-    from referee.sandbox import get_sandbox, load_bot
+    from referee import compliance
+    from referee.sandbox import get_sandbox, load_bot, safe_name
 
     spec = load_bot(path)
     check_images([spec], allow_images)
-    opponents = [load_bot(sample_bot(name)) for name in ("heuristic", "lowest", "random")]
-    rules = RuleSet.preset(preset).resolve(4)
     sandbox = get_sandbox(sandbox_name, images=allow_images)
-    result = play_once(
+    log_dir = default_log(f"check-{safe_name(spec.name)}-{secrets.token_hex(4)}").with_suffix("")
+    log_dir.mkdir(mode=0o700)
+
+    def show(lines: list[str]) -> None:
+        for line in lines:
+            click.echo(printable(line), err=as_json)
+
+    report = compliance.run_check(
+        spec,
         sandbox,
-        [spec, *opponents],
-        rules,
-        seed,
-        match_id=f"check-{seed}",
-        time_control=TimeControl(),
-        log_path=default_log(f"check-{spec.name}-{seed}"),
+        time_control=TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms),
+        presets=presets or None,
+        keep_going=keep_going,
+        log_dir=log_dir,
+        on_start=lambda report: show(compliance.header_lines(report)),
+        progress=lambda step: show(compliance.step_lines(step)),
     )
-    print_result(result)
-    mine = seat_of(result, 0)
-    if mine.fault is not None:
-        say(f"{spec.name}: FAILED ({mine.fault.kind}: {mine.fault.detail})")
+    if as_json:
+        click.echo(json.dumps(report.as_json(), ensure_ascii=False))
+    else:
+        show(compliance.summary_lines(report))
+        show([f"match logs: {log_dir}"])
+    if not report.passed:
         sys.exit(1)
-    ok = f"{spec.name}: ok — a whole {preset} match without a fault (place {mine.place})"
-    click.echo(printable(ok))
 
 
 _PY_TEMPLATE = '''"""{name}: a bot for the Arschloch referee (see protocol/SPEC.md)."""
@@ -132,5 +178,3 @@ def bot_new(folder: str, lang: str, name: str | None) -> None:
         f'name = {json.dumps(bot_name)}\ncommand = {json.dumps(command)}\nversion = "0.1"\n'
     )
     click.echo(f"created {target}: edit it, then run `referee bot check {target}`")
-
-

@@ -57,7 +57,7 @@ from referee.tournament import (
 
 SMOKE_MAX_ROUNDS = 2
 _SMOKE_OPPONENTS = ("heuristic", "lowest", "random")
-_STDERR_TAIL_LINES = 15
+_STDERR_LINES = 15
 
 
 # --------------------------------------------------------------------------- run
@@ -458,6 +458,7 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
 def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
     """Play the candidate at seat 0 against sample bots; refuse it if it forfeits."""
     from referee.deals import deal_seed, new_secret
+    from referee.explain import explain_fault
     from referee.match import play_once, seat_of
     from referee.sandbox import get_sandbox, load_bot
 
@@ -480,12 +481,8 @@ def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
     if mine.fault is None:
         return
     message = f"bot refused: {mine.fault.kind}: {mine.fault.detail}"
-    tail = result.stderr_tails.get(0, "").strip().splitlines()
-    if tail:
-        message += "\nits stderr ended with:\n" + "\n".join(
-            "  " + line for line in tail[-_STDERR_TAIL_LINES:]
-        )
-    raise Refused(message)
+    explained = explain_fault(mine.fault, result.stderr_tails.get(0), max_lines=_STDERR_LINES)
+    raise Refused(message + "\n" + "\n".join("  " + line for line in explained))
 
 
 @contextlib.contextmanager

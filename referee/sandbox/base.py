@@ -104,6 +104,14 @@ class BotProcess(abc.ABC):
     async def cleanup(self) -> ExitInfo:
         """Kill if needed, reap everything, free scratch space; returns how it ended."""
 
+    async def peak_memory(self) -> int | None:
+        """The most memory the bot has used so far, in bytes, counted as its limit is.
+
+        ``None`` when the backend (or this machine) does not measure it: a report then says
+        so rather than guess. Read it before :meth:`cleanup`, which frees the counters.
+        """
+        return None
+
 
 class Sandbox(abc.ABC):
     """A backend that can start bots."""

@@ -430,6 +430,16 @@ class BotCgroup:
             return 0
         return kills
 
+    def peak_memory(self) -> int | None:
+        """The group's highest memory use so far in bytes (``None`` if the kernel has no
+        counter: cgroup v2 gained ``memory.peak`` in Linux 5.19)."""
+        folder = self._memory_folder
+        name = "memory.peak" if self.support.version == 2 else "memory.max_usage_in_bytes"
+        try:
+            return int((folder / name).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
     def members(self) -> set[int]:
         """Pids of every process in any of the bot's groups."""
         pids: set[int] = set()

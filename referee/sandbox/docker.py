@@ -396,6 +396,22 @@ class DockerBotProcess(BotProcess):
             if ended.is_set():
                 await asyncio.sleep(min(0.02, remaining or 0.02))
 
+    async def peak_memory(self) -> int | None:
+        """The daemon's ``max_usage`` of the running container (cgroup v1 hosts only)."""
+        docker = docker_sdk()
+        if self._removed or self._exit is not None:
+            return None
+
+        def read() -> Any:
+            return self.container.stats(stream=False, one_shot=True)
+
+        try:
+            stats = await self._run_blocking(read)
+        except (docker.errors.DockerException, OSError, ValueError):
+            return None
+        peak = stats.get("memory_stats", {}).get("max_usage") if isinstance(stats, dict) else None
+        return peak if isinstance(peak, int) and peak > 0 else None
+
     async def cleanup(self) -> ExitInfo:
         loop = asyncio.get_running_loop()
         try:

@@ -699,6 +699,10 @@ class ProcessBotProcess(BotProcess):
             return None
         return self._exit_info()
 
+    async def peak_memory(self) -> int | None:
+        """From the bot's memory cgroup: every process of the bot, shared memory included."""
+        return self.cgroup.peak_memory() if self.cgroup is not None else None
+
     async def cleanup(self) -> ExitInfo:
         """Kill, reap, close the pipes, remove the scratch folder and cgroup, free the uid."""
         if self._exit is not None:

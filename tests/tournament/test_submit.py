@@ -89,6 +89,19 @@ def test_a_crashing_bot_is_refused_with_its_stderr(tmp_path: Path) -> None:
     assert "crashy" not in path.read_text()
 
 
+def test_a_refused_bot_is_shown_its_line_and_its_stderr_from_before_hello(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path)
+    code, output = _submit(str(TEST_BOTS / "debug_print.py"), "--to", str(path))
+    assert code == 1 and "bot refused: protocol: reply is not valid JSON" in output
+    assert "): thinking about my hand " in output  # the offending line
+    assert "a debug print on stdout?" in output
+    code, output = _submit(str(TEST_BOTS / "crash_round2.py"), "--to", str(path))
+    assert code == 1 and "round 2): the bot exited while a request was outstanding" in output
+    assert "stderr before the match:\n    crash_round2: starting up (written before hello)" in output
+    assert "IndexError in round 2 (on purpose)" in output
+    assert "debug_print" not in path.read_text() and "crash_round2" not in path.read_text()
+
+
 @pytest.mark.parametrize(
     ("name", "expected"),
     [

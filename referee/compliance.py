@@ -1,0 +1,529 @@
+"""``referee bot check``: a compliance run for one bot, like fastchess's ``--compliance``.
+
+A bot that passes here behaves in a tournament: it starts and answers ``hello`` in time,
+answers every kind of request (``play``, ``give``, ``leftover``) under every preset at the
+smallest and the largest table, and plays a second match on the same process. The steps:
+
+1. **handshake**: start the bot, time ``hello`` → ``ready`` against ``hello_ms``, say
+   ``bye`` (and note a bot that had to be killed after it);
+2. **every preset at 3 and 6 seats**: a short match (:data:`CHECK_ROUNDS` rounds) with the
+   bot at seat 0 and the sample bots elsewhere, on a deal from :data:`SEEDS` chosen so that
+   the bot is asked every request kind the preset has (a ``give`` where the president
+   chooses what to give back, a ``leftover`` where leftovers are swapped). Which seat gets
+   which request depends on the places, so on the bot's own play: when a kind was not asked
+   the next seed of the list is played, and a kind never asked is reported;
+3. **reuse**: two matches on one process, as a tournament worker plays them.
+
+The sample bots are deterministic (the random one seeds itself from the match id and its
+seat), so a given bot meets the same deals and the same replies every time it is checked.
+The opponents' processes are pooled across the run (:class:`~referee.session.SessionPool`);
+the bot under test gets a fresh process per step, so one failure does not spill into the
+next step. By default the run stops at the first failed step (a bot that never flushes would
+otherwise wait out every step's clock); ``keep_going`` runs them all.
+
+Every problem is told by :func:`referee.explain.explain_fault`, the words ``play`` and
+``submit`` use too. The report also gives the bot's reply times against ``move_ms`` and its
+peak memory when the sandbox measures it (``None``, said as "not measured", otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import math
+import statistics
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from referee.explain import explain_fault
+from referee.match import run_match, seat_of
+from referee.results import FaultInfo, MatchResult
+from referee.rules import PRESETS, RuleSet
+from referee.rules.ruleset import ResolvedRules
+from referee.sandbox.base import BotSpec, Limits, Sandbox
+from referee.session import BotSession, SessionPool, distinct_names, start_sessions
+from referee.specs import TimeControl
+
+__all__ = [
+    "CHECK_ROUNDS",
+    "OPPONENTS",
+    "REQUEST_KINDS",
+    "SEEDS",
+    "TABLES",
+    "CheckReport",
+    "ComplianceRun",
+    "Step",
+    "kinds_for",
+    "run_check",
+]
+
+CHECK_ROUNDS = 3
+"""Rounds per match: round 1 sets the roles, rounds 2 and 3 exchange (give, leftover)."""
+OPPONENTS = ("heuristic", "lowest", "random")
+TABLES = (3, 6)
+REQUEST_KINDS = ("play", "give", "leftover")
+REUSE = ("arschloch", 4, (1, 2))
+"""The reuse step: preset, seats and the seeds of its two matches."""
+
+SEEDS: dict[tuple[str, int], tuple[int, ...]] = {
+    ("arschloch", 3): (19, 2, 5),
+    ("arschloch", 6): (1, 16, 29),
+    ("arschloch-high10", 3): (6, 8, 19),
+    ("arschloch-high10", 6): (23, 2, 6),
+    ("arschloch-52", 3): (17, 20, 19),
+    ("arschloch-52", 6): (6, 8, 10),
+    ("trou-du-cul", 3): (21, 10, 52),
+    ("trou-du-cul", 6): (6, 10, 16),
+    ("president-es", 3): (1,),
+    ("president-es", 6): (1,),
+}
+"""Deals per preset and table size, tried in order until the bot was asked every kind.
+
+Searched with the bots emulated in-process (``python -m tests.match.emulated_bots``): the
+first seed asks the most of the ``referee bot new`` bot, the ``heuristic`` and the ``random``
+sample bot for every kind of request the preset has, and the seeds after it complete what is
+missing; ``tests/test_compliance.py`` proves it for all three (``president-es`` has only
+``play``).
+"""
+
+_REUSE_HINT = (
+    "hint: after match_end the bot must keep reading: another match_start may follow on the "
+    "same process; only bye (or the end of its input) ends it"
+)
+
+
+def kinds_for(rules: ResolvedRules) -> tuple[str, ...]:
+    """The request kinds a seat may be asked under ``rules`` (``play`` always)."""
+    kinds = ["play"]
+    seats = rules.players or 0
+    if rules.return_choice == "choose" and rules.exchange:
+        kinds.append("give")
+    leftover_cards = 4 * len(rules.ranks) % seats if seats and rules.deal == "equal" else 0
+    if rules.leftovers == "swap" and leftover_cards:
+        kinds.append("leftover")
+    return tuple(kinds)
+
+
+@dataclass
+class Step:
+    """One step of the run and what came of it."""
+
+    name: str
+    ok: bool = True
+    note: str = ""
+    preset: str | None = None
+    seats: int | None = None
+    seeds: list[int] = field(default_factory=list)
+    asked: Counter[str] = field(default_factory=Counter)
+    missing: list[str] = field(default_factory=list)
+    problem: list[str] = field(default_factory=list)
+    fault: FaultInfo | None = None
+    stderr: str | None = None
+    logs: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "note": self.note,
+            "preset": self.preset,
+            "seats": self.seats,
+            "seeds": self.seeds,
+            "asked": dict(self.asked),
+            "not_asked": self.missing,
+            "problem": self.problem,
+            "fault": self.fault.model_dump(mode="json") if self.fault else None,
+            "stderr": self.stderr,
+            "logs": self.logs,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class CheckReport:
+    """Everything a check found; :attr:`passed` decides the exit code."""
+
+    bot: str
+    path: str
+    sandbox: str
+    time_control: TimeControl
+    limits: Limits
+    steps: list[Step] = field(default_factory=list)
+    ready_ms: int | None = None
+    reply_ms: list[float] = field(default_factory=list)
+    peak_memory: int | None = None
+    stopped_early: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.steps) and all(s.ok for s in self.steps) and not self.stopped_early
+
+    @property
+    def asked(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for step in self.steps:
+            total.update(step.asked)
+        return total
+
+    @property
+    def not_asked(self) -> list[str]:
+        return [f"{kind} ({s.name})" for s in self.steps for kind in s.missing]
+
+    def reply_stats(self) -> dict[str, float] | None:
+        """Median, 99th percentile (nearest rank) and maximum reply time in ms."""
+        times = sorted(self.reply_ms)
+        if not times:
+            return None
+        p99 = times[max(0, math.ceil(0.99 * len(times)) - 1)]
+        return {
+            "median": round(statistics.median(times), 2),
+            "p99": round(p99, 2),
+            "max": round(times[-1], 2),
+        }
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as one JSON object (``referee bot check --json``)."""
+        return {
+            "bot": self.bot,
+            "path": self.path,
+            "passed": self.passed,
+            "sandbox": self.sandbox,
+            "time": self.time_control.model_dump(),
+            "limits": vars(self.limits),
+            "ready_ms": self.ready_ms,
+            "steps": [s.as_json() for s in self.steps],
+            "stopped_early": self.stopped_early,
+            "asked": dict(self.asked),
+            "not_asked": self.not_asked,
+            "reply_ms": {"count": len(self.reply_ms), **(self.reply_stats() or {})},
+            "peak_memory_bytes": self.peak_memory,
+            "memory_limit_bytes": self.limits.memory_mb * 1024 * 1024,
+        }
+
+
+Progress = Callable[[Step], None]
+
+
+class ComplianceRun:
+    """One check: the sandbox, the bots (staged, or fakes in tests), the opponents' pool and
+    the report it fills; :meth:`run` plays the steps, each step is a method too."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        bot: BotSpec,
+        opponents: dict[str, BotSpec],
+        report: CheckReport,
+        log_dir: Path | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.bot = bot
+        self.opponents = opponents
+        self.report = report
+        self.tc = report.time_control
+        self.limits = report.limits
+        self.log_dir = log_dir
+        self.progress = progress or (lambda step: None)
+        self.pool = SessionPool(sandbox, report.limits, report.time_control)
+        self.ids: itertools.count[int] = self.pool.ids
+
+    # -- the bot under test ----------------------------------------------------------------
+
+    async def start(self) -> BotSession:
+        """A fresh, greeted process of the bot (its fault set when ``hello`` failed)."""
+        (session,) = await start_sessions(
+            self.sandbox, [self.bot], self.limits, self.tc, request_ids=self.ids
+        )
+        return session
+
+    async def stop(self, session: BotSession) -> bool:
+        """Note its peak memory, say ``bye``; True when it had to be killed after ``bye``."""
+        peak = await session.channel.proc.peak_memory()
+        if peak is not None:
+            self.report.peak_memory = max(peak, self.report.peak_memory or 0)
+        was_alive = session.alive
+        info = await session.close()
+        return was_alive and info.signal is not None
+
+    # -- the steps ---------------------------------------------------------------------------
+
+    async def handshake(self) -> Step:
+        step = Step("handshake")
+        started = time.monotonic()
+        session = await self.start()
+        try:
+            if session.fault is not None:
+                self._fail(step, _fault_info(session), session.stderr_report())
+                return step
+            self.report.ready_ms = ready = session.ready_ms
+            step.note = f"ready in {ready} ms (hello_ms {self.tc.hello_ms})"
+            if session.ready_name is not None and session.ready_name != self.bot.name:
+                step.note += (
+                    f"; its ready names it {session.ready_name!r}, shown: {self.bot.name!r}"
+                )
+            if ready is not None and ready > self.tc.hello_ms // 2:
+                step.note += "; over half of hello_ms: a loaded machine may time it out"
+        finally:
+            killed = await asyncio.shield(self.stop(session))
+            step.seconds = time.monotonic() - started
+        if killed:
+            step.note += "; it did not exit within 1 s of bye and was killed"
+        return step
+
+    async def preset(self, preset: str, seats: int, seeds: Sequence[int] | None = None) -> Step:
+        """The preset's matches at ``seats``, seed after seed (of :data:`SEEDS`, or ``seeds``)
+        until the bot was asked every kind of request."""
+        rules = RuleSet.preset(preset, max_rounds=CHECK_ROUNDS).resolve(seats)
+        wanted = kinds_for(rules)
+        step = Step(f"{preset} at {seats} seats", preset=preset, seats=seats)
+        started = time.monotonic()
+        for seed in seeds or SEEDS[(preset, seats)]:
+            step.seeds.append(seed)
+            session = await self.start()
+            try:
+                await self._play(step, session, rules, seed, f"check-{preset}-{seats}-{seed}")
+            finally:
+                await asyncio.shield(self.stop(session))
+            if not step.ok or all(step.asked[k] for k in wanted):
+                break
+        if step.ok:
+            step.missing = [k for k in wanted if not step.asked[k]]
+        step.seconds = time.monotonic() - started
+        if step.ok:
+            step.note = _asked_note(step, wanted)
+        return step
+
+    async def reuse(self) -> Step:
+        """Two matches on one process: the second is where a one-match bot fails."""
+        preset, seats, seeds = REUSE
+        rules = RuleSet.preset(preset, max_rounds=CHECK_ROUNDS).resolve(seats)
+        step = Step("reuse: two matches on one process", preset=preset, seats=seats)
+        started = time.monotonic()
+        session = await self.start()
+        try:
+            for n, seed in enumerate(seeds, 1):
+                step.seeds.append(seed)
+                await self._play(step, session, rules, seed, f"check-reuse{n}-{seed}")
+                if not step.ok:
+                    if n > 1:
+                        _second_match(step, n)
+                    break
+        finally:
+            await asyncio.shield(self.stop(session))
+        step.seconds = time.monotonic() - started
+        if step.ok:
+            step.note = f"{len(seeds)} matches on one process; asked {_counts(step.asked)}"
+        return step
+
+    # -- one match ---------------------------------------------------------------------------
+
+    async def _play(
+        self, step: Step, session: BotSession, rules: ResolvedRules, seed: int, match_id: str
+    ) -> None:
+        """One match with the bot at seat 0; its requests and fault go into ``step``."""
+        if session.fault is not None:
+            self._fail(step, _fault_info(session), session.stderr_report())
+            return
+        session.record = []
+        result = await self._match(session, rules, seed, match_id)
+        step.asked.update(kind for kind, _ in session.record)
+        self.report.reply_ms.extend(ms for _, ms in session.record)
+        if result.log is not None:
+            step.logs.append(result.log)
+        fault = seat_of(result, 0).fault
+        if fault is not None:
+            if fault.request is not None and fault.request.get("id") == fault.request_id:
+                step.asked[str(fault.request.get("kind", "hello"))] += 1
+            self._fail(step, fault, result.stderr_tails.get(0))
+            step.problem.insert(0, f"(seed {seed}, match log {result.log})")
+
+    async def _match(
+        self, session: BotSession, rules: ResolvedRules, seed: int, match_id: str
+    ) -> MatchResult:
+        n = rules.players
+        assert n is not None  # a resolved ruleset knows its table
+        specs = [self.opponents[OPPONENTS[i % len(OPPONENTS)]] for i in range(n - 1)]
+        others = await self.pool.acquire(specs, None)
+        names = distinct_names([self.bot.name, *(s.name for s in specs)])
+        for one, name in zip([session, *others], names, strict=True):
+            one.name = name
+        log = None if self.log_dir is None else self.log_dir / f"{match_id}.jsonl"
+        try:
+            result = await run_match(
+                [session, *others], rules, seed, match_id, self.tc, log_path=log,
+                request_ids=self.ids,
+            )  # fmt: skip
+        except BaseException:
+            await self.pool.discard(others)
+            raise
+        await asyncio.shield(self.pool.release(others))
+        return result
+
+    def _fail(self, step: Step, fault: FaultInfo, stderr: str | None) -> None:
+        step.ok = False
+        step.fault = fault
+        step.stderr = stderr
+        step.problem = explain_fault(fault, stderr)
+
+    # -- the run -------------------------------------------------------------------------------
+
+    async def run(self, presets: Sequence[str], keep_going: bool = False) -> None:
+        """Every step in order; stops after a failed handshake, or any failure unless
+        ``keep_going``. The opponents' processes are stopped at the end."""
+        steps: list[Callable[[], Awaitable[Step]]] = [self.handshake]
+        steps += [functools.partial(self.preset, p, seats) for p in presets for seats in TABLES]
+        steps.append(self.reuse)
+        try:
+            for i, make in enumerate(steps):
+                step = await make()
+                self.report.steps.append(step)
+                self.progress(step)
+                if not step.ok and (i == 0 or not keep_going):
+                    self.report.stopped_early = i < len(steps) - 1
+                    return
+        finally:
+            await self.pool.aclose()
+
+
+def _second_match(step: Step, n: int) -> None:
+    """Say that the fault came in a later match of the process, and the likely cause first."""
+    step.problem.insert(0, f"(in the match number {n} of this process)")
+    hints = [i for i, line in enumerate(step.problem) if line.startswith(("hint:", "stderr"))]
+    step.problem.insert(hints[0] if hints else len(step.problem), _REUSE_HINT)
+
+
+def _fault_info(session: BotSession) -> FaultInfo:
+    """The fault record of a bot that failed ``hello`` (no match was played)."""
+    fault = session.fault
+    assert fault is not None
+    return FaultInfo(
+        kind=fault.kind,
+        detail=fault.detail,
+        request_id=fault.request_id,
+        reply=fault.reply,
+        elapsed_ms=fault.elapsed_ms,
+        request=session.last_request_data(),
+    )
+
+
+def _counts(asked: Counter[str]) -> str:
+    return ", ".join(f"{kind} {asked[kind]}" for kind in REQUEST_KINDS if asked[kind]) or "nothing"
+
+
+def _asked_note(step: Step, wanted: Sequence[str]) -> str:
+    seeds = ", ".join(map(str, step.seeds))
+    note = f"seed{'s' if len(step.seeds) > 1 else ''} {seeds}: asked {_counts(step.asked)}"
+    if step.missing:
+        note += f"; never asked: {', '.join(step.missing)} (its places did not lead there)"
+    elif len(wanted) > 1:
+        note += " (every kind)"
+    return note
+
+
+def step_lines(step: Step) -> list[str]:
+    """A finished step for people: ``ok``/``FAIL``, its name and note, the problem below."""
+    head = f"{'ok  ' if step.ok else 'FAIL'}  {step.name}"
+    if step.note:
+        head += f": {step.note}"
+    return [f"{head}  [{step.seconds:.1f} s]", *("        " + line for line in step.problem)]
+
+
+def summary_lines(report: CheckReport) -> list[str]:
+    """The end of a report: requests, reply times, memory and the verdict."""
+    tc, lines = report.time_control, []
+    lines.append(f"requests asked: {_counts(report.asked)}")
+    stats = report.reply_stats()
+    if stats is not None:
+        lines.append(
+            f"reply times: median {stats['median']} ms, p99 {stats['p99']} ms, "
+            f"max {stats['max']} ms (move_ms {tc.move_ms})"
+        )
+    limit = report.limits.memory_mb
+    if report.peak_memory is not None:
+        lines.append(f"peak memory: {report.peak_memory / 2**20:.1f} MiB of {limit} MiB")
+    else:
+        lines.append(
+            f"peak memory: not measured (this sandbox gives no counter here); limit {limit} MiB"
+        )
+    if report.not_asked:
+        lines.append(f"never asked: {'; '.join(report.not_asked)}")
+    failed = [s for s in report.steps if not s.ok]
+    if report.passed:
+        lines.append(f"PASSED: all {len(report.steps)} steps")
+    else:
+        stop = (
+            "; stopped at the first failure (--keep-going runs every step)"
+            if report.stopped_early
+            else ""
+        )
+        lines.append(f"FAILED: {len(failed)} of {len(report.steps)} steps run{stop}")
+    return lines
+
+
+def header_lines(report: CheckReport) -> list[str]:
+    """What is checked, where, and under which limits."""
+    tc, lim = report.time_control, report.limits
+    return [
+        f"bot check: {report.bot} ({report.path})",
+        f"sandbox: {report.sandbox}",
+        f"limits: memory {lim.memory_mb} MiB, {lim.cpus:g} CPU, {lim.pids} processes, "
+        f"{lim.cpu_seconds} s CPU time; time: move_ms {tc.move_ms}, bank_ms {tc.bank_ms}, "
+        f"hello_ms {tc.hello_ms}",
+        f"opponents: the sample bots {', '.join(OPPONENTS)}; {CHECK_ROUNDS} rounds a match",
+    ]
+
+
+def run_check(
+    bot: BotSpec,
+    sandbox: Sandbox,
+    *,
+    time_control: TimeControl | None = None,
+    limits: Limits | None = None,
+    presets: Sequence[str] | None = None,
+    keep_going: bool = False,
+    log_dir: Path | None = None,
+    on_start: Callable[[CheckReport], None] | None = None,
+    progress: Progress | None = None,
+) -> CheckReport:
+    """Check ``bot`` (as loaded) in ``sandbox``; stages the bots, stops everything after.
+
+    Ctrl-C and SIGTERM stop the run with every bot stopped (:mod:`referee.interrupts`).
+    Match logs go to ``log_dir`` when given. ``on_start`` is called with the empty report
+    (what is checked, where), ``progress`` with each finished step.
+    """
+    from referee import interrupts
+    from referee.resources import sample_bot
+    from referee.sandbox import load_bot, make_staging_root, remove_staging_root, stage_bot
+
+    report = CheckReport(
+        bot=bot.name,
+        path=str(bot.folder / bot.single_file if bot.single_file else bot.folder),
+        sandbox=sandbox.describe(),
+        time_control=time_control or TimeControl(),
+        limits=limits or Limits(),
+    )
+    if on_start is not None:
+        on_start(report)
+    staging = make_staging_root()
+    try:
+        staged = stage_bot(bot, staging)
+        opponents = {name: stage_bot(load_bot(sample_bot(name)), staging) for name in OPPONENTS}
+        check = ComplianceRun(sandbox, staged, opponents, report, log_dir, progress)
+
+        async def go() -> None:
+            try:
+                await check.run(list(presets or PRESETS), keep_going)
+            finally:
+                await asyncio.shield(sandbox.aclose())
+
+        interrupts.run(go())
+    finally:
+        remove_staging_root(staging)
+    return report

@@ -1,0 +1,142 @@
+"""``bot check``'s run, in this process: its seeds ask every kind, its steps catch faults.
+
+The bots are the real sample bots and the ``bot new`` template, emulated in-process on the
+fake sandbox (:mod:`tests.match.emulated_bots`), or small scripted handlers; the real
+processes and the command line are in ``tests/test_bot_check.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from referee.compliance import (
+    OPPONENTS,
+    SEEDS,
+    CheckReport,
+    ComplianceRun,
+    kinds_for,
+    step_lines,
+    summary_lines,
+)
+from referee.rules import PRESETS, RuleSet
+from referee.sandbox import Limits
+from referee.specs import TimeControl
+from referee.testing import FakeSandbox, Handler, polite_bot, spec
+from tests.match.emulated_bots import CANDIDATES, covered, emulated_run, handler
+
+
+@pytest.mark.parametrize("candidate", CANDIDATES)
+@pytest.mark.parametrize(("preset", "seats"), sorted(SEEDS))
+def test_the_seeds_ask_every_kind_of_request(candidate: str, preset: str, seats: int) -> None:
+    assert covered(candidate, preset, seats, SEEDS[(preset, seats)])
+
+
+def test_every_preset_at_both_table_sizes_has_seeds() -> None:
+    assert set(SEEDS) == {(p, n) for p in PRESETS for n in (3, 6)}
+    kinds = {key: kinds_for(RuleSet.preset(key[0]).resolve(key[1])) for key in SEEDS}
+    assert kinds[("arschloch", 3)] == ("play", "give", "leftover")
+    assert kinds[("trou-du-cul", 6)] == ("play", "give")
+    assert kinds[("president-es", 3)] == ("play",)
+
+
+def _report(tc: TimeControl | None = None) -> CheckReport:
+    return CheckReport(
+        bot="b", path="-", sandbox="fake", time_control=tc or TimeControl(), limits=Limits()
+    )
+
+
+def _run(run: ComplianceRun, keep_going: bool = False) -> CheckReport:
+    asyncio.run(run.run(list(PRESETS), keep_going))
+    return run.report
+
+
+def test_the_new_bot_template_passes_every_step() -> None:
+    report = _run(emulated_run("template", _report()))
+    assert report.passed, [step_lines(s) for s in report.steps]
+    names = [s.name for s in report.steps]
+    assert names[0] == "handshake" and names[-1] == "reuse: two matches on one process"
+    assert len(names) == 2 + 2 * len(PRESETS)
+    assert set(report.asked) == {"play", "give", "leftover"} and not report.not_asked
+    assert report.ready_ms is not None and report.reply_stats() is not None
+    assert summary_lines(report)[-1] == f"PASSED: all {len(names)} steps"
+    data = report.as_json()
+    assert data["passed"] is True and data["not_asked"] == []
+    assert data["peak_memory_bytes"] is None  # the fake sandbox measures nothing
+    assert any("peak memory: not measured" in line for line in summary_lines(report))
+
+
+def _scripted(make: Callable[[], Handler], tc: TimeControl | None = None) -> ComplianceRun:
+    """A run of a scripted bot (``make`` starts one) against the emulated sample bots."""
+    factories: dict[str, Any] = {name: handler(name) for name in OPPONENTS}
+    factories["scripted"] = make
+    sandbox = FakeSandbox(factories)
+    opponents = {name: spec(name) for name in OPPONENTS}
+    return ComplianceRun(sandbox, spec("scripted"), opponents, _report(tc))
+
+
+def _one_card_on_pairs() -> Handler:
+    polite = polite_bot("scripted")
+
+    def handle(msg: dict[str, Any]) -> dict[str, Any] | bytes | None:
+        if msg.get("type") == "act" and msg["kind"] == "play" and msg["trick"]["count"] == 2:
+            return {"id": msg["id"], "cards": msg["legal"][0][:1]}
+        return polite(msg)
+
+    return handle
+
+
+def test_a_wrong_card_count_fails_the_first_step_it_happens_in_and_stops_there() -> None:
+    report = _run(_scripted(_one_card_on_pairs))
+    assert not report.passed and report.stopped_early
+    failed = report.steps[-1]
+    assert not failed.ok and failed.fault is not None and failed.fault.kind == "illegal"
+    assert failed.problem[1].endswith("has 1 card; the trick needs 2")
+    assert failed.problem[0].startswith(f"(seed {failed.seeds[-1]}, match log")
+    assert summary_lines(report)[-1].startswith("FAILED: 1 of")
+
+
+def test_keep_going_runs_every_step() -> None:
+    report = _run(_scripted(_one_card_on_pairs), keep_going=True)
+    assert len(report.steps) == 2 + 2 * len(PRESETS) and not report.stopped_early
+    assert not report.passed and sum(not s.ok for s in report.steps) >= 2
+
+
+def _one_match_only() -> Handler:
+    polite = polite_bot("scripted")
+    over = False
+
+    def handle(msg: dict[str, Any]) -> dict[str, Any] | bytes | None:
+        nonlocal over
+        if msg.get("type") == "match_end":
+            over = True
+        return None if over else polite(msg)
+
+    return handle
+
+
+def test_a_bot_deaf_after_its_first_match_fails_the_reuse_step() -> None:
+    tc = TimeControl(move_ms=100, bank_ms=0, hello_ms=1000)
+    run = _scripted(_one_match_only, tc)
+    report = _run(run)
+    assert [s.ok for s in report.steps[:-1]] == [True] * (len(report.steps) - 1)
+    reuse = report.steps[-1]
+    assert reuse.name.startswith("reuse") and not reuse.ok
+    assert reuse.problem[0] == "(in the match number 2 of this process)"
+    assert "timeout" in reuse.problem[2] and "no reply within 100 ms" in reuse.problem[2]
+    hints = [line for line in reuse.problem if line.startswith("hint:")]
+    assert "another match_start may follow on the same process" in hints[0]
+
+
+def test_a_bot_that_fails_hello_stops_the_run_after_the_handshake() -> None:
+    def mute(msg: dict[str, Any]) -> bytes:
+        return b"hello there\n"
+
+    report = _run(_scripted(lambda: mute, TimeControl(hello_ms=1000)), keep_going=True)
+    assert [s.name for s in report.steps] == ["handshake"] and report.stopped_early
+    step = report.steps[0]
+    assert step.problem[0].startswith("problem: protocol at hello 1: reply is not valid JSON")
+    assert "reply (after 0 ms): hello there" in step.problem
