@@ -473,9 +473,7 @@ def header_lines(report: CheckReport) -> list[str]:
     return [
         f"bot check: {report.bot} ({report.path})",
         f"sandbox: {report.sandbox}",
-        f"limits: memory {lim.memory_mb} MiB, {lim.cpus:g} CPU, {lim.pids} processes, "
-        f"{lim.cpu_seconds} s CPU time; time: move_ms {tc.move_ms}, bank_ms {tc.bank_ms}, "
-        f"hello_ms {tc.hello_ms}",
+        f"limits: {tc.describe()}; {lim.describe()}",
         f"opponents: the sample bots {', '.join(OPPONENTS)}; {CHECK_ROUNDS} rounds a match",
     ]
 

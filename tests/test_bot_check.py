@@ -81,7 +81,7 @@ def test_a_new_javascript_bot_passes(tmp_path: Path) -> None:
     out = check(tmp_path / "js")
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.splitlines()[1].startswith("sandbox: process sandbox")
-    assert "move_ms 1000, bank_ms 10000, hello_ms 10000" in out.stdout
+    assert "limits: move 1000 ms + bank 10000 ms, hello 10000 ms; memory 512 MiB" in out.stdout
     assert "PASSED: all 12 steps" in out.stdout
     assert "peak memory: " in out.stdout and "reply times: median" in out.stdout
 
