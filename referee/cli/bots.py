@@ -115,7 +115,7 @@ def bot_check(
         sys.exit(1)
 
 
-_PY_TEMPLATE = '''"""{name}: a bot for the Arschloch referee (the protocol: `referee protocol spec`)."""
+_PY_TEMPLATE = '''"""{name}: an Arschloch referee bot (protocol: `referee protocol spec`)."""
 
 from botkit import Bot
 
@@ -134,7 +134,7 @@ if __name__ == "__main__":
     MyBot().run()
 '''
 
-_JS_TEMPLATE = """// {name}: a bot for the Arschloch referee (the protocol: `referee protocol spec`).
+_JS_TEMPLATE = """// {name}: an Arschloch referee bot (protocol: `referee protocol spec`).
 const {{ Bot }} = require("./botkit.js");
 
 class MyBot extends Bot {{
