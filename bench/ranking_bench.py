@@ -3,7 +3,7 @@
 ``python -m bench.ranking_bench [--seeds 4] [--workers 2]`` (``make bench`` runs it) plays
 the ladder of :mod:`bench.ladder` (8 rungs: the heuristic sample bot diluted with random
 plays at rates 0 to 0.28, true order in ``bench/ladder_truth.json``) at 4-player tables of
-``arschloch``, three ways, and measures the Kendall tau between the leaderboard's order
+``arschloch``, five ways, and measures the Kendall tau between the leaderboard's order
 (TrueSkill ``mu - 3 sigma``, exactly as published) and the true order, averaged over seeds,
 by matches per bot:
 
@@ -13,12 +13,18 @@ by matches per bot:
   rotation, balanced seating (:mod:`referee.seating`); 140 matches per bot per deal;
 * **(c)** (b) with one deal, then play-offs (:mod:`referee.playoff`, ``top`` = every rung,
   ``until = 0.95``) with a budget of 140 matches per bot; tau is taken after each play-off
-  round, as the leaderboard would publish it then.
+  round, as the leaderboard would publish it then;
+* **(b2)** the round robin on balanced tables (``tables = "balanced"``,
+  :mod:`referee.design`): for 8 rungs at 4, 14 tables in which every pair meets 3 times;
+  28 matches per bot per deal, 1 to 5 deals;
+* **(c2)** (b2) with :data:`BALANCED_START_DEALS` deals, then the same play-offs, up to
+  :data:`PLAYOFF_TOTAL_PER_BOT` matches per bot in all.
 
 The issue's target: (c) reaches tau >= 0.95 with at most half the matches per bot that (a)
-needs. Also the twins check: a round robin with two copies of one rung (one policy, each
-with its own random draws) must not tell them apart: their score intervals overlap, each
-one's mean lies in the other's interval, and their order is not significant either way.
+needs; it is checked for (c) and (c2). Also the twins check: a round robin with two
+copies of one rung (one policy, each with its own random draws) must not tell them apart:
+their score intervals overlap, each one's mean lies in the other's interval, and their order
+is not significant either way.
 
 Every schedule, deal and decision is seeded: the same ``--seeds`` give the same figures on
 any machine (the worker count only changes the speed). ``--seeds 16`` made the README's.
@@ -40,6 +46,7 @@ from typing import Any
 from bench.ladder import LADDER, TABLE_SIZE, play_all
 from bench.ladder_truth import load_truth
 from referee.deals import deal_seed
+from referee.design import design_size
 from referee.intervals import deal_scores, order_confidence, score_intervals
 from referee.playoff import plan_round
 from referee.ratings import make_environment, rate
@@ -54,6 +61,11 @@ ROUND_ROBIN_DEALS = 2
 PLAYOFF_BUDGET_PER_BOT = 140
 PLAYOFF_LEVELS = (0, 17.5, 35, 70, 105, 140)
 """Play-off matches per bot (on top of the round robin) at which (c) is measured."""
+BALANCED_DEALS_MAX = 5
+BALANCED_START_DEALS = 2
+PLAYOFF_TOTAL_PER_BOT = 280
+BALANCED_LEVELS = (28, 56, 84, 112, 140, 175, 210, 245, 280)
+"""Matches per bot (in all) at which (c2) is measured."""
 
 
 def kendall_tau(order: Sequence[str], truth: Sequence[str]) -> float:
@@ -121,17 +133,23 @@ def random_tables(
 
 
 def balanced_round_robin(
-    seed: int, rates: dict[str, float], truth: Sequence[str], deals: int, workers: int
+    seed: int,
+    rates: dict[str, float],
+    truth: Sequence[str],
+    deals: int,
+    workers: int,
+    tables: str = "all",
 ) -> tuple[list[tuple[float, float]], list[StoredMatch]]:
-    """(b): the round robin with ``deals`` deals, tau after each; and its first deal."""
+    """(b) or (b2): the round robin with ``deals`` deals, tau after each; and its matches."""
     names = sorted(rates)
-    matches = play_all(round_robin(names, TABLE_SIZE, deals, seed, SECRET), rates, workers=workers)
+    specs = round_robin(names, TABLE_SIZE, deals, seed, SECRET, tables=tables)
+    matches = play_all(specs, rates, workers=workers)
     points = []
     for d in range(1, deals + 1):
         prefix = [m for m in matches if m.spec.deal < d]
         per_bot = len(prefix) * TABLE_SIZE / len(names)
         points.append((per_bot, kendall_tau(published_order(prefix, names), truth)))
-    return points, [m for m in matches if m.spec.deal == 0]
+    return points, matches
 
 
 def with_playoffs(
@@ -205,40 +223,52 @@ def twins(seed: int, workers: int, deals: int = 6) -> dict[str, Any]:
 
 
 @dataclass
+class Row:
+    """One way of playing the ladder: its label, tau curve, the levels it is shown at, and
+    (for the rows with play-offs) how each seed's play-offs ended."""
+
+    key: str
+    label: str
+    curve: Curve
+    levels: tuple[float, ...]
+    states: list[str] = field(default_factory=list)
+
+    def needs(self) -> float | None:
+        """The fewest matches per bot (of ``levels``) at which mean tau >= the target."""
+        return next((lv for lv in self.levels if self.curve.at(lv) >= TARGET_TAU), None)
+
+    def text(self) -> str:
+        return ", ".join(f"{lv:g}: {self.curve.at(lv):.3f}" for lv in self.levels)
+
+
+@dataclass
 class Results:
     """Every figure of a run (see the module docstring)."""
 
     bots: int
     seeds: int
-    a: Curve
-    b: Curve
-    c: Curve
-    a_levels: tuple[float, ...]
-    b_levels: tuple[float, ...]
-    c_levels: tuple[float, ...]
-    c_states: list[str]
+    rows: dict[str, Row]
     twins: list[dict[str, Any]]
 
-    def needs(self, curve: Curve, levels: Sequence[float]) -> float | None:
-        """The fewest matches per bot (of ``levels``) at which mean tau >= the target."""
-        return next((lv for lv in levels if curve.at(lv) >= TARGET_TAU), None)
+    @property
+    def a(self) -> Curve:
+        return self.rows["a"].curve
 
     @property
-    def target_met(self) -> bool:
-        need_a = self.needs(self.a, self.a_levels)
-        need_c = self.needs(self.c, self.c_levels)
-        return need_a is not None and need_c is not None and need_c <= need_a / 2
+    def b(self) -> Curve:
+        return self.rows["b"].curve
+
+    @property
+    def c(self) -> Curve:
+        return self.rows["c"].curve
+
+    def target_met(self, key: str) -> bool:
+        """Whether row ``key`` reaches the target tau with at most half of what (a) needs."""
+        need_a, need = self.rows["a"].needs(), self.rows[key].needs()
+        return need_a is not None and need is not None and need <= need_a / 2
 
     def largest_error(self) -> float:
-        errors = [
-            curve.error(level)
-            for curve, levels in (
-                (self.a, self.a_levels),
-                (self.b, self.b_levels),
-                (self.c, self.c_levels),
-            )
-            for level in levels
-        ]
+        errors = [row.curve.error(level) for row in self.rows.values() for level in row.levels]
         return max((e for e in errors if not math.isnan(e)), default=math.nan)
 
     def twins_summary(self) -> str:
@@ -257,30 +287,39 @@ class Results:
             f"mean difference {mean:+.3f} (seed to seed {spread:.3f})"
         )
 
-    def lines(self) -> list[str]:
-        def row(curve: Curve, levels: Sequence[float]) -> str:
-            return ", ".join(f"{lv:.0f}: {curve.at(lv):.3f}" for lv in levels)
+    def playoff_summary(self, row: Row) -> str:
+        final = [run[-1][0] for run in row.curve.runs]
+        return (
+            f"      play-offs ended at {sum(final) / len(final):.0f} matches per bot on average "
+            f"({row.states.count('settled')} of {len(row.states)} settled, the rest at the "
+            "budget)"
+        )
 
-        need_a = self.needs(self.a, self.a_levels)
-        need_c = self.needs(self.c, self.c_levels)
-        final = [run[-1] for run in self.c.runs]
-        stopped = sum(p for p, _ in final) / len(final)
-        settled = self.c_states.count("settled")
-        a_text = f"{need_a:.0f}" if need_a else f"more than {max(self.a_levels):.0f}"
-        c_text = f"{need_c:.0f}" if need_c else f"more than {max(self.c_levels):.0f}"
-        return [
+    def lines(self) -> list[str]:
+        def needs(row: Row) -> str:
+            need = row.needs()
+            return f"{need:g}" if need else f"more than {max(row.levels):g}"
+
+        width = max(len(row.label) for row in self.rows.values())
+        out = [
             f"ranking: {self.bots} ladder bots at tables of {TABLE_SIZE}; Kendall tau of the "
             f"published order vs the truth by matches per bot, mean of {self.seeds} seeds "
             f"(standard errors up to {self.largest_error():.3f})",
-            f"  (a) random tables, independent deals: {row(self.a, self.a_levels)}",
-            f"  (b) balanced duplicate round robin:   {row(self.b, self.b_levels)}",
-            f"  (c) (b) 1 deal + play-offs:           {row(self.c, self.c_levels)}",
-            f"      play-offs ended at {stopped:.0f} matches per bot on average "
-            f"({settled} of {self.seeds} settled, the rest at the budget)",
-            f"  tau >= {TARGET_TAU}: (a) needs {a_text} matches per bot, (c) {c_text}; "
-            f"target (c) <= half of (a): {'met' if self.target_met else 'NOT met'}",
-            self.twins_summary(),
         ]
+        for row in self.rows.values():
+            out.append(f"  ({row.key}) {row.label + ':':<{width + 1}} {row.text()}")
+            if row.states:
+                out.append(self.playoff_summary(row))
+        a = self.rows.get("a")
+        for key in ("c", "c2"):
+            if a is not None and key in self.rows:
+                out.append(
+                    f"  tau >= {TARGET_TAU}: (a) needs {needs(a)} matches per bot, ({key}) "
+                    f"{needs(self.rows[key])}; target ({key}) <= half of (a): "
+                    f"{'met' if self.target_met(key) else 'NOT met'}"
+                )
+        out.append(self.twins_summary())
+        return out
 
 
 def run(
@@ -292,39 +331,83 @@ def run(
     a_levels: Sequence[int] = RANDOM_LEVELS,
     deals: int = ROUND_ROBIN_DEALS,
     budget_per_bot: int = PLAYOFF_BUDGET_PER_BOT,
+    balanced_deals: int = BALANCED_DEALS_MAX,
+    start_deals: int = BALANCED_START_DEALS,
+    total_per_bot: int = PLAYOFF_TOTAL_PER_BOT,
     with_twins: bool = True,
+    rows: Sequence[str] = ("a", "b", "c", "b2", "c2"),
     progress: Callable[[str], None] | None = None,
 ) -> Results:
-    """Measure (a), (b), (c) and the twins over ``seeds`` seeds (see the module docstring).
+    """Measure the ``rows`` and the twins over ``seeds`` seeds (see the module docstring).
 
     ``rates`` and ``truth`` default to the ladder and its stored true order.
     """
     rates = dict(rates or LADDER)
     truth = list(truth or load_truth()["order"])
     n = len(rates)
-    per_deal = math.comb(n - 1, TABLE_SIZE - 1) * TABLE_SIZE
-    budget = budget_per_bot * n // TABLE_SIZE
+    full_deal = math.comb(n - 1, TABLE_SIZE - 1) * TABLE_SIZE
+    design_deal = design_size(n, TABLE_SIZE).per_bot * TABLE_SIZE
+    if design_size(n, TABLE_SIZE).tables >= math.comb(n, TABLE_SIZE):
+        design_deal = full_deal
+    start = design_deal * start_deals
+    table: dict[str, Row] = {
+        "a": Row("a", "random tables, independent deals", Curve(), tuple(map(float, a_levels))),
+        "b": Row(
+            "b",
+            "balanced duplicate round robin",
+            Curve(),
+            tuple(float(full_deal * d) for d in range(1, deals + 1)),
+        ),
+        "c": Row(
+            "c",
+            "(b) 1 deal + play-offs",
+            Curve(),
+            tuple(full_deal + x for x in PLAYOFF_LEVELS if x <= budget_per_bot),
+        ),
+        "b2": Row(
+            "b2",
+            "(b) on balanced tables",
+            Curve(),
+            tuple(float(design_deal * d) for d in range(1, balanced_deals + 1)),
+        ),
+        "c2": Row(
+            "c2",
+            f"(b2) {start_deals} deals + play-offs",
+            Curve(),
+            tuple(float(x) for x in (start, *BALANCED_LEVELS) if start <= x <= total_per_bot),
+        ),
+    }
     started = time.monotonic()
-    a, b, c, states = Curve(), Curve(), Curve(), []
     for seed in range(1, seeds + 1):
-        a.runs.append(random_tables(seed, rates, truth, a_levels, workers))
-        points, first = balanced_round_robin(seed, rates, truth, deals, workers)
-        b.runs.append(points)
-        points, state = with_playoffs(seed, rates, truth, first, budget, workers)
-        c.runs.append(points)
-        states.append(state)
+        if "a" in rows:
+            table["a"].curve.runs.append(random_tables(seed, rates, truth, a_levels, workers))
+        if "b" in rows or "c" in rows:
+            points, matches = balanced_round_robin(seed, rates, truth, deals, workers)
+            table["b"].curve.runs.append(points)
+            first = [m for m in matches if m.spec.deal == 0]
+            if "c" in rows:
+                budget = budget_per_bot * n // TABLE_SIZE
+                curve, state = with_playoffs(seed, rates, truth, first, budget, workers)
+                table["c"].curve.runs.append(curve)
+                table["c"].states.append(state)
+        if "b2" in rows or "c2" in rows:
+            most = max(balanced_deals if "b2" in rows else 0, start_deals)
+            points, matches = balanced_round_robin(
+                seed, rates, truth, most, workers, tables="balanced"
+            )
+            table["b2"].curve.runs.append(points[:balanced_deals])
+            if "c2" in rows:
+                begin = [m for m in matches if m.spec.deal < start_deals]
+                budget = (total_per_bot * n - start * n) // TABLE_SIZE
+                curve, state = with_playoffs(seed, rates, truth, begin, budget, workers)
+                table["c2"].curve.runs.append(curve)
+                table["c2"].states.append(state)
         if progress is not None:
             progress(f"seed {seed}/{seeds} done, {time.monotonic() - started:.0f} s")
     return Results(
         bots=n,
         seeds=seeds,
-        a=a,
-        b=b,
-        c=c,
-        a_levels=tuple(float(x) for x in a_levels),
-        b_levels=tuple(per_deal * d for d in range(1, deals + 1)),
-        c_levels=tuple(per_deal + x for x in PLAYOFF_LEVELS if x <= budget_per_bot),
-        c_states=states,
+        rows={key: row for key, row in table.items() if row.curve.runs},
         twins=[twins(seed, workers) for seed in range(1, seeds + 1)] if with_twins else [],
     )
 
@@ -333,9 +416,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--rows",
+        default="a,b,c,b2,c2",
+        help="the ways of playing to measure, comma-separated (default: all five)",
+    )
+    parser.add_argument(
+        "--start-deals",
+        type=int,
+        default=BALANCED_START_DEALS,
+        help="(c2): deals of the balanced tables before the play-offs",
+    )
+    parser.add_argument("--no-twins", action="store_true", help="skip the twins check")
     args = parser.parse_args(argv)
     results = run(
-        args.seeds, args.workers, progress=lambda line: print("  " + line, file=sys.stderr)
+        args.seeds,
+        args.workers,
+        rows=tuple(args.rows.split(",")),
+        start_deals=args.start_deals,
+        with_twins=not args.no_twins,
+        progress=lambda line: print("  " + line, file=sys.stderr),
     )
     print("\n".join(results.lines()))
     return 0
