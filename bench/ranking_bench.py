@@ -16,7 +16,7 @@ by matches per bot:
   round, as the leaderboard would publish it then;
 * **(b2)** the round robin on balanced tables (``tables = "balanced"``,
   :mod:`referee.design`): for 8 rungs at 4, 14 tables in which every pair meets 3 times;
-  28 matches per bot per deal, 1 to 5 deals;
+  28 matches per bot per deal, 1 to 10 deals;
 * **(c2)** (b2) with :data:`BALANCED_START_DEALS` deals, then the same play-offs, up to
   :data:`PLAYOFF_TOTAL_PER_BOT` matches per bot in all.
 
@@ -61,7 +61,7 @@ ROUND_ROBIN_DEALS = 2
 PLAYOFF_BUDGET_PER_BOT = 140
 PLAYOFF_LEVELS = (0, 17.5, 35, 70, 105, 140)
 """Play-off matches per bot (on top of the round robin) at which (c) is measured."""
-BALANCED_DEALS_MAX = 5
+BALANCED_DEALS_MAX = 10
 BALANCED_START_DEALS = 2
 PLAYOFF_TOTAL_PER_BOT = 280
 BALANCED_LEVELS = (28, 56, 84, 112, 140, 175, 210, 245, 280)
@@ -159,18 +159,28 @@ def with_playoffs(
     start: list[StoredMatch],
     budget: int,
     workers: int,
-) -> tuple[list[tuple[float, float]], str]:
-    """(c): play-off rounds after ``start`` until settled or ``budget`` is spent."""
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]], str]:
+    """(c): play-off rounds after ``start`` until settled or ``budget`` is spent.
+
+    Returns the published order's tau after each round, the same for the order by TrueSkill
+    ``mu`` alone (a diagnostic: play-offs play some bots far more than others, and
+    ``mu - 3 sigma`` penalises the ones they stopped playing), and how the play-offs ended.
+    """
     names = sorted(rates)
     settings = PlayoffSettings(top=len(names), until=TARGET_TAU, budget=budget)
     matches = list(start)
     specs = [m.spec for m in matches]
-    points = [
-        (
-            len(matches) * TABLE_SIZE / len(names),
-            kendall_tau(published_order(matches, names), truth),
-        )
-    ]
+    points: list[tuple[float, float]] = []
+    by_mu: list[tuple[float, float]] = []
+
+    def measure() -> None:
+        per_bot = len(matches) * TABLE_SIZE / len(names)
+        ratings = rate(matches, names, env=make_environment())
+        points.append((per_bot, kendall_tau([r.name for r in ratings], truth)))
+        ordered = sorted(ratings, key=lambda r: (-r.mu, r.name))
+        by_mu.append((per_bot, kendall_tau([r.name for r in ordered], truth)))
+
+    measure()
     for round_no in itertools.count():
         plan = plan_round(
             round_no,
@@ -185,15 +195,10 @@ def with_playoffs(
             secret=SECRET,
         )
         if not plan.specs:
-            return points, plan.state
+            return points, by_mu, plan.state
         specs += plan.specs
         matches += play_all(plan.specs, rates, workers=workers)
-        points.append(
-            (
-                len(matches) * TABLE_SIZE / len(names),
-                kendall_tau(published_order(matches, names), truth),
-            )
-        )
+        measure()
     raise AssertionError("unreachable")
 
 
@@ -232,13 +237,16 @@ class Row:
     curve: Curve
     levels: tuple[float, ...]
     states: list[str] = field(default_factory=list)
+    by_mu: Curve = field(default_factory=Curve)
+    """The rows with play-offs: tau of the order by TrueSkill ``mu`` alone (diagnostic)."""
 
     def needs(self) -> float | None:
         """The fewest matches per bot (of ``levels``) at which mean tau >= the target."""
         return next((lv for lv in self.levels if self.curve.at(lv) >= TARGET_TAU), None)
 
-    def text(self) -> str:
-        return ", ".join(f"{lv:g}: {self.curve.at(lv):.3f}" for lv in self.levels)
+    def text(self, curve: Curve | None = None) -> str:
+        shown = curve or self.curve
+        return ", ".join(f"{lv:g}: {shown.at(lv):.3f}" for lv in self.levels)
 
 
 @dataclass
@@ -310,6 +318,7 @@ class Results:
             out.append(f"  ({row.key}) {row.label + ':':<{width + 1}} {row.text()}")
             if row.states:
                 out.append(self.playoff_summary(row))
+                out.append(f"      ordered by mu alone: {row.text(row.by_mu)}")
         a = self.rows.get("a")
         for key in ("c", "c2"):
             if a is not None and key in self.rows:
@@ -387,8 +396,9 @@ def run(
             first = [m for m in matches if m.spec.deal == 0]
             if "c" in rows:
                 budget = budget_per_bot * n // TABLE_SIZE
-                curve, state = with_playoffs(seed, rates, truth, first, budget, workers)
+                curve, by_mu, state = with_playoffs(seed, rates, truth, first, budget, workers)
                 table["c"].curve.runs.append(curve)
+                table["c"].by_mu.runs.append(by_mu)
                 table["c"].states.append(state)
         if "b2" in rows or "c2" in rows:
             most = max(balanced_deals if "b2" in rows else 0, start_deals)
@@ -399,8 +409,9 @@ def run(
             if "c2" in rows:
                 begin = [m for m in matches if m.spec.deal < start_deals]
                 budget = (total_per_bot * n - start * n) // TABLE_SIZE
-                curve, state = with_playoffs(seed, rates, truth, begin, budget, workers)
+                curve, by_mu, state = with_playoffs(seed, rates, truth, begin, budget, workers)
                 table["c2"].curve.runs.append(curve)
+                table["c2"].by_mu.runs.append(by_mu)
                 table["c2"].states.append(state)
         if progress is not None:
             progress(f"seed {seed}/{seeds} done, {time.monotonic() - started:.0f} s")
