@@ -104,13 +104,38 @@ class Curve:
         return math.sqrt(sum((t - mean) ** 2 for t in taus) / (len(taus) - 1) / len(taus))
 
 
+@dataclass
+class Points:
+    """One seed's taus, step by step: of the published order (TrueSkill ``mu - 3 sigma``),
+    and of the order by ``mu`` alone (a diagnostic: where a schedule plays some bots far
+    more than others, as play-offs do, ``- 3 sigma`` penalises the ones it played less)."""
+
+    published: list[tuple[float, float]] = field(default_factory=list)
+    by_mu: list[tuple[float, float]] = field(default_factory=list)
+
+    def add(
+        self,
+        per_bot: float,
+        matches: Sequence[StoredMatch],
+        names: Sequence[str],
+        truth: Sequence[str],
+    ) -> None:
+        ratings = rate(matches, names, env=make_environment())
+        self.published.append((per_bot, kendall_tau([r.name for r in ratings], truth)))
+        ordered = sorted(ratings, key=lambda r: (not r.rated, -r.mu, r.name))
+        self.by_mu.append((per_bot, kendall_tau([r.name for r in ordered], truth)))
+
+    def until(self, steps: int) -> Points:
+        return Points(self.published[:steps], self.by_mu[:steps])
+
+
 def random_tables(
     seed: int,
     rates: dict[str, float],
     truth: Sequence[str],
     levels: Sequence[int],
     workers: int,
-) -> list[tuple[float, float]]:
+) -> Points:
     """(a): random tables, independent deals; tau at each of ``levels`` matches per bot."""
     names = sorted(rates)
     rng = random.Random(f"random tables {seed}")
@@ -123,13 +148,10 @@ def random_tables(
             MatchSpec(key=key, table=table, deal=0, rotation=0, deal_seed=cards, match_seed=cards)
         )
     matches = play_all(specs, rates, workers=workers)
-    return [
-        (
-            float(level),
-            kendall_tau(published_order(matches[: level * len(names) // TABLE_SIZE], names), truth),
-        )
-        for level in levels
-    ]
+    points = Points()
+    for level in levels:
+        points.add(float(level), matches[: level * len(names) // TABLE_SIZE], names, truth)
+    return points
 
 
 def balanced_round_robin(
@@ -139,16 +161,15 @@ def balanced_round_robin(
     deals: int,
     workers: int,
     tables: str = "all",
-) -> tuple[list[tuple[float, float]], list[StoredMatch]]:
+) -> tuple[Points, list[StoredMatch]]:
     """(b) or (b2): the round robin with ``deals`` deals, tau after each; and its matches."""
     names = sorted(rates)
     specs = round_robin(names, TABLE_SIZE, deals, seed, SECRET, tables=tables)
     matches = play_all(specs, rates, workers=workers)
-    points = []
+    points = Points()
     for d in range(1, deals + 1):
         prefix = [m for m in matches if m.spec.deal < d]
-        per_bot = len(prefix) * TABLE_SIZE / len(names)
-        points.append((per_bot, kendall_tau(published_order(prefix, names), truth)))
+        points.add(len(prefix) * TABLE_SIZE / len(names), prefix, names, truth)
     return points, matches
 
 
@@ -159,28 +180,15 @@ def with_playoffs(
     start: list[StoredMatch],
     budget: int,
     workers: int,
-) -> tuple[list[tuple[float, float]], list[tuple[float, float]], str]:
-    """(c): play-off rounds after ``start`` until settled or ``budget`` is spent.
-
-    Returns the published order's tau after each round, the same for the order by TrueSkill
-    ``mu`` alone (a diagnostic: play-offs play some bots far more than others, and
-    ``mu - 3 sigma`` penalises the ones they stopped playing), and how the play-offs ended.
-    """
+) -> tuple[Points, str]:
+    """(c): play-off rounds after ``start`` until settled or ``budget`` is spent; tau after
+    each round, and how the play-offs ended."""
     names = sorted(rates)
     settings = PlayoffSettings(top=len(names), until=TARGET_TAU, budget=budget)
     matches = list(start)
     specs = [m.spec for m in matches]
-    points: list[tuple[float, float]] = []
-    by_mu: list[tuple[float, float]] = []
-
-    def measure() -> None:
-        per_bot = len(matches) * TABLE_SIZE / len(names)
-        ratings = rate(matches, names, env=make_environment())
-        points.append((per_bot, kendall_tau([r.name for r in ratings], truth)))
-        ordered = sorted(ratings, key=lambda r: (-r.mu, r.name))
-        by_mu.append((per_bot, kendall_tau([r.name for r in ordered], truth)))
-
-    measure()
+    points = Points()
+    points.add(len(matches) * TABLE_SIZE / len(names), matches, names, truth)
     for round_no in itertools.count():
         plan = plan_round(
             round_no,
@@ -195,10 +203,10 @@ def with_playoffs(
             secret=SECRET,
         )
         if not plan.specs:
-            return points, by_mu, plan.state
+            return points, plan.state
         specs += plan.specs
         matches += play_all(plan.specs, rates, workers=workers)
-        measure()
+        points.add(len(matches) * TABLE_SIZE / len(names), matches, names, truth)
     raise AssertionError("unreachable")
 
 
@@ -238,11 +246,18 @@ class Row:
     levels: tuple[float, ...]
     states: list[str] = field(default_factory=list)
     by_mu: Curve = field(default_factory=Curve)
-    """The rows with play-offs: tau of the order by TrueSkill ``mu`` alone (diagnostic)."""
+    """Tau of the order by TrueSkill ``mu`` alone (a diagnostic, see :class:`Points`)."""
 
-    def needs(self) -> float | None:
+    def add(self, points: Points, state: str | None = None) -> None:
+        self.curve.runs.append(points.published)
+        self.by_mu.runs.append(points.by_mu)
+        if state is not None:
+            self.states.append(state)
+
+    def needs(self, curve: Curve | None = None) -> float | None:
         """The fewest matches per bot (of ``levels``) at which mean tau >= the target."""
-        return next((lv for lv in self.levels if self.curve.at(lv) >= TARGET_TAU), None)
+        shown = curve or self.curve
+        return next((lv for lv in self.levels if shown.at(lv) >= TARGET_TAU), None)
 
     def text(self, curve: Curve | None = None) -> str:
         shown = curve or self.curve
@@ -304,28 +319,30 @@ class Results:
         )
 
     def lines(self) -> list[str]:
-        def needs(row: Row) -> str:
-            need = row.needs()
+        def needs(row: Row, curve: Curve | None = None) -> str:
+            need = row.needs(curve)
             return f"{need:g}" if need else f"more than {max(row.levels):g}"
 
-        width = max(len(row.label) for row in self.rows.values())
+        heads = {key: f"({key}) {row.label}:" for key, row in self.rows.items()}
+        width = max(len(head) for head in heads.values())
         out = [
             f"ranking: {self.bots} ladder bots at tables of {TABLE_SIZE}; Kendall tau of the "
             f"published order vs the truth by matches per bot, mean of {self.seeds} seeds "
             f"(standard errors up to {self.largest_error():.3f})",
         ]
-        for row in self.rows.values():
-            out.append(f"  ({row.key}) {row.label + ':':<{width + 1}} {row.text()}")
+        for key, row in self.rows.items():
+            out.append(f"  {heads[key]:<{width}} {row.text()}")
+            out.append(f"      {'by mu alone:':<{width - 4}} {row.text(row.by_mu)}")
             if row.states:
                 out.append(self.playoff_summary(row))
-                out.append(f"      ordered by mu alone: {row.text(row.by_mu)}")
         a = self.rows.get("a")
         for key in ("c", "c2"):
             if a is not None and key in self.rows:
                 out.append(
                     f"  tau >= {TARGET_TAU}: (a) needs {needs(a)} matches per bot, ({key}) "
                     f"{needs(self.rows[key])}; target ({key}) <= half of (a): "
-                    f"{'met' if self.target_met(key) else 'NOT met'}"
+                    f"{'met' if self.target_met(key) else 'NOT met'} (by mu alone: (a) "
+                    f"{needs(a, a.by_mu)}, ({key}) {needs(self.rows[key], self.rows[key].by_mu)})"
                 )
         out.append(self.twins_summary())
         return out
@@ -381,7 +398,7 @@ def run(
         ),
         "c2": Row(
             "c2",
-            f"(b2) {start_deals} deals + play-offs",
+            f"(b2) {start_deals} deal{'s' if start_deals != 1 else ''} + play-offs",
             Curve(),
             tuple(float(x) for x in (start, *BALANCED_LEVELS) if start <= x <= total_per_bot),
         ),
@@ -389,30 +406,24 @@ def run(
     started = time.monotonic()
     for seed in range(1, seeds + 1):
         if "a" in rows:
-            table["a"].curve.runs.append(random_tables(seed, rates, truth, a_levels, workers))
+            table["a"].add(random_tables(seed, rates, truth, a_levels, workers))
         if "b" in rows or "c" in rows:
             points, matches = balanced_round_robin(seed, rates, truth, deals, workers)
-            table["b"].curve.runs.append(points)
-            first = [m for m in matches if m.spec.deal == 0]
+            table["b"].add(points)
             if "c" in rows:
+                first = [m for m in matches if m.spec.deal == 0]
                 budget = budget_per_bot * n // TABLE_SIZE
-                curve, by_mu, state = with_playoffs(seed, rates, truth, first, budget, workers)
-                table["c"].curve.runs.append(curve)
-                table["c"].by_mu.runs.append(by_mu)
-                table["c"].states.append(state)
+                table["c"].add(*with_playoffs(seed, rates, truth, first, budget, workers))
         if "b2" in rows or "c2" in rows:
             most = max(balanced_deals if "b2" in rows else 0, start_deals)
             points, matches = balanced_round_robin(
                 seed, rates, truth, most, workers, tables="balanced"
             )
-            table["b2"].curve.runs.append(points[:balanced_deals])
+            table["b2"].add(points.until(balanced_deals))
             if "c2" in rows:
                 begin = [m for m in matches if m.spec.deal < start_deals]
                 budget = (total_per_bot * n - start * n) // TABLE_SIZE
-                curve, by_mu, state = with_playoffs(seed, rates, truth, begin, budget, workers)
-                table["c2"].curve.runs.append(curve)
-                table["c2"].by_mu.runs.append(by_mu)
-                table["c2"].states.append(state)
+                table["c2"].add(*with_playoffs(seed, rates, truth, begin, budget, workers))
         if progress is not None:
             progress(f"seed {seed}/{seeds} done, {time.monotonic() - started:.0f} s")
     return Results(
