@@ -12,20 +12,23 @@ bot's tables and all the bot places gives the two conditions every such design m
 * ``b k = n r``  (seats at the tables = seats taken by the bots);
 
 and Fisher's inequality ``b >= n``. :func:`design_size` takes the smallest ``lambda`` that
-satisfies them: for 8 bots at 4, ``lambda = 3``, 14 tables (the planes of the affine space
-AG(3, 2)), every bot at 7 of them; for 12 bots, 33 tables instead of 495.
+satisfies them: for 8 bots at 4, ``lambda = 3``, 14 tables (the 14 planes of the affine
+space AG(3, 2) are one such design), every bot at 7 of them; for 12 bots, 33 tables
+instead of 495.
 
-**Construction.** :func:`balanced_design` finds the tables by a seeded local search: it
-starts from ``r`` copies of a shuffled order of the bots cut into tables of ``k`` (``k <=
-n`` consecutive places of a repeated order never seat a bot twice), and then only ever
-*swaps* a bot of one table with a bot of another that sits at neither. A swap keeps every
-bot's number of tables, so **every bot plays exactly r tables by construction**. Each step
-takes a pair that meets too often, one of the tables where it meets and one of its two bots,
-and makes the swap that lowers ``sum((count - lambda)^2)`` over all pairs the most (ties
-drawn from the seed; a short tabu keeps a bot from going straight back). The search stops
-when every pair meets exactly ``lambda`` times, or after a fixed amount of work
-(:data:`SEARCH_WORK` candidate swaps: it never depends on the clock, so the result does not
-depend on the machine).
+**Construction.** :func:`balanced_design` finds the tables by a seeded local search. It
+starts from ``r`` shuffled copies of the field cut into ``b`` tables of ``k`` (a bot that
+lands twice at one table is swapped with a bot of another table), and from then on only
+ever *swaps* a bot of one table with a bot of another that sits at neither. A swap keeps
+every bot's number of tables, so **every bot plays exactly r tables by construction**. Each
+step takes a pair that meets too often and up to :data:`_TABLES_PER_STEP` of the tables
+where it meets; for each, and for each of the pair's two bots, it weighs the swaps with the
+bots that would gain most by sitting there (:data:`_TOP_ENTRANTS`), at every table of
+theirs, and makes the one that lowers ``sum((count - lambda)^2)`` over all pairs the most
+(ties drawn from the seed; a short tabu keeps a bot from going straight back). The search
+stops when every pair meets exactly ``lambda`` times, or after a fixed amount of work
+(:data:`SEARCH_WORK` candidate swaps: it never depends on the clock, so the result does
+not depend on the machine).
 
 **What is guaranteed, and checked before a design is returned.** In order of preference:
 
@@ -38,9 +41,10 @@ depend on the machine).
 4. the complete round robin, whenever it is no larger than the design, or when all else
    failed (it is a design with ``lambda = C(n - 2, k - 2)``).
 
-The search finds exact designs for every field from 4 to 24 bots at tables of 3 and 4, and
-most at 5 and 6 (``tests/tournament/test_design.py`` checks the ranges); it takes well under
-a second up to about 16 bots and a few seconds for the largest fields it is meant for. It
+The search finds exact designs for every field from 4 to 24 bots at tables of 3 and 4, each
+in under a second, and for most fields at 5; at 6, most fields above 14 bots end with the
+within-one tables after a few seconds (``tests/tournament/test_design.py`` checks the
+guarantees over these ranges, the exact ones where they are claimed). It
 uses its own generator (SplitMix64 seeded by SHA-256 of the tournament seed and the
 parameters) and integer arithmetic only, so the same seed gives the same tables in every
 Python version and on every machine.
