@@ -341,7 +341,7 @@ def test_deals_respect_the_counts_and_what_the_exchange_showed(mc: ModuleType) -
     bot.handle({"type": "exchanged", "from": 0, "to": 3, "count": 2})
     bot.handle({"type": "played", "seat": 3, "cards": ["8C"]})
     bot.state.hand = [c for c in hand if c not in gave["cards"]]
-    model = bot.world_model()
+    model = bot.know.model(bot.state)
     _, known, needs = model
     assert known[3] == [0, 1] and needs == [0, 8, 8, 5]  # 7 and 8 known; 8C played
     rules = bot.sim

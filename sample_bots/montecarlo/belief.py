@@ -38,35 +38,193 @@ class Observed:
 
 
 class Knowledge:
-    """What one seat knows about the other hands in the current round."""
+    """What one seat knows about the other hands in the current round.
 
-    def __init__(self, n, nranks, dealt):
+    Fed every message of the round: :meth:`before` sees it before the kit updates its
+    ``GameState`` (a play is judged in the position it was made in), :meth:`after` once it
+    has. ``rules`` is an :class:`mcsim.Rules`; ``state`` the kit's ``GameState``.
+    """
+
+    def __init__(self, rules, seat, players, hand_sizes):
+        self.rules = rules
+        self.seat = seat
+        self.n = n = players
+        nranks = rules.nranks
+        self.per_rank = len(rules.suits) or 4
         self.known = [[] for _ in range(n)]  # cards known to be in each seat's hand
         self.cap = [nranks - 1] * n  # highest rank the seat's other cards may have
         self.floor = [0] * n  # lowest rank the seat's other cards may have
-        self.dealt = list(dealt) if len(dealt) == n else [0] * n
+        self.dealt = list(hand_sizes) if len(hand_sizes) == n else [0] * n
         self.finished = 0
         self.eliminated = 0
         self.gone = [0] * nranks  # cards out of every hand in view of all: played, eliminated
         self.plays = [[] for _ in range(n)]  # each seat's plays this round, as codes
         self.observed = [[] for _ in range(n)]  # each seat's decisions this round
+        self._hand_before = None
 
-    def forget_card(self, card):
+    # -- following the round -------------------------------------------------------------
+
+    def before(self, msg, state):
+        kind = msg.get("type")
+        if kind in ("played", "passed"):
+            self._observe(msg, state)
+        elif kind == "exchanged" and msg.get("from") == self.seat:
+            self._hand_before = list(state.hand)
+
+    def after(self, msg, state, reply):
+        kind = msg.get("type")
+        if kind == "played":
+            seat, cards = msg.get("seat"), msg.get("cards")
+            code = self.code_of(cards)
+            if code is not None and self._is_seat(seat):
+                self.plays[seat].append(code)
+                self.gone[code >> 3] += code & 7
+                for card in cards:
+                    self._forget(card)
+        elif kind == "finished":
+            self.finished += 1
+        elif kind == "eliminated":
+            self._eliminated(msg)
+        elif kind == "received":
+            self._received(msg, state)
+        elif kind == "exchanged" and self._hand_before is not None:
+            gone = [c for c in self._hand_before if c not in state.hand]
+            self._hand_before = None
+            self._gave(msg.get("to"), gone)  # handed over automatically: the kit removed them
+        elif kind == "act" and msg.get("kind") == "give" and isinstance(reply, dict):
+            self._gave(msg.get("to"), reply.get("cards") or [])
+
+    def _is_seat(self, seat):
+        return isinstance(seat, int) and 0 <= seat < self.n
+
+    def code_of(self, cards):
+        """A play's code (``rank << 3 | count``), or None unless it is 1-4 cards of one rank."""
+        if not isinstance(cards, list) or not 0 < len(cards) <= 4:
+            return None
+        ranks = {self.rules.rank_of(c) if isinstance(c, str) else -1 for c in cards}
+        if len(ranks) != 1 or -1 in ranks:
+            return None
+        return ranks.pop() << 3 | len(cards)
+
+    def _observe(self, msg, state):
+        """Record another seat's play or pass with the position it was made in."""
+        seat = msg.get("seat")
+        if not self._is_seat(seat) or seat == self.seat or len(state.hand_sizes) != self.n:
+            return
+        code = self.code_of(msg.get("cards")) if msg.get("type") == "played" else 0
+        if code is None:
+            return
+        rules = self.rules
+        top_rank = rules.rank_of(state.top[0]) if state.top else -1
+        last = -1
+        if state.top:
+            last = state.last_player if state.last_player is not None else state.leader
+        face_up = counts_by_rank(rules, state.leftovers)
+        unseen = [max(0, self.per_rank - g - f) for g, f in zip(self.gone, face_up)]
+        self.observed[seat].append(
+            Observed(
+                code,
+                len(self.plays[seat]),
+                top_rank,
+                len(state.top),
+                last if self._is_seat(last) else -1,
+                list(state.hand_sizes),
+                unseen,
+            )
+        )
+
+    def _forget(self, card):
         for cards in self.known:
             if card in cards:
                 cards.remove(card)
                 return
 
-    def observe(self, seat, code, top_rank, top_count, last, nheld, per_rank, face_up):
-        """Record a decision of ``seat`` made in the public position described."""
-        unseen = [max(0, per_rank - g - f) for g, f in zip(self.gone, face_up)]
-        self.observed[seat].append(
-            Observed(code, len(self.plays[seat]), top_rank, top_count, last, list(nheld), unseen)
-        )
+    def _gave(self, to, cards):
+        if self._is_seat(to):
+            self.known[to].extend(c for c in cards if isinstance(c, str))
 
-    def played(self, seat, code):
-        self.plays[seat].append(code)
-        self.gone[code >> 3] += code & 7
+    def _eliminated(self, msg):
+        self.eliminated += 1
+        for r in counts_to_ranks(counts_by_rank(self.rules, msg.get("cards") or [])):
+            self.gone[r] += 1
+        if self._is_seat(msg.get("seat")):
+            self.known[msg["seat"]] = []
+
+    def _received(self, msg, state):
+        """Cards from the exchange bound what the giver kept (see the module docstring)."""
+        giver, cards = msg.get("from"), msg.get("cards") or []
+        ranks = [self.rules.rank_of(c) for c in cards if isinstance(c, str)]
+        ranks = [r for r in ranks if r >= 0]
+        roles = state.roles
+        if not self._is_seat(giver) or not ranks or not roles or len(roles) != self.n:
+            return
+        for card in cards:
+            self._forget(card)
+        if roles[self.seat] in ("president", "vice_president"):
+            self.cap[giver] = min(self.cap[giver], min(ranks))  # it gave up its best cards
+        elif state.rules.get("return_choice") == "lowest":
+            self.floor[giver] = max(self.floor[giver], max(ranks))  # it gave back its lowest
+
+    # -- the hidden cards as numbers ------------------------------------------------------
+
+    def unseen(self, state):
+        """Per rank, the cards out of view: in the other hands, or face down out of play."""
+        rules = self.rules
+        gone = counts_by_rank(rules, [*state.played, *state.out_of_play, *state.leftovers])
+        mine = counts_by_rank(rules, state.hand)
+        return [max(0, self.per_rank - g - m) for g, m in zip(gone, mine)]
+
+    def seat_counts(self, state, counts=None):
+        """Each seat's card count: the act's ``counts`` when given, else the kit's books."""
+        n = self.n
+        usable = counts if isinstance(counts, list) and len(counts) == n else state.hand_sizes
+        out = [c if isinstance(c, int) and c >= 0 else 0 for c in usable]
+        if len(out) != n:
+            out = [0] * n
+        out[self.seat] = len(state.hand)
+        for seat in state.places:
+            if self._is_seat(seat):
+                out[seat] = 0
+        return out
+
+    def model(self, state, counts=None):
+        """``(pool, known, needs)``: the unseen cards (as ranks) to deal, the known ranks by
+        seat, and how many more cards each seat holds; None if the books do not add up."""
+        sizes = self.seat_counts(state, counts)
+        for trust_known in (True, False):
+            unseen = self.unseen(state)
+            known = [[] for _ in sizes]
+            needs = [0] * self.n
+            for s, size in enumerate(sizes):
+                if s == self.seat or not size:
+                    continue
+                cards = self.known[s] if trust_known else []
+                ranks = []
+                for r in (self.rules.rank_of(c) for c in cards[:size]):
+                    if r >= 0 and unseen[r] > 0:
+                        unseen[r] -= 1
+                        ranks.append(r)
+                known[s] = ranks
+                needs[s] = size - len(ranks)
+            pool = counts_to_ranks(unseen)
+            if len(pool) >= sum(needs):
+                return pool, known, needs
+        return None
+
+
+def counts_by_rank(rules, cards):
+    """Counts by rank index of the cards of this deck among ``cards``."""
+    out = [0] * rules.nranks
+    for card in cards:
+        r = rules.rank_of(card) if isinstance(card, str) else -1
+        if r >= 0:
+            out[r] += 1
+    return out
+
+
+def counts_to_ranks(counts):
+    """``[0, 2, 1]`` -> ``[1, 1, 2]``: one rank index per card."""
+    return [r for r, c in enumerate(counts) for _ in range(c)]
 
 
 class Sampler:
