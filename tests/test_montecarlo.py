@@ -392,3 +392,34 @@ def _round(hand: list[str], leftovers: list[str]) -> dict[str, Any]:
         "scores": [3, 2, 1, 0],
         "leftovers": leftovers,
     }
+
+
+def test_with_little_time_it_plays_the_heuristic_choice_unsearched(mc: ModuleType) -> None:
+    bot = mc.MonteCarloBot()
+    _start(bot, LEAD, move_ms=10)  # 4 ms to think: not worth a search
+    reply = bot.handle(_lead(LEAD))
+    assert bot.decisions == 0
+    assert sorted(reply["cards"]) == ["7C"]  # the heuristic leads its lowest single
+
+
+def test_deals_explain_what_the_others_played(mc: ModuleType) -> None:
+    """Seat 1 led a single nine. The heuristic leads its lowest group that is not a boss,
+    so a hand holding a seven or an eight would have led that: explained deals hold
+    neither, while plain random deals nearly always do."""
+    bot = mc.MonteCarloBot()
+    hand = ["7C", "7S", "8C", "10C", "10S", "JC", "QC", "KC"]
+    _start(bot, hand)
+    bot.handle({"type": "played", "seat": 1, "cards": ["9C"]})
+    bot.handle({"type": "passed", "seat": 2})
+    model = bot.know.model(bot.state)
+    low = [bot.sim.index["7"], bot.sim.index["8"]]
+
+    def share_with_low_cards(swaps: int) -> float:
+        sampler = bot.sampler(model)
+        sampler.tries = swaps
+        hands = [sampler.draw()[0] for _ in range(300)]
+        assert all(sum(h[1]) == 7 for h in hands)  # the nine is gone from seat 1
+        return sum(1 for h in hands if any(h[1][r] for r in low)) / len(hands)
+
+    assert share_with_low_cards(0) > 0.7
+    assert share_with_low_cards(mc.EXPLAIN_SWAPS) < 0.25

@@ -10,16 +10,18 @@ public position it was made in.
 known cards plus random unseen ones up to its card count, within its bounds, the rest lie
 face down out of play. Then it tries to explain what the seat did: with the hand drawn (and
 the cards the seat played since put back), would the rollout policy, the ``heuristic`` bot's
-rules, have made each of the seat's plays and passes this round? A seat's hand is drawn a
-few times and the one that explains most is kept. Against the ``heuristic`` bots this
-narrows the hands a lot (a lead of a single nine says: no lower card that is not a boss);
-against bots that play otherwise it costs little: every draw explains about as badly, and
-the first is kept.
+rules, have made each of the seat's plays and passes this round? Cards are swapped with
+unseen ones, a swap kept when the hand explains at least as many decisions as before; most
+swaps take out a card of the rank the policy would have played instead of what the seat did
+(a lead of a single nine from a hand with a seven: the seven goes). Against ``heuristic``
+bots this narrows the hands a lot; against bots that play otherwise it costs little: no
+hand explains them much better than another, and the deals stay about uniform.
 """
 
 from mcsim import Table, policy
 
 IMPOSSIBLE = 1000  # mismatches charged to a hand that the rules would have eliminated
+HINTED_SWAPS = 0.75  # share of swaps aimed at the rank the policy would have played
 
 
 class Observed:
@@ -263,6 +265,7 @@ class Sampler:
         view.dealt = self.know.dealt
         view.passed = 0
         self.view = view
+        self.hint = -1  # the rank behind the latest decision the last hand failed to explain
 
     def draw(self):
         """``(hands, dead)``: counts by rank for every seat, and for the face-down cards."""
@@ -289,7 +292,7 @@ class Sampler:
     def _best_hand(self, seat, base, cards, spots, need):
         """Indices into ``cards`` for the seat: a random draw, then improved by swaps of one
         card with an unseen one, kept when they explain at least as many decisions."""
-        if need >= len(spots):
+        if not need or need >= len(spots):
             return spots[:need]
         rng = self.rng
         pick = rng.sample(spots, need)
@@ -297,21 +300,24 @@ class Sampler:
         for i in pick:
             hand[cards[i]] += 1
         misses = self.mismatches(seat, hand)
-        if not misses or not self.explain[seat] or not need:
+        if not misses or (misses < IMPOSSIBLE and not self.explain[seat]):
             return pick
         outside = [i for i in spots if i not in set(pick)]
         if not outside:
             return pick
         for _ in range(self.tries):
-            a = int(rng.random() * need)
+            a, hinted = self._swap_out(cards, pick)
             b = int(rng.random() * len(outside))
             old, new = cards[pick[a]], cards[outside[b]]
             if old == new:
                 continue
             hand[old] -= 1
             hand[new] += 1
+            hint = self.hint
             trial = self.mismatches(seat, hand, misses + 1)
-            if trial <= misses:
+            # A swap that explains as much is kept if it was random (the deals keep mixing)
+            # or if it moved the blame to another rank (one culprit fewer).
+            if trial < misses or (trial == misses and (not hinted or self.hint != hint)):
                 pick[a], outside[b] = outside[b], pick[a]
                 misses = trial
                 if not misses:
@@ -319,7 +325,19 @@ class Sampler:
             else:
                 hand[old] += 1
                 hand[new] -= 1
+                self.hint = hint
         return pick
+
+    def _swap_out(self, cards, pick):
+        """Which drawn card to swap out: mostly one of the rank the policy would have played
+        instead of what the seat did (that card is the likely culprit), else any."""
+        rng = self.rng
+        hint = self.hint
+        if hint >= 0 and rng.random() < HINTED_SWAPS:
+            culprits = [a for a, i in enumerate(pick) if cards[i] == hint]
+            if culprits:
+                return culprits[int(rng.random() * len(culprits))], True
+        return int(rng.random() * len(pick)), False
 
     def mismatches(self, seat, hand, bound=IMPOSSIBLE + 1):
         """How many of the seat's decisions the policy would not have made with ``hand``
@@ -329,6 +347,7 @@ class Sampler:
             forbidden = rules.forbidden
             if all(forbidden[r] or not c for r, c in enumerate(hand)):
                 return IMPOSSIBLE
+        self.hint = -1
         if not self.explain[seat]:
             return 0
         view = self.view
@@ -348,8 +367,14 @@ class Sampler:
             view.top_count = obs.top_count
             view.nheld = obs.nheld
             view.unseen = obs.unseen
-            if sum(then) != obs.nheld[seat] or policy(view) != obs.code:
+            if sum(then) != obs.nheld[seat]:
                 misses += 1
-                if misses >= bound:
-                    break
+            else:
+                code = policy(view)
+                if code != obs.code:
+                    if not misses:
+                        self.hint = code >> 3 if code else -1
+                    misses += 1
+            if misses >= bound:
+                break
         return misses

@@ -38,6 +38,7 @@ MOVE_SHARE = 0.4  # never more than this share of move_ms
 DEFAULT_BONUS = 0.05  # in points: what the search must gain to overrule the heuristic
 MIN_SAMPLES = 6  # deals before a candidate may be dropped
 EXPLAIN_SWAPS = 24  # swaps tried per seat to explain its decisions (belief.Sampler)
+MIN_SEARCH_MS = 8.0  # with less time than this, play the heuristic's choice unsearched
 PRUNE_SIGMAS = 2.0  # how clearly worse (in standard errors) a dropped candidate is
 
 
@@ -97,6 +98,8 @@ class MonteCarloBot(Bot):
     def on_play(self, state):
         if len(state.legal) <= 1 or self.sim is None or self.know is None:
             return state.legal[0] if state.legal else []
+        if self.deadline() - time.perf_counter() < MIN_SEARCH_MS / 1000.0:
+            return self.cards_for(self.heuristic_code())  # too little time to search
         code = self.search()
         return self.cards_for(code if code is not None else self.heuristic_code())
 
