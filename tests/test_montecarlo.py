@@ -229,12 +229,13 @@ def test_the_rollout_policy_plays_as_the_heuristic_bot(
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 @pytest.mark.parametrize("n", [3, 6])
 def test_whole_matches_through_the_engine(mc: ModuleType, preset: str, n: int) -> None:
-    """Short clock, safety net off: a bug raises here instead of becoming a safe move.
-    Every reply is accepted by the engine (it raises on an illegal one)."""
+    """A short clock (a deal or two per search), safety net off: a bug raises here instead
+    of becoming a safe move. Every reply is accepted by the engine (it raises otherwise)."""
     bots = [mc.MonteCarloBot() for _ in range(n)]
     for bot in bots:
         bot.safety_net = False
         bot.budget_ms = 1.0
+        bot.min_search_ms = 0.0
     driver = _Driver(preset, n, 11, bots, max_rounds=3)
     kinds: set[str] = set()
     while True:
@@ -246,6 +247,7 @@ def test_whole_matches_through_the_engine(mc: ModuleType, preset: str, n: int) -
         driver.answer(act, bots[driver.game.pending[1]].handle(act))
     assert driver.game.round == 3
     assert "play" in kinds
+    assert sum(bot.decisions for bot in bots) > 5  # searched, not only the heuristic's play
 
 
 def _hello(bot: Any, move_ms: int = 1000) -> None:

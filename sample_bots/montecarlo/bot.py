@@ -46,6 +46,7 @@ class MonteCarloBot(Bot):
     name = "montecarlo"
     version = "1"
     budget_ms = BUDGET_MS
+    min_search_ms = MIN_SEARCH_MS
 
     def __init__(self, seed=None):
         super().__init__(seed)
@@ -53,8 +54,9 @@ class MonteCarloBot(Bot):
         self.know = None  # belief.Knowledge of the round
         self.counts = None  # the last act's counts, if it had them
         self.started = time.perf_counter()
-        self.decisions = 0
+        self.decisions = 0  # searches made, and deals they looked at (for the log)
         self.samples = 0
+        self._match_base = (0, 0)
 
     # -- following the game ---------------------------------------------------------------
 
@@ -80,25 +82,24 @@ class MonteCarloBot(Bot):
     def on_match_start(self, state, msg):
         self.sim = Rules(state.rules, len(state.players)) if state.ranks else None
         self.know = None
+        self._match_base = (self.decisions, self.samples)
 
     def on_round_start(self, state, msg):
         if self.sim is not None:
             self.know = Knowledge(self.sim, state.seat, len(state.players), state.hand_sizes)
 
     def on_match_end(self, state, msg):
-        if self.decisions:
-            log(
-                f"montecarlo: {self.decisions} searched decisions, "
-                f"{self.samples / self.decisions:.1f} deals each on average"
-            )
-        self.decisions = self.samples = 0
+        decisions = self.decisions - self._match_base[0]
+        if decisions:
+            deals = (self.samples - self._match_base[1]) / decisions
+            log(f"montecarlo: {decisions} searched decisions, {deals:.1f} deals each on average")
 
     # -- a play ---------------------------------------------------------------------------
 
     def on_play(self, state):
         if len(state.legal) <= 1 or self.sim is None or self.know is None:
             return state.legal[0] if state.legal else []
-        if self.deadline() - time.perf_counter() < MIN_SEARCH_MS / 1000.0:
+        if self.deadline() - time.perf_counter() < self.min_search_ms / 1000.0:
             return self.cards_for(self.heuristic_code())  # too little time to search
         code = self.search()
         return self.cards_for(code if code is not None else self.heuristic_code())

@@ -20,6 +20,8 @@ Three parts:
 Standard library only: the bot runs with a plain ``python3`` in the sandbox.
 """
 
+# The heuristic sample bot's weights (sample_bots/heuristic/bot.py), kept equal: the tests
+# compare the two players decision by decision.
 BOSS_VALUE = 0.6
 HIGH_BONUS = 1.2
 FORBIDDEN_PENALTY = 0.3
@@ -293,14 +295,6 @@ class Table:
             if not self.place_of[s]:
                 self.place_of[s] = self.next_top
                 self.next_top += 1
-
-    def eliminate_stuck(self, order):
-        """Eliminate hands of only ``no_finish_on`` ranks (after an exchange), in ``order``."""
-        if not self.rules.any_forbidden:
-            return
-        for s in order:
-            if self.nheld[s] and not self.place_of[s] and self.only_forbidden(self.hands[s]):
-                self.eliminate(s)
 
 
 # -- the rollout policy: the heuristic sample bot on counts ----------------------------------
