@@ -425,3 +425,14 @@ def test_deals_explain_what_the_others_played(mc: ModuleType) -> None:
 
     assert share_with_low_cards(0) > 0.7
     assert share_with_low_cards(mc.EXPLAIN_SWAPS) < 0.25
+
+
+def test_near_the_cpu_limit_it_stops_searching(mc: ModuleType, monkeypatch: Any) -> None:
+    bot = mc.MonteCarloBot()
+    _start(bot, LEAD)
+    spent = time.process_time()
+    monkeypatch.setattr(mc, "CPU_LIMIT", spent / 0.65)  # 65 % spent: half the usual time
+    assert 0.4 < mc.cpu_share_left() <= 0.5
+    monkeypatch.setattr(mc, "CPU_LIMIT", spent / 0.85)  # past 80 %: no search at all
+    assert mc.cpu_share_left() == 0.0
+    assert bot.handle(_lead(LEAD))["cards"] == ["7C"] and bot.decisions == 0

@@ -15,7 +15,7 @@ On each play it has a choice about, the bot:
    seat. A candidate is worth the mean points its finishing place earns under
    ``rules.scoring``, plus a little for the place itself.
 4. **Stops well inside the clock**: about 60 ms a decision, never over 40 % of
-   ``move_ms``. Candidates clearly worse than the best on the deals so far are dropped, so
+   ``move_ms``, and less as the process nears its CPU-seconds limit. Candidates clearly worse than the best on the deals so far are dropped, so
    the time goes to the close calls; the heuristic's own choice keeps a small bonus.
 
 Every rule comes from ``match_start.rules``, so it plays every preset. A single legal
@@ -114,7 +114,7 @@ class MonteCarloBot(Bot):
     def deadline(self):
         time_control = self.state.time if isinstance(self.state.time, dict) else {}
         move_ms = time_control.get("move_ms")
-        budget = self.budget_ms
+        budget = self.budget_ms * cpu_share_left()
         if isinstance(move_ms, (int, float)) and move_ms > 0:
             budget = min(budget, MOVE_SHARE * move_ms)
         return self.started + budget / 1000.0
@@ -269,6 +269,30 @@ class MonteCarloBot(Bot):
                 if best_value is None or value > best_value + 1e-9:
                     best, best_value = (take, discard), value
         return best if best is not None else super().on_leftover(state, offer)
+
+
+def _cpu_limit():
+    """The process's CPU-seconds limit (the sandbox sets one), or None."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_CPU)
+    except (ImportError, OSError, ValueError):
+        return None
+    return soft if 0 < soft != resource.RLIM_INFINITY else None
+
+
+CPU_LIMIT = _cpu_limit()
+
+
+def cpu_share_left():
+    """How much of its usual time a search may take: all of it until half the process's
+    CPU seconds are spent, then less and less, and none past 80 %. One process may serve
+    many long matches (a tournament reuses it); hitting the limit would be a crash."""
+    if CPU_LIMIT is None:
+        return 1.0
+    used = time.process_time() / CPU_LIMIT
+    return max(0.0, min(1.0, (0.8 - used) / 0.3))
 
 
 def prune(alive, history, default):

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from referee.rules import PRESETS, RuleSet, replay
+from referee.sandbox import Limits
 from referee.specs import TimeControl
 from tests.match.conftest import SAMPLES, sandbox_pids
 
@@ -53,4 +54,13 @@ def test_montecarlo_plays_every_preset_at_3_and_6_seats(play) -> None:  # type: 
             asked += _asked(played.log, seat, choose)
     # Over these matches the bot was asked for both kinds of exchange decision, too.
     assert asked["give"] > 0 and asked["leftover"] > 0, asked
+    assert sandbox_pids() == []
+
+
+def test_montecarlo_near_its_cpu_limit_stops_searching_instead_of_crashing(play) -> None:  # type: ignore[no-untyped-def]
+    """4 CPU seconds for a whole 52-card match, which its searches alone would overrun."""
+    table = [MC, SAMPLES / "heuristic", SAMPLES / "heuristic", SAMPLES / "lowest"]
+    played = play(table, preset="arschloch-52", seed=5, limits=Limits(cpu_seconds=4))
+    faults = [(s.seat, s.fault) for s in played.result.standings if s.fault is not None]
+    assert not faults, faults
     assert sandbox_pids() == []
