@@ -71,8 +71,10 @@ start_daemon() {
     local flags pid
     for flags in "${attempts[@]}"; do
         say "starting dockerd ${flags:-with default options} (log: $DOCKERD_LOG)"
+        # 9>&-: the daemon outlives this script and must not inherit setup-machine's lock
+        # (fd 9), or every later `make test` on this machine would wait for it forever.
         # shellcheck disable=SC2086 # the flags are words on purpose
-        nohup dockerd $flags >>"$DOCKERD_LOG" 2>&1 </dev/null &
+        nohup dockerd $flags >>"$DOCKERD_LOG" 2>&1 </dev/null 9>&- &
         pid=$!
         if wait_for_daemon 60 "$pid"; then
             say "dockerd answers (pid $pid, storage driver $(docker info -f '{{.Driver}}'))"

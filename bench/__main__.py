@@ -14,6 +14,7 @@ def main() -> int:
     from bench import (
         engine_bench,
         match_bench,
+        montecarlo_bench,
         parser_bench,
         publish_bench,
         ranking_bench,
@@ -45,6 +46,10 @@ def main() -> int:
     publish_bench.run()
     print("=" * 72)
     ranking_bench.main([])
+    print("=" * 72)
+    # A quick look (12 deals); `python -m bench.montecarlo_bench` plays the 400 matches
+    # that measure the score target.
+    montecarlo_bench.main(["--matches", "48"])
     return 0
 
 

@@ -103,6 +103,10 @@ def test_the_archives_hold_no_tests_caches_or_results(dist: Path) -> None:
         assert not bad, f"the {label} holds {bad}"
     # The sdist builds the same wheel: it holds the source of every file in it.
     assert {"pyproject.toml", "README.md", "MANIFEST.in"} <= set(source)
+    # The documentation travels with the source (MANIFEST.in), not in the wheel.
+    docs = {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
+    assert docs and docs <= set(source), f"the sdist lacks {sorted(docs - set(source))}"
+    assert not [name for name in wheel if "docs/" in name]
     sources = {
         name.removeprefix("referee/assets/") if name.startswith("referee/assets/") else name
         for name in wheel

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +26,7 @@ from referee.errors import RefereeError, ReplayMismatch, UsageError
 from referee.interrupts import Terminated, handle_sigterm
 from referee.render import printable
 from referee.sandbox import DEFAULT_SANDBOX, SANDBOX_NAMES
+from referee.specs import TimeControl
 
 __all__ = [
     "allow_image_option",
@@ -90,6 +92,33 @@ sandbox_option = click.option(
     help="Where bots run; the same default as a tournament file's [sandbox] backend "
     "(auto: docker when its daemon and image are there, else process).",
 )
+
+
+def time_control_options(command: F) -> F:
+    """``--move-ms``, ``--bank-ms`` and ``--hello-ms``, handed to the command as one
+    ``time_control`` (a :class:`~referee.specs.TimeControl`), with the model's bounds."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, move_ms: int, bank_ms: int, hello_ms: int, **kwargs: Any) -> Any:
+        clock = TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms)
+        return command(*args, time_control=clock, **kwargs)
+
+    helps = {
+        "hello_ms": "Time to start up and answer hello (ms).",
+        "bank_ms": "Extra time for each match, used when a reply takes over --move-ms (ms).",
+        "move_ms": "Time for each request (ms).",
+    }
+    decorated: Any = wrapper
+    for field, text in helps.items():
+        decorated = click.option(
+            "--" + field.replace("_", "-"),
+            field,
+            default=getattr(TimeControl(), field),
+            show_default=True,
+            type=click.IntRange(*TimeControl.bounds(field)),
+            help=text,
+        )(decorated)
+    return typing.cast(F, decorated)
 
 
 def announce(sandbox: Any, time_control: Any, limits: Any, *, err: bool = True) -> None:

@@ -13,6 +13,7 @@ from referee.cli.app import (
     friendly,
     main,
     sandbox_option,
+    time_control_options,
 )
 from referee.errors import UsageError
 from referee.render import printable
@@ -37,27 +38,7 @@ def bot() -> None:
 )
 @sandbox_option
 @allow_image_option
-@click.option(
-    "--move-ms",
-    default=TimeControl().move_ms,
-    show_default=True,
-    type=click.IntRange(*TimeControl.bounds("move_ms")),
-    help="Time for each request (ms).",
-)
-@click.option(
-    "--bank-ms",
-    default=TimeControl().bank_ms,
-    show_default=True,
-    type=click.IntRange(*TimeControl.bounds("bank_ms")),
-    help="Extra time for each match, used when a reply takes over --move-ms (ms).",
-)
-@click.option(
-    "--hello-ms",
-    default=TimeControl().hello_ms,
-    show_default=True,
-    type=click.IntRange(*TimeControl.bounds("hello_ms")),
-    help="Time to start up and answer hello (ms).",
-)
+@time_control_options
 @click.option("--keep-going", is_flag=True, help="Run every step, also after a failure.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the report.")
 @friendly
@@ -66,9 +47,7 @@ def bot_check(
     presets: tuple[str, ...],
     sandbox_name: str,
     allow_images: tuple[str, ...],
-    move_ms: int,
-    bank_ms: int,
-    hello_ms: int,
+    time_control: TimeControl,
     keep_going: bool,
     as_json: bool,
 ) -> None:
@@ -99,7 +78,7 @@ def bot_check(
     report = compliance.run_check(
         spec,
         sandbox,
-        time_control=TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms),
+        time_control=time_control,
         presets=presets or None,
         keep_going=keep_going,
         log_dir=log_dir,

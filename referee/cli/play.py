@@ -16,6 +16,7 @@ from referee.cli.app import (
     main,
     print_result,
     sandbox_option,
+    time_control_options,
 )
 from referee.errors import UsageError
 from referee.specs import TimeControl
@@ -77,27 +78,7 @@ def demo(preset: str, players: int, seed: int) -> None:
 )
 @sandbox_option
 @allow_image_option
-@click.option(
-    "--move-ms",
-    default=TimeControl().move_ms,
-    show_default=True,
-    type=click.IntRange(*TimeControl.bounds("move_ms")),
-    help="Time for each request (ms).",
-)
-@click.option(
-    "--bank-ms",
-    default=TimeControl().bank_ms,
-    show_default=True,
-    type=click.IntRange(*TimeControl.bounds("bank_ms")),
-    help="Extra time for the whole match, used when a reply takes over --move-ms (ms).",
-)
-@click.option(
-    "--hello-ms",
-    default=TimeControl().hello_ms,
-    show_default=True,
-    type=click.IntRange(*TimeControl.bounds("hello_ms")),
-    help="Time to start up and answer hello (ms).",
-)
+@time_control_options
 @click.option("--max-rounds", default=None, type=click.IntRange(1, 10_000), help="Hard round cap.")
 @click.option("--log", "log_path", default=None, type=click.Path(dir_okay=False), help="Match log.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
@@ -117,9 +98,7 @@ def play(
     seed: int | None,
     sandbox_name: str,
     allow_images: tuple[str, ...],
-    move_ms: int,
-    bank_ms: int,
-    hello_ms: int,
+    time_control: TimeControl,
     max_rounds: int | None,
     log_path: str | None,
     as_json: bool,
@@ -162,7 +141,7 @@ def play(
     if log_path is None:
         log_path = str(default_log(match_id))
     sandbox = get_sandbox(sandbox_name, images=allow_images)
-    tc = TimeControl(move_ms=move_ms, bank_ms=bank_ms, hello_ms=hello_ms)
+    tc = time_control
     if not as_json:
         announce(sandbox, tc, Limits())
     result = play_once(
