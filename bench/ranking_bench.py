@@ -43,7 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.ladder import LADDER, TABLE_SIZE, play_all
+from bench.ladder import DEFAULT_FORMAT, FORMATS, LADDER, TABLE_SIZE, play_all
 from bench.ladder_truth import load_truth
 from referee.deals import deal_seed
 from referee.design import design_size
@@ -55,17 +55,53 @@ from referee.specs import MatchSpec, PlayoffSettings, RatingSettings, StoredMatc
 
 SECRET = hashlib.sha256(b"arschloch-referee ranking bench").digest()
 TARGET_TAU = 0.95
-RANDOM_LEVELS = (70, 140, 210, 280, 350, 420)
-"""Matches per bot at which (a) is measured."""
-ROUND_ROBIN_DEALS = 2
-PLAYOFF_BUDGET_PER_BOT = 140
-PLAYOFF_LEVELS = (0, 17.5, 35, 70, 105, 140)
-"""Play-off matches per bot (on top of the round robin) at which (c) is measured."""
-BALANCED_DEALS_MAX = 10
-BALANCED_START_DEALS = 2
-PLAYOFF_TOTAL_PER_BOT = 280
-BALANCED_LEVELS = (28, 56, 84, 112, 140, 175, 210, 245, 280)
-"""Matches per bot (in all) at which (c2) is measured."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How far each row is played in one format, in matches per bot (8 rungs at tables of
+    4: a deal of the full round robin is 140 per bot, of the balanced tables 28)."""
+
+    random_levels: tuple[int, ...]
+    """(a) is measured at these."""
+    deals: int
+    """(b): deals of the round robin."""
+    playoff_levels: tuple[float, ...]
+    """(c): play-off matches per bot on top of the round robin's first deal, measured at
+    these; the last is the budget."""
+    balanced_deals: int
+    """(b2): deals of the balanced tables."""
+    start_deals: int
+    """(c2): deals of the balanced tables before the play-offs."""
+    balanced_levels: tuple[int, ...]
+    """(c2) is measured at these (matches per bot in all); the last is the budget."""
+
+
+FORMAT_TITLES = {
+    "to-15": "matches to 15 points (the arschloch preset)",
+    "one-round": "one-round matches (arschloch, rounds = 1)",
+}
+
+PLANS = {
+    "to-15": Plan(
+        random_levels=(70, 140, 210, 280, 350, 420),
+        deals=2,
+        playoff_levels=(0, 17.5, 35, 70, 105, 140),
+        balanced_deals=10,
+        start_deals=2,
+        balanced_levels=(28, 56, 84, 112, 140, 175, 210, 245, 280),
+    ),
+    "one-round": Plan(
+        random_levels=(140, 280, 420, 560, 700, 840, 1120, 1400, 1680, 2100),
+        deals=6,
+        playoff_levels=(0, 70, 140, 210, 280, 420, 560, 700),
+        balanced_deals=30,
+        start_deals=5,
+        balanced_levels=(140, 210, 280, 350, 420, 560, 700, 840),
+    ),
+}
+"""Each format's :class:`Plan`: one-round matches carry less information each, so every row
+goes further."""
 
 
 def kendall_tau(order: Sequence[str], truth: Sequence[str]) -> float:
@@ -135,6 +171,7 @@ def random_tables(
     truth: Sequence[str],
     levels: Sequence[int],
     workers: int,
+    fmt: str = DEFAULT_FORMAT,
 ) -> Points:
     """(a): random tables, independent deals; tau at each of ``levels`` matches per bot."""
     names = sorted(rates)
@@ -147,7 +184,7 @@ def random_tables(
         specs.append(
             MatchSpec(key=key, table=table, deal=0, rotation=0, deal_seed=cards, match_seed=cards)
         )
-    matches = play_all(specs, rates, workers=workers)
+    matches = play_all(specs, rates, workers=workers, fmt=fmt)
     points = Points()
     for level in levels:
         points.add(float(level), matches[: level * len(names) // TABLE_SIZE], names, truth)
@@ -161,13 +198,16 @@ def balanced_round_robin(
     deals: int,
     workers: int,
     tables: str = "all",
+    fmt: str = DEFAULT_FORMAT,
+    measured: Sequence[int] | None = None,
 ) -> tuple[Points, list[StoredMatch]]:
-    """(b) or (b2): the round robin with ``deals`` deals, tau after each; and its matches."""
+    """(b) or (b2): the round robin with ``deals`` deals, tau after each deal (or after
+    each of ``measured``, deal counts); and its matches."""
     names = sorted(rates)
     specs = round_robin(names, TABLE_SIZE, deals, seed, SECRET, tables=tables)
-    matches = play_all(specs, rates, workers=workers)
+    matches = play_all(specs, rates, workers=workers, fmt=fmt)
     points = Points()
-    for d in range(1, deals + 1):
+    for d in measured or range(1, deals + 1):
         prefix = [m for m in matches if m.spec.deal < d]
         points.add(len(prefix) * TABLE_SIZE / len(names), prefix, names, truth)
     return points, matches
@@ -180,15 +220,18 @@ def with_playoffs(
     start: list[StoredMatch],
     budget: int,
     workers: int,
+    fmt: str = DEFAULT_FORMAT,
+    levels: Sequence[float] = (),
 ) -> tuple[Points, str]:
-    """(c): play-off rounds after ``start`` until settled or ``budget`` is spent; tau after
-    each round, and how the play-offs ended."""
+    """(c): play-off rounds after ``start`` until settled or ``budget`` is spent; and how
+    the play-offs ended. Tau is taken as the leaderboard would publish it at each of
+    ``levels`` (matches per bot: after the last round that fits), and at the end."""
     names = sorted(rates)
     settings = PlayoffSettings(top=len(names), until=TARGET_TAU, budget=budget)
     matches = list(start)
     specs = [m.spec for m in matches]
-    points = Points()
-    points.add(len(matches) * TABLE_SIZE / len(names), matches, names, truth)
+    ends = [len(matches)]  # the number of matches after each round
+    state = "open"
     for round_no in itertools.count():
         plan = plan_round(
             round_no,
@@ -203,14 +246,24 @@ def with_playoffs(
             secret=SECRET,
         )
         if not plan.specs:
-            return points, plan.state
+            state = plan.state
+            break
         specs += plan.specs
-        matches += play_all(plan.specs, rates, workers=workers)
-        points.add(len(matches) * TABLE_SIZE / len(names), matches, names, truth)
-    raise AssertionError("unreachable")
+        matches += play_all(plan.specs, rates, workers=workers, fmt=fmt)
+        ends.append(len(matches))
+    # Rating is most of the cost: only at the ends of rounds that a level shows.
+    shown = {
+        max(e for e in ends if e * TABLE_SIZE / len(names) <= lv + 1e-9)
+        for lv in levels
+        if ends[0] * TABLE_SIZE / len(names) <= lv + 1e-9
+    }
+    points = Points()
+    for end in sorted(shown | {ends[0], ends[-1]}):
+        points.add(end * TABLE_SIZE / len(names), matches[:end], names, truth)
+    return points, state
 
 
-def twins(seed: int, workers: int, deals: int = 6) -> dict[str, Any]:
+def twins(seed: int, workers: int, deals: int = 6, fmt: str = DEFAULT_FORMAT) -> dict[str, Any]:
     """A round robin of 5 rungs, two of them copies of one rung: are the twins told apart?
 
     6 deals make every table exactly balanced (:data:`referee.seating.BALANCED_DEALS`).
@@ -220,7 +273,8 @@ def twins(seed: int, workers: int, deals: int = 6) -> dict[str, Any]:
     rates = {name: LADDER[name] for name in ladder[:4]}
     rates[twin] = LADDER[twin_of]
     names = sorted(rates)
-    matches = play_all(round_robin(names, TABLE_SIZE, deals, seed, SECRET), rates, workers=workers)
+    specs = round_robin(names, TABLE_SIZE, deals, seed, SECRET)
+    matches = play_all(specs, rates, workers=workers, fmt=fmt)
     by_deal = deal_scores(matches)
     intervals = score_intervals(by_deal)
     a, b = intervals[twin_of], intervals[twin]
@@ -268,6 +322,7 @@ class Row:
 class Results:
     """Every figure of a run (see the module docstring)."""
 
+    fmt: str
     bots: int
     seeds: int
     rows: dict[str, Row]
@@ -326,9 +381,10 @@ class Results:
         heads = {key: f"({key}) {row.label}:" for key, row in self.rows.items()}
         width = max(len(head) for head in heads.values())
         out = [
-            f"ranking: {self.bots} ladder bots at tables of {TABLE_SIZE}; Kendall tau of the "
-            f"published order vs the truth by matches per bot, mean of {self.seeds} seeds "
-            f"(standard errors up to {self.largest_error():.3f})",
+            f"ranking, {FORMAT_TITLES[self.fmt]}: {self.bots} ladder bots at tables of "
+            f"{TABLE_SIZE}; Kendall tau of the published order vs the truth by matches per "
+            f"bot, mean of {self.seeds} seeds (standard errors up to "
+            f"{self.largest_error():.3f})",
         ]
         for key, row in self.rows.items():
             out.append(f"  {heads[key]:<{width}} {row.text()}")
@@ -352,30 +408,45 @@ def run(
     seeds: int = 4,
     workers: int = 2,
     *,
+    fmt: str = DEFAULT_FORMAT,
     rates: dict[str, float] | None = None,
     truth: Sequence[str] | None = None,
-    a_levels: Sequence[int] = RANDOM_LEVELS,
-    deals: int = ROUND_ROBIN_DEALS,
-    budget_per_bot: int = PLAYOFF_BUDGET_PER_BOT,
-    balanced_deals: int = BALANCED_DEALS_MAX,
-    start_deals: int = BALANCED_START_DEALS,
-    total_per_bot: int = PLAYOFF_TOTAL_PER_BOT,
+    a_levels: Sequence[int] | None = None,
+    deals: int | None = None,
+    budget_per_bot: float | None = None,
+    balanced_deals: int | None = None,
+    start_deals: int | None = None,
+    total_per_bot: int | None = None,
     with_twins: bool = True,
     rows: Sequence[str] = ("a", "b", "c", "b2", "c2"),
     progress: Callable[[str], None] | None = None,
 ) -> Results:
-    """Measure the ``rows`` and the twins over ``seeds`` seeds (see the module docstring).
-
-    ``rates`` and ``truth`` default to the ladder and its stored true order.
+    """Measure the ``rows`` and the twins over ``seeds`` seeds in format ``fmt`` (see the
+    module docstring). Every figure left out comes from the format's :class:`Plan`;
+    ``rates`` and ``truth`` default to the ladder and its stored true order in ``fmt``.
     """
+    plan = PLANS[fmt]
     rates = dict(rates or LADDER)
-    truth = list(truth or load_truth()["order"])
+    truth = list(truth or load_truth(fmt)["order"])
+    a_levels = tuple(a_levels or plan.random_levels)
+    deals = deals or plan.deals
+    budget_per_bot = plan.playoff_levels[-1] if budget_per_bot is None else budget_per_bot
+    playoff_levels = sorted(
+        {x for x in plan.playoff_levels if x < budget_per_bot} | {budget_per_bot}
+    )
+    balanced_deals = balanced_deals or plan.balanced_deals
+    start_deals = start_deals or plan.start_deals
+    total_per_bot = total_per_bot or plan.balanced_levels[-1]
     n = len(rates)
     full_deal = math.comb(n - 1, TABLE_SIZE - 1) * TABLE_SIZE
     design_deal = design_size(n, TABLE_SIZE).per_bot * TABLE_SIZE
     if design_size(n, TABLE_SIZE).tables >= math.comb(n, TABLE_SIZE):
         design_deal = full_deal
     start = design_deal * start_deals
+    # (b2) is shown at up to 10 deal counts, evenly spread.
+    step = max(1, balanced_deals // 10)
+    balanced_measured = sorted({*range(step, balanced_deals + 1, step), balanced_deals})
+    c2_levels = (start, *(x for x in plan.balanced_levels if start < x <= total_per_bot))
     table: dict[str, Row] = {
         "a": Row("a", "random tables, independent deals", Curve(), tuple(map(float, a_levels))),
         "b": Row(
@@ -388,49 +459,57 @@ def run(
             "c",
             "(b) 1 deal + play-offs",
             Curve(),
-            tuple(full_deal + x for x in PLAYOFF_LEVELS if x <= budget_per_bot),
+            tuple(float(full_deal + x) for x in playoff_levels),
         ),
         "b2": Row(
             "b2",
             "(b) on balanced tables",
             Curve(),
-            tuple(float(design_deal * d) for d in range(1, balanced_deals + 1)),
+            tuple(float(design_deal * d) for d in balanced_measured),
         ),
         "c2": Row(
             "c2",
             f"(b2) {start_deals} deal{'s' if start_deals != 1 else ''} + play-offs",
             Curve(),
-            tuple(float(x) for x in (start, *BALANCED_LEVELS) if start <= x <= total_per_bot),
+            tuple(float(x) for x in c2_levels),
         ),
     }
     started = time.monotonic()
     for seed in range(1, seeds + 1):
         if "a" in rows:
-            table["a"].add(random_tables(seed, rates, truth, a_levels, workers))
+            table["a"].add(random_tables(seed, rates, truth, a_levels, workers, fmt))
         if "b" in rows or "c" in rows:
-            points, matches = balanced_round_robin(seed, rates, truth, deals, workers)
+            points, matches = balanced_round_robin(seed, rates, truth, deals, workers, fmt=fmt)
             table["b"].add(points)
             if "c" in rows:
                 first = [m for m in matches if m.spec.deal == 0]
-                budget = budget_per_bot * n // TABLE_SIZE
-                table["c"].add(*with_playoffs(seed, rates, truth, first, budget, workers))
+                budget = int(budget_per_bot * n // TABLE_SIZE)
+                levels = table["c"].levels
+                table["c"].add(
+                    *with_playoffs(seed, rates, truth, first, budget, workers, fmt, levels)
+                )
         if "b2" in rows or "c2" in rows:
             most = max(balanced_deals if "b2" in rows else 0, start_deals)
+            measured = [d for d in balanced_measured if d <= most]
             points, matches = balanced_round_robin(
-                seed, rates, truth, most, workers, tables="balanced"
+                seed, rates, truth, most, workers, tables="balanced", fmt=fmt, measured=measured
             )
-            table["b2"].add(points.until(balanced_deals))
+            table["b2"].add(points)
             if "c2" in rows:
                 begin = [m for m in matches if m.spec.deal < start_deals]
                 budget = (total_per_bot * n - start * n) // TABLE_SIZE
-                table["c2"].add(*with_playoffs(seed, rates, truth, begin, budget, workers))
+                levels = table["c2"].levels
+                table["c2"].add(
+                    *with_playoffs(seed, rates, truth, begin, budget, workers, fmt, levels)
+                )
         if progress is not None:
-            progress(f"seed {seed}/{seeds} done, {time.monotonic() - started:.0f} s")
+            progress(f"{fmt}: seed {seed}/{seeds} done, {time.monotonic() - started:.0f} s")
     return Results(
+        fmt=fmt,
         bots=n,
         seeds=seeds,
         rows={key: row for key, row in table.items() if row.curve.runs},
-        twins=[twins(seed, workers) for seed in range(1, seeds + 1)] if with_twins else [],
+        twins=[twins(seed, workers, fmt=fmt) for seed in range(1, seeds + 1)] if with_twins else [],
     )
 
 
@@ -439,6 +518,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
+        "--format",
+        choices=[*FORMATS, "both"],
+        default="both",
+        help="the ladder's match length (default: both, one after the other)",
+    )
+    parser.add_argument(
         "--rows",
         default="a,b,c,b2,c2",
         help="the ways of playing to measure, comma-separated (default: all five)",
@@ -446,20 +531,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--start-deals",
         type=int,
-        default=BALANCED_START_DEALS,
-        help="(c2): deals of the balanced tables before the play-offs",
+        default=None,
+        help="(c2): deals of the balanced tables before the play-offs (default: the format's)",
     )
     parser.add_argument("--no-twins", action="store_true", help="skip the twins check")
     args = parser.parse_args(argv)
-    results = run(
-        args.seeds,
-        args.workers,
-        rows=tuple(args.rows.split(",")),
-        start_deals=args.start_deals,
-        with_twins=not args.no_twins,
-        progress=lambda line: print("  " + line, file=sys.stderr),
-    )
-    print("\n".join(results.lines()))
+    formats = list(FORMATS) if args.format == "both" else [args.format]
+    for i, fmt in enumerate(formats):
+        results = run(
+            args.seeds,
+            args.workers,
+            fmt=fmt,
+            rows=tuple(args.rows.split(",")),
+            start_deals=args.start_deals,
+            with_twins=not args.no_twins,
+            progress=lambda line: print("  " + line, file=sys.stderr),
+        )
+        if i:
+            print()
+        print("\n".join(results.lines()), flush=True)
     return 0
 
 

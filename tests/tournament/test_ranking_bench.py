@@ -66,6 +66,27 @@ def test_the_benchmark_runs_end_to_end_on_a_tiny_budget() -> None:
     text = "\n".join(results.lines())
     assert "(a) random tables" in text and "target (c) <= half of (a)" in text
     assert "target (c2) <= half of (a)" in text
+    assert text.startswith("ranking, matches to 15 points")
+
+
+def test_both_formats_run_and_a_one_round_match_is_one_round() -> None:
+    spec = round_robin(ORDER, 4, 1, seed=2, secret=ranking_bench.SECRET)[0]
+    rounds = sum(seat.score for seat in play(spec, FAR, "one-round").seats)
+    assert rounds == 0 + 1 + 2 + 3  # "below" scoring: one round gives 3, 2, 1 and 0 points
+    assert sum(seat.score for seat in play(spec, FAR).seats) >= 15  # someone reached 15
+    results = ranking_bench.run(
+        1,
+        1,
+        fmt="one-round",
+        rates=FAR,
+        truth=ORDER,
+        rows=("b", "c"),
+        deals=2,
+        budget_per_bot=8,
+        with_twins=False,
+    )
+    assert results.rows["c"].levels == (4.0, 12.0)  # the plan's levels below the budget, and it
+    assert "one-round matches" in results.lines()[0]
 
 
 def test_the_benchmark_measures_only_the_rows_asked_for() -> None:
