@@ -38,6 +38,19 @@ HEURISTIC = REPO / "sample_bots" / "heuristic"
 RULES = "arschloch"
 TABLE_SIZE = 4
 
+FORMATS: dict[str, dict[str, Any]] = {
+    "to-15": {},
+    "one-round": {"target": None, "rounds": 1},
+}
+"""How long a ladder match is: changes to the ``arschloch`` preset. ``to-15`` is the preset
+itself (a match ends when a player reaches 15 points: 5 to 9 rounds on the ladder, 6.3 on
+average);
+``one-round`` plays a single round. They differ in what duplicate deals can cancel: the
+cards of every round of a deal are the same in each rotation, but from the second round on
+each rotation's exchange depends on who won the last, so only the first round of a longer
+match is really duplicated."""
+DEFAULT_FORMAT = "to-15"
+
 LADDER: dict[str, float] = {
     f"h{round(100 * r):02d}": r for r in (0.0, 0.04, 0.08, 0.12, 0.16, 0.2, 0.24, 0.28)
 }
@@ -79,14 +92,16 @@ def diluted_bot(rate: float, seed: str) -> Any:
 
 
 @functools.cache
-def rules(table_size: int = TABLE_SIZE) -> ResolvedRules:
-    return RuleSet.preset(RULES).resolve(table_size)
+def rules(table_size: int = TABLE_SIZE, fmt: str = DEFAULT_FORMAT) -> ResolvedRules:
+    """The rules of a ladder match of ``fmt`` (one of :data:`FORMATS`)."""
+    return RuleSet.preset(RULES).with_overrides(**FORMATS[fmt]).resolve(table_size)
 
 
-def play(spec: MatchSpec, rates: dict[str, float]) -> StoredMatch:
-    """Play ``spec`` among ladder bots (``rates`` by name); the result as the store keeps it."""
+def play(spec: MatchSpec, rates: dict[str, float], fmt: str = DEFAULT_FORMAT) -> StoredMatch:
+    """Play ``spec`` among ladder bots (``rates`` by name) in format ``fmt``; the result as
+    the store keeps it."""
     table = spec.table
-    game = Game(rules(len(table)), list(table), spec.match_seed)
+    game = Game(rules(len(table), fmt), list(table), spec.match_seed)
     bots = [diluted_bot(rates[name], f"{spec.key}:{seat}") for seat, name in enumerate(table)]
     translator = EventTranslator(game)
     protocol_rules = game.rules.as_protocol()
@@ -147,10 +162,12 @@ def play_all(
     *,
     workers: int = 1,
     progress: Callable[[int], None] | None = None,
+    fmt: str = DEFAULT_FORMAT,
 ) -> list[StoredMatch]:
-    """Play every spec, on ``workers`` processes; results in the order of ``specs``."""
+    """Play every spec in format ``fmt``, on ``workers`` processes; results in the order of
+    ``specs``."""
     results: list[StoredMatch] = []
-    for result in _play_stream(specs, rates, workers):
+    for result in _play_stream(specs, rates, workers, fmt):
         results.append(result)
         if progress is not None:
             progress(len(results))
@@ -158,16 +175,16 @@ def play_all(
 
 
 def _play_stream(
-    specs: Sequence[MatchSpec], rates: dict[str, float], workers: int
+    specs: Sequence[MatchSpec], rates: dict[str, float], workers: int, fmt: str
 ) -> Iterator[StoredMatch]:
     if workers <= 1 or len(specs) < 8:
         for spec in specs:
-            yield play(spec, rates)
+            yield play(spec, rates, fmt)
         return
     context = multiprocessing.get_context("fork")
     with context.Pool(workers) as pool:
-        yield from pool.imap(_play_packed, ((spec, rates) for spec in specs), chunksize=8)
+        yield from pool.imap(_play_packed, ((spec, rates, fmt) for spec in specs), chunksize=8)
 
 
-def _play_packed(packed: tuple[MatchSpec, dict[str, float]]) -> StoredMatch:
+def _play_packed(packed: tuple[MatchSpec, dict[str, float], str]) -> StoredMatch:
     return play(*packed)

@@ -3,7 +3,7 @@
 ``python -m bench.ranking_bench [--seeds 4] [--workers 2]`` (``make bench`` runs it) plays
 the ladder of :mod:`bench.ladder` (8 rungs: the heuristic sample bot diluted with random
 plays at rates 0 to 0.28, true order in ``bench/ladder_truth.json``) at 4-player tables of
-``arschloch``, three ways, and measures the Kendall tau between the leaderboard's order
+``arschloch``, five ways, and measures the Kendall tau between the leaderboard's order
 (TrueSkill ``mu - 3 sigma``, exactly as published) and the true order, averaged over seeds,
 by matches per bot:
 
@@ -13,12 +13,18 @@ by matches per bot:
   rotation, balanced seating (:mod:`referee.seating`); 140 matches per bot per deal;
 * **(c)** (b) with one deal, then play-offs (:mod:`referee.playoff`, ``top`` = every rung,
   ``until = 0.95``) with a budget of 140 matches per bot; tau is taken after each play-off
-  round, as the leaderboard would publish it then.
+  round, as the leaderboard would publish it then;
+* **(b2)** the round robin on balanced tables (``tables = "balanced"``,
+  :mod:`referee.design`): for 8 rungs at 4, 14 tables in which every pair meets 3 times;
+  28 matches per bot per deal, 1 to 10 deals;
+* **(c2)** (b2) with :data:`BALANCED_START_DEALS` deals, then the same play-offs, up to
+  :data:`PLAYOFF_TOTAL_PER_BOT` matches per bot in all.
 
 The issue's target: (c) reaches tau >= 0.95 with at most half the matches per bot that (a)
-needs. Also the twins check: a round robin with two copies of one rung (one policy, each
-with its own random draws) must not tell them apart: their score intervals overlap, each
-one's mean lies in the other's interval, and their order is not significant either way.
+needs; it is checked for (c) and (c2). Also the twins check: a round robin with two
+copies of one rung (one policy, each with its own random draws) must not tell them apart:
+their score intervals overlap, each one's mean lies in the other's interval, and their order
+is not significant either way.
 
 Every schedule, deal and decision is seeded: the same ``--seeds`` give the same figures on
 any machine (the worker count only changes the speed). ``--seeds 16`` made the README's.
@@ -37,9 +43,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.ladder import LADDER, TABLE_SIZE, play_all
+from bench.ladder import DEFAULT_FORMAT, FORMATS, LADDER, TABLE_SIZE, play_all
 from bench.ladder_truth import load_truth
 from referee.deals import deal_seed
+from referee.design import design_size
 from referee.intervals import deal_scores, order_confidence, score_intervals
 from referee.playoff import plan_round
 from referee.ratings import make_environment, rate
@@ -48,12 +55,53 @@ from referee.specs import MatchSpec, PlayoffSettings, RatingSettings, StoredMatc
 
 SECRET = hashlib.sha256(b"arschloch-referee ranking bench").digest()
 TARGET_TAU = 0.95
-RANDOM_LEVELS = (70, 140, 210, 280, 350, 420)
-"""Matches per bot at which (a) is measured."""
-ROUND_ROBIN_DEALS = 2
-PLAYOFF_BUDGET_PER_BOT = 140
-PLAYOFF_LEVELS = (0, 17.5, 35, 70, 105, 140)
-"""Play-off matches per bot (on top of the round robin) at which (c) is measured."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How far each row is played in one format, in matches per bot (8 rungs at tables of
+    4: a deal of the full round robin is 140 per bot, of the balanced tables 28)."""
+
+    random_levels: tuple[int, ...]
+    """(a) is measured at these."""
+    deals: int
+    """(b): deals of the round robin."""
+    playoff_levels: tuple[float, ...]
+    """(c): play-off matches per bot on top of the round robin's first deal, measured at
+    these; the last is the budget."""
+    balanced_deals: int
+    """(b2): deals of the balanced tables."""
+    start_deals: int
+    """(c2): deals of the balanced tables before the play-offs."""
+    balanced_levels: tuple[int, ...]
+    """(c2) is measured at these (matches per bot in all); the last is the budget."""
+
+
+FORMAT_TITLES = {
+    "to-15": "matches to 15 points (the arschloch preset)",
+    "one-round": "one-round matches (arschloch, rounds = 1)",
+}
+
+PLANS = {
+    "to-15": Plan(
+        random_levels=(70, 140, 210, 280, 350, 420),
+        deals=2,
+        playoff_levels=(0, 17.5, 35, 70, 105, 140),
+        balanced_deals=10,
+        start_deals=2,
+        balanced_levels=(28, 56, 84, 112, 140, 175, 210, 245, 280),
+    ),
+    "one-round": Plan(
+        random_levels=(140, 280, 420, 560, 700, 840, 1120, 1400, 1680, 2100),
+        deals=6,
+        playoff_levels=(0, 70, 140, 210, 280, 420, 560, 700),
+        balanced_deals=30,
+        start_deals=5,
+        balanced_levels=(140, 210, 280, 350, 420, 560, 700, 840),
+    ),
+}
+"""Each format's :class:`Plan`: one-round matches carry less information each, so every row
+goes further."""
 
 
 def kendall_tau(order: Sequence[str], truth: Sequence[str]) -> float:
@@ -92,13 +140,39 @@ class Curve:
         return math.sqrt(sum((t - mean) ** 2 for t in taus) / (len(taus) - 1) / len(taus))
 
 
+@dataclass
+class Points:
+    """One seed's taus, step by step: of the published order (TrueSkill ``mu - 3 sigma``),
+    and of the order by ``mu`` alone (a diagnostic: where a schedule plays some bots far
+    more than others, as play-offs do, ``- 3 sigma`` penalises the ones it played less)."""
+
+    published: list[tuple[float, float]] = field(default_factory=list)
+    by_mu: list[tuple[float, float]] = field(default_factory=list)
+
+    def add(
+        self,
+        per_bot: float,
+        matches: Sequence[StoredMatch],
+        names: Sequence[str],
+        truth: Sequence[str],
+    ) -> None:
+        ratings = rate(matches, names, env=make_environment())
+        self.published.append((per_bot, kendall_tau([r.name for r in ratings], truth)))
+        ordered = sorted(ratings, key=lambda r: (not r.rated, -r.mu, r.name))
+        self.by_mu.append((per_bot, kendall_tau([r.name for r in ordered], truth)))
+
+    def until(self, steps: int) -> Points:
+        return Points(self.published[:steps], self.by_mu[:steps])
+
+
 def random_tables(
     seed: int,
     rates: dict[str, float],
     truth: Sequence[str],
     levels: Sequence[int],
     workers: int,
-) -> list[tuple[float, float]]:
+    fmt: str = DEFAULT_FORMAT,
+) -> Points:
     """(a): random tables, independent deals; tau at each of ``levels`` matches per bot."""
     names = sorted(rates)
     rng = random.Random(f"random tables {seed}")
@@ -110,28 +184,33 @@ def random_tables(
         specs.append(
             MatchSpec(key=key, table=table, deal=0, rotation=0, deal_seed=cards, match_seed=cards)
         )
-    matches = play_all(specs, rates, workers=workers)
-    return [
-        (
-            float(level),
-            kendall_tau(published_order(matches[: level * len(names) // TABLE_SIZE], names), truth),
-        )
-        for level in levels
-    ]
+    matches = play_all(specs, rates, workers=workers, fmt=fmt)
+    points = Points()
+    for level in levels:
+        points.add(float(level), matches[: level * len(names) // TABLE_SIZE], names, truth)
+    return points
 
 
 def balanced_round_robin(
-    seed: int, rates: dict[str, float], truth: Sequence[str], deals: int, workers: int
-) -> tuple[list[tuple[float, float]], list[StoredMatch]]:
-    """(b): the round robin with ``deals`` deals, tau after each; and its first deal."""
+    seed: int,
+    rates: dict[str, float],
+    truth: Sequence[str],
+    deals: int,
+    workers: int,
+    tables: str = "all",
+    fmt: str = DEFAULT_FORMAT,
+    measured: Sequence[int] | None = None,
+) -> tuple[Points, list[StoredMatch]]:
+    """(b) or (b2): the round robin with ``deals`` deals, tau after each deal (or after
+    each of ``measured``, deal counts); and its matches."""
     names = sorted(rates)
-    matches = play_all(round_robin(names, TABLE_SIZE, deals, seed, SECRET), rates, workers=workers)
-    points = []
-    for d in range(1, deals + 1):
+    specs = round_robin(names, TABLE_SIZE, deals, seed, SECRET, tables=tables)
+    matches = play_all(specs, rates, workers=workers, fmt=fmt)
+    points = Points()
+    for d in measured or range(1, deals + 1):
         prefix = [m for m in matches if m.spec.deal < d]
-        per_bot = len(prefix) * TABLE_SIZE / len(names)
-        points.append((per_bot, kendall_tau(published_order(prefix, names), truth)))
-    return points, [m for m in matches if m.spec.deal == 0]
+        points.add(len(prefix) * TABLE_SIZE / len(names), prefix, names, truth)
+    return points, matches
 
 
 def with_playoffs(
@@ -141,18 +220,18 @@ def with_playoffs(
     start: list[StoredMatch],
     budget: int,
     workers: int,
-) -> tuple[list[tuple[float, float]], str]:
-    """(c): play-off rounds after ``start`` until settled or ``budget`` is spent."""
+    fmt: str = DEFAULT_FORMAT,
+    levels: Sequence[float] = (),
+) -> tuple[Points, str]:
+    """(c): play-off rounds after ``start`` until settled or ``budget`` is spent; and how
+    the play-offs ended. Tau is taken as the leaderboard would publish it at each of
+    ``levels`` (matches per bot: after the last round that fits), and at the end."""
     names = sorted(rates)
     settings = PlayoffSettings(top=len(names), until=TARGET_TAU, budget=budget)
     matches = list(start)
     specs = [m.spec for m in matches]
-    points = [
-        (
-            len(matches) * TABLE_SIZE / len(names),
-            kendall_tau(published_order(matches, names), truth),
-        )
-    ]
+    ends = [len(matches)]  # the number of matches after each round
+    state = "open"
     for round_no in itertools.count():
         plan = plan_round(
             round_no,
@@ -167,19 +246,24 @@ def with_playoffs(
             secret=SECRET,
         )
         if not plan.specs:
-            return points, plan.state
+            state = plan.state
+            break
         specs += plan.specs
-        matches += play_all(plan.specs, rates, workers=workers)
-        points.append(
-            (
-                len(matches) * TABLE_SIZE / len(names),
-                kendall_tau(published_order(matches, names), truth),
-            )
-        )
-    raise AssertionError("unreachable")
+        matches += play_all(plan.specs, rates, workers=workers, fmt=fmt)
+        ends.append(len(matches))
+    # Rating is most of the cost: only at the ends of rounds that a level shows.
+    shown = {
+        max(e for e in ends if e * TABLE_SIZE / len(names) <= lv + 1e-9)
+        for lv in levels
+        if ends[0] * TABLE_SIZE / len(names) <= lv + 1e-9
+    }
+    points = Points()
+    for end in sorted(shown | {ends[0], ends[-1]}):
+        points.add(end * TABLE_SIZE / len(names), matches[:end], names, truth)
+    return points, state
 
 
-def twins(seed: int, workers: int, deals: int = 6) -> dict[str, Any]:
+def twins(seed: int, workers: int, deals: int = 6, fmt: str = DEFAULT_FORMAT) -> dict[str, Any]:
     """A round robin of 5 rungs, two of them copies of one rung: are the twins told apart?
 
     6 deals make every table exactly balanced (:data:`referee.seating.BALANCED_DEALS`).
@@ -189,7 +273,8 @@ def twins(seed: int, workers: int, deals: int = 6) -> dict[str, Any]:
     rates = {name: LADDER[name] for name in ladder[:4]}
     rates[twin] = LADDER[twin_of]
     names = sorted(rates)
-    matches = play_all(round_robin(names, TABLE_SIZE, deals, seed, SECRET), rates, workers=workers)
+    specs = round_robin(names, TABLE_SIZE, deals, seed, SECRET)
+    matches = play_all(specs, rates, workers=workers, fmt=fmt)
     by_deal = deal_scores(matches)
     intervals = score_intervals(by_deal)
     a, b = intervals[twin_of], intervals[twin]
@@ -205,40 +290,63 @@ def twins(seed: int, workers: int, deals: int = 6) -> dict[str, Any]:
 
 
 @dataclass
+class Row:
+    """One way of playing the ladder: its label, tau curve, the levels it is shown at, and
+    (for the rows with play-offs) how each seed's play-offs ended."""
+
+    key: str
+    label: str
+    curve: Curve
+    levels: tuple[float, ...]
+    states: list[str] = field(default_factory=list)
+    by_mu: Curve = field(default_factory=Curve)
+    """Tau of the order by TrueSkill ``mu`` alone (a diagnostic, see :class:`Points`)."""
+
+    def add(self, points: Points, state: str | None = None) -> None:
+        self.curve.runs.append(points.published)
+        self.by_mu.runs.append(points.by_mu)
+        if state is not None:
+            self.states.append(state)
+
+    def needs(self, curve: Curve | None = None) -> float | None:
+        """The fewest matches per bot (of ``levels``) at which mean tau >= the target."""
+        shown = curve or self.curve
+        return next((lv for lv in self.levels if shown.at(lv) >= TARGET_TAU), None)
+
+    def text(self, curve: Curve | None = None) -> str:
+        shown = curve or self.curve
+        return ", ".join(f"{lv:g}: {shown.at(lv):.3f}" for lv in self.levels)
+
+
+@dataclass
 class Results:
     """Every figure of a run (see the module docstring)."""
 
+    fmt: str
     bots: int
     seeds: int
-    a: Curve
-    b: Curve
-    c: Curve
-    a_levels: tuple[float, ...]
-    b_levels: tuple[float, ...]
-    c_levels: tuple[float, ...]
-    c_states: list[str]
+    rows: dict[str, Row]
     twins: list[dict[str, Any]]
 
-    def needs(self, curve: Curve, levels: Sequence[float]) -> float | None:
-        """The fewest matches per bot (of ``levels``) at which mean tau >= the target."""
-        return next((lv for lv in levels if curve.at(lv) >= TARGET_TAU), None)
+    @property
+    def a(self) -> Curve:
+        return self.rows["a"].curve
 
     @property
-    def target_met(self) -> bool:
-        need_a = self.needs(self.a, self.a_levels)
-        need_c = self.needs(self.c, self.c_levels)
-        return need_a is not None and need_c is not None and need_c <= need_a / 2
+    def b(self) -> Curve:
+        return self.rows["b"].curve
+
+    @property
+    def c(self) -> Curve:
+        return self.rows["c"].curve
+
+    def target_met(self, key: str) -> bool:
+        """Whether row ``key`` reaches the target tau with at most half of what (a) needs."""
+        need_a, need = self.rows["a"].needs(), self.rows[key].needs()
+        return need_a is not None and need is not None and need <= need_a / 2
 
     def largest_error(self) -> float:
-        errors = [
-            curve.error(level)
-            for curve, levels in (
-                (self.a, self.a_levels),
-                (self.b, self.b_levels),
-                (self.c, self.c_levels),
-            )
-            for level in levels
-        ]
+        errors = [row.curve.error(level) for row in self.rows.values() for level in row.levels]
         return max((e for e in errors if not math.isnan(e)), default=math.nan)
 
     def twins_summary(self) -> str:
@@ -257,75 +365,151 @@ class Results:
             f"mean difference {mean:+.3f} (seed to seed {spread:.3f})"
         )
 
-    def lines(self) -> list[str]:
-        def row(curve: Curve, levels: Sequence[float]) -> str:
-            return ", ".join(f"{lv:.0f}: {curve.at(lv):.3f}" for lv in levels)
+    def playoff_summary(self, row: Row) -> str:
+        final = [run[-1][0] for run in row.curve.runs]
+        return (
+            f"      play-offs ended at {sum(final) / len(final):.0f} matches per bot on average "
+            f"({row.states.count('settled')} of {len(row.states)} settled, the rest at the "
+            "budget)"
+        )
 
-        need_a = self.needs(self.a, self.a_levels)
-        need_c = self.needs(self.c, self.c_levels)
-        final = [run[-1] for run in self.c.runs]
-        stopped = sum(p for p, _ in final) / len(final)
-        settled = self.c_states.count("settled")
-        a_text = f"{need_a:.0f}" if need_a else f"more than {max(self.a_levels):.0f}"
-        c_text = f"{need_c:.0f}" if need_c else f"more than {max(self.c_levels):.0f}"
-        return [
-            f"ranking: {self.bots} ladder bots at tables of {TABLE_SIZE}; Kendall tau of the "
-            f"published order vs the truth by matches per bot, mean of {self.seeds} seeds "
-            f"(standard errors up to {self.largest_error():.3f})",
-            f"  (a) random tables, independent deals: {row(self.a, self.a_levels)}",
-            f"  (b) balanced duplicate round robin:   {row(self.b, self.b_levels)}",
-            f"  (c) (b) 1 deal + play-offs:           {row(self.c, self.c_levels)}",
-            f"      play-offs ended at {stopped:.0f} matches per bot on average "
-            f"({settled} of {self.seeds} settled, the rest at the budget)",
-            f"  tau >= {TARGET_TAU}: (a) needs {a_text} matches per bot, (c) {c_text}; "
-            f"target (c) <= half of (a): {'met' if self.target_met else 'NOT met'}",
-            self.twins_summary(),
+    def lines(self) -> list[str]:
+        def needs(row: Row, curve: Curve | None = None) -> str:
+            need = row.needs(curve)
+            return f"{need:g}" if need else f"more than {max(row.levels):g}"
+
+        heads = {key: f"({key}) {row.label}:" for key, row in self.rows.items()}
+        width = max(len(head) for head in heads.values())
+        out = [
+            f"ranking, {FORMAT_TITLES[self.fmt]}: {self.bots} ladder bots at tables of "
+            f"{TABLE_SIZE}; Kendall tau of the published order vs the truth by matches per "
+            f"bot, mean of {self.seeds} seeds (standard errors up to "
+            f"{self.largest_error():.3f})",
         ]
+        for key, row in self.rows.items():
+            out.append(f"  {heads[key]:<{width}} {row.text()}")
+            out.append(f"      {'by mu alone:':<{width - 4}} {row.text(row.by_mu)}")
+            if row.states:
+                out.append(self.playoff_summary(row))
+        a = self.rows.get("a")
+        for key in ("c", "c2"):
+            if a is not None and key in self.rows:
+                out.append(
+                    f"  tau >= {TARGET_TAU}: (a) needs {needs(a)} matches per bot, ({key}) "
+                    f"{needs(self.rows[key])}; target ({key}) <= half of (a): "
+                    f"{'met' if self.target_met(key) else 'NOT met'} (by mu alone: (a) "
+                    f"{needs(a, a.by_mu)}, ({key}) {needs(self.rows[key], self.rows[key].by_mu)})"
+                )
+        out.append(self.twins_summary())
+        return out
 
 
 def run(
     seeds: int = 4,
     workers: int = 2,
     *,
+    fmt: str = DEFAULT_FORMAT,
     rates: dict[str, float] | None = None,
     truth: Sequence[str] | None = None,
-    a_levels: Sequence[int] = RANDOM_LEVELS,
-    deals: int = ROUND_ROBIN_DEALS,
-    budget_per_bot: int = PLAYOFF_BUDGET_PER_BOT,
+    a_levels: Sequence[int] | None = None,
+    deals: int | None = None,
+    budget_per_bot: float | None = None,
+    balanced_deals: int | None = None,
+    start_deals: int | None = None,
+    total_per_bot: int | None = None,
     with_twins: bool = True,
+    rows: Sequence[str] = ("a", "b", "c", "b2", "c2"),
     progress: Callable[[str], None] | None = None,
 ) -> Results:
-    """Measure (a), (b), (c) and the twins over ``seeds`` seeds (see the module docstring).
-
-    ``rates`` and ``truth`` default to the ladder and its stored true order.
+    """Measure the ``rows`` and the twins over ``seeds`` seeds in format ``fmt`` (see the
+    module docstring). Every figure left out comes from the format's :class:`Plan`;
+    ``rates`` and ``truth`` default to the ladder and its stored true order in ``fmt``.
     """
+    plan = PLANS[fmt]
     rates = dict(rates or LADDER)
-    truth = list(truth or load_truth()["order"])
+    truth = list(truth or load_truth(fmt)["order"])
+    a_levels = tuple(a_levels or plan.random_levels)
+    deals = deals or plan.deals
+    budget_per_bot = plan.playoff_levels[-1] if budget_per_bot is None else budget_per_bot
+    playoff_levels = sorted(
+        {x for x in plan.playoff_levels if x < budget_per_bot} | {budget_per_bot}
+    )
+    balanced_deals = balanced_deals or plan.balanced_deals
+    start_deals = start_deals or plan.start_deals
+    total_per_bot = total_per_bot or plan.balanced_levels[-1]
     n = len(rates)
-    per_deal = math.comb(n - 1, TABLE_SIZE - 1) * TABLE_SIZE
-    budget = budget_per_bot * n // TABLE_SIZE
+    full_deal = math.comb(n - 1, TABLE_SIZE - 1) * TABLE_SIZE
+    design_deal = design_size(n, TABLE_SIZE).per_bot * TABLE_SIZE
+    if design_size(n, TABLE_SIZE).tables >= math.comb(n, TABLE_SIZE):
+        design_deal = full_deal
+    start = design_deal * start_deals
+    # (b2) is shown at up to 10 deal counts, evenly spread.
+    step = max(1, balanced_deals // 10)
+    balanced_measured = sorted({*range(step, balanced_deals + 1, step), balanced_deals})
+    c2_levels = (start, *(x for x in plan.balanced_levels if start < x <= total_per_bot))
+    table: dict[str, Row] = {
+        "a": Row("a", "random tables, independent deals", Curve(), tuple(map(float, a_levels))),
+        "b": Row(
+            "b",
+            "balanced duplicate round robin",
+            Curve(),
+            tuple(float(full_deal * d) for d in range(1, deals + 1)),
+        ),
+        "c": Row(
+            "c",
+            "(b) 1 deal + play-offs",
+            Curve(),
+            tuple(float(full_deal + x) for x in playoff_levels),
+        ),
+        "b2": Row(
+            "b2",
+            "(b) on balanced tables",
+            Curve(),
+            tuple(float(design_deal * d) for d in balanced_measured),
+        ),
+        "c2": Row(
+            "c2",
+            f"(b2) {start_deals} deal{'s' if start_deals != 1 else ''} + play-offs",
+            Curve(),
+            tuple(float(x) for x in c2_levels),
+        ),
+    }
     started = time.monotonic()
-    a, b, c, states = Curve(), Curve(), Curve(), []
     for seed in range(1, seeds + 1):
-        a.runs.append(random_tables(seed, rates, truth, a_levels, workers))
-        points, first = balanced_round_robin(seed, rates, truth, deals, workers)
-        b.runs.append(points)
-        points, state = with_playoffs(seed, rates, truth, first, budget, workers)
-        c.runs.append(points)
-        states.append(state)
+        if "a" in rows:
+            table["a"].add(random_tables(seed, rates, truth, a_levels, workers, fmt))
+        if "b" in rows or "c" in rows:
+            points, matches = balanced_round_robin(seed, rates, truth, deals, workers, fmt=fmt)
+            table["b"].add(points)
+            if "c" in rows:
+                first = [m for m in matches if m.spec.deal == 0]
+                budget = int(budget_per_bot * n // TABLE_SIZE)
+                levels = table["c"].levels
+                table["c"].add(
+                    *with_playoffs(seed, rates, truth, first, budget, workers, fmt, levels)
+                )
+        if "b2" in rows or "c2" in rows:
+            most = max(balanced_deals if "b2" in rows else 0, start_deals)
+            measured = [d for d in balanced_measured if d <= most]
+            points, matches = balanced_round_robin(
+                seed, rates, truth, most, workers, tables="balanced", fmt=fmt, measured=measured
+            )
+            table["b2"].add(points)
+            if "c2" in rows:
+                begin = [m for m in matches if m.spec.deal < start_deals]
+                budget = (total_per_bot * n - start * n) // TABLE_SIZE
+                levels = table["c2"].levels
+                table["c2"].add(
+                    *with_playoffs(seed, rates, truth, begin, budget, workers, fmt, levels)
+                )
         if progress is not None:
-            progress(f"seed {seed}/{seeds} done, {time.monotonic() - started:.0f} s")
+            progress(f"{fmt}: seed {seed}/{seeds} done, {time.monotonic() - started:.0f} s")
     return Results(
+        fmt=fmt,
         bots=n,
         seeds=seeds,
-        a=a,
-        b=b,
-        c=c,
-        a_levels=tuple(float(x) for x in a_levels),
-        b_levels=tuple(per_deal * d for d in range(1, deals + 1)),
-        c_levels=tuple(per_deal + x for x in PLAYOFF_LEVELS if x <= budget_per_bot),
-        c_states=states,
-        twins=[twins(seed, workers) for seed in range(1, seeds + 1)] if with_twins else [],
+        rows={key: row for key, row in table.items() if row.curve.runs},
+        twins=[twins(seed, workers, fmt=fmt) for seed in range(1, seeds + 1)] if with_twins else [],
     )
 
 
@@ -333,11 +517,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args(argv)
-    results = run(
-        args.seeds, args.workers, progress=lambda line: print("  " + line, file=sys.stderr)
+    parser.add_argument(
+        "--format",
+        choices=[*FORMATS, "both"],
+        default="both",
+        help="the ladder's match length (default: both, one after the other)",
     )
-    print("\n".join(results.lines()))
+    parser.add_argument(
+        "--rows",
+        default="a,b,c,b2,c2",
+        help="the ways of playing to measure, comma-separated (default: all five)",
+    )
+    parser.add_argument(
+        "--start-deals",
+        type=int,
+        default=None,
+        help="(c2): deals of the balanced tables before the play-offs (default: the format's)",
+    )
+    parser.add_argument("--no-twins", action="store_true", help="skip the twins check")
+    args = parser.parse_args(argv)
+    formats = list(FORMATS) if args.format == "both" else [args.format]
+    for i, fmt in enumerate(formats):
+        results = run(
+            args.seeds,
+            args.workers,
+            fmt=fmt,
+            rows=tuple(args.rows.split(",")),
+            start_deals=args.start_deals,
+            with_twins=not args.no_twins,
+            progress=lambda line: print("  " + line, file=sys.stderr),
+        )
+        if i:
+            print()
+        print("\n".join(results.lines()), flush=True)
     return 0
 
 

@@ -10,10 +10,17 @@ scheduled.
 A round seats the bots of each uncertain pair together: walking down the leaderboard, the
 first uncertain pair not yet covered opens a table of the ``k`` bots from its upper one down
 (``k`` consecutive places, moved up at the bottom of the leaderboard), which also covers the
-next ``k - 2`` pairs. Each such table plays one deal in every seat rotation (duplicate play,
-balanced seating continuing the table's cycle, :mod:`referee.seating`), so both bots of a
-pair hold the same hands against the same opponents: the most direct evidence there is on
-their order. Tables are added in leaderboard order while the budget allows a whole deal.
+next ``k - 2`` pairs. Each such table plays whole deals, each in every seat rotation
+(duplicate play, balanced seating continuing the table's cycle, :mod:`referee.seating`), so
+both bots of a pair hold the same hands against the same opponents: the most direct
+evidence there is on their order. A round's tables play one deal each while few matches
+are played; as results pile up, a round grows to about one match for every
+:data:`ROUND_SHARE` already played (the same number of deals at each of its tables). A
+single new deal moves a well-measured order very little, and every round re-rates every
+match, so rounds of fixed size would make a long play-off cost the square of its length;
+growing rounds keep the number of rounds logarithmic in the budget, and overshoot the point
+where the order became sure by at most one round (an eighth). Deals are added deal by deal,
+table by table in leaderboard order, while the budget allows a whole deal.
 
 Every decision depends only on the finished matches (a round is planned when all earlier
 matches are done, from results that are deterministic) and on the tournament file, so the
@@ -52,6 +59,10 @@ __all__ = [
     "playoff_rounds",
     "uncertain_pairs",
 ]
+
+ROUND_SHARE = 8
+"""A play-off round plays about one match for every ``ROUND_SHARE`` matches already played
+(and at least one deal at each of its tables)."""
 
 PlayoffState = Literal["settled", "budget", "open"]
 """``settled``: every adjacent pair of the top is ordered with the confidence asked for;
@@ -115,12 +126,15 @@ def plan_round(
     played: dict[tuple[str, ...], set[str]] = {}
     for spec in specs:
         played.setdefault(tuple(sorted(spec.table)), set()).add(deal_key(spec.key))
+    tables = _tables(order, uncertain, table_size)
+    deals = max(1, len(matches) // (ROUND_SHARE * table_size * len(tables)))
     new: list[MatchSpec] = []
-    for table in _tables(order, uncertain, table_size):
-        if len(new) + table_size > left:
-            break
-        deal = len(played.get(table, ()))
-        new += playoff_deal(round_no, table, deal, seed, secret)
+    for extra in range(deals):
+        for table in tables:
+            if len(new) + table_size > left:
+                return PlayoffPlan(round_no, "open", tuple(uncertain), tuple(new), spent)
+            deal = len(played.get(table, ())) + extra
+            new += playoff_deal(round_no, table, deal, seed, secret)
     return PlayoffPlan(round_no, "open", tuple(uncertain), tuple(new), spent)
 
 

@@ -8,16 +8,21 @@ the deal's *base order* cycles, from deal to deal, through a balanced set of sea
 pair of a table's bots has sat at every offset equally often.
 
 * ``round-robin``: every ``k``-subset of the entrants (names sorted, so the order of the
-  file does not matter) x ``deals`` x ``k`` rotations.
+  file does not matter) x ``deals`` x ``k`` rotations; with ``tables = "balanced"``, only
+  the tables of a balanced design (:mod:`referee.design`: every bot at equally many tables,
+  every pair of bots together equally often), found from the tournament seed.
 * ``gauntlet``: the candidate against ``k - 1`` opponents drawn from the field, ``matches``
   times, each draw played for ``deals`` deals x ``k`` rotations.
 
 Keys come from SHA hashes of the tournament seed and the table, never from ``hash()`` or a
 random generator whose algorithm could change, so the same file schedules the same matches
 with the same keys on every run and machine. Keys do not depend on a match's position in the
-list: adding a bot or a deal keeps every existing key. Keys are public (bots see them as
-match ids); the cards are not: each deal's seed is keyed by the tournament's deal secret
-(:mod:`referee.deals`), so the same file and the same secret give the same cards.
+list: adding a deal keeps every existing key, and so does adding a bot to a full round
+robin (a balanced design is made for its field: another bot makes other tables). A table
+of a balanced design has the key, and the cards, it has in the full round robin. Keys are
+public (bots see them as match ids); the cards are not: each deal's seed is keyed by the
+tournament's deal secret (:mod:`referee.deals`), so the same file and the same secret give
+the same cards.
 
 Play-off matches (:mod:`referee.playoff`) are keyed ``po/<round>/<table>/d<deal>/r<rotation>``
 and dealt the same way, so ``referee verify`` checks them like any match.
@@ -32,6 +37,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from referee.deals import deal_seed
+from referee.design import balanced_design
 from referee.seating import base_order
 from referee.specs import PLAYOFF_PREFIX, MatchSpec
 
@@ -42,6 +48,7 @@ __all__ = [
     "gauntlet",
     "playoff_deal",
     "round_robin",
+    "round_robin_tables",
     "schedule",
 ]
 
@@ -55,15 +62,38 @@ def schedule(tournament: Tournament, secret: bytes) -> list[MatchSpec]:
         return gauntlet(
             f.candidate, tournament.entrants, f.table_size, f.matches, f.deals, f.seed, secret
         )
-    return round_robin(tournament.entrants, f.table_size, f.deals, f.seed, secret)
+    return round_robin(
+        tournament.entrants, f.table_size, f.deals, f.seed, secret, tables=f.tables
+    )
+
+
+def round_robin_tables(
+    names: Sequence[str], table_size: int, seed: int, tables: str = "all"
+) -> list[tuple[str, ...]]:
+    """The tables of a round robin, each in sorted name order: every ``table_size``-subset
+    of ``names`` (``tables = "all"``), or those of the seed's balanced design (``"balanced"``).
+    """
+    field = sorted(names)
+    if tables == "all":
+        return list(itertools.combinations(field, table_size))
+    if tables == "balanced":
+        design = balanced_design(len(field), table_size, seed)
+        return [tuple(field[i] for i in table) for table in design]
+    raise ValueError(f"unknown tables {tables!r} (allowed: all, balanced)")
 
 
 def round_robin(
-    names: Sequence[str], table_size: int, deals: int, seed: int, secret: bytes
+    names: Sequence[str],
+    table_size: int,
+    deals: int,
+    seed: int,
+    secret: bytes,
+    *,
+    tables: str = "all",
 ) -> list[MatchSpec]:
-    """Every ``table_size``-subset of ``names`` x ``deals`` x every seat rotation."""
+    """Each table of :func:`round_robin_tables` x ``deals`` x every seat rotation."""
     specs: list[MatchSpec] = []
-    for table in itertools.combinations(sorted(names), table_size):
+    for table in round_robin_tables(names, table_size, seed, tables):
         table_id = _digest("rr", seed, table)[:_KEY_HASH_CHARS]
         for deal in range(deals):
             base = base_order(table, deal, seed)

@@ -207,9 +207,12 @@ class Store:
         keys = settings.keys() | stored.keys()
         changed = sorted(k for k in keys if settings.get(k) != stored.get(k))
         if changed:
+            why = ""
+            if "field" in changed:
+                why = " (a balanced round robin's tables are made for its whole field of bots)"
             raise UsageError(
                 f"{self.path}: results were played with other settings ({', '.join(changed)} "
-                "changed); run with --restart to discard them, or undo the change"
+                f"changed{why}); run with --restart to discard them, or undo the change"
             )
 
     def entrants(self) -> dict[str, EntrantRecord]:

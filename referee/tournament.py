@@ -7,6 +7,7 @@ the sandbox and the bots; paths are relative to the file::
     rules = "arschloch"            # a preset, or { preset = "arschloch", target = 10 }
     table_size = 4
     format = "round-robin"         # or "gauntlet" (then also candidate = "...", matches = N)
+    tables = "all"                 # round robin: every group of table_size, or "balanced"
     deals = 2
     seed = 1
     [time]
@@ -89,6 +90,7 @@ class TournamentFile(_Strict):
     )
     table_size: int = Field(default=4, ge=3, le=6)
     format: Literal["round-robin", "gauntlet"] = "round-robin"
+    tables: Literal["all", "balanced"] = "all"
     deals: int = Field(default=1, ge=1, le=10_000)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
     time: TimeControl = TimeControl()
@@ -158,9 +160,10 @@ class Tournament:
 
     def settings(self) -> dict[str, Any]:
         """What results depend on besides the bots: stored results are only comparable
-        between runs with equal settings. More deals, matches or bots may be added."""
+        between runs with equal settings. More deals, matches or bots may be added (bots
+        not to a balanced round robin, whose tables depend on the whole field)."""
         f = self.file
-        return {
+        settings: dict[str, Any] = {
             "rules": self.rules.as_protocol(),
             "table_size": f.table_size,
             "format": f.format,
@@ -168,6 +171,11 @@ class Tournament:
             "time": f.time.model_dump(),
             "candidate": f.candidate,
         }
+        if f.tables != "all":
+            # A balanced design is made for its whole field: another bot, other tables.
+            settings["tables"] = f.tables
+            settings["field"] = sorted(self.entrants)
+        return settings
 
     def bot(self, name: str) -> BotSpec:
         """The entrant called ``name``."""
@@ -303,6 +311,11 @@ def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
             raise UsageError(
                 f"{path}: candidate: {model.candidate!r} is not a bot of this tournament "
                 f"(allowed: {', '.join(repr(n) for n in names)})"
+            )
+        if model.tables != "all":
+            raise UsageError(
+                f'{path}: tables: only allowed when format = "round-robin" '
+                "(a gauntlet draws its own tables)"
             )
         return
     for key in ("candidate", "matches"):

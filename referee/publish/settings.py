@@ -57,6 +57,8 @@ class TournamentSettings:
     gauntlet_matches: int | None = None
     ratings: Mapping[str, Any] = field(default_factory=dict)
     """The ``[ratings]`` keys the file sets (the defaults otherwise)."""
+    tables: str = "all"
+    """A round robin's tables: ``all`` groups of ``table_size``, or a ``balanced`` design."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape (``settings`` in ``leaderboard.json``)."""
@@ -65,6 +67,7 @@ class TournamentSettings:
             "overrides": dict(self.overrides),
             "table_size": self.table_size,
             "format": self.format,
+            "tables": self.tables,
             "deals": self.deals,
             "seed": self.seed,
             "candidate": self.candidate,
@@ -87,9 +90,11 @@ class TournamentSettings:
         return f"{self.preset} with {changes}"
 
     def format_text(self) -> str:
-        """The format, with a gauntlet's candidate and draws."""
+        """The format, with a gauntlet's candidate and draws, or a round robin's tables."""
         if self.format == "gauntlet":
             return f"gauntlet of {self.candidate} over {self.gauntlet_matches} drawn tables"
+        if self.tables == "balanced":
+            return f"{self.format} on balanced tables (every pair of bots meets equally often)"
         return self.format
 
     def time_text(self) -> str:

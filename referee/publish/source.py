@@ -176,4 +176,5 @@ def tournament_settings(
         candidate=f.candidate,
         gauntlet_matches=f.matches,
         ratings=f.ratings.model_dump(exclude_unset=True),
+        tables=f.tables,
     )

@@ -13,7 +13,7 @@ import random
 import pytest
 
 from referee.intervals import deal_scores, order_confidence
-from referee.playoff import plan_round, uncertain_pairs
+from referee.playoff import ROUND_SHARE, plan_round, uncertain_pairs
 from referee.scheduler import round_robin
 from referee.specs import (
     MatchSpec,
@@ -30,10 +30,15 @@ STRENGTH = {"a": 3.0, "b": 3.0, "c": 1.5, "d": 0.0, "e": -3.0}
 """``a`` and ``b`` are twins; ``c`` and ``d`` are close; ``e`` is far below."""
 
 
+LADDER = {"p": 4.5, "q": 3.0, "r": 1.5, "s": 0.0, "t": -1.5}
+"""No twins: neighbours 1.5 apart."""
+
+
 def _play(spec: MatchSpec) -> StoredMatch:
     seed = int.from_bytes(hashlib.sha256(spec.key.encode()).digest()[:8], "big")
     rng = random.Random(seed)
-    perf = {name: STRENGTH[name] + rng.gauss(0, 2) for name in spec.table}
+    strength = {**STRENGTH, **LADDER}
+    perf = {name: strength[name] + rng.gauss(0, 2) for name in spec.table}
     ranked = sorted(spec.table, key=lambda n: -perf[n])
     seats = tuple(
         StoredSeat(spec.table.index(n), n, place, 0, False, None, None)
@@ -42,12 +47,18 @@ def _play(spec: MatchSpec) -> StoredMatch:
     return StoredMatch(spec, seats)
 
 
-def _plan(round_no: int, specs: list[MatchSpec], matches: list[StoredMatch], **settings: float):
+def _plan(
+    round_no: int,
+    specs: list[MatchSpec],
+    matches: list[StoredMatch],
+    field: dict[str, float] = STRENGTH,
+    **settings: float,
+):
     return plan_round(
         round_no,
         matches,
         specs,
-        list(STRENGTH),
+        list(field),
         settings=PlayoffSettings(**{"top": 5, "until": 0.95, "budget": 300, **settings}),
         ratings=RatingSettings(resamples=200),
         rules=None,
@@ -57,12 +68,14 @@ def _plan(round_no: int, specs: list[MatchSpec], matches: list[StoredMatch], **s
     )
 
 
-def _until_over(**settings: float) -> tuple[list[MatchSpec], list[StoredMatch], list]:
-    specs = round_robin(list(STRENGTH), 3, 2, seed=4, secret=SECRET)
+def _until_over(
+    field: dict[str, float] = STRENGTH, **settings: float
+) -> tuple[list[MatchSpec], list[StoredMatch], list]:
+    specs = round_robin(list(field), 3, 2, seed=4, secret=SECRET)
     matches = [_play(s) for s in specs]
     plans = []
     for round_no in range(200):
-        plan = _plan(round_no, specs, matches, **settings)
+        plan = _plan(round_no, specs, matches, field, **settings)
         plans.append(plan)
         if not plan.specs:
             break
@@ -71,7 +84,7 @@ def _until_over(**settings: float) -> tuple[list[MatchSpec], list[StoredMatch], 
     return specs, matches, plans
 
 
-def test_a_round_seats_each_uncertain_pair_at_one_table_for_one_deal() -> None:
+def test_an_early_round_seats_each_uncertain_pair_at_one_table_for_one_deal() -> None:
     specs = round_robin(list(STRENGTH), 3, 2, seed=4, secret=SECRET)
     matches = [_play(s) for s in specs]
     plan = _plan(0, specs, matches)
@@ -88,14 +101,14 @@ def test_a_round_seats_each_uncertain_pair_at_one_table_for_one_deal() -> None:
 
 
 def test_play_offs_stop_when_the_top_is_ordered_with_the_confidence_asked() -> None:
-    """Without the twins in the top, the order of the top 3 gets settled."""
-    _, matches, plans = _until_over(top=3, until=0.9)
+    """Without twins, the order of the top 3 gets settled."""
+    _, matches, plans = _until_over(LADDER, top=3, until=0.9)
     last = plans[-1]
     assert last.state == "settled" and not last.specs and not last.uncertain
     assert 0 < last.spent < 300
     order, uncertain = uncertain_pairs(
         matches,
-        list(STRENGTH),
+        list(LADDER),
         PlayoffSettings(top=3, until=0.9, budget=300),
         RatingSettings(resamples=200),
     )
@@ -119,3 +132,30 @@ def test_a_round_never_goes_over_the_budget(budget: int) -> None:
     specs = round_robin(list(STRENGTH), 3, 2, seed=4, secret=SECRET)
     plan = _plan(0, specs, [_play(s) for s in specs], budget=budget, until=0.99)
     assert 0 < len(plan.specs) <= budget and len(plan.specs) % 3 == 0
+
+
+def test_rounds_grow_with_the_matches_played_and_keep_each_tables_deals_in_sequence() -> None:
+    """With many matches played, a round plays several deals at each table: about one match
+    per ROUND_SHARE played, the same number of deals everywhere, numbered on from the
+    table's last deal, every key new."""
+    specs = round_robin(list(STRENGTH), 3, 24, seed=4, secret=SECRET)  # 10 tables x 24 x 3
+    matches = [_play(s) for s in specs]
+    plan = _plan(0, specs, matches, until=0.999, budget=10_000)
+    tables: dict[frozenset[str], list[int]] = {}
+    for spec in plan.specs:
+        tables.setdefault(frozenset(spec.table), []).append(spec.deal)
+    per_table = {len(set(deals)) for deals in tables.values()}
+    assert len(per_table) == 1
+    deals = per_table.pop()
+    assert deals == len(matches) // (ROUND_SHARE * 3 * len(tables)) > 1
+    for played in tables.values():
+        assert sorted(set(played)) == list(range(24, 24 + deals))  # after the 24 scheduled
+        assert len(played) == 3 * deals  # every rotation of every deal
+    assert len({s.key for s in plan.specs} | {s.key for s in specs}) == len(specs) + len(
+        plan.specs
+    )
+    # A budget that ends mid-round keeps whole deals and fills the tables in turn.
+    cut = _plan(0, specs, matches, until=0.999, budget=3 * (len(tables) + 1))
+    assert len(cut.specs) == 3 * (len(tables) + 1)
+    counts = [sum(frozenset(s.table) == t for s in cut.specs) // 3 for t in tables]
+    assert sorted(counts) == [1] * (len(tables) - 1) + [2]

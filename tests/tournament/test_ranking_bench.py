@@ -46,13 +46,52 @@ def test_the_benchmark_runs_end_to_end_on_a_tiny_budget() -> None:
         a_levels=(4, 8),
         deals=2,
         budget_per_bot=4,
+        balanced_deals=2,
+        start_deals=1,
+        total_per_bot=12,
         with_twins=False,
     )
-    assert results.bots == 4 and results.b_levels == (4.0, 8.0)
-    for curve, levels in ((results.a, results.a_levels), (results.b, results.b_levels)):
-        assert all(-1.0 <= curve.at(level) <= 1.0 for level in levels)
-    assert results.c.runs[0][0] == (4.0, results.b.at(4.0))  # (c) starts where (b) does
-    assert results.c_states[0] in ("settled", "budget")
+    rows = results.rows
+    assert results.bots == 4 and rows["b"].levels == (4.0, 8.0)
+    assert list(rows) == ["a", "b", "c", "b2", "c2"]
+    for row in rows.values():
+        assert all(-1.0 <= row.curve.at(level) <= 1.0 for level in row.levels)
+    assert rows["c"].curve.runs[0][0] == (4.0, rows["b"].curve.at(4.0))  # (c) starts where (b) does
+    # Four bots at four: the balanced design is the one table, so (b2) is (b), deal for deal.
+    assert rows["b2"].curve.runs == rows["b"].curve.runs
+    for key in ("c", "c2"):
+        assert rows[key].states[0] in ("settled", "budget")
+    assert rows["c2"].curve.runs[0][-1][0] <= 12  # never over the total asked for
     assert math.isnan(results.a.error(4))  # one seed: no standard error
     text = "\n".join(results.lines())
     assert "(a) random tables" in text and "target (c) <= half of (a)" in text
+    assert "target (c2) <= half of (a)" in text
+    assert text.startswith("ranking, matches to 15 points")
+
+
+def test_both_formats_run_and_a_one_round_match_is_one_round() -> None:
+    spec = round_robin(ORDER, 4, 1, seed=2, secret=ranking_bench.SECRET)[0]
+    rounds = sum(seat.score for seat in play(spec, FAR, "one-round").seats)
+    assert rounds == 0 + 1 + 2 + 3  # "below" scoring: one round gives 3, 2, 1 and 0 points
+    assert sum(seat.score for seat in play(spec, FAR).seats) >= 15  # someone reached 15
+    results = ranking_bench.run(
+        1,
+        1,
+        fmt="one-round",
+        rates=FAR,
+        truth=ORDER,
+        rows=("b", "c"),
+        deals=2,
+        budget_per_bot=8,
+        with_twins=False,
+    )
+    assert results.rows["c"].levels == (4.0, 12.0)  # the plan's levels below the budget, and it
+    assert "one-round matches" in results.lines()[0]
+
+
+def test_the_benchmark_measures_only_the_rows_asked_for() -> None:
+    results = ranking_bench.run(
+        1, 1, rates=FAR, truth=ORDER, rows=("b2",), balanced_deals=1, with_twins=False
+    )
+    assert list(results.rows) == ["b2"] and results.rows["b2"].levels == (4.0,)
+    assert "(b2) (b) on balanced tables: 4: " in "\n".join(results.lines())
