@@ -46,6 +46,7 @@ __all__ = [
     "replay_order",
 ]
 
+
 def make_environment(
     settings: RatingSettings | None = None, rules: ResolvedRules | None = None
 ) -> trueskill.TrueSkill:
@@ -120,15 +121,68 @@ def rating_steps(
     added when first seen. Matches with fewer than two seats change nothing and are skipped.
     """
     ratings: dict[str, trueskill.Rating] = {name: env.create_rating() for name in entrants}
-    for match in sorted(matches, key=lambda m: replay_order(m.spec.key)):
-        if len(match.seats) < 2:
-            continue
-        places = rating_places(match)
-        groups = [(ratings.setdefault(name, env.create_rating()),) for name, _ in places]
-        new = env.rate(groups, ranks=[place - 1 for _, place in places])
-        for (name, _), (rating,) in zip(places, new, strict=True):
-            ratings[name] = rating
+    for match in _replayed(matches):
+        _step(env, ratings, match)
         yield match, ratings
+
+
+def _replayed(matches: Iterable[StoredMatch]) -> list[StoredMatch]:
+    """``matches`` in :func:`replay_order`, without those of fewer than two seats."""
+    ordered = sorted(matches, key=lambda m: replay_order(m.spec.key))
+    return [match for match in ordered if len(match.seats) >= 2]
+
+
+def _step(env: trueskill.TrueSkill, ratings: dict[str, trueskill.Rating], m: StoredMatch) -> None:
+    """Update ``ratings`` in place with one match."""
+    places = rating_places(m)
+    groups = [(ratings.setdefault(name, env.create_rating()),) for name, _ in places]
+    new = env.rate(groups, ranks=[place - 1 for _, place in places])
+    for (name, _), (rating,) in zip(places, new, strict=True):
+        ratings[name] = rating
+
+
+@dataclass(frozen=True)
+class _Replay:
+    """The last replay :func:`_final_ratings` made: what it was of, and where it ended."""
+
+    environment: tuple[float, ...]
+    entrants: tuple[str, ...]
+    matches: tuple[StoredMatch, ...]
+    ratings: Mapping[str, trueskill.Rating]
+
+
+_last_replay: _Replay | None = None
+"""One replay kept for the next call: TrueSkill is the cost of a leaderboard, and the same
+results are often rated again with more after them (each play-off round is planned from
+every result so far, and play-off rounds come last in the replay order)."""
+
+
+def _final_ratings(
+    ordered: Sequence[StoredMatch], entrants: Sequence[str], env: trueskill.TrueSkill
+) -> dict[str, trueskill.Rating]:
+    """The ratings after replaying ``ordered`` (already in replay order): the same as the
+    last step of :func:`rating_steps`, but going on from the last replay when that was of
+    the same environment and entrants and its matches are the first of ``ordered``, equal
+    result for result. A sequential update over an unchanged prefix gives the same ratings,
+    so this only saves time."""
+    global _last_replay
+    environment = (env.mu, env.sigma, env.beta, env.tau, env.draw_probability)
+    last = _last_replay
+    start = 0
+    ratings: dict[str, trueskill.Rating] = {name: env.create_rating() for name in entrants}
+    if (
+        last is not None
+        and last.environment == environment
+        and last.entrants == tuple(entrants)
+        and len(last.matches) <= len(ordered)
+        and all(a is b or a == b for a, b in zip(last.matches, ordered, strict=False))
+    ):
+        start = len(last.matches)
+        ratings = dict(last.ratings)
+    for match in ordered[start:]:
+        _step(env, ratings, match)
+    _last_replay = _Replay(environment, tuple(entrants), tuple(ordered), dict(ratings))
+    return ratings
 
 
 def rate(
@@ -157,10 +211,14 @@ def rate(
 
     for name in entrants:
         entry(name)
-    for match, ratings in rating_steps(matches, entrants, env):
-        final = ratings
-        if observe is not None:
+    ordered = _replayed(matches)
+    if observe is None:
+        final = _final_ratings(ordered, entrants, env)
+    else:
+        for match, ratings in rating_steps(ordered, entrants, env):
+            final = ratings
             observe(match, ratings)
+    for match in ordered:
         clean = sum(not seat.forfeit for seat in match.seats)
         for seat in match.seats:
             place = clean + 1 if seat.forfeit else seat.place

@@ -260,7 +260,9 @@ def test_ratings_and_the_leaderboard_never_import_the_match_runner() -> None:
 
 def test_a_fault_keeps_its_evidence_and_the_bots_stderr(tmp_path: Path) -> None:
     spec = round_robin(NAMES, 3, 1, seed=1, secret=bytes(32))[0]
-    fault = FaultInfo(kind="protocol", detail="not JSON", request_id=7, reply="hi\u2028<b>", elapsed_ms=3)
+    fault = FaultInfo(
+        kind="protocol", detail="not JSON", request_id=7, reply="hi\u2028<b>", elapsed_ms=3
+    )
     standings = [
         SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=s == 1,
                    fault=fault if s == 1 else None)
@@ -277,7 +279,11 @@ def test_a_fault_keeps_its_evidence_and_the_bots_stderr(tmp_path: Path) -> None:
         [done] = store.completed()
     assert kept.key == spec.key and kept.seat == 1 and kept.name == spec.table[1]
     assert (kept.kind, kept.detail, kept.request_id, kept.reply, kept.elapsed_ms) == (
-        "protocol", "not JSON", 7, "hi\u2028<b>", 3
+        "protocol",
+        "not JSON",
+        7,
+        "hi\u2028<b>",
+        3,
     )
     assert kept.stderr == "started\nboom"
     assert [s.fault_kind for s in done.seats if s.forfeit] == ["protocol"]
@@ -303,3 +309,56 @@ def test_a_snapshot_sees_one_state_while_the_run_commits_results(tmp_path: Path)
             writer.record_result(spec.key, _result(spec.key, spec.table, [1, 2, 3]), spec.table)
             assert reader.completed() == [] and reader.counts()["done"] == 0
         assert reader.counts()["done"] == 1 and len(reader.completed()) == 1
+
+
+def test_a_replay_goes_on_from_the_last_only_over_the_same_results(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ratings are re-computed after every play-off round; rate() goes on from its last
+    replay when that replay's matches start the new one, result for result, and replays
+    from the start otherwise. Either way the ratings are those of a fresh replay."""
+    from referee import ratings as ratings_module
+
+    steps: list[str] = []
+    real_step = ratings_module._step
+
+    def counting_step(env, current, match):  # type: ignore[no-untyped-def]
+        steps.append(match.spec.key)
+        real_step(env, current, match)
+
+    def fresh(matches: list[StoredMatch], names: list[str], **kw):  # type: ignore[no-untyped-def]
+        monkeypatch.setattr(ratings_module, "_last_replay", None)
+        return rate(matches, names, **kw)
+
+    rng = random.Random(11)
+    matches = []
+    for i in range(60):
+        table = rng.sample(NAMES, 3)
+        matches.append(
+            _stored(f"k{i:03d}", dict(zip(table, rng.sample([1, 2, 3], 3), strict=True)))
+        )
+    monkeypatch.setattr(ratings_module, "_step", counting_step)
+    monkeypatch.setattr(ratings_module, "_last_replay", None)
+
+    rate(matches[:40], NAMES)
+    steps.clear()
+    grown = rate(matches, NAMES)
+    assert steps == [m.spec.key for m in matches[40:]]  # only the new results
+    steps.clear()
+    assert fresh(matches, NAMES) == grown and len(steps) == 60
+
+    changed = list(matches)
+    first = changed[5]
+    changed[5] = _stored(first.spec.key, {s.name: 4 - s.place for s in first.seats})
+    for names, env in [
+        (NAMES, None),  # one result differs in the prefix
+        ([*NAMES, "e"], None),  # other entrants
+        ([*NAMES, "e"], make_environment(RatingSettings(beta=3.0))),  # another environment
+    ]:
+        steps.clear()
+        result = rate(changed, names, env=env)
+        assert len(steps) == 60
+        assert result == fresh(changed, names, env=env)
+    steps.clear()
+    shorter = rate(matches[:10], NAMES)  # fewer results than the last replay: from the start
+    assert len(steps) == 10 and shorter == fresh(matches[:10], NAMES)
