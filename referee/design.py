@@ -39,7 +39,12 @@ not depend on the machine).
 3. the same two at ``2 lambda`` (where ``lambda = 1`` and no Steiner system was found,
    1 ± 1 could leave a pair that never meets);
 4. the complete round robin, whenever it is no larger than the design, or when all else
-   failed (it is a design with ``lambda = C(n - 2, k - 2)``).
+   failed (it is a design with ``lambda = C(n - 2, k - 2)``) and it has at most
+   :data:`COMPLETE_FALLBACK` tables;
+5. past that size, the tables the search found at the smaller ``lambda`` in which every
+   pair meets at least once (64 bots at tables of 6: every pair 3 to 6 times at
+   ``lambda = 5``, after about 10 seconds of search); the complete round robin only if
+   there are none.
 
 The search finds exact designs for every field from 4 to 24 bots at tables of 3 and 4, each
 in under a second, and for most fields at 5; at 6, most fields above 14 bots end with the
@@ -56,6 +61,7 @@ import functools
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass
 
 __all__ = [
@@ -68,6 +74,10 @@ __all__ = [
 
 SEARCH_WORK = 1_000_000
 """Candidate swaps the search may weigh for one ``lambda`` before it settles for less."""
+
+COMPLETE_FALLBACK = 10_000
+"""Where the search reaches neither guarantee, the complete round robin is played only if it
+has at most this many tables (64 bots at tables of 6 would make 75 million)."""
 
 _TOP_ENTRANTS = 6
 """Bots considered for a table per step: the ones that gain the most by sitting there."""
@@ -117,17 +127,22 @@ def pair_counts(tables: tuple[tuple[int, ...], ...]) -> dict[tuple[int, int], in
 def balanced_design(n: int, k: int, seed: int) -> tuple[tuple[int, ...], ...]:
     """Tables (sorted tuples of bot numbers ``0 .. n-1``, in sorted order) for ``n`` bots
     at tables of ``k``: see the module docstring for what is guaranteed, and in what order."""
-    complete = tuple(itertools.combinations(range(n), k))
+    complete = math.comb(n, k)
     size = design_size(n, k)
+    covering: list[tuple[tuple[int, ...], ...]] = []
     for lam in (size.lam, 2 * size.lam):
         current = _size(n, k, lam)
-        if current.tables >= len(complete):
-            return complete
+        if current.tables >= complete:
+            break
         search = _Search(n, k, current, _Rng("balanced tables", seed, n, k, lam))
         search.run(SEARCH_WORK)
         if search.deviation == 0 or (search.deviation == 1 and lam >= 2):
             return search.result()
-    return complete
+        if search.deviation < lam:
+            covering.append(search.result())
+    if covering and complete > COMPLETE_FALLBACK:
+        return covering[0]
+    return tuple(itertools.combinations(range(n), k))
 
 
 class _Rng:
@@ -181,9 +196,7 @@ class _Search:
             for a, b in itertools.combinations(table, 2):
                 self.excess[a][b] += 1
                 self.excess[b][a] += 1
-        self.over = {
-            (a, b) for a in range(n) for b in range(a + 1, n) if self.excess[a][b] > 0
-        }
+        self.over = {(a, b) for a in range(n) for b in range(a + 1, n) if self.excess[a][b] > 0}
         self.cost = sum(self.excess[a][b] ** 2 for a in range(n) for b in range(a + 1, n))
         self.best = (self.cost, [list(t) for t in self.tables])
         self.tabu: dict[tuple[int, int], int] = {}

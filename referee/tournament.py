@@ -29,6 +29,7 @@ what is allowed (:class:`~referee.errors.UsageError`).
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from referee.design import design_size
 from referee.errors import UsageError
 from referee.names import check_name, confusable_with, lookalike_note
 from referee.rules import ResolvedRules, RuleSet
@@ -56,6 +58,9 @@ __all__ = [
 ]
 
 RESULTS_SUFFIX = ".results"
+MAX_SCHEDULED = 1_000_000
+"""The most scheduled matches one tournament may have (play-offs come on top, within their
+budget)."""
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
@@ -295,6 +300,7 @@ def _resolve(path: Path, model: TournamentFile) -> Tournament:
             except UsageError as exc:
                 raise UsageError(f"{path}: bots[{i}]: {exc}") from None
     _check_format(path, model, list(first_seen))
+    _check_size(path, model)
     _check_playoff(path, model)
     return tournament
 
@@ -323,6 +329,33 @@ def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
             raise UsageError(
                 f'{path}: {key}: only allowed when format = "gauntlet" (format is {model.format!r})'
             )
+
+
+def _check_size(path: Path, model: TournamentFile) -> None:
+    """Refuse a schedule of more than :data:`MAX_SCHEDULED` matches before anything is
+    built: 64 bots at tables of 6 make 75 million tables, which would exhaust memory while
+    the schedule is listed."""
+    n, k, deals = len(model.bots), model.table_size, model.deals
+    if model.format == "gauntlet":
+        assert model.matches is not None  # _check_format
+        tables, what = model.matches, f"{model.matches:,} tables"
+    elif model.tables == "balanced":
+        tables = min(design_size(n, k).tables, math.comb(n, k))
+        what = f"{tables:,} balanced tables"
+    else:
+        tables, what = math.comb(n, k), f"C({n}, {k}) = {math.comb(n, k):,} tables"
+    total = tables * deals * k
+    if total <= MAX_SCHEDULED:
+        return
+    hint = "fewer deals or bots"
+    if model.format == "round-robin" and model.tables == "all":
+        balanced = min(design_size(n, k).tables, math.comb(n, k))
+        hint = f'tables = "balanced" ({balanced:,} tables a deal), fewer deals, or a gauntlet'
+    raise UsageError(
+        f"{path}: the schedule would be {total:,} matches ({what} x {deals:,} "
+        f"deal{'s' if deals != 1 else ''} x {k} seat rotations); at most "
+        f"{MAX_SCHEDULED:,} fit in one tournament: use {hint}"
+    )
 
 
 def _check_playoff(path: Path, model: TournamentFile) -> None:

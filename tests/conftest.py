@@ -81,6 +81,7 @@ SLOW_TESTS = frozenset(
         "test_a_folder_flipped_into_a_symlink_while_staging_never_leaks",
         "test_a_folder_nested_1200_deep_is_refused_in_one_line",
         "test_a_design_that_does_not_exist_is_within_one",
+        "test_a_field_too_large_for_the_search_never_falls_back_to_millions_of_tables",
         "test_a_large_tournament_is_ranked_in_another_process_with_the_same_result",
         "test_larger_fields_are_balanced",
         "test_random_matches_keep_every_invariant",

@@ -107,6 +107,18 @@ def test_a_design_that_does_not_exist_is_within_one() -> None:
     assert set(pair_counts(design).values()) >= {1, 3}
 
 
+def test_a_field_too_large_for_the_search_never_falls_back_to_millions_of_tables() -> None:
+    """64 bots at tables of 6: the complete round robin is 75 million tables. The search
+    reaches neither guarantee there; the referee plays the tables it found in which every
+    pair meets, each bot at the same number of them."""
+    design = balanced_design(64, 6, seed=1)
+    size = design_size(64, 6)
+    assert len(design) == size.tables < comb(64, 6)
+    counts = pair_counts(design)
+    assert len(counts) == comb(64, 2) and min(counts.values()) >= 1
+    assert set(Counter(bot for table in design for bot in table).values()) == {size.per_bot}
+
+
 def test_the_seed_decides_the_design_and_nothing_else_does() -> None:
     assert balanced_design(8, 4, 1) == balanced_design(8, 4, 1)
     designs = {balanced_design(8, 4, seed) for seed in range(6)}
@@ -147,7 +159,9 @@ def test_a_balanced_round_robin_plays_the_design_tables_with_their_full_round_ro
     assert len(meets) == 28 and set(meets.values()) == {3}
     full = {s.key: s for s in round_robin(NAMES, 4, 2, seed=3, secret=SECRET)}
     assert all(full[s.key] == s for s in specs)  # same keys, cards and seats as in the full one
-    assert specs == round_robin(list(reversed(NAMES)), 4, 2, seed=3, secret=SECRET, tables="balanced")
+    assert specs == round_robin(
+        list(reversed(NAMES)), 4, 2, seed=3, secret=SECRET, tables="balanced"
+    )
 
 
 def test_every_balanced_table_is_seat_balanced_after_the_stated_deals() -> None:
@@ -183,7 +197,7 @@ def test_balanced_tables_are_refused_in_a_gauntlet(tmp_path: Path) -> None:
         fmt=f'format = "gauntlet"\ncandidate = "{first}"\nmatches = 3',
         extra='tables = "balanced"',
     )
-    with pytest.raises(UsageError, match="tables: only allowed when format = \"round-robin\""):
+    with pytest.raises(UsageError, match='tables: only allowed when format = "round-robin"'):
         load_tournament(path)
 
 

@@ -351,3 +351,41 @@ def test_an_image_list_entry_must_be_a_name(tmp_path: Path) -> None:
     path = _with_image_bot(tmp_path, "python:3.11-slim", 'images = [""]\n')
     with pytest.raises(UsageError, match=r"sandbox.images\[0\]"):
         load_tournament(path)
+
+
+def _many_bots(folder: Path, bots: int, extra: str) -> Path:
+    """A tournament of ``bots`` entries of one bot file, named b000, b001, ..."""
+    (folder / "bot.py").write_text("print('never run')\n", encoding="utf-8")
+    entries = "".join(f'[[bots]]\npath = "bot.py"\nname = "b{i:03d}"\n' for i in range(bots))
+    path = folder / "big.toml"
+    path.write_text(f'name = "big"\ntable_size = 6\n{extra}\n{entries}', encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("bots", "extra", "needle"),
+    [
+        # 75 million tables: listing them would take the machine's memory.
+        (64, "", "C(64, 6) = 74,974,368 tables x 1 deal x 6 seat rotations); at most 1,000,000"),
+        (64, 'deals = 10000\ntables = "balanced"', "672 balanced tables x 10,000 deals"),
+        (
+            8,
+            'format = "gauntlet"\ncandidate = "b000"\nmatches = 100000\ndeals = 10',
+            "100,000 tables x 10 deals x 6 seat rotations",
+        ),
+    ],
+)
+def test_a_schedule_too_large_to_list_is_refused_at_load(
+    tmp_path: Path, bots: int, extra: str, needle: str
+) -> None:
+    path = _many_bots(tmp_path, bots, extra)
+    with pytest.raises(UsageError) as refused:
+        load_tournament(path)
+    assert needle in str(refused.value)
+    if not extra:
+        assert 'use tables = "balanced" (672 tables a deal)' in str(refused.value)
+
+
+def test_a_large_field_on_balanced_tables_loads(tmp_path: Path) -> None:
+    tournament = load_tournament(_many_bots(tmp_path, 64, 'tables = "balanced"'))
+    assert len(tournament.entrants) == 64
