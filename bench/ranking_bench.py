@@ -289,6 +289,57 @@ def twins(seed: int, workers: int, deals: int = 6, fmt: str = DEFAULT_FORMAT) ->
     }
 
 
+def duplicate_effect(
+    seed: int, rates: dict[str, float], truth: Sequence[str], workers: int, fmt: str
+) -> tuple[list[float], list[float]]:
+    """What duplicate deals cancel: one deal of the round robin, played as scheduled (each
+    deal in every rotation) and again with fresh cards for every match, same tables and
+    seats. Returns, for each, the differences of mean score between true neighbours."""
+    names = sorted(rates)
+    specs = round_robin(names, TABLE_SIZE, 1, seed, SECRET)
+    fresh = [
+        spec.model_copy(
+            update={
+                "deal_seed": deal_seed(SECRET, "fresh", seed, i),
+                "match_seed": deal_seed(SECRET, "fresh", seed, i),
+            }
+        )
+        for i, spec in enumerate(specs)
+    ]
+    out = []
+    for played in (specs, fresh):
+        scores = score_intervals(deal_scores(play_all(played, rates, workers=workers, fmt=fmt)))
+        out.append([scores[a].mean - scores[b].mean for a, b in itertools.pairwise(truth)])
+    return out[0], out[1]
+
+
+@dataclass
+class Duplicates:
+    """:func:`duplicate_effect` over seeds: each neighbour difference's spread from seed to
+    seed, duplicate against fresh cards."""
+
+    duplicate: list[list[float]] = field(default_factory=list)
+    fresh: list[list[float]] = field(default_factory=list)
+
+    def spread(self, runs: list[list[float]]) -> float:
+        """Root mean over neighbour pairs of the variance across seeds."""
+        pairs = list(zip(*runs, strict=True))
+        variances = [sum((x - sum(p) / len(p)) ** 2 for x in p) / (len(p) - 1) for p in pairs]
+        return math.sqrt(sum(variances) / len(variances))
+
+    def line(self) -> str:
+        if len(self.duplicate) < 2:
+            return "  duplicate deals: need 2 seeds or more"
+        dup, fresh = self.spread(self.duplicate), self.spread(self.fresh)
+        return (
+            f"  duplicate deals ({len(self.duplicate)} round robins of 1 deal, each also played "
+            f"with fresh cards for every match): neighbours' score difference varies "
+            f"{dup:.4f} from seed to seed, against {fresh:.4f} with fresh cards: "
+            f"{fresh**2 / dup**2:.2f}x less variance, as many matches worth "
+            f"{fresh**2 / dup**2:.2f}x as many"
+        )
+
+
 @dataclass
 class Row:
     """One way of playing the ladder: its label, tau curve, the levels it is shown at, and
@@ -327,6 +378,7 @@ class Results:
     seeds: int
     rows: dict[str, Row]
     twins: list[dict[str, Any]]
+    duplicates: Duplicates | None = None
 
     @property
     def a(self) -> Curve:
@@ -379,7 +431,7 @@ class Results:
             return f"{need:g}" if need else f"more than {max(row.levels):g}"
 
         heads = {key: f"({key}) {row.label}:" for key, row in self.rows.items()}
-        width = max(len(head) for head in heads.values())
+        width = max((len(head) for head in heads.values()), default=0)
         out = [
             f"ranking, {FORMAT_TITLES[self.fmt]}: {self.bots} ladder bots at tables of "
             f"{TABLE_SIZE}; Kendall tau of the published order vs the truth by matches per "
@@ -400,6 +452,8 @@ class Results:
                     f"{'met' if self.target_met(key) else 'NOT met'} (by mu alone: (a) "
                     f"{needs(a, a.by_mu)}, ({key}) {needs(self.rows[key], self.rows[key].by_mu)})"
                 )
+        if self.duplicates is not None:
+            out.append(self.duplicates.line())
         out.append(self.twins_summary())
         return out
 
@@ -418,7 +472,7 @@ def run(
     start_deals: int | None = None,
     total_per_bot: int | None = None,
     with_twins: bool = True,
-    rows: Sequence[str] = ("a", "b", "c", "b2", "c2"),
+    rows: Sequence[str] = ("a", "b", "c", "b2", "c2", "dup"),
     progress: Callable[[str], None] | None = None,
 ) -> Results:
     """Measure the ``rows`` and the twins over ``seeds`` seeds in format ``fmt`` (see the
@@ -474,8 +528,13 @@ def run(
             tuple(float(x) for x in c2_levels),
         ),
     }
+    duplicates = Duplicates() if "dup" in rows else None
     started = time.monotonic()
     for seed in range(1, seeds + 1):
+        if duplicates is not None:
+            dup, fresh = duplicate_effect(seed, rates, truth, workers, fmt)
+            duplicates.duplicate.append(dup)
+            duplicates.fresh.append(fresh)
         if "a" in rows:
             table["a"].add(random_tables(seed, rates, truth, a_levels, workers, fmt))
         if "b" in rows or "c" in rows:
@@ -510,6 +569,7 @@ def run(
         seeds=seeds,
         rows={key: row for key, row in table.items() if row.curve.runs},
         twins=[twins(seed, workers, fmt=fmt) for seed in range(1, seeds + 1)] if with_twins else [],
+        duplicates=duplicates,
     )
 
 
@@ -525,8 +585,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--rows",
-        default="a,b,c,b2,c2",
-        help="the ways of playing to measure, comma-separated (default: all five)",
+        default="a,b,c,b2,c2,dup",
+        help="the ways of playing to measure, comma-separated, and dup for what duplicate "
+        "deals cancel (default: all)",
     )
     parser.add_argument(
         "--start-deals",
