@@ -1,30 +1,34 @@
 """How right is the published order? Kendall tau against a ladder of known order.
 
-``python -m bench.ranking_bench [--seeds 4] [--workers 2]`` (``make bench`` runs it) plays
-the ladder of :mod:`bench.ladder` (8 rungs: the heuristic sample bot diluted with random
-plays at rates 0 to 0.28, true order in ``bench/ladder_truth.json``) at 4-player tables of
-``arschloch``, five ways, and measures the Kendall tau between the leaderboard's order
-(TrueSkill ``mu - 3 sigma``, exactly as published) and the true order, averaged over seeds,
-by matches per bot:
+``python -m bench.ranking_bench [--seeds 4] [--workers 2] [--format both]`` (``make bench``
+runs it) plays the ladder of :mod:`bench.ladder` (8 rungs: the heuristic sample bot diluted
+with random plays at rates 0 to 0.28) at 4-player tables of ``arschloch``, in two formats
+(:data:`bench.ladder.FORMATS`): the preset's matches to 15 points, and one-round matches,
+each against its own true order (:mod:`bench.ladder_truth`). For each it measures the
+Kendall tau between the leaderboard's order (TrueSkill ``mu - 3 sigma``, exactly as
+published) and the true order, averaged over seeds, by matches per bot, five ways:
 
 * **(a)** random tables with independent deals: every match seats 4 rungs drawn at random,
   in random order, with fresh cards;
 * **(b)** the scheduler's round robin: every 4-rung table, duplicate deals in every seat
   rotation, balanced seating (:mod:`referee.seating`); 140 matches per bot per deal;
 * **(c)** (b) with one deal, then play-offs (:mod:`referee.playoff`, ``top`` = every rung,
-  ``until = 0.95``) with a budget of 140 matches per bot; tau is taken after each play-off
-  round, as the leaderboard would publish it then;
+  ``until = 0.95``); tau is taken as the leaderboard would publish it at each level;
 * **(b2)** the round robin on balanced tables (``tables = "balanced"``,
   :mod:`referee.design`): for 8 rungs at 4, 14 tables in which every pair meets 3 times;
-  28 matches per bot per deal, 1 to 10 deals;
-* **(c2)** (b2) with :data:`BALANCED_START_DEALS` deals, then the same play-offs, up to
-  :data:`PLAYOFF_TOTAL_PER_BOT` matches per bot in all.
+  28 matches per bot per deal;
+* **(c2)** (b2) with a few deals, then the same play-offs.
 
-The issue's target: (c) reaches tau >= 0.95 with at most half the matches per bot that (a)
-needs; it is checked for (c) and (c2). Also the twins check: a round robin with two
-copies of one rung (one policy, each with its own random draws) must not tell them apart:
-their score intervals overlap, each one's mean lies in the other's interval, and their order
-is not significant either way.
+How far each row goes is the format's :class:`Plan`. The issue's target: (c) reaches tau
+>= 0.95 with at most half the matches per bot that (a) needs; it is checked for (c) and
+(c2). Also:
+
+* **dup**: what duplicate deals take out: one deal of the round robin played as scheduled
+  and again with fresh cards for every match; the seed-to-seed variance of the score
+  difference between true neighbours, one against the other;
+* **twins**: a round robin with two copies of one rung (one policy, each with its own
+  random draws) must not tell them apart: their score intervals overlap, each one's mean
+  lies in the other's interval, and their order is not significant either way.
 
 Every schedule, deal and decision is seeded: the same ``--seeds`` give the same figures on
 any machine (the worker count only changes the speed). ``--seeds 16`` made the README's.
@@ -434,9 +438,13 @@ class Results:
         width = max((len(head) for head in heads.values()), default=0)
         out = [
             f"ranking, {FORMAT_TITLES[self.fmt]}: {self.bots} ladder bots at tables of "
-            f"{TABLE_SIZE}; Kendall tau of the published order vs the truth by matches per "
-            f"bot, mean of {self.seeds} seeds (standard errors up to "
-            f"{self.largest_error():.3f})",
+            f"{TABLE_SIZE}"
+            + (
+                f"; Kendall tau of the published order vs the truth by matches per bot, mean "
+                f"of {self.seeds} seeds (standard errors up to {self.largest_error():.3f})"
+                if self.rows
+                else ""
+            ),
         ]
         for key, row in self.rows.items():
             out.append(f"  {heads[key]:<{width}} {row.text()}")
