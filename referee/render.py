@@ -14,6 +14,9 @@ _REASON = {
     "top_card": "top card: nobody holds a higher rank",
 }
 
+_PLAY_WORDS = {"played": "", "passed": "passes", "skipped": "is skipped (equal rank)"}
+"""What a seat's turn shows: its cards when it played, else these words."""
+
 
 def printable(text: str) -> str:
     """Untrusted text made safe for a terminal: control characters shown as escapes.
@@ -75,88 +78,87 @@ class MatchRenderer:
     def render(self) -> list[str]:
         """The whole match as text lines."""
         h = self.header
-        rules = h["rules"]
         out = [
-            f"Match {self._escape(str(h.get('match')))} · {rules.get('name', '?')} · "
+            f"Match {self._escape(str(h.get('match')))} · {h['rules'].get('name', '?')} · "
             f"seed {h.get('seed')} · {len(self.players)} players",
             "Seats: " + " · ".join(f"{i} {self.name(i)}" for i in range(len(self.players))),
         ]
         trick_no = 0
-        need_header = True
-        pad = self.width
+        need_header = True  # the next play opens a trick
         for row in self.lines[1:]:
             t = row.get("type")
             if t == "deal":
-                trick_no = 0
-                need_header = True
-                out.append("")
-                out.append(f"Round {row['round']} — {self.name(row['dealer'])} deals")
-                for seat, hand in enumerate(row["hands"]):
-                    out.append(f"  {self.name(seat):<{pad}}  {self.cards(hand)}")
-                if row.get("leftovers"):
-                    out.append(f"  leftovers: {self.cards(row['leftovers'])}")
-            elif t == "leftover":
-                out.append(
-                    f"  {self.name(row['seat'])} takes leftover {self.card(row['take'])} "
-                    f"and discards {self.card(row['discard'])}"
-                )
-            elif t == "exchange":
-                out.append(
-                    f"  {self.name(row['from'])} gives {self.cards(row['cards'])} "
-                    f"to {self.name(row['to'])}"
-                )
-            elif t in ("played", "passed", "skipped"):
-                if need_header:
-                    trick_no += 1
-                    out.append(f"  Trick {trick_no}")
-                    need_header = False
-                who = f"    {self.name(row['seat']):<{pad}}  "
-                if t == "played":
-                    out.append(who + self.cards(row["cards"]))
-                elif t == "passed":
-                    out.append(who + "passes")
-                else:
-                    out.append(who + "is skipped (equal rank)")
+                trick_no, need_header = 0, True
+            elif t in ("played", "passed", "skipped") and need_header:
+                trick_no += 1
+                out.append(f"  Trick {trick_no}")
+                need_header = False
             elif t == "trick_end":
-                reason = _REASON.get(row["reason"], row["reason"])
-                out.append(
-                    f"    → {self.name(row['winner'])} wins the trick ({reason}); "
-                    f"{self.name(row['leader'])} leads"
-                )
                 need_header = True
-            elif t == "finished":
-                place = ordinal(row["place"])
-                out.append(f"    ★ {self.name(row['seat'])} is out of cards: {place}")
-            elif t == "eliminated":
-                out.append(
-                    f"    ✗ {self.name(row['seat'])} holds only {self.cards(row['cards'])} "
-                    f"and may not finish on them: out, {ordinal(row['place'])}"
-                )
-            elif t == "fault":
-                out.append(
-                    f"    ! {self.name(row['seat'])} forfeits ({row['kind']}: "
-                    f"{self._escape(str(row.get('detail', '')))}); the fallback policy plays on"
-                )
-            elif t == "round_end":
-                places = ", ".join(
-                    f"{ordinal(i + 1)} {self.name(s)} ({row['points'][s]:+d})"
-                    for i, s in enumerate(row["places"])
-                )
-                out.append(f"  Round over: {places}")
-                scores = ", ".join(
-                    f"{self.name(s)} {row['scores'][s]}" for s in range(len(self.players))
-                )
-                out.append(f"  Scores: {scores}")
-            elif t == "match_end":
-                out.append("")
-                out.append("Final standings")
-                for st in row["standings"]:
-                    note = "  (forfeit)" if st.get("forfeit") else ""
-                    out.append(
-                        f"  {ordinal(st['place']):>4}  {self.name(st['seat']):<{pad}}  "
-                        f"{st['score']:>4} points{note}"
-                    )
+            out += self._row(row)
         return out
+
+    def _row(self, row: dict[str, Any]) -> list[str]:
+        """The lines of one log row (the trick headers are :meth:`render`'s)."""
+        t = row.get("type")
+        pad = self.width
+        if t == "deal":
+            out = ["", f"Round {row['round']} — {self.name(row['dealer'])} deals"]
+            for seat, hand in enumerate(row["hands"]):
+                out.append(f"  {self.name(seat):<{pad}}  {self.cards(hand)}")
+            if row.get("leftovers"):
+                out.append(f"  leftovers: {self.cards(row['leftovers'])}")
+            return out
+        if t == "leftover":
+            return [
+                f"  {self.name(row['seat'])} takes leftover {self.card(row['take'])} "
+                f"and discards {self.card(row['discard'])}"
+            ]
+        if t == "exchange":
+            return [
+                f"  {self.name(row['from'])} gives {self.cards(row['cards'])} "
+                f"to {self.name(row['to'])}"
+            ]
+        if t in _PLAY_WORDS:
+            words = self.cards(row["cards"]) if t == "played" else _PLAY_WORDS[t]
+            return [f"    {self.name(row['seat']):<{pad}}  {words}"]
+        if t == "trick_end":
+            reason = _REASON.get(row["reason"], row["reason"])
+            return [
+                f"    → {self.name(row['winner'])} wins the trick ({reason}); "
+                f"{self.name(row['leader'])} leads"
+            ]
+        if t == "finished":
+            return [f"    ★ {self.name(row['seat'])} is out of cards: {ordinal(row['place'])}"]
+        if t == "eliminated":
+            return [
+                f"    ✗ {self.name(row['seat'])} holds only {self.cards(row['cards'])} "
+                f"and may not finish on them: out, {ordinal(row['place'])}"
+            ]
+        if t == "fault":
+            return [
+                f"    ! {self.name(row['seat'])} forfeits ({row['kind']}: "
+                f"{self._escape(str(row.get('detail', '')))}); the fallback policy plays on"
+            ]
+        if t == "round_end":
+            places = ", ".join(
+                f"{ordinal(i + 1)} {self.name(s)} ({row['points'][s]:+d})"
+                for i, s in enumerate(row["places"])
+            )
+            scores = ", ".join(
+                f"{self.name(s)} {row['scores'][s]}" for s in range(len(self.players))
+            )
+            return [f"  Round over: {places}", f"  Scores: {scores}"]
+        if t == "match_end":
+            out = ["", "Final standings"]
+            for st in row["standings"]:
+                note = "  (forfeit)" if st.get("forfeit") else ""
+                out.append(
+                    f"  {ordinal(st['place']):>4}  {self.name(st['seat']):<{pad}}  "
+                    f"{st['score']:>4} points{note}"
+                )
+            return out
+        return []
 
 
 def render_text(lines: list[dict[str, Any]], *, color: bool = False) -> str:
