@@ -255,14 +255,14 @@ def with_playoffs(
         specs += plan.specs
         matches += play_all(plan.specs, rates, workers=workers, fmt=fmt)
         ends.append(len(matches))
-    # Rating is most of the cost: only at the ends of rounds that a level shows.
-    shown = {
-        max(e for e in ends if e * TABLE_SIZE / len(names) <= lv + 1e-9)
-        for lv in levels
-        if ends[0] * TABLE_SIZE / len(names) <= lv + 1e-9
-    }
+    # Rating is most of the cost: only at the start, the end, and the last round end that
+    # fits each level.
+    shown = {ends[0], ends[-1]}
+    for level in levels:
+        fitting = [end for end in ends if end * TABLE_SIZE / len(names) <= level + 1e-9]
+        shown.update(fitting[-1:])
     points = Points()
-    for end in sorted(shown | {ends[0], ends[-1]}):
+    for end in sorted(shown):
         points.add(end * TABLE_SIZE / len(names), matches[:end], names, truth)
     return points, state
 

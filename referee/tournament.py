@@ -336,12 +336,12 @@ def _check_size(path: Path, model: TournamentFile) -> None:
     built: 64 bots at tables of 6 make 75 million tables, which would exhaust memory while
     the schedule is listed."""
     n, k, deals = len(model.bots), model.table_size, model.deals
+    balanced = min(design_size(n, k).tables, math.comb(n, k))
     if model.format == "gauntlet":
         assert model.matches is not None  # _check_format
         tables, what = model.matches, f"{model.matches:,} tables"
     elif model.tables == "balanced":
-        tables = min(design_size(n, k).tables, math.comb(n, k))
-        what = f"{tables:,} balanced tables"
+        tables, what = balanced, f"{balanced:,} balanced tables"
     else:
         tables, what = math.comb(n, k), f"C({n}, {k}) = {math.comb(n, k):,} tables"
     total = tables * deals * k
@@ -349,7 +349,6 @@ def _check_size(path: Path, model: TournamentFile) -> None:
         return
     hint = "fewer deals or bots"
     if model.format == "round-robin" and model.tables == "all":
-        balanced = min(design_size(n, k).tables, math.comb(n, k))
         hint = f'tables = "balanced" ({balanced:,} tables a deal), fewer deals, or a gauntlet'
     raise UsageError(
         f"{path}: the schedule would be {total:,} matches ({what} x {deals:,} "
