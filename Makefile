@@ -20,6 +20,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check referee tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Installs and starts what the tests need (as root on Debian): bubblewrap, Node.js, Docker and
 # its bot image. Without root it says what is missing and those tests skip (CI=true: fail).

@@ -136,10 +136,10 @@ def bench_round_trip(count: int = 2000) -> dict[str, float]:
 
 def bench_reuse(matches: int = 20) -> dict[str, float]:
     """A sequence of short matches of 4 instant bots: containers reused vs one per match."""
-    from referee.match import play_match
+    from referee.match.runner import play_match
+    from referee.protocol.session import SessionPool
     from referee.rules import RuleSet
     from referee.sandbox import load_bot, make_staging_root, remove_staging_root, stage_bot
-    from referee.session import SessionPool
     from referee.specs import TimeControl
 
     polite = Path(__file__).resolve().parent.parent / "tests" / "bots" / "polite.py"

@@ -9,7 +9,8 @@ More dilution is weaker; how much weaker is measured, not assumed
 Why in-process: the benchmarks play tens of thousands of matches, and what they measure
 (how well a schedule and a rating recover a known order) depends only on the decisions the
 bots make. So :func:`play` drives the engine directly and hands each bot the very messages
-the match runner would send (built by the runner's own :class:`~referee.match.EventTranslator`),
+the match runner would send (built by the runner's own
+:class:`~referee.match.runner.EventTranslator`),
 as parsed JSON, skipping the sandbox, the clock and the framing: about twice the speed of the
 runner with :class:`~referee.testing.FakeSandbox`, and the same games. Every bot's random
 choices are seeded from the match key and its seat, so a match is a pure function of its
@@ -28,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from referee.match import EventTranslator
+from referee.match.runner import EventTranslator
 from referee.rules import GIVE, PLAY, Game, ResolvedRules, RuleSet
 from referee.specs import MatchSpec, StoredMatch, StoredSeat
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.ladder import DEFAULT_FORMAT, FORMATS, LADDER, RULES, TABLE_SIZE, play_all
-from referee.intervals import adjacent_confidences, deal_scores, score_intervals
-from referee.ratings import make_environment, rate
-from referee.scheduler import round_robin
+from referee.ranking.intervals import adjacent_confidences, deal_scores, score_intervals
+from referee.ranking.ratings import make_environment, rate
+from referee.tournament.scheduler import round_robin
 
 TRUTHS = {
     "to-15": Path(__file__).with_name("ladder_truth.json"),

@@ -11,7 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from referee.match import run_match
+from referee.match.runner import run_match
+from referee.protocol.session import start_sessions
 from referee.rules import RuleSet
 from referee.sandbox import (
     Limits,
@@ -21,7 +22,6 @@ from referee.sandbox import (
     remove_staging_root,
     stage_bot,
 )
-from referee.session import start_sessions
 from referee.specs import TimeControl
 
 ROOT = Path(__file__).resolve().parent.parent

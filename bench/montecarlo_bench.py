@@ -2,17 +2,18 @@
 
 ``python -m bench.montecarlo_bench [--matches 400] [--workers 1] [--rules arschloch]``
 plays ``montecarlo`` against three ``heuristic`` bots at 4-player tables, as a tournament
-would: the scheduler's round robin of the one table (:func:`referee.scheduler.round_robin`),
+would: the scheduler's round robin of the one table
+(:func:`referee.tournament.scheduler.round_robin`),
 so every deal is played in all 4 seat rotations and the base order of each deal cycles
-through the balanced seatings of :mod:`referee.seating`. The bots run in the process
+through the balanced seatings of :mod:`referee.tournament.seating`. The bots run in the process
 sandbox with the default time control, and processes are reused between matches through a
-:class:`~referee.session.SessionPool` (never within one deal's rotations), like a worker.
+:class:`~referee.protocol.session.SessionPool` (never within one deal's rotations), like a worker.
 
 Figures, with their targets (issue 13):
 
 * the **mean normalised finishing score** of ``montecarlo`` (``(k - place) / (k - 1)``,
-  :func:`referee.intervals.normalised_score`; par 0.5) with its 95 % bootstrap interval
-  over deals (:func:`referee.intervals.score_intervals`): target at least 0.57;
+  :func:`referee.ranking.intervals.normalised_score`; par 0.5) with its 95 % bootstrap interval
+  over deals (:func:`referee.ranking.intervals.score_intervals`): target at least 0.57;
 * its **reply times as the referee timed them** (from writing a request to reading the
   reply line, the figure charged against ``move_ms``): median and 99th percentile over
   every request, and over the plays that offered a choice (more than one legal entry), the
@@ -39,8 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.intervals import deal_scores, score_intervals
-from referee.match import run_match
+from referee.match.runner import run_match
+from referee.protocol.session import BotSession, SessionPool
+from referee.ranking.intervals import deal_scores, score_intervals
 from referee.results import MatchResult
 from referee.rules import PRESETS, RuleSet
 from referee.sandbox import (
@@ -52,9 +54,8 @@ from referee.sandbox import (
     remove_staging_root,
     stage_bot,
 )
-from referee.scheduler import round_robin
-from referee.session import BotSession, SessionPool
 from referee.specs import MatchSpec, StoredMatch, StoredSeat, TimeControl, deal_key
+from referee.tournament.scheduler import round_robin
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_bots"

@@ -1,6 +1,6 @@
 """Reply parsing: the worst lines we could construct versus an ordinary reply, side by side.
 
-Every reply passes through :func:`referee.messages.parse_reply` on the event loop, so one
+Every reply passes through :func:`referee.protocol.messages.parse_reply` on the event loop, so one
 slow line stalls every bot of the match (the old string-matching regular expression took
 18 s on a 64 KiB line of escaped quotes). Each worst line is timed at 64 KiB and at
 16 KiB: a linear parser takes about four times as long for the line four times as long,
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from referee.errors import BotFault
-from referee.messages import MAX_LINE_BYTES, MAX_NESTING, parse_reply
+from referee.protocol.messages import MAX_LINE_BYTES, MAX_NESTING, parse_reply
 
 HEAD = b'{"id":7,"cards":[],"x":'
 

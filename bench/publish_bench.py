@@ -35,7 +35,7 @@ from referee.executors.local import LocalExecutor
 from referee.publish.site import SiteReport, publish_site
 from referee.publish.source import load_results
 from referee.testing import Handler, InProcessExecutor, lowest_bot, polite_bot
-from referee.tournament import load_tournament
+from referee.tournament.file import load_tournament
 
 REPO = Path(__file__).resolve().parents[1]
 POLITE = REPO / "tests" / "bots" / "polite.py"

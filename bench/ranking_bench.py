@@ -11,11 +11,11 @@ published) and the true order, averaged over seeds, by matches per bot, five way
 * **(a)** random tables with independent deals: every match seats 4 rungs drawn at random,
   in random order, with fresh cards;
 * **(b)** the scheduler's round robin: every 4-rung table, duplicate deals in every seat
-  rotation, balanced seating (:mod:`referee.seating`); 140 matches per bot per deal;
-* **(c)** (b) with one deal, then play-offs (:mod:`referee.playoff`, ``top`` = every rung,
+  rotation, balanced seating (:mod:`referee.tournament.seating`); 140 matches per bot per deal;
+* **(c)** (b) with one deal, then play-offs (:mod:`referee.ranking.playoff`, ``top`` = every rung,
   ``until = 0.95``); tau is taken as the leaderboard would publish it at each level;
 * **(b2)** the round robin on balanced tables (``tables = "balanced"``,
-  :mod:`referee.design`): for 8 rungs at 4, 14 tables in which every pair meets 3 times;
+  :mod:`referee.tournament.design`): for 8 rungs at 4, 14 tables in which every pair meets 3 times;
   28 matches per bot per deal;
 * **(c2)** (b2) with a few deals, then the same play-offs.
 
@@ -49,13 +49,13 @@ from typing import Any
 
 from bench.ladder import DEFAULT_FORMAT, FORMATS, LADDER, TABLE_SIZE, play_all
 from bench.ladder_truth import load_truth
-from referee.deals import deal_seed
-from referee.design import design_size
-from referee.intervals import deal_scores, order_confidence, score_intervals
-from referee.playoff import plan_round
-from referee.ratings import make_environment, rate
-from referee.scheduler import round_robin
+from referee.ranking.intervals import deal_scores, order_confidence, score_intervals
+from referee.ranking.playoff import plan_round
+from referee.ranking.ratings import make_environment, rate
 from referee.specs import MatchSpec, PlayoffSettings, RatingSettings, StoredMatch
+from referee.tournament.deals import deal_seed
+from referee.tournament.design import design_size
+from referee.tournament.scheduler import round_robin
 
 SECRET = hashlib.sha256(b"arschloch-referee ranking bench").digest()
 TARGET_TAU = 0.95
@@ -270,7 +270,7 @@ def with_playoffs(
 def twins(seed: int, workers: int, deals: int = 6, fmt: str = DEFAULT_FORMAT) -> dict[str, Any]:
     """A round robin of 5 rungs, two of them copies of one rung: are the twins told apart?
 
-    6 deals make every table exactly balanced (:data:`referee.seating.BALANCED_DEALS`).
+    6 deals make every table exactly balanced (:data:`referee.tournament.seating.BALANCED_DEALS`).
     """
     ladder = sorted(LADDER)
     twin_of, twin = ladder[2], f"{ladder[2]}-twin"

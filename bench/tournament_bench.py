@@ -26,7 +26,7 @@ from typing import Any
 
 from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
-from referee.tournament import load_tournament
+from referee.tournament.file import load_tournament
 
 REPO = Path(__file__).resolve().parents[1]
 POLITE = REPO / "tests" / "bots" / "polite.py"

@@ -10,7 +10,7 @@
 3. **plays** them on an executor (:mod:`referee.executors`), committing each result, retry
    and failure the moment the executor reports it;
 4. with ``playoff`` in the file, plays **play-off rounds**, each planned from the stored
-   results (:mod:`referee.playoff`) and stored before it is played, until the order at the
+   results (:mod:`referee.ranking.playoff`) and stored before it is played, until the order at the
    top is sure or the budget is spent;
 5. **finishes**: when every match is done, reveals the deal secret.
 
@@ -36,12 +36,12 @@ from referee.executors import (
     MatchStarted,
     MatchTask,
 )
-from referee.playoff import PlayoffState, plan_round
+from referee.ranking.playoff import PlayoffState, plan_round
 from referee.sandbox import BotSpec, get_sandbox, make_staging_root, remove_staging_root, stage_bot
-from referee.scheduler import schedule
 from referee.specs import EntrantRecord, MatchSpec, PlayoffSettings, playoff_round
-from referee.store import DealSecret, RunLock, Store, wipe
-from referee.tournament import Tournament
+from referee.tournament.file import Tournament
+from referee.tournament.scheduler import schedule
+from referee.tournament.store import DealSecret, RunLock, Store, wipe
 
 __all__ = [
     "Event",

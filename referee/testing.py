@@ -154,7 +154,7 @@ class InProcessExecutor:
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         from referee.executors.base import MatchFinished, MatchStarted
-        from referee.match import play_match
+        from referee.match.runner import play_match
         from referee.specs import deal_key
 
         sandbox = FakeSandbox(self.handlers)

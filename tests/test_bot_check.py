@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.compliance import SEEDS
+from referee.match.compliance import SEEDS
 from tests.match.emulated_bots import emulated_run
 
 ROOT = Path(__file__).resolve().parent.parent

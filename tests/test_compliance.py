@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from referee.compliance import (
+from referee.match.compliance import (
     OPPONENTS,
     SEEDS,
     CheckReport,

@@ -34,7 +34,7 @@ from referee.rules.engine import PLAY, Game
 from referee.rules.ruleset import PRESETS, TABLE_SIZES, ResolvedRules
 from referee.rules.simulate import play_random
 from referee.specs import PlayoffSettings, RatingSettings, TimeControl
-from referee.tournament import BotEntry, SandboxSettings, TournamentFile
+from referee.tournament.file import BotEntry, SandboxSettings, TournamentFile
 from tests.rules.helpers import make_game
 
 ROOT = Path(__file__).resolve().parents[1]

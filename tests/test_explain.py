@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from referee.explain import HINTS, explain_fault, fault_summary, stderr_lines
+from referee.protocol.explain import HINTS, explain_fault, fault_summary, stderr_lines
 from referee.results import FaultInfo
 
 PAIR_TRICK = {

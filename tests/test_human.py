@@ -1,4 +1,4 @@
-"""The person at the table (referee.human): the answer parser, the terminal reader, the
+"""The person at the table (referee.match.human): the answer parser, the terminal reader, the
 rules in words, and whole matches against in-memory bots with a scripted person.
 
 The scripted person reads the screen the way a person would: it finds the last prompt,
@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from referee import messages as m
 from referee.cli import main as cli_main
-from referee.human import LineReader, PersonSession, TableView, read_answer, rules_summary
-from referee.match import play_match
+from referee.match.human import LineReader, PersonSession, TableView, read_answer, rules_summary
+from referee.match.runner import play_match
 from referee.matchlog import read_log
+from referee.protocol import messages as m
+from referee.protocol.session import SessionPool
 from referee.rules import RuleSet, replay
 from referee.rules.ruleset import PRESETS
 from referee.sandbox import Limits
-from referee.session import SessionPool
 from referee.specs import TimeControl
 from referee.testing import FakeSandbox, lowest_bot, spec
 

@@ -1,6 +1,6 @@
 """The bot kits and sample bots, driven as real subprocesses with hand-written messages.
 
-Every reply is read back with ``referee.messages.parse_reply`` (so it is protocol-valid) and
+Every reply is read back with ``referee.protocol.messages.parse_reply`` (so it is protocol-valid) and
 checked against the hand and the ``legal`` list it was given. Full matches against the
 referee live with the match runner's tests.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from referee import messages as m
+from referee.protocol import messages as m
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_bots"

@@ -1,4 +1,4 @@
-"""referee.messages: building, encoding and parsing every protocol message."""
+"""referee.protocol.messages: building, encoding and parsing every protocol message."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from bench.parser_bench import WORST_LINES
-from referee import messages as m
 from referee.errors import BotFault
+from referee.protocol import messages as m
 
 RULES: dict[str, Any] = {
     "name": "arschloch",

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from referee.match import EventTranslator
+from referee.match.runner import EventTranslator
 from referee.rules import GIVE, LEFTOVER, PLAY, PRESETS, Game, RuleSet
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,8 +8,8 @@ import random
 import pytest
 from rich.console import Console
 
+from referee.match.text import render_text
 from referee.matchlog import game_log_lines
-from referee.render import render_text
 from referee.rules import RuleSet
 from referee.rules.simulate import play_random
 

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from referee.match import play_match
+from referee.match.runner import play_match
 from referee.rules import RuleSet
 from referee.specs import TimeControl
 from referee.testing import FakeSandbox, lowest_bot, polite_bot, spec

@@ -5,7 +5,7 @@ referee's own errors into one line on stderr and the exit code of their branch o
 tree (:mod:`referee.errors`): 2 for a usage error, 1 when a check says no, 3 when our side
 failed; Ctrl-C and SIGTERM stop every bot and remove the staging folders first (130 and
 143; :mod:`referee.interrupts`). Every line the user sees may carry untrusted text (file
-names, bot output), so it passes through :func:`referee.render.printable` on its way out.
+names, bot output), so it passes through :func:`referee.text.printable` on its way out.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from rich.console import Console
 from referee import DISTRIBUTION
 from referee.errors import RefereeError, ReplayMismatch, UsageError
 from referee.interrupts import Terminated, handle_sigterm
-from referee.render import printable
 from referee.sandbox import DEFAULT_SANDBOX, SANDBOX_NAMES
 from referee.specs import TimeControl
+from referee.text import printable
 
 __all__ = [
     "allow_image_option",
@@ -135,8 +135,8 @@ def default_log(stem: str) -> Any:
     """
     import tempfile
 
-    from referee.sandbox import safe_name
-    from referee.store import make_private_dir
+    from referee.text import safe_name
+    from referee.tournament.store import make_private_dir
 
     log_dir = Path(tempfile.gettempdir()) / f"referee-logs-{os.geteuid()}"
     make_private_dir(log_dir)
@@ -184,8 +184,8 @@ def print_result(result: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from referee.explain import explain_fault
-    from referee.render import ordinal
+    from referee.protocol.explain import explain_fault
+    from referee.text import ordinal
 
     console = Console(highlight=False)
     table = Table(title=f"{result.match} · {result.rules} · {result.rounds} rounds")

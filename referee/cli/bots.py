@@ -16,10 +16,10 @@ from referee.cli.app import (
     time_control_options,
 )
 from referee.errors import UsageError
-from referee.render import printable
 from referee.resources import bot_kit
 from referee.rules import preset_names
 from referee.specs import TimeControl
+from referee.text import printable
 
 
 @main.group()
@@ -62,8 +62,9 @@ def bot_check(
     import json
     import secrets
 
-    from referee import compliance
-    from referee.sandbox import get_sandbox, load_bot, safe_name
+    from referee.match import compliance
+    from referee.sandbox import get_sandbox, load_bot
+    from referee.text import safe_name
 
     spec = load_bot(path)
     check_images([spec], allow_images)

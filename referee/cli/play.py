@@ -33,8 +33,8 @@ def replay(log: str, check_only: bool, color: bool | None) -> None:
     Every logged decision is re-applied; the first line that differs from what the rules
     give stops the replay with exit code 1.
     """
+    from referee.match.text import render_text
     from referee.matchlog import read_log
-    from referee.render import render_text
     from referee.rules import replay as replay_lines
 
     lines = read_log(log)
@@ -56,8 +56,8 @@ def demo(preset: str, players: int, seed: int) -> None:
     """Play one match in-process among random legal players and print it."""
     import random
 
+    from referee.match.text import render_text
     from referee.matchlog import game_log_lines
-    from referee.render import render_text
     from referee.rules import RuleSet
     from referee.rules.simulate import play_random
 
@@ -119,10 +119,10 @@ def play(
     import json
     import secrets
 
-    from referee.deals import deal_seed, new_secret
-    from referee.match import play_once
+    from referee.match.runner import play_once
     from referee.rules import RuleSet
     from referee.sandbox import Limits, get_sandbox
+    from referee.tournament.deals import deal_seed, new_secret
 
     specs = bots_or_fail(bots, allow_images, 0 if human_seat is None else 1)
     people = _seat_person(human_seat, len(specs), as_json)
@@ -169,6 +169,6 @@ def _seat_person(seat: int | None, bots: int, as_json: bool) -> dict[int, Any]:
         raise UsageError("--human and --json do not go together: the game is played on screen")
     if seat > bots:
         raise UsageError(f"--human {seat}: with {bots} bot(s) and you, the seats are 0 to {bots}")
-    from referee.human import PersonSession
+    from referee.match.human import PersonSession
 
     return {seat: PersonSession("you")}

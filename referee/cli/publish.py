@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from referee.cli.app import friendly, main, say
-from referee.tournament import Tournament, load_tournament
+from referee.tournament.file import Tournament, load_tournament
 
 __all__ = ["publish", "write_site"]
 

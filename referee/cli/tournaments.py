@@ -43,12 +43,12 @@ from referee.executors import MatchFailed, MatchFinished
 from referee.executors.local import LocalExecutor
 from referee.names import confusable_with, lookalike_note
 from referee.publish import FORMATS, Leaderboard, render, to_rich_table
-from referee.render import printable
 from referee.resources import demo_tournament, sample_bot
-from referee.sandbox import BotSpec, read_bot_files, safe_name
+from referee.sandbox import BotSpec, read_bot_files
 from referee.sandbox.image import check_bot_image
 from referee.sandbox.staging import BotFile
-from referee.tournament import (
+from referee.text import printable, safe_name
+from referee.tournament.file import (
     Tournament,
     append_bot_entry,
     check_display_name,
@@ -132,7 +132,7 @@ def demo(workers: int | None, site: bool) -> None:
 
 
 def _read_secret(path: Path) -> bytes:
-    from referee.deals import parse_secret
+    from referee.tournament.deals import parse_secret
 
     try:
         return parse_secret(path.read_text(encoding="utf-8"))
@@ -350,7 +350,7 @@ def verify(results: Path, commitment: str | None) -> None:
     the engine, and every stored result is compared with its log. Exit code 0 when all
     agree, 1 when something does not (each problem is listed).
     """
-    from referee.verify import verify_results
+    from referee.publish.verify import verify_results
 
     folder = results
     if results.suffix == ".toml" and results.is_file():
@@ -457,10 +457,10 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
 
 def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
     """Play the candidate at seat 0 against sample bots; refuse it if it forfeits."""
-    from referee.deals import deal_seed, new_secret
-    from referee.explain import explain_fault
-    from referee.match import play_once, seat_of
+    from referee.match.runner import play_once, seat_of
+    from referee.protocol.explain import explain_fault
     from referee.sandbox import get_sandbox, load_bot
+    from referee.tournament.deals import deal_seed, new_secret
 
     k = spec.file.table_size
     opponents = [load_bot(sample_bot(_SMOKE_OPPONENTS[i % 3])) for i in range(k - 1)]

@@ -1,4 +1,4 @@
-"""Write the JSON Schema files of protocol v1 from the models in ``referee/messages.py``.
+"""Write the JSON Schema files of protocol v1 from the models in ``referee/protocol/messages.py``.
 
 Run from the project root with the project's Python::
 
@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from referee import messages as m
+from referee.protocol import messages as m
 
 # The checkout's protocol/schema/ (a development tool: an installed wheel has no checkout).
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "protocol" / "schema"

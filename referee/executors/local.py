@@ -22,7 +22,7 @@ when the coordinator dies, even by SIGKILL (``PR_SET_PDEATHSIG`` signals the wor
 thread polls the parent where that is missing); otherwise a ``ProcessPoolExecutor`` worker
 waits forever for work from a dead coordinator. A worker in a match cancels it: the match's
 cleanup removes its containers and kills its processes, including those still starting
-(:func:`referee.match.start_sessions` stops a bot interrupted while greeted), and then the
+(:func:`referee.match.runner.start_sessions` stops a bot interrupted while greeted), and then the
 bots kept for reuse. Workers ignore Ctrl-C itself: a terminal sends it to the whole process
 group, and the coordinator decides.
 """

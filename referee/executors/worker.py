@@ -5,7 +5,7 @@ match that went wrong: the blame decides the outcome (a bot fault is a result; o
 ``InfrastructureError`` is retried by the executor; a ``UsageError`` stops the run; an
 unexpected exception is a bug, recorded with its traceback). A worker process turns on bot
 reuse (:func:`enable_reuse`): its bots then stay up between its matches, within the rules of
-:class:`~referee.session.SessionPool`.
+:class:`~referee.protocol.session.SessionPool`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 from referee import interrupts
 from referee.errors import InfrastructureError, UsageError
 from referee.executors.base import MatchTask, TaskOutcome
-from referee.match import play_match
+from referee.match.runner import play_match
+from referee.protocol.session import SessionPool
 from referee.sandbox import Limits, Sandbox, get_sandbox
-from referee.session import SessionPool
 from referee.specs import TimeControl, deal_key
 
 __all__ = ["PARTIAL_SUFFIX", "close_reused", "enable_reuse", "play_task"]

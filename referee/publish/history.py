@@ -2,7 +2,7 @@
 
 :class:`RatingHistory` watches the leaderboard's own replay of the ratings (TrueSkill is
 most of the cost of publishing, so it runs once: ``observe`` of
-:func:`referee.ratings.rate`), so the last point of each line is the score the leaderboard
+:func:`referee.ranking.ratings.rate`), so the last point of each line is the score the leaderboard
 shows. The chart is computed when the site is published, as coordinates for an
 SVG the template draws: no script is needed to see it. Its size does not grow with the
 tournament: each line keeps at most :data:`MAX_POINTS` points (the last score in each of
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from referee.ratings import make_environment, rating_steps
+from referee.ranking.ratings import make_environment, rating_steps
 from referee.rules import ResolvedRules
 from referee.specs import RatingSettings, StoredMatch
 
@@ -75,7 +75,7 @@ class HistoryChart:
 class RatingHistory:
     """Each bot's ``(match number, score)`` after each of its matches, from match 0.
 
-    Pass it as ``observe`` to :func:`referee.ratings.rate` (or
+    Pass it as ``observe`` to :func:`referee.ranking.ratings.rate` (or
     :func:`~referee.publish.leaderboard.build_leaderboard`); ``initial`` is the score of a
     bot before its first match.
     """

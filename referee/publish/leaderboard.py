@@ -1,7 +1,7 @@
 """The leaderboard: data from the ratings, and renderers for a terminal, Markdown, JSON, CSV.
 
 Each rated entry carries its TrueSkill rating (the rank is by ``mu - 3 sigma``), its mean
-normalised finishing score with a bootstrap interval (:mod:`referee.intervals`), and how
+normalised finishing score with a bootstrap interval (:mod:`referee.ranking.intervals`), and how
 sure its order over the next entry is; every format marks the adjacent pairs whose order is
 not significant at the tournament's confidence level. Entrants without a match are listed
 apart, unrated. With play-offs, the leaderboard says how many were played and why they
@@ -30,7 +30,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from referee.intervals import (
+from referee.publish.settings import TournamentSettings, settings_sentences
+from referee.ranking.intervals import (
     MIN_SHARED_DEALS,
     OrderConfidence,
     ScoreInterval,
@@ -38,12 +39,11 @@ from referee.intervals import (
     deal_scores,
     score_intervals,
 )
-from referee.playoff import PlayoffState, playoff_rounds
-from referee.publish.settings import TournamentSettings, settings_sentences
-from referee.ratings import EntrantRating, make_environment, rate
-from referee.render import printable
+from referee.ranking.playoff import PlayoffState, playoff_rounds
+from referee.ranking.ratings import EntrantRating, make_environment, rate
 from referee.rules import ResolvedRules
 from referee.specs import PLAYOFF_PREFIX, PlayoffSettings, RatingSettings, StoredMatch
+from referee.text import printable
 
 __all__ = [
     "FORMATS",
@@ -220,7 +220,7 @@ def build_leaderboard(
     ``ratings`` are the tournament's ``[ratings]`` (the defaults when ``None``); ``ruleset``
     decides the default draw probability; ``playoff`` and ``table_size`` say whether more
     play-offs are due; ``settings`` are published with the ranking; ``observe`` is called
-    with every match and the ratings after it (:func:`referee.ratings.rate`).
+    with every match and the ratings after it (:func:`referee.ranking.ratings.rate`).
     """
     rating = ratings or RatingSettings()
     rated = rate(matches, entrants, env=make_environment(rating, ruleset), observe=observe)
@@ -496,7 +496,7 @@ def to_csv(board: Leaderboard) -> str:
 
 
 def terminal_text(text: str) -> str:
-    """Untrusted text for a terminal: :func:`referee.render.printable`."""
+    """Untrusted text for a terminal: :func:`referee.text.printable`."""
     return printable(text)
 
 

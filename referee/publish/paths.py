@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from referee.sandbox import safe_name
+from referee.text import safe_name
 
 __all__ = ["bot_slugs", "match_names"]
 

@@ -54,8 +54,8 @@ from referee.publish.replaydata import log_script
 from referee.publish.settings import format_time
 from referee.publish.source import Ranking, StoredTournament, rank
 from referee.publish.stats import PairRecord, pair_records, place_counts
-from referee.render import ordinal
 from referee.specs import StoredFault, StoredMatch, deal_key, playoff_round
+from referee.text import ordinal
 
 if TYPE_CHECKING:
     import jinja2

@@ -21,10 +21,10 @@ from referee.publish.history import RatingHistory
 from referee.publish.leaderboard import DealCommitment, Leaderboard, build_leaderboard
 from referee.publish.settings import BotRecord, TournamentSettings
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch
-from referee.store import DATABASE, MatchRecord, Store
+from referee.tournament.store import DATABASE, MatchRecord, Store
 
 if TYPE_CHECKING:
-    from referee.tournament import Tournament
+    from referee.tournament.file import Tournament
 
 __all__ = ["Ranking", "StoredTournament", "load_results", "rank", "tournament_settings"]
 
@@ -51,7 +51,7 @@ class StoredTournament:
         return self.results_dir / "logs"
 
     def log_path(self, key: str) -> Path:
-        """Where the store keeps the log of ``key`` (as :meth:`referee.store.Store.log_path`)."""
+        """Where the store keeps the log of ``key`` (as the store's own ``log_path``)."""
         return self.logs_dir / f"{key.replace('/', '_')}.jsonl"
 
     @property

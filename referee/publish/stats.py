@@ -1,6 +1,6 @@
 """Counts the site shows beside the ratings: who placed above whom, and where each bot placed.
 
-Places are those the ratings use (:func:`referee.ratings.rating_places`): every forfeiting
+Places are those the ratings use (:func:`referee.ranking.ratings.rating_places`): every forfeiting
 seat shares the place below all the seats that did not forfeit, so a bot that crashed never
 "beats" another one that crashed later.
 """
@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from referee.ratings import rating_places
+from referee.ranking.ratings import rating_places
 from referee.specs import StoredMatch
 
 __all__ = ["PairRecord", "pair_records", "place_counts"]

@@ -6,7 +6,7 @@ kinds never compare equal, and ``ev.seat`` reads as what it is wherever the even
 Cards are the engine's card ids (:mod:`.cards`); :meth:`log` gives the match log's JSON
 object, with card names. The match runner turns most events into the protocol message of
 the same shape (a public event); the few that differ by seat are listed in
-:mod:`referee.match`.
+:mod:`referee.match.runner`.
 
 The engine creates events on its hot path with ``tuple.__new__(Played, (...))``, which skips
 the generated ``__new__`` (measured: 0.17 against 0.34 µs per event); the arguments are the

@@ -21,7 +21,6 @@ from referee.sandbox.staging import (
     make_staging_root,
     read_bot_files,
     remove_staging_root,
-    safe_name,
     stage_bot,
 )
 
@@ -40,7 +39,6 @@ __all__ = [
     "make_staging_root",
     "read_bot_files",
     "remove_staging_root",
-    "safe_name",
     "stage_bot",
 ]
 

@@ -44,22 +44,20 @@ import errno
 import fcntl
 import hashlib
 import os
-import re
 import secrets
 import shlex
 import shutil
 import stat
 import tempfile
 import tomllib
-import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 from referee.errors import InfrastructureError, UsageError
 from referee.names import MAX_NAME_LENGTH, check_name
-from referee.render import printable
 from referee.sandbox.base import BotSpec
+from referee.text import printable, safe_name
 
 __all__ = [
     "MANIFEST",
@@ -73,7 +71,6 @@ __all__ = [
     "make_staging_root",
     "read_bot_files",
     "remove_staging_root",
-    "safe_name",
     "stage_bot",
 ]
 
@@ -85,8 +82,6 @@ MAX_BOT_FILES = 10_000
 MAX_BOT_DEPTH = 32
 _MAX_MANIFEST_BYTES = 64 * 1024
 _SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache"})
-_SLUG_UNSAFE = re.compile(r"[^a-z0-9._-]+")
-_SLUG_LENGTH = 40
 
 _O_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -246,13 +241,6 @@ def _optional_str(data: dict[str, object], key: str, manifest: Path) -> str | No
 def _check_name(name: str, where: str) -> str:
     """A bot name is shown to people: see :func:`referee.names.check_name`."""
     return check_name(name, where)
-
-
-def safe_name(name: str) -> str:
-    """A file-system-safe slug of a display name: ``"Quick Fox 2!"`` -> ``"quick-fox-2"``."""
-    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
-    slug = _SLUG_UNSAFE.sub("-", ascii_name.lower()).strip("-._")[:_SLUG_LENGTH].strip("-._")
-    return slug or "bot"
 
 
 # --------------------------------------------------------------------------- staging

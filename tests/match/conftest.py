@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from referee.match import run_match
+from referee.match.runner import run_match
 from referee.matchlog import read_log
+from referee.protocol.session import BotSession, start_sessions
 from referee.results import MatchResult
 from referee.rules import RuleSet
 from referee.sandbox import (
@@ -25,7 +26,6 @@ from referee.sandbox import (
     remove_staging_root,
     stage_bot,
 )
-from referee.session import BotSession, start_sessions
 from referee.specs import TimeControl
 
 ROOT = Path(__file__).resolve().parents[2]

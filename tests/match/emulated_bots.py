@@ -2,7 +2,7 @@
 
 Each is the real bot class (its ``bot.py`` on the shipped Python kit), driven message by
 message through the kit's own ``Bot.handle``: it makes the same decisions as the process
-does, without a process. :func:`emulated_check` runs :class:`referee.compliance.ComplianceRun`
+does, without a process. :func:`emulated_check` runs :class:`referee.match.compliance.ComplianceRun`
 with them, so the seeds of ``bot check`` can be searched and proved in a fraction of a second
 a match (``python -m tests.match.emulated_bots`` searches them again).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.cli.bots import _PY_TEMPLATE
-from referee.compliance import OPPONENTS, SEEDS, TABLES, CheckReport, ComplianceRun, kinds_for
+from referee.match.compliance import OPPONENTS, SEEDS, TABLES, CheckReport, ComplianceRun, kinds_for
 from referee.rules import PRESETS, RuleSet
 from referee.testing import FakeSandbox, Handler, spec
 
@@ -149,7 +149,7 @@ def choose_seeds(preset: str, seats: int, limit: int = 60, keep: int = 3) -> tup
 
 
 def search(presets: Sequence[str] = tuple(PRESETS)) -> None:
-    """Print a new :data:`referee.compliance.SEEDS`."""
+    """Print a new :data:`referee.match.compliance.SEEDS`."""
     for preset in presets:
         for seats in TABLES:
             print(f"    ({preset!r}, {seats}): {choose_seeds(preset, seats)},", flush=True)

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from referee import messages as m
-from referee.channel import UNASKED_CAP
 from referee.cli import main as cli_main
-from referee.match import _act_play_line, play_match, run_match
+from referee.match.runner import _act_play_line, play_match, run_match
 from referee.matchlog import read_log
+from referee.protocol import messages as m
+from referee.protocol.channel import UNASKED_CAP
+from referee.protocol.session import BotSession, SessionPool, distinct_names, start_sessions
 from referee.results import MatchResult
 from referee.rules import RuleSet, replay
 from referee.sandbox import Limits
-from referee.session import BotSession, SessionPool, distinct_names, start_sessions
 from referee.specs import TimeControl
 from referee.testing import FakeBotProcess, FakeSandbox, lowest_bot, polite_bot, spec
 

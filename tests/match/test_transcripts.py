@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from referee.match import play_match
+from referee.match.runner import play_match
 from referee.rules import RuleSet
 from referee.specs import TimeControl
 from referee.testing import FakeSandbox, polite_bot, spec
@@ -65,8 +65,7 @@ def test_short_match_transcript_replays_against_the_referee() -> None:
 
 
 def test_transcripts_are_well_formed() -> None:
-    from referee import messages
-
+    from referee.protocol import messages
     for path in sorted(EXAMPLES.glob("*.jsonl")):
         lines = load(path)
         outstanding: dict[str, Any] | None = None

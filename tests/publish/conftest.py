@@ -15,7 +15,7 @@ import pytest
 
 from referee.coordinator import run_tournament
 from referee.testing import Handler, InProcessExecutor, lowest_bot, polite_bot
-from referee.tournament import Tournament, load_tournament
+from referee.tournament.file import Tournament, load_tournament
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
 HOSTILE_REPLY = b"</script><img src=x onerror=alert(3)><!-- \xe2\x80\xa8 done"

@@ -26,9 +26,9 @@ from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
 from referee.publish.site import publish_site
 from referee.publish.source import load_results
-from referee.render import ordinal
 from referee.rules.cards import DECKS, CardCodec
-from referee.tournament import load_tournament
+from referee.text import ordinal
+from referee.tournament.file import load_tournament
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
 STARTUP_STDERR = "starting up </pre><script>alert(2)</script>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from referee.publish.history import MAX_POINTS, RatingHistory, history_chart, rating_history
-from referee.ratings import rate
+from referee.ranking.ratings import rate
 from referee.specs import MatchSpec, StoredMatch, StoredSeat
 
 

@@ -21,8 +21,8 @@ from referee.errors import UsageError
 from referee.publish.site import SITE_MARKER, publish_site
 from referee.publish.source import load_results, rank
 from referee.results import FaultInfo, MatchResult, SeatResult
-from referee.store import Store
-from referee.tournament import Tournament
+from referee.tournament.file import Tournament
+from referee.tournament.store import Store
 from tests.publish.conftest import HOSTILE_NAME, play_fake, write_fake_tournament
 
 ESCAPED_NAME = "&lt;img src=x onerror=alert(1)&gt;"

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pytest
 
 from referee.errors import UsageError
-from referee.match import play_match
+from referee.match.runner import play_match
 from referee.rules import RuleSet
 from referee.sandbox import load_bot, make_staging_root, stage_bot
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits

@@ -35,9 +35,9 @@ from referee.sandbox.staging import (
     make_staging_root,
     read_bot_files,
     remove_staging_root,
-    safe_name,
     stage_bot,
 )
+from referee.text import safe_name
 
 
 def write(path: Path, text: str, mode: int = 0o644) -> Path:

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from referee.coordinator import run_tournament
-from referee.design import balanced_design, design_size, pair_counts
 from referee.errors import UsageError
 from referee.executors import AttemptEvent, MatchTask
-from referee.scheduler import round_robin, schedule
-from referee.seating import BALANCED_DEALS
-from referee.store import Store
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
-from referee.tournament import load_tournament
+from referee.tournament.design import balanced_design, design_size, pair_counts
+from referee.tournament.file import load_tournament
+from referee.tournament.scheduler import round_robin, schedule
+from referee.tournament.seating import BALANCED_DEALS
+from referee.tournament.store import Store
 
 from .conftest import REPO, write_tournament
 
@@ -136,7 +136,7 @@ def test_the_design_is_pinned() -> None:
 
 
 def test_the_design_is_identical_in_another_interpreter() -> None:
-    code = "from referee.design import balanced_design; print(balanced_design(12, 4, 5))"
+    code = "from referee.tournament.design import balanced_design; print(balanced_design(12, 4, 5))"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-import referee.scheduler
+import referee.tournament.scheduler
 from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
-from referee.intervals import ScoreInterval, deal_scores, order_confidence, score_intervals
-from referee.seating import BALANCED_DEALS
-from referee.store import Store
-from referee.tournament import load_tournament
+from referee.ranking.intervals import ScoreInterval, deal_scores, order_confidence, score_intervals
+from referee.tournament.file import load_tournament
+from referee.tournament.seating import BALANCED_DEALS
+from referee.tournament.store import Store
 
 from .conftest import REPO
 
@@ -67,7 +67,7 @@ def test_with_rotations_alone_seat_order_tells_the_twins_apart(
 ) -> None:
     """The control: the old seating (one base order per table: sorted names) fails the
     checks above. The schedule is made in this process, so patching it here is enough."""
-    monkeypatch.setattr(referee.scheduler, "base_order", lambda table, deal, seed: tuple(table))
+    monkeypatch.setattr(referee.tournament.scheduler, "base_order", lambda table, deal, seed: tuple(table))
     lowest, twin, confidence = _twins(tmp_path / "rotations")
     assert not (lowest.contains(twin.mean) and twin.contains(lowest.mean))
     assert confidence < 0.05  # js-lowest, seated right before lowest, is "significantly" better

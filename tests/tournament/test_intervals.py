@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from referee.intervals import (
+from referee.ranking.intervals import (
     MIN_SHARED_DEALS,
     deal_scores,
     normalised_score,

@@ -12,9 +12,8 @@ import random
 
 import pytest
 
-from referee.intervals import deal_scores, order_confidence
-from referee.playoff import ROUND_SHARE, plan_round, uncertain_pairs
-from referee.scheduler import round_robin
+from referee.ranking.intervals import deal_scores, order_confidence
+from referee.ranking.playoff import ROUND_SHARE, plan_round, uncertain_pairs
 from referee.specs import (
     MatchSpec,
     PlayoffSettings,
@@ -24,6 +23,7 @@ from referee.specs import (
     deal_key,
     playoff_round,
 )
+from referee.tournament.scheduler import round_robin
 
 SECRET = bytes(range(32))
 STRENGTH = {"a": 3.0, "b": 3.0, "c": 1.5, "d": 0.0, "e": -3.0}

@@ -11,8 +11,8 @@ import math
 
 from bench import ranking_bench
 from bench.ladder import play, play_all
-from referee.intervals import adjacent_confidences, deal_scores
-from referee.scheduler import round_robin
+from referee.ranking.intervals import adjacent_confidences, deal_scores
+from referee.tournament.scheduler import round_robin
 
 FAR = {"r000": 0.0, "r035": 0.35, "r070": 0.7, "r100": 1.0}
 """Rung name -> share of random plays: each rung far weaker than the one before."""

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from referee.scheduler import gauntlet, round_robin, schedule
-from referee.seating import BALANCED_DEALS
-from referee.tournament import load_tournament
+from referee.tournament.file import load_tournament
+from referee.tournament.scheduler import gauntlet, round_robin, schedule
+from referee.tournament.seating import BALANCED_DEALS
 
 from .conftest import REPO, write_tournament
 
@@ -84,7 +84,7 @@ def test_adding_a_deal_or_a_bot_keeps_existing_keys_and_seeds() -> None:
 def test_keys_are_identical_in_another_interpreter() -> None:
     """No ``hash()`` (salted per process) and no random state: a fresh process agrees."""
     code = (
-        "from referee.scheduler import round_robin;"
+        "from referee.tournament.scheduler import round_robin;"
         "print('\\n'.join(f'{s.key} {s.deal_seed}' for s in round_robin("
         f"{NAMES!r}, 3, 2, seed=9, secret={SECRET!r})))"
     )
@@ -232,8 +232,8 @@ def test_a_gauntlet_table_is_balanced_too() -> None:
 
 
 def test_play_off_deals_continue_the_table_cycle_and_are_keyed_by_round() -> None:
-    from referee.scheduler import playoff_deal
     from referee.specs import deal_key, playoff_round
+    from referee.tournament.scheduler import playoff_deal
 
     table = ("d", "a", "c", "b")
     deal = playoff_deal(2, table, 4, seed=5, secret=SECRET)

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from referee.errors import UsageError
-from referee.ratings import make_environment, rate, rating_places, replay_order
+from referee.ranking.ratings import make_environment, rate, rating_places, replay_order
 from referee.results import FaultInfo, MatchResult, SeatResult
-from referee.scheduler import round_robin
 from referee.specs import EntrantRecord, RatingSettings, StoredMatch, StoredSeat
-from referee.store import RunLock, Store, wipe
+from referee.tournament.scheduler import round_robin
+from referee.tournament.store import RunLock, Store, wipe
 
 NAMES = ["a", "b", "c", "d"]
 
@@ -249,8 +249,8 @@ def test_ratings_and_the_leaderboard_never_import_the_match_runner() -> None:
     import sys
 
     code = (
-        "import sys, referee.publish, referee.playoff, referee.intervals, referee.ratings;"
-        "print(sorted(m for m in sys.modules if m in ('referee.match', 'referee.sandbox')))"
+        "import sys, referee.publish, referee.ranking.playoff, referee.ranking.intervals, referee.ranking.ratings;"
+        "print(sorted(m for m in sys.modules if m in ('referee.match.runner', 'referee.sandbox')))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -317,8 +317,7 @@ def test_a_replay_goes_on_from_the_last_only_over_the_same_results(
     """Ratings are re-computed after every play-off round; rate() goes on from its last
     replay when that replay's matches start the new one, result for result, and replays
     from the start otherwise. Either way the ratings are those of a fresh replay."""
-    from referee import ratings as ratings_module
-
+    from referee.ranking import ratings as ratings_module
     steps: list[str] = []
     real_step = ratings_module._step
 

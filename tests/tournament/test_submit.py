@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.tournament import load_tournament
+from referee.tournament.file import load_tournament
 
 from .conftest import MARKER, TEST_BOTS, write_tournament
 

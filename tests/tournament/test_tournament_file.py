@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
-from referee.tournament import append_bot_entry, load_tournament, toml_string
+from referee.tournament.file import append_bot_entry, load_tournament, toml_string
 
 from .conftest import MARKER, write_tournament
 

@@ -16,12 +16,12 @@ smallest and the largest table, and plays a second match on the same process. Th
 
 The sample bots are deterministic (the random one seeds itself from the match id and its
 seat), so a given bot meets the same deals and the same replies every time it is checked.
-The opponents' processes are pooled across the run (:class:`~referee.session.SessionPool`);
+The opponents' processes are pooled across the run (:class:`~referee.protocol.session.SessionPool`);
 the bot under test gets a fresh process per step, so one failure does not spill into the
 next step. By default the run stops at the first failed step (a bot that never flushes would
 otherwise wait out every step's clock); ``keep_going`` runs them all.
 
-Every problem is told by :func:`referee.explain.explain_fault`, the words ``play`` and
+Every problem is told by :func:`referee.protocol.explain.explain_fault`, the words ``play`` and
 ``submit`` use too. The report also gives the bot's reply times against ``move_ms`` and its
 peak memory when the sandbox measures it (``None``, said as "not measured", otherwise).
 """
@@ -40,13 +40,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.explain import explain_fault
-from referee.match import run_match, seat_of
+from referee.match.runner import run_match, seat_of
+from referee.protocol.explain import explain_fault
+from referee.protocol.session import BotSession, SessionPool, distinct_names, start_sessions
 from referee.results import FaultInfo, MatchResult
 from referee.rules import PRESETS, RuleSet
 from referee.rules.ruleset import ResolvedRules
 from referee.sandbox.base import BotSpec, Limits, Sandbox
-from referee.session import BotSession, SessionPool, distinct_names, start_sessions
 from referee.specs import TimeControl
 
 __all__ = [

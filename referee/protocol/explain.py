@@ -10,7 +10,7 @@ output and this match's each shown apart, so that a long match never hides what 
 said before ``hello``.
 
 Everything a bot chose (its reply, its stderr, card strings echoed back) passes through
-:func:`~referee.render.printable`; the lines returned are safe to print as they are.
+:func:`~referee.text.printable`; the lines returned are safe to print as they are.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from referee.render import printable
+from referee.protocol.session import split_stderr_report
 from referee.results import FaultInfo
-from referee.session import split_stderr_report
+from referee.text import printable
 
 __all__ = ["HINTS", "explain_fault", "fault_summary", "stderr_lines"]
 

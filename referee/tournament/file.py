@@ -20,7 +20,8 @@ the sandbox and the bots; paths are relative to the file::
     [[bots]]
     path = "bots/alice.py"
 
-and optionally ``playoff = { top = 4, until = 0.95, budget = 200 }`` (:mod:`referee.playoff`).
+and optionally ``playoff = { top = 4, until = 0.95, budget = 200 }``
+(:mod:`referee.ranking.playoff`).
 
 :func:`load_tournament` refuses anything else with one line naming the file, the key and
 what is allowed (:class:`~referee.errors.UsageError`).
@@ -37,13 +38,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from referee.design import design_size
 from referee.errors import UsageError
 from referee.names import check_name, confusable_with, lookalike_note
 from referee.rules import ResolvedRules, RuleSet
 from referee.sandbox import DEFAULT_SANDBOX, BotSpec, Limits, load_bot
 from referee.sandbox.image import IMAGE_NAME, allowed_images, check_bot_image
 from referee.specs import PlayoffSettings, RatingSettings, TimeControl
+from referee.tournament.design import design_size
 
 __all__ = [
     "BotEntry",

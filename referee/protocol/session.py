@@ -1,8 +1,8 @@
 """The dialect: greeting a bot, asking it one thing at a time, saying goodbye; and keeping
 bots between matches.
 
-A :class:`BotSession` speaks protocol v1 over a :class:`~referee.channel.LineChannel`
-(framing is the channel's job, meaning is :mod:`referee.messages`'s): ``hello``/``ready``,
+A :class:`BotSession` speaks protocol v1 over a :class:`~referee.protocol.channel.LineChannel`
+(framing is the channel's job, meaning is :mod:`referee.protocol.messages`'s): ``hello``/``ready``,
 one request at a time timed against a budget, and ``bye``. Every way a bot can fail a
 request becomes a :class:`~referee.errors.BotFault` with a detail written for its author.
 
@@ -20,9 +20,9 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from referee import messages as m
-from referee.channel import EOF, LINE_CAP, OVERLONG, LineChannel
 from referee.errors import BotFault
+from referee.protocol import messages as m
+from referee.protocol.channel import EOF, LINE_CAP, OVERLONG, LineChannel
 from referee.sandbox.base import BotSpec, ExitInfo, Limits, Sandbox
 from referee.specs import TimeControl
 
@@ -51,7 +51,7 @@ class SeatChannel(Protocol):
 
 class SeatSession(Protocol):
     """Whoever sits at a seat, as a match sees it: a bot's :class:`BotSession`, or a person
-    at the terminal (:class:`referee.human.PersonSession`) who is asked the same requests."""
+    at the terminal (:class:`referee.match.human.PersonSession`) who is asked the same requests."""
 
     fault: BotFault | None
 

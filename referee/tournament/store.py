@@ -4,7 +4,7 @@ Layout, in ``<name>.results/`` next to the tournament file::
 
     results.sqlite      entrants, matches (with status), results per seat (with each
                         fault's evidence and the faulting bot's stderr report), settings,
-                        the deal secrets (see :mod:`referee.deals`)
+                        the deal secrets (see :mod:`referee.tournament.deals`)
     logs/<key>.jsonl    the match log of each match (``/`` in the key becomes ``_``)
     .lock               held (flock) by the one process running the tournament
 
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from referee.deals import commitment, new_secret
 from referee.errors import UsageError
 from referee.results import FaultInfo, MatchResult
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch, StoredSeat
+from referee.tournament.deals import commitment, new_secret
 
 __all__ = [
     "DATABASE",

@@ -1,7 +1,7 @@
 """One match between bots: the engine, the bots' sessions, the clock, faults, the log.
 
-The layers, from the bytes up: :mod:`referee.channel` frames a bot's streams into timed
-lines; :mod:`referee.session` speaks the protocol over them (``hello``, one request at a
+The layers, from the bytes up: :mod:`referee.protocol.channel` frames a bot's streams into timed
+lines; :mod:`referee.protocol.session` speaks the protocol over them (``hello``, one request at a
 time, ``bye``) and keeps bots between matches; here a :class:`Match` drives a
 :class:`~referee.rules.Game` with one session per seat, in named steps:
 
@@ -20,7 +20,7 @@ match): one write per request instead of one per event, and a bot that does not 
 stdin can only stall its own request, which its time limit bounds.
 
 :func:`play_match` is the one way to play one match: start the bots (or borrow them from a
-:class:`~referee.session.SessionPool`), play, always stop them. :func:`play_once` adds what
+:class:`~referee.protocol.session.SessionPool`), play, always stop them. :func:`play_once` adds what
 a command needs around it: staging the bots and stopping cleanly on Ctrl-C or SIGTERM.
 """
 
@@ -34,15 +34,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from referee import messages as m
 from referee.errors import BotFault, IllegalMove
 from referee.matchlog import LogWriter
-from referee.results import FaultInfo, MatchResult, SeatResult
-from referee.rules import events as ev
-from referee.rules.engine import GIVE, LEFTOVER, PLAY, Game, roles_for
-from referee.rules.ruleset import ResolvedRules
-from referee.sandbox.base import BotSpec, Limits, Sandbox
-from referee.session import (
+from referee.protocol import messages as m
+from referee.protocol.session import (
     BotSession,
     SeatSession,
     SessionPool,
@@ -50,6 +45,11 @@ from referee.session import (
     distinct_names,
     start_sessions,
 )
+from referee.results import FaultInfo, MatchResult, SeatResult
+from referee.rules import events as ev
+from referee.rules.engine import GIVE, LEFTOVER, PLAY, Game, roles_for
+from referee.rules.ruleset import ResolvedRules
+from referee.sandbox.base import BotSpec, Limits, Sandbox
 from referee.specs import TimeControl
 
 __all__ = ["EventTranslator", "Match", "play_match", "play_once", "run_match"]
@@ -67,7 +67,7 @@ class EventTranslator:
     few that differ by seat have their own method below: a deal is each seat's own
     ``round_start``, an exchange tells the receiver which cards it got, a leftover hides
     the discard. The referee's own lines are correct by construction; the schema and
-    transcript tests check them against :mod:`referee.messages`.
+    transcript tests check them against :mod:`referee.protocol.messages`.
     """
 
     def __init__(self, game: Game) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 from rich.markup import escape as markup_escape
 
 from referee.rules.cards import DECKS, CardCodec
+from referee.text import ordinal, printable
 
-_ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
 _REASON = {
     "all_passed": "everyone else passed",
     "top_card": "top card: nobody holds a higher rank",
@@ -16,24 +16,6 @@ _REASON = {
 
 _PLAY_WORDS = {"played": "", "passed": "passes", "skipped": "is skipped (equal rank)"}
 """What a seat's turn shows: its cards when it played, else these words."""
-
-
-def printable(text: str) -> str:
-    """Untrusted text made safe for a terminal: control characters shown as escapes.
-
-    The one sanitiser for everything the referee prints: whatever Python does not call
-    printable (C0 and C1 controls such as ESC, CSI, BEL, CR and backspace; format
-    characters such as the bidirectional overrides U+202A-U+202E and U+2066-U+2069; line
-    and paragraph separators; unassigned code points) is shown as its escape, ``\\x1b``.
-    """
-    return "".join(
-        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
-    )
-
-
-def ordinal(n: int) -> str:
-    """``1st``, ``2nd``, ``3rd``, ``4th``..."""
-    return _ORDINAL.get(n, f"{n}th")
 
 
 class MatchRenderer:

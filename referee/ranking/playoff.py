@@ -3,7 +3,8 @@
 ``playoff = { top = K, until = 0.95, budget = N }`` in the tournament file. When the
 scheduled matches are all played, the coordinator asks :func:`plan_round` for a play-off
 round, plays it, and asks again, until every adjacent pair among the first ``K`` of the
-leaderboard is ordered with confidence ``until`` (:func:`referee.intervals.order_confidence`:
+leaderboard is ordered with confidence ``until``
+(:func:`referee.ranking.intervals.order_confidence`:
 the two bots compared on the deals both played) or ``N`` play-off matches have been
 scheduled.
 
@@ -11,7 +12,8 @@ A round seats the bots of each uncertain pair together: walking down the leaderb
 first uncertain pair not yet covered opens a table of the ``k`` bots from its upper one down
 (``k`` consecutive places, moved up at the bottom of the leaderboard), which also covers the
 next ``k - 2`` pairs. Each such table plays whole deals, each in every seat rotation
-(duplicate play, balanced seating continuing the table's cycle, :mod:`referee.seating`), so
+(duplicate play, balanced seating continuing the table's cycle,
+:mod:`referee.tournament.seating`), so
 both bots of a pair hold the same hands against the same opponents: the most direct
 evidence there is on their order. A round's tables play one deal each while few matches
 are played; as results pile up, a round grows to about one match for every
@@ -25,7 +27,7 @@ table by table in leaderboard order, while the budget allows a whole deal.
 Every decision depends only on the finished matches (a round is planned when all earlier
 matches are done, from results that are deterministic) and on the tournament file, so the
 same tournament plays the same play-offs whatever the worker count. The matches of a planned
-round are stored at once with stable keys (``po/<round>/...``, :func:`referee.scheduler.
+round are stored at once with stable keys (``po/<round>/...``, :func:`referee.tournament.scheduler.
 playoff_deal`), and a planned round is never planned again: a run killed mid-round resumes
 that round's remaining matches, then goes on as the uninterrupted run would have.
 """
@@ -36,9 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from referee.intervals import OrderConfidence, adjacent_confidences, deal_scores
-from referee.ratings import make_environment, rate
-from referee.scheduler import playoff_deal
+from referee.ranking.intervals import OrderConfidence, adjacent_confidences, deal_scores
+from referee.ranking.ratings import make_environment, rate
 from referee.specs import (
     PLAYOFF_PREFIX,
     MatchSpec,
@@ -48,6 +49,7 @@ from referee.specs import (
     deal_key,
     playoff_round,
 )
+from referee.tournament.scheduler import playoff_deal
 
 if TYPE_CHECKING:
     from referee.rules import ResolvedRules

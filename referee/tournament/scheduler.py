@@ -4,12 +4,14 @@ Every deal is played in all ``k`` cyclic seat rotations of its table with one sh
 seed ("duplicate" play): the same hands go round the table, so each bot holds each seat's
 cards once and deal luck cancels out. A rotation ``r`` seats ``base[(seat + r) % k]``, where
 the deal's *base order* cycles, from deal to deal, through a balanced set of seat orders
-(:mod:`referee.seating`): after :data:`~referee.seating.BALANCED_DEALS` deals every ordered
+(:mod:`referee.tournament.seating`): after
+:data:`~referee.tournament.seating.BALANCED_DEALS` deals every ordered
 pair of a table's bots has sat at every offset equally often.
 
 * ``round-robin``: every ``k``-subset of the entrants (names sorted, so the order of the
   file does not matter) x ``deals`` x ``k`` rotations; with ``tables = "balanced"``, only
-  the tables of a balanced design (:mod:`referee.design`: every bot at equally many tables,
+  the tables of a balanced design (:mod:`referee.tournament.design`: every bot at equally
+  many tables,
   every pair of bots together equally often), found from the tournament seed.
 * ``gauntlet``: the candidate against ``k - 1`` opponents drawn from the field, ``matches``
   times, each draw played for ``deals`` deals x ``k`` rotations.
@@ -21,10 +23,12 @@ list: adding a deal keeps every existing key, and so does adding a bot to a full
 robin (a balanced design is made for its field: another bot makes other tables). A table
 of a balanced design has the key, and the cards, it has in the full round robin. Keys are
 public (bots see them as match ids); the cards are not: each deal's seed is keyed by the
-tournament's deal secret (:mod:`referee.deals`), so the same file and the same secret give
+tournament's deal secret (:mod:`referee.tournament.deals`), so the same file and the same
+secret give
 the same cards.
 
-Play-off matches (:mod:`referee.playoff`) are keyed ``po/<round>/<table>/d<deal>/r<rotation>``
+Play-off matches (:mod:`referee.ranking.playoff`) are keyed
+``po/<round>/<table>/d<deal>/r<rotation>``
 and dealt the same way, so ``referee verify`` checks them like any match.
 """
 
@@ -36,13 +40,13 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from referee.deals import deal_seed
-from referee.design import balanced_design
-from referee.seating import base_order
 from referee.specs import PLAYOFF_PREFIX, MatchSpec
+from referee.tournament.deals import deal_seed
+from referee.tournament.design import balanced_design
+from referee.tournament.seating import base_order
 
 if TYPE_CHECKING:
-    from referee.tournament import Tournament
+    from referee.tournament.file import Tournament
 
 __all__ = [
     "gauntlet",

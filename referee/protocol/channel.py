@@ -1,6 +1,6 @@
 """Framing: a started bot's byte streams as timed lines, its stderr kept, its exit noticed.
 
-A :class:`LineChannel` knows nothing of the protocol (that is :mod:`referee.session`). It
+A :class:`LineChannel` knows nothing of the protocol (that is :mod:`referee.protocol.session`). It
 reads the bot's stdout into lines of at most :data:`LINE_CAP` bytes (a ``\\r`` before the
 ``\\n`` is not counted), never buffering more than one line's worth; stamps each line with
 the moment it arrived, so a moment the referee spends elsewhere is never charged to the bot;
@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
-from referee.messages import MAX_LINE_BYTES
+from referee.protocol.messages import MAX_LINE_BYTES
 from referee.sandbox.base import BotProcess, ExitInfo
 
 __all__ = ["EOF", "EXITED", "LINE_CAP", "OVERLONG", "STDERR_CAP", "UNASKED_CAP", "LineChannel"]

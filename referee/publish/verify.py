@@ -4,7 +4,8 @@ Anyone holding a tournament's results (its database and match logs) and its reve
 secret can check that the organiser dealt fairly and reported honestly:
 
 * the secret matches the commitment published when the run started (its SHA-256);
-* every match's deal seed is the one the secret gives for that deal (:mod:`referee.deals`),
+* every match's deal seed is the one the secret gives for that deal
+  (:mod:`referee.tournament.deals`),
   so no deal was chosen after the fact, and every seat rotation of a deal had the same cards;
 * every match log replays through the engine from that seed, line for line (the deals are
   re-dealt, every decision re-applied), so no card and no play was changed;
@@ -17,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from referee.deals import commitment as commitment_of
-from referee.deals import deal_seed
 from referee.errors import RefereeError, ReplayMismatch, UsageError
 from referee.matchlog import read_log
 from referee.rules import replay
 from referee.specs import StoredMatch, deal_key
-from referee.store import DATABASE, DealSecret, Store
+from referee.tournament.deals import commitment as commitment_of
+from referee.tournament.deals import deal_seed
+from referee.tournament.store import DATABASE, DealSecret, Store
 
 __all__ = ["Verification", "verify_results"]
 

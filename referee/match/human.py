@@ -28,10 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from referee import messages as m
 from referee.errors import BotFault
-from referee.render import ordinal, printable
+from referee.protocol import messages as m
 from referee.rules.cards import DECKS, CardCodec
+from referee.text import ordinal, printable
 
 __all__ = [
     "Answer",
@@ -582,7 +582,7 @@ class _PersonChannel:
 
 
 class PersonSession:
-    """A person at the terminal, seated like a bot (:class:`referee.session.SeatSession`).
+    """A person at the terminal, seated like a bot (:class:`referee.protocol.session.SeatSession`).
 
     The lines queued for the seat are read at each request (and at the end of the match) to
     keep the :class:`TableView`; the request is then put to the person, who is asked again

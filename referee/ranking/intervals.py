@@ -3,12 +3,12 @@
 A bot's **normalised finishing score** in a match at a table of ``k`` is
 ``(k - place) / (k - 1)``: 1 for first place, 0 for last, shared places scoring alike, and a
 forfeit counted at its place as the ratings see it (every forfeiting seat shares the last
-place, :func:`referee.ratings.rating_places`). Its mean over a bot's matches is the plain
+place, :func:`referee.ranking.ratings.rating_places`). Its mean over a bot's matches is the plain
 measure of strength that the intervals are about.
 
 Matches are not independent: the ``k`` seat rotations of one deal share the cards. So the
 bootstrap resamples **whole deals** (every finished rotation of a deal, by
-:func:`~referee.scheduler.deal_key`), never single matches, which would count one deal's
+:func:`~referee.tournament.scheduler.deal_key`), never single matches, which would count one deal's
 luck as ``k`` independent observations and make the intervals too narrow.
 
 * :func:`score_intervals`: each bot's mean with a percentile bootstrap interval.
@@ -32,7 +32,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from referee.ratings import rating_places
+from referee.ranking.ratings import rating_places
 from referee.specs import StoredMatch, deal_key
 
 __all__ = [

@@ -1,0 +1,5 @@
+"""From stored results to an order: ratings, intervals, play-offs.
+
+Import the modules themselves; this package re-exports nothing, so importing one part
+never loads the rest.
+"""
