@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "DRAW_PROBABILITY",
@@ -103,6 +103,16 @@ class MatchSpec(BaseModel):
     rotation: int
     deal_seed: int
     match_seed: int
+    deal_id: str = ""
+    """The public name of the deal its cards come from: matches with the same ``deal_id``
+    were dealt the same cards (the scheduler decides which; by default every seat rotation
+    of one deal of a table, :func:`deal_key`)."""
+
+    @model_validator(mode="after")
+    def _default_deal_id(self) -> MatchSpec:
+        if not self.deal_id:
+            object.__setattr__(self, "deal_id", deal_key(self.key))
+        return self
 
 
 def deal_key(key: str) -> str:

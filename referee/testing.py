@@ -155,7 +155,6 @@ class InProcessExecutor:
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         from referee.executors.base import MatchFinished, MatchStarted
         from referee.match.runner import play_match
-        from referee.specs import deal_key
 
         sandbox = FakeSandbox(self.handlers)
         with asyncio.Runner() as runner:
@@ -172,7 +171,7 @@ class InProcessExecutor:
                         time_control=task.time_control,
                         limits=task.limits,
                         log_path=Path(task.log_path),
-                        deal_key=deal_key(key),
+                        deal_key=task.spec.deal_id,
                     )
                 )
                 sandbox.started.clear()

@@ -23,7 +23,7 @@ from referee.executors.base import MatchTask, TaskOutcome
 from referee.match.runner import play_match
 from referee.protocol.session import SessionPool
 from referee.sandbox import Limits, Sandbox, get_sandbox
-from referee.specs import TimeControl, deal_key
+from referee.specs import TimeControl
 
 __all__ = ["PARTIAL_SUFFIX", "close_reused", "enable_reuse", "play_task"]
 
@@ -117,7 +117,7 @@ def play_task(task: MatchTask) -> TaskOutcome:
             limits=task.limits,
             log_path=partial,
             pool=_Reuse.pool(task) if _Reuse.enabled else None,
-            deal_key=deal_key(task.spec.key),
+            deal_key=task.spec.deal_id,
         )
         result = interrupts.run(match, _Reuse.loop_runner() if _Reuse.enabled else None)
         os.replace(partial, final)

@@ -54,7 +54,7 @@ from referee.publish.replaydata import log_script
 from referee.publish.settings import format_time
 from referee.publish.source import Ranking, StoredTournament, rank
 from referee.publish.stats import PairRecord, pair_records, place_counts
-from referee.specs import StoredFault, StoredMatch, deal_key, playoff_round
+from referee.specs import MatchSpec, StoredFault, StoredMatch, playoff_round
 from referee.text import ordinal
 
 if TYPE_CHECKING:
@@ -236,7 +236,7 @@ class _Site:
     def _match_view(self, match: StoredMatch) -> MatchView:
         key = match.spec.key
         stem = self.stems[key]
-        replay, note, fault_lines = self._replay(key, stem)
+        replay, note, fault_lines = self._replay(match.spec, stem)
         record = self.results.records.get(key)
         seats = tuple(
             SeatView(
@@ -266,9 +266,10 @@ class _Site:
             filter_keys=" ".join(self.slugs[name] for name in match.spec.table),
         )
 
-    def _replay(self, key: str, stem: str) -> tuple[str, str, dict[int, int]]:
-        """Publish the log of ``key`` if it may be shown: (state, note, fault lines)."""
-        if deal_key(key) not in self.complete_deals:
+    def _replay(self, spec: MatchSpec, stem: str) -> tuple[str, str, dict[int, int]]:
+        """Publish the log of ``spec`` if it may be shown: (state, note, fault lines)."""
+        key = spec.key
+        if spec.deal_id not in self.complete_deals:
             self.withheld += 1
             return "withheld", "other seat rotations of this deal are still to be played", {}
         source = self.results.log_path(key)
@@ -475,11 +476,11 @@ def match_label(key: str, deal: int, rotation: int) -> str:
 def _complete_deals(results: StoredTournament) -> set[str]:
     """The deals every seat rotation of which is finished: their cards may be shown."""
     open_deals = {
-        deal_key(key)
+        results.specs[key].deal_id
         for key, record in results.records.items()
         if record.status != "done" and key in results.specs
     }
-    return {deal_key(m.spec.key) for m in results.matches} - open_deals
+    return {m.spec.deal_id for m in results.matches} - open_deals
 
 
 def _place_rows(counts: Counter[int | str] | None, table_size: int) -> list[tuple[str, int, float]]:

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from referee.ranking.ratings import rating_places
-from referee.specs import StoredMatch, deal_key
+from referee.specs import StoredMatch
 
 __all__ = [
     "MIN_SHARED_DEALS",
@@ -74,7 +74,7 @@ def deal_scores(matches: Iterable[StoredMatch]) -> list[DealScores]:
     """Finished matches grouped by deal, in deal-key order (the resampling units)."""
     deals: dict[str, dict[str, tuple[float, int]]] = {}
     for match in matches:
-        totals = deals.setdefault(deal_key(match.spec.key), {})
+        totals = deals.setdefault(match.spec.deal_id, {})
         k = len(match.seats)
         for name, place in rating_places(match):
             total, count = totals.get(name, (0.0, 0))

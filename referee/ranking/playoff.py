@@ -46,7 +46,6 @@ from referee.specs import (
     PlayoffSettings,
     RatingSettings,
     StoredMatch,
-    deal_key,
     playoff_round,
 )
 from referee.tournament.scheduler import playoff_deal
@@ -127,7 +126,7 @@ def plan_round(
         return PlayoffPlan(round_no, "budget", tuple(uncertain), (), spent)
     played: dict[tuple[str, ...], set[str]] = {}
     for spec in specs:
-        played.setdefault(tuple(sorted(spec.table)), set()).add(deal_key(spec.key))
+        played.setdefault(tuple(sorted(spec.table)), set()).add(spec.deal_id)
     tables = _tables(order, uncertain, table_size)
     deals = max(1, len(matches) // (ROUND_SHARE * table_size * len(tables)))
     new: list[MatchSpec] = []
