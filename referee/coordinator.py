@@ -39,6 +39,8 @@ from referee.executors import (
 from referee.ranking.playoff import PlayoffState, plan_round
 from referee.sandbox import BotSpec, get_sandbox, make_staging_root, remove_staging_root, stage_bot
 from referee.specs import EntrantRecord, MatchSpec, PlayoffSettings, playoff_round
+from referee.tournament.chain import log_digest
+from referee.tournament.deals import redeal_seed
 from referee.tournament.file import Tournament
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import DealSecret, RunLock, Store, wipe
@@ -47,9 +49,11 @@ __all__ = [
     "Event",
     "PlayoffRound",
     "PlayoffsOver",
+    "ResultStored",
     "RunStarted",
     "RunSummary",
     "TournamentRun",
+    "commit_tournament",
     "run_tournament",
 ]
 
@@ -64,9 +68,24 @@ class RunStarted:
     to_play: int
     sandbox: str
     commitment: str
+    """SHA-256 of the deal secret that deals this run's new matches (published now)."""
     limits: str
     """The clock and resource limits every bot runs under, in one line."""
-    """SHA-256 of the deal secret that deals this run's new matches (published now)."""
+    beacon: str | None = None
+    """The public value mixed into the committed secret (``--beacon``), if any."""
+    chain: tuple[int, str | None] = (0, None)
+    """The results chain when the run starts: results stored so far and its head."""
+    warnings: tuple[str, ...] = ()
+    """What the tournament file chose that weakens the run (said before it starts)."""
+
+
+@dataclass(frozen=True)
+class ResultStored:
+    """A result was committed: the results chain now holds ``results`` with this ``head``."""
+
+    key: str
+    results: int
+    head: str
 
 
 @dataclass(frozen=True)
@@ -95,12 +114,12 @@ class PlayoffsOver:
     uncertain: Uncertain
 
 
-Event = RunStarted | AttemptEvent | PlayoffRound | PlayoffsOver
+Event = RunStarted | AttemptEvent | ResultStored | PlayoffRound | PlayoffsOver
 
 
 @dataclass
 class RunSummary:
-    """How a run ended."""
+    """How a run ended (``chain_head``: the results chain's head, once anything is stored)."""
 
     total: int
     done: int
@@ -108,6 +127,8 @@ class RunSummary:
     played: int
     faults: int
     results_dir: Path
+    chain_results: int = 0
+    chain_head: str | None = None
 
 
 def run_tournament(
@@ -118,14 +139,17 @@ def run_tournament(
     results_dir: Path | None = None,
     on_event: Callable[[Event], None] | None = None,
     deal_secret: bytes | None = None,
+    beacon: str | None = None,
 ) -> RunSummary:
     """Play every match of ``tournament`` not yet in its store; resume where a run stopped.
 
     ``restart`` wipes the stored results first. New matches are dealt with the store's
     unrevealed deal secret (a fresh one when there is none, or ``deal_secret`` to reproduce
-    a tournament); when every scheduled match is done, and the play-offs are over, the
-    secret is revealed. Raises ``UsageError`` when stored results were played by other bot
-    files or other settings (unless ``restart``), or when another run holds the lock.
+    a tournament), with ``beacon`` mixed in when the secret was committed to before the run
+    (:func:`commit_tournament`); when every scheduled match is done, and the play-offs are
+    over, the secret is revealed. Raises ``UsageError`` when stored results were played by
+    other bot files or other settings (unless ``restart``), when another run holds the lock,
+    or when the beacon is missing, unexpected or different.
     """
     folder = results_dir or tournament.results_dir
     with RunLock(folder):
@@ -133,7 +157,26 @@ def run_tournament(
             wipe(folder)
         with Store(folder) as store:
             run = TournamentRun(tournament, store, executor, on_event or (lambda event: None))
-            return run.play(deal_secret)
+            return run.play(deal_secret, beacon)
+
+
+def commit_tournament(
+    tournament: Tournament, *, results_dir: Path | None = None, restart: bool = False
+) -> DealSecret:
+    """Draw and store the deal secret before entries close (``referee tournament commit``).
+
+    Returns the secret whose commitment is to be published now; its matches are then dealt
+    only with a beacon (a public value revealed after entries closed) mixed in, so a secret
+    picked after seeing the entries is worth nothing. Committing again returns the same
+    secret until it has dealt.
+    """
+    folder = results_dir or tournament.results_dir
+    with RunLock(folder):
+        if restart:
+            wipe(folder)
+        with Store(folder) as store:
+            store.check_settings(tournament.settings())
+            return store.commit_secret()
 
 
 class TournamentRun:
@@ -155,14 +198,15 @@ class TournamentRun:
         self.staged: dict[str, BotSpec] = {}
         self.tables: dict[str, tuple[str, ...]] = {}
         self.summary = RunSummary(0, 0, 0, 0, 0, store.results_dir)
-        self.commitment = ""
+        self.secret: DealSecret | None = None
+        self.tasks: dict[str, MatchTask] = {}
 
-    def play(self, deal_secret: bytes | None) -> RunSummary:
+    def play(self, deal_secret: bytes | None, beacon: str | None = None) -> RunSummary:
         """Prepare, play the scheduled matches and the play-offs, reveal the secret."""
         _remove_partial_logs(self.store)
         staging = make_staging_root()
         try:
-            secret = self._prepare(staging, deal_secret)
+            secret = self._prepare(staging, deal_secret, beacon)
             specs = self._schedule(secret)
             with contextlib.ExitStack() as keep:
                 if self.tournament.file.playoff is not None and isinstance(
@@ -182,28 +226,40 @@ class TournamentRun:
 
     # -- the steps -------------------------------------------------------------------------
 
-    def _prepare(self, staging: Path, deal_secret: bytes | None) -> DealSecret:
+    def _prepare(
+        self, staging: Path, deal_secret: bytes | None, beacon: str | None
+    ) -> DealSecret:
         """Stage every bot, refuse changed bots or settings, open the deal secret."""
         t, store = self.tournament, self.store
+        store.check_settings(t.settings())
+        secret = store.deal_secret(deal_secret, beacon=beacon)
         self.staged = {b.name: stage_bot(b, staging) for b in t.bots}
         records = [_record(t, self.staged[name]) for name in t.entrants]
         store.check_entrants(records)
-        store.check_settings(t.settings())
         store.save_entrants(records)
-        secret = store.deal_secret(deal_secret)
-        self.commitment = secret.commitment
+        store.save_plan(t.plan().to_json())
+        self.secret = secret
+        self.summary.chain_results, self.summary.chain_head = store.chain_head()
         return secret
 
     def _schedule(self, secret: DealSecret) -> list[MatchSpec]:
         """Store the scheduled matches; returns them as stored (with their own deals)."""
-        scheduled = schedule(self.tournament, secret.secret)
+        scheduled = schedule(self.tournament, secret.key)
         self.store.add_matches(scheduled, secret)
         stored = self.store.specs()
         return [stored[spec.key] for spec in scheduled]
 
-    def _task(self, spec: MatchSpec) -> MatchTask:
+    def _task(self, spec: MatchSpec, started: int) -> MatchTask:
+        """The task of ``spec``, started ``started`` times before: each attempt from then on
+        is dealt fresh cards (its bots may have seen the cards of the earlier ones)."""
         t = self.tournament
-        return MatchTask(
+        assert self.secret is not None
+        key, seed = self.secret.key, t.file.seed
+        if started:
+            spec = spec.model_copy(
+                update={"match_seed": redeal_seed(key, seed, spec.key, started)}
+            )
+        task = MatchTask(
             spec=spec,
             bots=tuple(self.staged[name] for name in spec.table),
             rules=t.rules,
@@ -212,7 +268,14 @@ class TournamentRun:
             sandbox=self.sandbox.name,
             log_path=str(self.store.log_path(spec.key)),
             images=self.images,
+            reseeds=tuple(
+                redeal_seed(key, seed, spec.key, started + n)
+                for n in range(1, self.executor.max_attempts)
+            ),
+            first_attempt=started,
         )
+        self.tasks[spec.key] = task
+        return task
 
     def _play_round(self, specs: Sequence[MatchSpec], *, first: bool = False) -> bool:
         """Play the matches of ``specs`` not yet done; True when every one of them is done.
@@ -221,21 +284,26 @@ class TournamentRun:
         deals, so it can keep its bot processes (never across rotations of one deal).
         """
         done = self.store.done_keys()
-        tasks = [self._task(spec) for spec in specs if spec.key not in done]
+        started = self.store.attempts()
+        tasks = [self._task(spec, started[spec.key]) for spec in specs if spec.key not in done]
         tasks.sort(key=lambda task: (task.spec.rotation, task.spec.key))
         self.tables.update({spec.key: spec.table for spec in specs})
         self.summary.total += len(specs)
         self.summary.done += len(specs) - len(tasks)
         if first:
+            assert self.secret is not None
             self.notify(
                 RunStarted(
                     self.summary.total,
                     self.summary.done,
                     len(tasks),
                     self.sandbox.describe(),
-                    self.commitment,
+                    self.secret.commitment,
                     f"{self.tournament.time_control.describe()}; "
                     f"{self.tournament.limits.describe()}",
+                    beacon=self.secret.beacon,
+                    chain=(self.summary.chain_results, self.summary.chain_head),
+                    warnings=tuple(self.tournament.warnings()),
                 )
             )
         if tasks:
@@ -248,10 +316,22 @@ class TournamentRun:
         if isinstance(event, MatchStarted):
             store.mark_running(event.key)
         elif isinstance(event, MatchFinished):
-            store.record_result(event.key, event.result, self.tables[event.key])
+            head = store.record_result(
+                event.key,
+                event.result,
+                self.tables[event.key],
+                attempt=self.tasks[event.key].deal_attempt(event.attempt),
+                log_sha256=_log_digest(event.result.log),
+            )
             summary.done += 1
             summary.played += 1
             summary.faults += sum(st.fault is not None for st in event.result.standings)
+            if head is not None:
+                summary.chain_results += 1
+                summary.chain_head = head
+                self.notify(event)
+                self.notify(ResultStored(event.key, summary.chain_results, head))
+                return
         elif isinstance(event, MatchFailed):
             store.record_failure(event.key, event.error, final=event.final)
             summary.failed += event.final
@@ -285,7 +365,9 @@ class TournamentRun:
                     rules=t.rules,
                     table_size=t.file.table_size,
                     seed=t.file.seed,
-                    secret=secret.secret,
+                    secret=secret.key,
+                    duplicate=t.file.duplicate,
+                    authors=t.authors_apart(),
                 )
                 uncertain = tuple((p.upper, p.lower, p.confidence, p.deals) for p in plan.uncertain)
                 if not plan.specs:
@@ -315,4 +397,15 @@ def _remove_partial_logs(store: Store) -> None:
 def _record(tournament: Tournament, staged: BotSpec) -> EntrantRecord:
     original = tournament.bot(staged.name)
     path = original.folder / original.single_file if original.single_file else original.folder
-    return EntrantRecord(staged.name, staged.version, staged.sha256, str(path))
+    author = tournament.author(staged.name)
+    return EntrantRecord(staged.name, staged.version, staged.sha256, str(path), author)
+
+
+def _log_digest(log: str | None) -> str:
+    """SHA-256 of a finished match's log file, for the results chain ("" without a log)."""
+    if log is None:
+        return ""
+    try:
+        return log_digest(Path(log).read_bytes())
+    except OSError:
+        return ""

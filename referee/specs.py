@@ -18,13 +18,16 @@ the same types without importing each other.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "DEFAULT_SANDBOX",
     "DRAW_PROBABILITY",
+    "IMAGE_NAME",
     "PLAYOFF_PREFIX",
+    "SANDBOX_NAMES",
     "EntrantRecord",
     "MatchSpec",
     "PlayoffSettings",
@@ -36,6 +39,18 @@ __all__ = [
     "deal_key",
     "playoff_round",
 ]
+
+
+SANDBOX_NAMES = ("process", "docker", "auto")
+DEFAULT_SANDBOX: Final = "process"
+"""The one default of every command that runs bots (``play``, ``bot check``, ``submit``, a
+tournament file without ``[sandbox] backend``): a bot checked with the defaults runs the way
+it will run in a tournament with the defaults. The process sandbox is there wherever the
+referee is installed; ``auto`` would make the same command mean different things on
+different machines."""
+
+IMAGE_NAME: Final = "arschloch-referee-bot:latest"
+"""The default bot runtime image of the Docker sandbox (``referee.sandbox.image`` builds it)."""
 
 
 def _wire_schema(schema: dict[str, Any]) -> None:
@@ -129,12 +144,14 @@ def playoff_round(key: str) -> int | None:
 
 @dataclass(frozen=True)
 class EntrantRecord:
-    """An entrant as stored: ``sha256`` fingerprints the files its results were played with."""
+    """An entrant as stored: ``sha256`` fingerprints the files its results were played with;
+    ``author`` is who wrote it (the entrant's own name when nobody is named)."""
 
     name: str
     version: str | None
     sha256: str
     path: str
+    author: str = ""
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,8 @@ class InProcessExecutor:
     after the other, with fake bots: ``handlers`` maps an entrant's name to its handler
     factory. The matches are real (engine, match runner, logs); only the bots are not."""
 
+    max_attempts = 1
+
     def __init__(self, handlers: dict[str, Callable[[], Handler]]) -> None:
         self.handlers = handlers
 

@@ -34,7 +34,7 @@ from referee.rules.engine import PLAY, Game
 from referee.rules.ruleset import PRESETS, TABLE_SIZES, ResolvedRules
 from referee.rules.simulate import play_random
 from referee.specs import PlayoffSettings, RatingSettings, TimeControl
-from referee.tournament.file import BotEntry, SandboxSettings, TournamentFile
+from referee.tournament.model import AuthorSettings, BotEntry, SandboxSettings, TournamentFile
 from tests.rules.helpers import make_game
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -585,10 +585,11 @@ KEY_SECTIONS: dict[str, type[BaseModel]] = {
     "`[sandbox]`": SandboxSettings,
     "`[ratings]`": RatingSettings,
     "`playoff`": PlayoffSettings,
+    "`[authors]`": AuthorSettings,
     "`[[bots]]`": BotEntry,
 }
 # Fields of the file that are sections of their own, documented under their heading.
-_SUBSECTIONS = {"time", "sandbox", "ratings", "playoff", "bots"}
+_SUBSECTIONS = {"time", "sandbox", "ratings", "playoff", "authors", "bots"}
 
 
 def toml_value(text: str) -> Any:

@@ -34,6 +34,7 @@ from referee.coordinator import (
     Event,
     PlayoffRound,
     PlayoffsOver,
+    ResultStored,
     RunStarted,
     RunSummary,
     run_tournament,
@@ -83,18 +84,33 @@ def tournament() -> None:
     default=None,
     help="Deal with this secret (hex) instead of a fresh one: to reproduce a published run.",
 )
+@click.option(
+    "--beacon",
+    default=None,
+    help="The public value revealed after entries closed, mixed into the secret committed "
+    "with 'referee tournament commit' (required by the first run then; recorded).",
+)
 @friendly
-def run(file: Path, workers: int | None, restart: bool, deal_secret_file: Path | None) -> None:
+def run(
+    file: Path,
+    workers: int | None,
+    restart: bool,
+    deal_secret_file: Path | None,
+    beacon: str | None,
+) -> None:
     """Play every match of the tournament FILE not yet played, then print the leaderboard.
 
     Results are stored as they arrive in NAME.results/ next to FILE; run the same command
     again after an interruption and it resumes where it stopped. The deals come from a
-    secret kept there: its SHA-256 is shown now, the secret itself once every match is
-    played (referee verify checks every deal with it).
+    secret kept there: its SHA-256 is shown now (or was, by referee tournament commit), the
+    secret itself once every match is played (referee verify checks every deal with it).
+    Every result is chained as it is stored; the chain's head is printed as the run goes:
+    publish it too.
     """
     spec = load_tournament(file)
     secret = _read_secret(deal_secret_file) if deal_secret_file is not None else None
-    summary = _run(spec, workers=workers, restart=restart, deal_secret=secret)
+    value = _beacon(beacon) if beacon is not None else None
+    summary = _run(spec, workers=workers, restart=restart, deal_secret=secret, beacon=value)
     _print_board(_leaderboard(spec, summary.results_dir))
     _finish(summary)
 
@@ -131,6 +147,41 @@ def demo(workers: int | None, site: bool) -> None:
     _finish(summary)
 
 
+@tournament.command("commit")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--restart", is_flag=True, help="Discard stored results and commit anew.")
+@friendly
+def commit(file: Path, restart: bool) -> None:
+    """Commit to the deal secret of the tournament FILE before entries close.
+
+    Draws the secret and keeps it in NAME.results/ (nothing is played); prints its SHA-256
+    and the tournament file's: publish both now. When entries have closed, run the
+    tournament with --beacon VALUE, a public value nobody could know now (a lottery draw,
+    a randomness beacon's round named in advance): the cards then depend on it, so a secret
+    picked after seeing the entries would gain nothing. referee verify checks both.
+    """
+    from referee.coordinator import commit_tournament
+    from referee.tournament.chain import log_digest
+
+    spec = load_tournament(file)
+    secret = commit_tournament(spec, restart=restart)
+    click.echo(f"deal secret committed: sha256 {secret.commitment}")
+    click.echo(f"tournament file: sha256 {log_digest(spec.source.encode('utf-8'))}")
+    click.echo(
+        "publish both now; when entries close, run: referee tournament run "
+        f"{printable(str(file))} --beacon VALUE (a public value revealed only after entries close)"
+    )
+
+
+def _beacon(text: str) -> str:
+    from referee.tournament.deals import parse_beacon
+
+    try:
+        return parse_beacon(text)
+    except ValueError as exc:
+        raise UsageError(f"--beacon: {exc}") from None
+
+
 def _read_secret(path: Path) -> bytes:
     from referee.tournament.deals import parse_secret
 
@@ -149,6 +200,7 @@ def _run(
     restart: bool,
     results_dir: Path | None = None,
     deal_secret: bytes | None = None,
+    beacon: str | None = None,
 ) -> RunSummary:
     executor = LocalExecutor(workers)
     with _ProgressView(spec.name, executor.workers) as view:
@@ -159,6 +211,7 @@ def _run(
             results_dir=results_dir,
             on_event=view.update,
             deal_secret=deal_secret,
+            beacon=beacon,
         )
 
 
@@ -167,6 +220,8 @@ def _finish(summary: RunSummary) -> None:
         f"{summary.done}/{summary.total} matches done ({summary.played} played in this run, "
         f"{summary.faults} faults); results in {summary.results_dir}"
     )
+    if summary.chain_head is not None:
+        say(f"results chain: {summary.chain_results} results, head {summary.chain_head}")
     if summary.failed:
         say(
             f"referee: {summary.failed} matches failed on the referee's side; "
@@ -199,6 +254,7 @@ class _ProgressView:
         self.started = time.monotonic()
         self.total = self.done = self.played = self.faults = self.to_play = 0
         self.next_report = 0
+        self.chain_every = 1
         self.in_playoffs = False
 
     def __enter__(self) -> _ProgressView:
@@ -216,15 +272,23 @@ class _ProgressView:
     def update(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self.total, self.done, self.to_play = event.total, event.done, event.to_play
+            for warning in event.warnings:
+                self.console.print(printable(f"warning: {warning}"), markup=False)
             self.console.print(printable(f"sandbox: {event.sandbox}"), markup=False)
             self.console.print(printable(f"limits: {event.limits}"), markup=False)
+            beacon = f", beacon {event.beacon!r} mixed in" if event.beacon is not None else ""
             self.console.print(
                 printable(
-                    f"deals: secret, committed to sha256 {event.commitment} "
+                    f"deals: secret, committed to sha256 {event.commitment}{beacon} "
                     "(the secret is published when every match is played)"
                 ),
                 markup=False,
             )
+            results, head = event.chain
+            if head is not None:
+                self.console.print(
+                    f"results chain: {results} results so far, head {head}", markup=False
+                )
             self.console.print(
                 printable(
                     f"{self.name}: {event.total} matches, {event.done} already done, "
@@ -237,9 +301,16 @@ class _ProgressView:
                 self.name, total=event.total, completed=event.done, rate="", faults=0
             )
             self.next_report = max(1, event.to_play // 10)
+            self.chain_every = max(1, event.to_play // 10)
             return
         if isinstance(event, PlayoffRound | PlayoffsOver):
             self._playoff(event)
+            return
+        if isinstance(event, ResultStored):
+            if event.results % self.chain_every == 0:
+                self.console.print(
+                    f"results chain: {event.results} results, head {event.head}", markup=False
+                )
             return
         if isinstance(event, MatchFinished):
             self.done += 1
@@ -342,19 +413,41 @@ def leaderboard(file: Path, fmt: str) -> None:
     default=None,
     help="The SHA-256 published when the run started; it must be the tournament's.",
 )
+@click.option(
+    "--head",
+    "heads",
+    multiple=True,
+    help="A results-chain head printed during the run (repeatable); each must be in the chain.",
+)
+@click.option(
+    "--file",
+    "tournament_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The tournament file as published: the results must have been played with it.",
+)
 @friendly
-def verify(results: Path, commitment: str | None) -> None:
-    """Check a tournament's deals and logs from its RESULTS folder (or its .toml file).
+def verify(
+    results: Path, commitment: str | None, heads: tuple[str, ...], tournament_file: Path | None
+) -> None:
+    """Check a tournament from its RESULTS folder (or its .toml file).
 
-    Every match's deal is re-derived from the deal secret, every log is replayed through
-    the engine, and every stored result is compared with its log. Exit code 0 when all
-    agree, 1 when something does not (each problem is listed).
+    The schedule is recomputed from the tournament plan stored with the results (and checked
+    against --file); every scheduled match must be there and played, at its table, on its
+    deal. Every deal is re-derived from the deal secret (and its beacon), every log replayed
+    through the engine and compared with the stored results (players, places, scores,
+    forfeits, faults), and the results chain recomputed. Exit code 0 when all agree, 1 when
+    something does not (each problem is listed).
     """
     from referee.publish.verify import verify_results
 
     folder = results
+    plan = None
     if results.suffix == ".toml" and results.is_file():
-        folder = load_tournament(results).results_dir
+        loaded = load_tournament(results)
+        folder, plan = loaded.results_dir, loaded.plan()
+    if tournament_file is not None:
+        plan = load_tournament(tournament_file).plan()
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     with Progress(
         TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), console=err, transient=True
@@ -362,17 +455,28 @@ def verify(results: Path, commitment: str | None) -> None:
         task = progress.add_task("verify", total=None)
         found = verify_results(
             folder,
+            plan=plan,
             commitment=commitment,
+            heads=heads,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
     out = Console(highlight=False, soft_wrap=True)
     for secret in found.secrets:
         state = "revealed" if secret.revealed is not None else "NOT revealed yet"
-        out.print(f"deal secret {secret.id}: commitment sha256 {secret.commitment} ({state})")
+        beacon = f", beacon {printable(repr(secret.beacon))}" if secret.beacon is not None else ""
+        out.print(
+            f"deal secret {secret.id}: commitment sha256 {secret.commitment} ({state}{beacon})",
+            markup=False,
+        )
     if found.unrevealed:
         out.print(
             f"{found.unrevealed} matches were dealt by a secret not revealed yet (the "
             "tournament is not finished): checked with the organiser's copy",
+            markup=False,
+        )
+    if found.chain_head is not None:
+        out.print(
+            f"results chain: {found.chain_results} results, head {found.chain_head}",
             markup=False,
         )
     if found.problems:
@@ -382,8 +486,9 @@ def verify(results: Path, commitment: str | None) -> None:
             out.print(f"… and {len(found.problems) - 50} more", markup=False)
         raise SystemExit(1)
     out.print(
-        f"ok: {found.matches} matches verified: every deal is the secret's, every log "
-        "replays, every stored result is its log's",
+        f"ok: {found.matches} of {found.scheduled} scheduled matches (and any play-offs) "
+        "verified: the schedule is the file's, every deal is the secret's, every log replays, "
+        "every stored result is its log's, and the results chain holds them all",
         markup=False,
     )
 

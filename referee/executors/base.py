@@ -10,6 +10,7 @@ local pool (:mod:`referee.executors.local`) is one executor; a cluster is anothe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -32,7 +33,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class MatchTask:
-    """One match, ready for any worker: bots are staged copies, in seat order."""
+    """One match, ready for any worker: bots are staged copies, in seat order.
+
+    An attempt that does not finish was seen by its bots, so a retry never deals the same
+    cards again: ``spec.match_seed`` deals the first attempt of this run and ``reseeds``
+    the later ones (:meth:`attempt`), and ``first_attempt`` is the deal attempt the first
+    one is (more than 0 when an earlier run started the match already).
+    """
 
     spec: MatchSpec
     bots: tuple[BotSpec, ...]
@@ -43,6 +50,22 @@ class MatchTask:
     log_path: str
     images: tuple[str, ...] = ()
     """Docker images the bots may name besides the referee's bot image."""
+    reseeds: tuple[int, ...] = ()
+    first_attempt: int = 0
+
+    def attempt(self, number: int) -> MatchTask:
+        """The task for this run's attempt ``number`` (1, 2, ...): fresh cards after the first."""
+        if number == 1:
+            return self
+        if not 2 <= number <= len(self.reseeds) + 1:
+            raise ValueError(f"match {self.spec.key}: no fresh deal for attempt {number}")
+        seed = self.reseeds[number - 2]
+        spec = self.spec.model_copy(update={"match_seed": seed})
+        return dataclasses.replace(self, spec=spec)
+
+    def deal_attempt(self, number: int) -> int:
+        """The deal attempt (0: the scheduled deal) this run's attempt ``number`` plays."""
+        return self.first_attempt + number - 1
 
 
 @dataclass(frozen=True)
@@ -64,6 +87,8 @@ class MatchStarted:
 class MatchFinished:
     key: str
     result: MatchResult
+    attempt: int = 1
+    """This run's attempt that finished (see :meth:`MatchTask.deal_attempt`)."""
 
 
 @dataclass(frozen=True)
@@ -82,8 +107,11 @@ AttemptEvent = MatchStarted | MatchFinished | MatchFailed
 class Executor(Protocol):
     """Runs tasks somewhere and reports every attempt to ``on_event`` in the caller's thread.
 
-    ``run`` returns when every task has finished or failed for good; an executor may also
-    be a context manager that keeps its workers from one ``run`` to the next.
+    ``run`` returns when every task has finished or failed for good, after at most
+    ``max_attempts`` attempts of each (attempt ``n`` plays ``task.attempt(n)``); an executor
+    may also be a context manager that keeps its workers from one ``run`` to the next.
     """
+
+    max_attempts: int
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None: ...

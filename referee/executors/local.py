@@ -111,14 +111,15 @@ class LocalExecutor:
             while queue or in_flight:
                 while queue and len(in_flight) <= self.workers:
                     task = queue.popleft()
+                    attempt = attempts.get(task.spec.key, 0) + 1
                     try:
-                        future = pool.submit(_play_in_worker, task)
+                        future = pool.submit(_play_in_worker, task.attempt(attempt))
                     except BrokenProcessPool:
                         queue.appendleft(task)
                         pool = self._replace(pool, stop)
                         continue
-                    attempts[task.spec.key] = attempts.get(task.spec.key, 0) + 1
-                    on_event(MatchStarted(task.spec.key, attempts[task.spec.key]))
+                    attempts[task.spec.key] = attempt
+                    on_event(MatchStarted(task.spec.key, attempt))
                     in_flight[future] = task
                 done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                 broken = False
@@ -134,7 +135,8 @@ class LocalExecutor:
                         )
                     if outcome.status == "done":
                         assert outcome.result is not None
-                        on_event(MatchFinished(key, MatchResult.model_validate(outcome.result)))
+                        result = MatchResult.model_validate(outcome.result)
+                        on_event(MatchFinished(key, result, attempts[key]))
                         continue
                     if outcome.status == "usage":
                         raise UsageError(outcome.error or "the match could not start")

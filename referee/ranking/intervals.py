@@ -6,15 +6,16 @@ forfeit counted at its place as the ratings see it (every forfeiting seat shares
 place, :func:`referee.ranking.ratings.rating_places`). Its mean over a bot's matches is the plain
 measure of strength that the intervals are about.
 
-Matches are not independent: the ``k`` seat rotations of one deal share the cards. So the
-bootstrap resamples **whole deals** (every finished rotation of a deal, by
-:func:`~referee.tournament.scheduler.deal_key`), never single matches, which would count one deal's
-luck as ``k`` independent observations and make the intervals too narrow.
+Matches are not independent: matches dealt the same cards share their luck, and the seat
+rotations of one table deal share their players. So the bootstrap resamples **whole deal
+blocks** (:func:`deal_blocks`: every match joined to another by its cards or its table
+deal), never single matches, which would count one deal's luck as several independent
+observations and make the intervals too narrow.
 
 * :func:`score_intervals`: each bot's mean with a percentile bootstrap interval.
 * :func:`order_confidence`: how sure it is that one bot is better than another, from the
-  deals **both** played (the same cards, the same other players, every seat: a paired,
-  duplicate comparison whatever the schedule, play-offs included): the share of resamples
+  deal blocks **both** played (the same deals, each bot at every seat: a paired, duplicate
+  comparison whatever the schedule, play-offs included): the share of resamples
   in which the first bot's mean score over those deals beats the second's (ties count
   half). An order is *significant* at level ``p`` when that share is at least ``p`` and it
   rests on at least :data:`MIN_SHARED_DEALS` deals.
@@ -33,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from referee.ranking.ratings import rating_places
-from referee.specs import StoredMatch
+from referee.specs import MatchSpec, StoredMatch, deal_key
 
 __all__ = [
     "MIN_SHARED_DEALS",
@@ -41,6 +42,7 @@ __all__ = [
     "OrderConfidence",
     "ScoreInterval",
     "adjacent_confidences",
+    "deal_blocks",
     "deal_scores",
     "normalised_score",
     "order_confidence",
@@ -70,11 +72,48 @@ class DealScores:
         return total / count
 
 
+def deal_blocks(specs: Iterable[MatchSpec]) -> dict[str, str]:
+    """Each match's *deal block*: the matches joined by sharing cards or a table deal.
+
+    Two matches are in one block when they were dealt the same cards (``deal_id``) or are
+    seat rotations of one table deal (:func:`~referee.specs.deal_key`); a block is named by
+    the smallest table deal in it. With deals shared across disjoint tables (the scheduler's
+    default), a block is one class of tables: every entrant in it played the same deals, each
+    once, so a block is a duplicate comparison of everyone in it, and matches of different
+    blocks share nothing. With ``duplicate = "rotations"`` a block is one table deal.
+    """
+    parent: dict[str, str] = {}
+
+    def find(node: str) -> str:
+        root = node
+        while parent.setdefault(root, root) != root:
+            root = parent[root]
+        while parent[node] != root:
+            parent[node], node = root, parent[node]
+        return root
+
+    keys = []
+    for spec in specs:
+        keys.append(spec.key)
+        for node in ("d:" + spec.deal_id, "t:" + deal_key(spec.key)):
+            a, b = find("k:" + spec.key), find(node)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    members: dict[str, list[str]] = {}
+    for key in keys:
+        members.setdefault(find("k:" + key), []).append(key)
+    named = {root: min(deal_key(key) for key in group) for root, group in members.items()}
+    return {key: named[root] for root, group in members.items() for key in group}
+
+
 def deal_scores(matches: Iterable[StoredMatch]) -> list[DealScores]:
-    """Finished matches grouped by deal, in deal-key order (the resampling units)."""
+    """Finished matches grouped by deal block (:func:`deal_blocks`), in block order: the
+    resampling units."""
+    matches = list(matches)
+    block_of = deal_blocks(m.spec for m in matches)
     deals: dict[str, dict[str, tuple[float, int]]] = {}
     for match in matches:
-        totals = deals.setdefault(match.spec.deal_id, {})
+        totals = deals.setdefault(block_of[match.spec.key], {})
         k = len(match.seats)
         for name, place in rating_places(match):
             total, count = totals.get(name, (0.0, 0))

@@ -34,7 +34,7 @@ that round's remaining matches, then goes on as the uninterrupted run would have
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -46,9 +46,10 @@ from referee.specs import (
     PlayoffSettings,
     RatingSettings,
     StoredMatch,
+    deal_key,
     playoff_round,
 )
-from referee.tournament.scheduler import playoff_deal
+from referee.tournament.scheduler import Duplicate, playoff_deals
 
 if TYPE_CHECKING:
     from referee.rules import ResolvedRules
@@ -110,11 +111,15 @@ def plan_round(
     table_size: int,
     seed: int,
     secret: bytes,
+    duplicate: Duplicate = "tables",
+    authors: Mapping[str, str] | None = None,
 ) -> PlayoffPlan:
     """Plan play-off round ``round_no`` from the finished ``matches``.
 
     ``specs`` are every match scheduled so far (they say how much of the budget is spent
-    and how many deals each table has played); new deals are dealt with ``secret``.
+    and how many deals each table has played); new deals are dealt with ``secret``, shared
+    as ``duplicate`` says (:func:`referee.tournament.scheduler.deal_tables`). With
+    ``authors`` (kept apart), no table seats two entrants of one author.
     """
     spent = sum(spec.key.startswith(PLAYOFF_PREFIX) for spec in specs)
     order, uncertain = uncertain_pairs(matches, entrants, settings, ratings, rules)
@@ -125,25 +130,35 @@ def plan_round(
     if left < table_size or len(order) < table_size:
         return PlayoffPlan(round_no, "budget", tuple(uncertain), (), spent)
     played: dict[tuple[str, ...], set[str]] = {}
-    for spec in specs:
-        played.setdefault(tuple(sorted(spec.table)), set()).add(spec.deal_id)
-    tables = _tables(order, uncertain, table_size)
+    for spec in specs:  # a table's deals so far: where its seating cycle goes on
+        played.setdefault(tuple(sorted(spec.table)), set()).add(deal_key(spec.key))
+    tables = _tables(order, uncertain, table_size, authors)
+    if not tables:
+        return PlayoffPlan(round_no, "budget", tuple(uncertain), (), spent)
     deals = max(1, len(matches) // (ROUND_SHARE * table_size * len(tables)))
-    new: list[MatchSpec] = []
-    for extra in range(deals):
-        for table in tables:
-            if len(new) + table_size > left:
-                return PlayoffPlan(round_no, "open", tuple(uncertain), tuple(new), spent)
-            deal = len(played.get(table, ())) + extra
-            new += playoff_deal(round_no, table, deal, seed, secret)
+    affordable = left // table_size  # whole table deals (every rotation) only
+    chosen = [
+        (table, len(played.get(table, ())) + extra)
+        for extra in range(deals)
+        for table in tables
+    ][:affordable]
+    new = playoff_deals(round_no, chosen, seed, secret, duplicate=duplicate, authors=authors)
     return PlayoffPlan(round_no, "open", tuple(uncertain), tuple(new), spent)
 
 
 def _tables(
-    order: Sequence[str], uncertain: Sequence[OrderConfidence], k: int
+    order: Sequence[str],
+    uncertain: Sequence[OrderConfidence],
+    k: int,
+    authors: Mapping[str, str] | None = None,
 ) -> list[tuple[str, ...]]:
-    """Tables of ``k`` consecutive places covering every uncertain pair (module docstring)."""
+    """Tables of ``k`` consecutive places covering every uncertain pair (module docstring).
+
+    With ``authors`` kept apart, a place whose author already sits at the table is passed
+    over for the next place down (then up), and a pair of one author is never seated.
+    """
     position = {name: i for i, name in enumerate(order)}
+    owner = authors.get if authors else None
     covered_to = -1  # pairs (i, i + 1) with i <= covered_to sit at a table already
     tables = []
     for pair in uncertain:
@@ -151,8 +166,22 @@ def _tables(
         if i <= covered_to:
             continue
         start = max(0, min(i, len(order) - k))
-        tables.append(tuple(sorted(order[start : start + k])))
-        covered_to = start + k - 2
+        if owner is None:
+            tables.append(tuple(sorted(order[start : start + k])))
+            covered_to = start + k - 2
+            continue
+        if owner(pair.upper, pair.upper) == owner(pair.lower, pair.lower):
+            continue
+        candidates = [*order[start:], *reversed(order[:start])]
+        table: list[str] = []
+        for name in [pair.upper, pair.lower, *candidates]:
+            if len(table) < k and name not in table and all(
+                owner(name, name) != owner(other, other) for other in table
+            ):
+                table.append(name)
+        if len(table) == k:
+            tables.append(tuple(sorted(table)))
+            covered_to = max(position[name] for name in table) - 1
     return tables
 
 

@@ -10,7 +10,7 @@ extra); ``"auto"`` picks docker when a daemon answers and its image exists, else
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any
 
 from referee.errors import UsageError
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
@@ -23,6 +23,7 @@ from referee.sandbox.staging import (
     remove_staging_root,
     stage_bot,
 )
+from referee.specs import DEFAULT_SANDBOX, SANDBOX_NAMES
 
 __all__ = [
     "DEFAULT_SANDBOX",
@@ -42,13 +43,6 @@ __all__ = [
     "stage_bot",
 ]
 
-SANDBOX_NAMES = ("process", "docker", "auto")
-DEFAULT_SANDBOX: Final = "process"
-"""The one default of every command that runs bots (``play``, ``bot check``, ``submit``, a
-tournament file without ``[sandbox] backend``): a bot checked with the defaults runs the way
-it will run in a tournament with the defaults. The process sandbox is there wherever the
-referee is installed; ``auto`` would make the same command mean different things on
-different machines."""
 
 
 def get_sandbox(name: str, *, images: Iterable[str] = (), **options: Any) -> Sandbox:

@@ -51,6 +51,8 @@ class BotSpec:
     command: tuple[str, ...]
     version: str | None = None
     image: str | None = None
+    author: str | None = None
+    """Who wrote the bot (``author`` in its ``bot.toml``, or given by the tournament file)."""
     single_file: str | None = None
     sha256: str = ""
 

@@ -35,6 +35,7 @@ from referee.errors import InfrastructureError, RefereeError, UsageError
 from referee.resources import dockerfile
 from referee.sandbox.base import BotSpec
 from referee.sandbox.daemon import connect, owner_labels
+from referee.specs import IMAGE_NAME
 
 __all__ = [
     "CACHE_DIR",
@@ -46,8 +47,6 @@ __all__ = [
     "image_reference",
 ]
 
-IMAGE_NAME = "arschloch-referee-bot:latest"
-"""The default bot runtime image of the Docker sandbox."""
 
 PACKAGES = "python3,nodejs"
 """Debian packages of the offline image: runtimes for Python and JavaScript bots."""

@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 MANIFEST = "bot.toml"
-MANIFEST_KEYS = ("name", "command", "version", "image")
+MANIFEST_KEYS = ("name", "command", "version", "image", "author")
 """Every key ``bot.toml`` may hold; any other is refused with this list."""
 MAX_BOT_BYTES = 50 * 1024 * 1024
 MAX_BOT_FILES = 10_000
@@ -164,6 +164,7 @@ def _load_folder(folder: Path) -> BotSpec:
         command=command,
         version=_optional_str(data, "version", manifest),
         image=_optional_str(data, "image", manifest),
+        author=_author(data, manifest),
     )
 
 
@@ -236,6 +237,12 @@ def _optional_str(data: dict[str, object], key: str, manifest: Path) -> str | No
     if not isinstance(value, str):
         raise UsageError(f"{manifest}: {key} must be a string, not {type(value).__name__}")
     return value
+
+
+def _author(data: dict[str, object], manifest: Path) -> str | None:
+    """``author``: who wrote the bot, a display name checked like a bot's (collusion rules)."""
+    author = _optional_str(data, "author", manifest)
+    return None if author is None else check_name(author, f"{manifest}: author")
 
 
 def _check_name(name: str, where: str) -> str:

@@ -27,8 +27,11 @@ __all__ = [
     "SEED_BITS",
     "commitment",
     "deal_seed",
+    "dealing_key",
     "new_secret",
+    "parse_beacon",
     "parse_secret",
+    "redeal_seed",
 ]
 
 SECRET_BYTES = 32
@@ -57,6 +60,48 @@ def deal_seed(secret: bytes, *parts: Any) -> int:
     message = json.dumps(parts, ensure_ascii=True, separators=(",", ":")).encode("ascii")
     digest = hmac.new(secret, message, hashlib.sha256).digest()
     return int.from_bytes(digest[: SEED_BITS // 8], "big")
+
+
+def dealing_key(secret: bytes, beacon: str | None) -> bytes:
+    """The key deal seeds are derived with: the secret, with the beacon mixed in when given.
+
+    A beacon is a public value nobody knew when the secret was committed to (a lottery
+    draw, a randomness beacon's round): with it mixed in, an organiser who committed to the
+    secret before entries closed cannot have picked a secret that favours an entrant, since
+    the cards depend on a value revealed only afterwards. Without a beacon the secret alone
+    deals (as before beacons existed).
+    """
+    if beacon is None:
+        return secret
+    return hmac.new(secret, b"beacon\0" + beacon.encode("utf-8"), hashlib.sha256).digest()
+
+
+def redeal_seed(key: bytes, seed: int, match_key: str, attempt: int) -> int:
+    """Fresh cards for attempt ``attempt`` (1, 2, ...) of the match ``match_key``.
+
+    A match that was started and did not finish (a worker that died, an interrupted run,
+    a failure on our side) was seen by its bots, at least in part: it is never played on
+    the same cards again. Attempt 0 plays the scheduled deal; every later attempt gets a
+    deal of its own, derived like every other deal, so ``referee verify`` re-derives it.
+    """
+    if attempt < 1:
+        raise ValueError("attempt 0 plays the scheduled deal")
+    return deal_seed(key, "redeal", seed, match_key, attempt)
+
+
+_BEACON_MAX = 1024
+
+
+def parse_beacon(text: str) -> str:
+    """A beacon value as given on the command line: printable text of at most 1 KiB."""
+    value = text.strip()
+    if not value:
+        raise ValueError("the beacon is empty")
+    if len(value.encode("utf-8")) > _BEACON_MAX:
+        raise ValueError(f"the beacon is longer than {_BEACON_MAX} bytes")
+    if not value.isprintable():
+        raise ValueError("the beacon holds control characters; give it as printable text")
+    return value
 
 
 def parse_secret(text: str) -> bytes:

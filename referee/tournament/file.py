@@ -34,20 +34,30 @@ import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from referee.errors import UsageError
-from referee.names import check_name, confusable_with, lookalike_note
-from referee.rules import ResolvedRules, RuleSet
-from referee.sandbox import DEFAULT_SANDBOX, BotSpec, Limits, load_bot
-from referee.sandbox.image import IMAGE_NAME, allowed_images, check_bot_image
-from referee.specs import PlayoffSettings, RatingSettings, TimeControl
+from referee.names import check_name, confusable_with, lookalike_note, skeleton
+from referee.rules import ResolvedRules
+from referee.sandbox import BotSpec, Limits, load_bot
+from referee.sandbox.image import allowed_images, check_bot_image
+from referee.specs import TimeControl
 from referee.tournament.design import design_size
+from referee.tournament.model import (
+    AuthorSettings,
+    BotEntry,
+    Plan,
+    SandboxSettings,
+    TournamentFile,
+    explain,
+)
 
 __all__ = [
+    "AuthorSettings",
     "BotEntry",
+    "Plan",
     "SandboxSettings",
     "Tournament",
     "TournamentFile",
@@ -63,72 +73,29 @@ MAX_SCHEDULED = 1_000_000
 """The most scheduled matches one tournament may have (play-offs come on top, within their
 budget)."""
 
-_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SandboxSettings(_Strict):
-    """``[sandbox]``: the backend that runs the bots, their memory limit, and the Docker
-    images a bot may name in its ``bot.toml`` (the referee's bot image is always allowed)."""
-
-    backend: Literal["process", "docker", "auto"] = DEFAULT_SANDBOX
-    memory_mb: int = Field(default=512, ge=32, le=65_536)
-    images: tuple[Annotated[str, Field(min_length=1, max_length=512)], ...] = (IMAGE_NAME,)
-
-
-class BotEntry(_Strict):
-    """One ``[[bots]]`` entry: a path (relative to the file) and an optional display name."""
-
-    path: str = Field(min_length=1)
-    name: str | None = None
-
-
-class TournamentFile(_Strict):
-    """The tournament file as written, checked key by key."""
-
-    name: str = Field(pattern=_NAME_PATTERN)
-    rules: str | dict[str, Any] = Field(
-        default="arschloch",
-        description='a preset name, or a table { preset = "...", <parameter> = <value>, ... }',
-    )
-    table_size: int = Field(default=4, ge=3, le=6)
-    format: Literal["round-robin", "gauntlet"] = "round-robin"
-    tables: Literal["all", "balanced"] = "all"
-    deals: int = Field(default=1, ge=1, le=10_000)
-    seed: int = Field(default=0, ge=0, le=2**63 - 1)
-    time: TimeControl = TimeControl()
-    sandbox: SandboxSettings = SandboxSettings()
-    bots: list[BotEntry] = Field(min_length=3)
-    candidate: str | None = None
-    matches: int | None = Field(default=None, ge=1, le=100_000)
-    ratings: RatingSettings = RatingSettings()
-    playoff: PlayoffSettings | None = None
-
-    def ruleset(self) -> RuleSet:
-        """The preset named by ``rules`` with its overrides applied."""
-        if isinstance(self.rules, str):
-            return RuleSet.preset(self.rules)
-        overrides = dict(self.rules)
-        preset = overrides.pop("preset", None)
-        if not isinstance(preset, str):
-            raise UsageError(
-                "rules.preset: required in a rules table, "
-                'e.g. { preset = "arschloch", target = 10 }'
-            )
-        return RuleSet.preset(preset, **overrides)
-
 
 @dataclass(frozen=True)
 class Tournament:
-    """A loaded tournament: the checked file plus its bots (named as entrants) and rules."""
+    """A loaded tournament: the checked file plus its bots (named as entrants) and rules.
+
+    ``source`` is the file's text as read (stored with the results, so that ``referee
+    verify`` can recompute the schedule without the bots).
+    """
 
     path: Path
     file: TournamentFile
     bots: tuple[BotSpec, ...]
     rules: ResolvedRules
+    source: str = ""
+
+    def plan(self) -> Plan:
+        """What the schedule depends on, without the bots' files."""
+        return Plan(
+            self.file,
+            tuple(self.entrants),
+            {name: self.author(name) for name in self.entrants},
+            self.source,
+        )
 
     @property
     def name(self) -> str:
@@ -181,7 +148,45 @@ class Tournament:
             # A balanced design is made for its whole field: another bot, other tables.
             settings["tables"] = f.tables
             settings["field"] = sorted(self.entrants)
+        settings["duplicate"] = f.duplicate
+        if f.format == "round-robin" and f.duplicate == "tables":
+            # Which tables share a deal depends on every table: another bot, other deals.
+            settings["field"] = sorted(self.entrants)
+        if f.authors.apart:
+            settings["authors"] = {name: self.author(name) for name in sorted(self.entrants)}
         return settings
+
+    def warnings(self) -> list[str]:
+        """What this file chose that weakens the tournament, said when a run starts."""
+        f = self.file
+        found = []
+        if f.duplicate == "rotations":
+            found.append(
+                'duplicate = "rotations": every entrant holds each seat\'s cards of a deal in '
+                "turn; a bot that passes what it saw between its copies (through covert "
+                "channels of the shared kernel such as file locks or the page cache) reads "
+                "the other hands. Use it with trusted bots only"
+            )
+        if not f.authors.apart:
+            found.append(
+                "[authors] apart = false: entrants of one author may share a table and a "
+                "deal, and so what they see"
+            )
+        return found
+
+    def author(self, name: str) -> str:
+        """Who wrote the entrant called ``name`` (itself, when nobody is named)."""
+        return self.bot(name).author or name
+
+    def authors_apart(self) -> dict[str, str] | None:
+        """Entrant -> author key for the scheduler when authors are kept apart, else None.
+
+        Authors are compared by their skeleton (:func:`referee.names.skeleton`), so
+        "Alice" and "ALICE" are one author.
+        """
+        if not self.file.authors.apart:
+            return None
+        return {bot.name: skeleton(bot.author or bot.name) for bot in self.bots}
 
     def bot(self, name: str) -> BotSpec:
         """The entrant called ``name``."""
@@ -216,8 +221,8 @@ def parse_tournament(text: str, path: Path) -> Tournament:
     try:
         model = TournamentFile.model_validate(data)
     except ValidationError as exc:
-        raise UsageError(_explain(path, exc)) from None
-    return _resolve(path, model)
+        raise UsageError(explain(path, exc)) from None
+    return _resolve(path, model, text)
 
 
 def append_bot_entry(path: Path, bot_path: str, name: str) -> Tournament:
@@ -255,7 +260,7 @@ def toml_string(value: str) -> str:
     return "".join(out)
 
 
-def _resolve(path: Path, model: TournamentFile) -> Tournament:
+def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
     k = model.table_size
     if k > len(model.bots):
         raise UsageError(
@@ -276,6 +281,8 @@ def _resolve(path: Path, model: TournamentFile) -> Tournament:
             spec = load_bot(base / entry.path)
             if entry.name is not None:
                 spec = dataclasses.replace(spec, name=check_display_name(entry.name))
+            if entry.author is not None:
+                spec = dataclasses.replace(spec, author=check_name(entry.author, "author"))
         except UsageError as exc:
             raise UsageError(f"{where}: {exc}") from None
         if spec.name in first_seen:
@@ -293,7 +300,7 @@ def _resolve(path: Path, model: TournamentFile) -> Tournament:
             )
         first_seen[spec.name] = i
         bots.append(spec)
-    tournament = Tournament(path=path, file=model, bots=tuple(bots), rules=rules)
+    tournament = Tournament(path=path, file=model, bots=tuple(bots), rules=rules, source=source)
     for i, spec in enumerate(bots):
         if spec.image is not None:
             try:
@@ -301,6 +308,7 @@ def _resolve(path: Path, model: TournamentFile) -> Tournament:
             except UsageError as exc:
                 raise UsageError(f"{path}: bots[{i}]: {exc}") from None
     _check_format(path, model, list(first_seen))
+    _check_authors(path, tournament)
     _check_size(path, model)
     _check_playoff(path, model)
     return tournament
@@ -330,6 +338,38 @@ def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
             raise UsageError(
                 f'{path}: {key}: only allowed when format = "gauntlet" (format is {model.format!r})'
             )
+
+
+def _check_authors(path: Path, tournament: Tournament) -> None:
+    """At most ``max_entrants`` per author; tables that can keep one author's entrants apart."""
+    f = tournament.file
+    by_author: dict[str, list[str]] = {}
+    for bot in tournament.bots:
+        by_author.setdefault(skeleton(bot.author or bot.name), []).append(bot.name)
+    crowded = {a: names for a, names in by_author.items() if len(names) > 1}
+    limit = f.authors.max_entrants
+    for names in by_author.values():
+        if limit is not None and len(names) > limit:
+            author = tournament.author(names[0])
+            raise UsageError(
+                f"{path}: authors.max_entrants: {author!r} has {len(names)} entrants "
+                f"({', '.join(repr(n) for n in names)}); at most {limit} allowed"
+            )
+    if not crowded or not f.authors.apart:
+        return
+    if f.tables == "balanced":
+        author = tournament.author(next(iter(crowded.values()))[0])
+        raise UsageError(
+            f'{path}: tables = "balanced" seats every pair of entrants together, but '
+            f"{author!r} has several entrants and [authors] keeps them apart; use "
+            'tables = "all", at most one entrant per author, or apart = false'
+        )
+    k, n = f.table_size, len(by_author)
+    if n < k:
+        raise UsageError(
+            f"{path}: table_size: {k} entrants of different authors are needed at each table "
+            f"([authors] apart = true), and there are only {n} authors"
+        )
 
 
 def _check_size(path: Path, model: TournamentFile) -> None:
@@ -380,55 +420,3 @@ def check_display_name(name: str) -> str:
     return check_name(name, "name")
 
 
-_SECTIONS: dict[str, type[BaseModel]] = {
-    "": TournamentFile,
-    "time": TimeControl,
-    "sandbox": SandboxSettings,
-    "bots": BotEntry,
-    "ratings": RatingSettings,
-    "playoff": PlayoffSettings,
-}
-
-
-def _explain(path: Path, exc: ValidationError) -> str:
-    """One line naming the file, each bad key, and what is allowed there."""
-    parts = []
-    for err in exc.errors():
-        loc = list(err["loc"])
-        key = _key(loc)
-        if loc and loc[0] == "rules":
-            parts.append(
-                f"rules: got {err['input']!r}; use a preset name or a table like "
-                '{ preset = "arschloch", target = 10 }'
-            )
-            continue
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            section = ".".join(str(p) for p in loc[:-1] if isinstance(p, str))
-            model = _SECTIONS.get(section)
-            allowed = ", ".join(model.model_fields) if model is not None else "none"
-            parts.append(f"unknown key {key!r} (allowed: {allowed})")
-            continue
-        if err["type"] == "missing":
-            msg = "required key is missing"
-        elif err["type"] == "literal_error":
-            msg = f"got {err['input']!r}; {msg[0].lower()}{msg[1:]}"
-        elif err["type"] == "string_pattern_mismatch":
-            msg = (
-                f"got {err['input']!r}; use 1 to 64 letters, digits, '.', '_' or '-' "
-                "(it names the results folder)"
-            )
-        elif "input" in err and not isinstance(err["input"], dict | list):
-            msg = f"got {err['input']!r}; {msg[0].lower()}{msg[1:]}"
-        parts.append(f"{key}: {msg}" if key else msg)
-    return f"{path}: " + "; ".join(dict.fromkeys(parts))
-
-
-def _key(loc: list[Any]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out

@@ -21,6 +21,7 @@ the writer (WAL).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -35,10 +36,12 @@ from typing import Any, Literal
 from referee.errors import UsageError
 from referee.results import FaultInfo, MatchResult
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch, StoredSeat
-from referee.tournament.deals import commitment, new_secret
+from referee.tournament import chain
+from referee.tournament.deals import commitment, dealing_key, new_secret
 
 __all__ = [
     "DATABASE",
+    "ChainLink",
     "DealSecret",
     "MatchRecord",
     "MatchStatus",
@@ -50,7 +53,7 @@ __all__ = [
 DATABASE = "results.sqlite"
 LOGS = "logs"
 LOCK = ".lock"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MatchStatus = Literal["pending", "running", "done", "failed"]
 
@@ -63,14 +66,17 @@ CREATE TABLE IF NOT EXISTS entrants (
     name TEXT PRIMARY KEY,
     version TEXT,
     sha256 TEXT NOT NULL,
-    path TEXT NOT NULL
+    path TEXT NOT NULL,
+    author TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS deal_secrets (
     id INTEGER PRIMARY KEY,
     secret TEXT NOT NULL,
     commitment TEXT NOT NULL,
     created REAL NOT NULL,
-    revealed REAL
+    revealed REAL,
+    committed_before_run INTEGER NOT NULL DEFAULT 0,
+    beacon TEXT
 );
 CREATE TABLE IF NOT EXISTS matches (
     key TEXT PRIMARY KEY,
@@ -84,7 +90,8 @@ CREATE TABLE IF NOT EXISTS matches (
     duration REAL,
     rounds INTEGER,
     log_path TEXT,
-    error TEXT
+    error TEXT,
+    deal_attempt INTEGER
 );
 CREATE TABLE IF NOT EXISTS results (
     match_key TEXT NOT NULL REFERENCES matches(key),
@@ -100,6 +107,12 @@ CREATE TABLE IF NOT EXISTS results (
     fault_elapsed_ms INTEGER,
     stderr_tail TEXT,
     PRIMARY KEY (match_key, seat)
+);
+CREATE TABLE IF NOT EXISTS chain (
+    position INTEGER PRIMARY KEY,
+    match_key TEXT NOT NULL UNIQUE REFERENCES matches(key),
+    entry TEXT NOT NULL,
+    head TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS matches_by_status ON matches(status);
 """
@@ -119,23 +132,51 @@ class MatchRecord:
 
 @dataclass(frozen=True)
 class DealSecret:
-    """A deal secret: ``revealed`` (a time) once the matches it dealt are all played."""
+    """A deal secret: ``revealed`` (a time) once the matches it dealt are all played.
+
+    ``committed_before_run``: made by ``referee tournament commit`` before entries closed;
+    ``beacon``: the public value mixed in when the run started (then required).
+    :attr:`key` is what the deal seeds are derived with.
+    """
 
     id: int
     secret: bytes
     commitment: str
     revealed: float | None
+    committed_before_run: bool = False
+    beacon: str | None = None
+
+    @property
+    def key(self) -> bytes:
+        return dealing_key(self.secret, self.beacon)
+
+
+@dataclass(frozen=True)
+class ChainLink:
+    """One stored result in the results chain (:mod:`referee.tournament.chain`)."""
+
+    position: int
+    key: str
+    entry: str
+    head: str
 
 
 class Store:
     """The SQLite results database of one tournament (one connection, this process only)."""
 
-    def __init__(self, results_dir: Path) -> None:
+    def __init__(self, results_dir: Path, *, readonly: bool = False) -> None:
+        """Open (``readonly``: only read, never create or change anything: how ``referee
+        verify`` opens someone else's results) the store in ``results_dir``."""
         self.results_dir = results_dir
         self.logs_dir = results_dir / LOGS
+        self.path = results_dir / DATABASE
+        if readonly:
+            uri = f"file:{self.path.as_posix()}?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+            self._check_schema(self._db.execute("SELECT value FROM meta WHERE key = 'schema'"))
+            return
         make_private_dir(results_dir)
         make_private_dir(self.logs_dir)
-        self.path = results_dir / DATABASE
         self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode: a killed process loses nothing committed; a power cut may
@@ -149,11 +190,16 @@ class Store:
             row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             if row is None:
                 self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            elif row[0] != str(SCHEMA_VERSION):
-                raise UsageError(
-                    f"{self.path} was written by another version of the referee "
-                    f"(schema {row[0]}, this one reads {SCHEMA_VERSION}); run with --restart"
-                )
+            else:
+                self._check_schema(iter([row]))
+
+    def _check_schema(self, rows: Iterator[Any]) -> None:
+        row = next(rows, None)
+        if row is not None and row[0] != str(SCHEMA_VERSION):
+            raise UsageError(
+                f"{self.path} was written by another version of the referee "
+                f"(schema {row[0]}, this one reads {SCHEMA_VERSION}); run with --restart"
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -215,8 +261,25 @@ class Store:
                 f"changed{why}); run with --restart to discard them, or undo the change"
             )
 
+    def save_plan(self, plan: str) -> None:
+        """Keep the tournament plan (:class:`referee.tournament.file.Plan` as JSON) the
+        matches are scheduled from: ``referee verify`` recomputes the schedule from it."""
+        with self._transaction():
+            self._db.execute(
+                "INSERT INTO meta VALUES ('plan', ?) ON CONFLICT(key) DO UPDATE SET "
+                "value = excluded.value",
+                (plan,),
+            )
+
+    def plan(self) -> str | None:
+        """The stored tournament plan (JSON), or ``None`` before the first run."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'plan'").fetchone()
+        return None if row is None else str(row[0])
+
     def entrants(self) -> dict[str, EntrantRecord]:
-        rows = self._db.execute("SELECT name, version, sha256, path FROM entrants ORDER BY name")
+        rows = self._db.execute(
+            "SELECT name, version, sha256, path, author FROM entrants ORDER BY name"
+        )
         return {r[0]: EntrantRecord(*r) for r in rows}
 
     def check_entrants(self, current: Sequence[EntrantRecord]) -> None:
@@ -245,44 +308,104 @@ class Store:
     def save_entrants(self, entrants: Iterable[EntrantRecord]) -> None:
         with self._transaction():
             self._db.executemany(
-                "INSERT INTO entrants VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
-                "version = excluded.version, sha256 = excluded.sha256, path = excluded.path",
-                [(e.name, e.version, e.sha256, e.path) for e in entrants],
+                "INSERT INTO entrants VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                "version = excluded.version, sha256 = excluded.sha256, path = excluded.path, "
+                "author = excluded.author",
+                [(e.name, e.version, e.sha256, e.path, e.author) for e in entrants],
             )
 
     # -- deal secrets -------------------------------------------------------------------
 
-    def deal_secret(self, provided: bytes | None = None) -> DealSecret:
+    def deal_secret(
+        self, provided: bytes | None = None, *, beacon: str | None = None
+    ) -> DealSecret:
         """The secret that deals new matches: the unrevealed one, or a new one.
 
         ``provided`` (to reproduce a tournament) becomes the new secret when one is needed,
-        and must equal the unrevealed one when there is one.
+        and must equal the unrevealed one when there is one. A secret committed to before
+        the run (:meth:`commit_secret`) needs ``beacon``, which is recorded with it the
+        first time and must be the same on every later run; a ``beacon`` needs such a
+        secret (mixed into a secret drawn now, it would prove nothing).
         """
-        row = self._db.execute(
-            "SELECT id, secret, commitment, revealed FROM deal_secrets WHERE revealed IS NULL"
-        ).fetchone()
-        if row is not None:
-            current = _secret_row(row)
+        current = self._unrevealed()
+        if current is not None:
             if provided is not None and provided != current.secret:
                 raise UsageError(
                     f"{self.path}: its matches are dealt with another secret (commitment "
                     f"{current.commitment[:16]}…); run with --restart to deal with this one"
                 )
+            return self._with_beacon(current, beacon)
+        if beacon is not None:
+            raise UsageError(
+                "--beacon mixes a public value into a secret committed to before it was "
+                "known; commit first (referee tournament commit FILE), publish the "
+                "commitment, then run with the beacon"
+            )
+        return self._insert_secret(provided if provided is not None else new_secret(), False)
+
+    def commit_secret(self) -> DealSecret:
+        """The secret for ``referee tournament commit``: the unrevealed one, or a new one,
+        marked as committed before the run (its matches then need a beacon)."""
+        current = self._unrevealed()
+        if current is not None:
+            if not current.committed_before_run:
+                raise UsageError(
+                    f"{self.path}: a run has already dealt matches with its secret "
+                    f"(commitment {current.commitment[:16]}…); commit before the first run, "
+                    "or run with --restart"
+                )
             return current
-        secret = provided if provided is not None else new_secret()
+        return self._insert_secret(new_secret(), True)
+
+    def _unrevealed(self) -> DealSecret | None:
+        row = self._db.execute(
+            f"SELECT {_SECRET_COLUMNS} FROM deal_secrets WHERE revealed IS NULL"
+        ).fetchone()
+        return None if row is None else _secret_row(row)
+
+    def _insert_secret(self, secret: bytes, committed: bool) -> DealSecret:
         with self._transaction():
             cursor = self._db.execute(
-                "INSERT INTO deal_secrets (secret, commitment, created) VALUES (?, ?, ?)",
-                (secret.hex(), commitment(secret), time.time()),
+                "INSERT INTO deal_secrets (secret, commitment, created, committed_before_run) "
+                "VALUES (?, ?, ?, ?)",
+                (secret.hex(), commitment(secret), time.time(), int(committed)),
             )
         assert cursor.lastrowid is not None
-        return DealSecret(cursor.lastrowid, secret, commitment(secret), None)
+        return DealSecret(cursor.lastrowid, secret, commitment(secret), None, committed)
+
+    def _with_beacon(self, current: DealSecret, beacon: str | None) -> DealSecret:
+        """Check ``beacon`` against what ``current`` needs, recording it the first time."""
+        if not current.committed_before_run:
+            if beacon is not None:
+                raise UsageError(
+                    f"{self.path}: its secret (commitment {current.commitment[:16]}…) was drawn "
+                    "when the first run started, not committed to before it: a beacon mixed "
+                    "in now would prove nothing; run with --restart after "
+                    "referee tournament commit FILE"
+                )
+            return current
+        if current.beacon is not None:
+            if beacon is not None and beacon != current.beacon:
+                raise UsageError(
+                    f"{self.path}: its matches are dealt with the beacon {current.beacon!r}, "
+                    f"not {beacon!r}"
+                )
+            return current
+        if beacon is None:
+            raise UsageError(
+                f"{self.path}: its secret was committed to before the run (commitment "
+                f"{current.commitment[:16]}…); give the beacon value revealed after entries "
+                "closed with --beacon"
+            )
+        with self._transaction():
+            self._db.execute(
+                "UPDATE deal_secrets SET beacon = ? WHERE id = ?", (beacon, current.id)
+            )
+        return dataclasses.replace(current, beacon=beacon)
 
     def deal_secrets(self) -> list[DealSecret]:
         """Every deal secret of the tournament, oldest first."""
-        rows = self._db.execute(
-            "SELECT id, secret, commitment, revealed FROM deal_secrets ORDER BY id"
-        )
+        rows = self._db.execute(f"SELECT {_SECRET_COLUMNS} FROM deal_secrets ORDER BY id")
         return [_secret_row(r) for r in rows]
 
     def reveal_secrets(self) -> None:
@@ -325,21 +448,33 @@ class Store:
         return counts
 
     def mark_running(self, key: str) -> None:
-        """A match was handed to a worker: one more attempt."""
+        """A match was handed to a worker: one more attempt (a ``done`` match stays done)."""
         with self._transaction():
             self._db.execute(
                 "UPDATE matches SET status = 'running', attempts = attempts + 1, started = ?, "
-                "error = NULL WHERE key = ?",
+                "error = NULL WHERE key = ? AND status != 'done'",
                 (time.time(), key),
             )
 
-    def record_result(self, key: str, result: MatchResult, table: Sequence[str]) -> None:
-        """Store a finished match: its seat rows and ``done``, in one transaction.
+    def record_result(
+        self,
+        key: str,
+        result: MatchResult,
+        table: Sequence[str],
+        *,
+        attempt: int = 0,
+        log_sha256: str = "",
+    ) -> str | None:
+        """Store a finished match: its seat rows, ``done`` and its chain link, in one
+        transaction; returns the chain's new head, or ``None`` when ``key`` was already
+        stored (a match computed twice is stored once: the first result stands).
 
         ``table`` (entrant names by seat, from the spec) names the seats, so a seat name the
-        match runner made distinct never hides whose result it is. A faulted seat keeps its
-        evidence: the request id, the offending reply line, the time taken and the bot's
-        stderr report (:meth:`fault_reports`).
+        match runner made distinct never hides whose result it is. ``attempt`` is the deal
+        attempt the match was played on (0: its scheduled deal; more: fresh cards after an
+        attempt that did not finish) and ``log_sha256`` the SHA-256 of its log. A faulted
+        seat keeps its evidence: the request id, the offending reply line, the time taken
+        and the bot's stderr report (:meth:`fault_reports`).
         """
         rows = [
             (
@@ -356,14 +491,60 @@ class Store:
         ]
         if sorted(r[1] for r in rows) != list(range(len(table))):
             raise ValueError(f"match {key}: standings do not cover seats 0..{len(table) - 1}")
+        entry = chain.entry_text(
+            key,
+            attempt,
+            result.seed,
+            log_sha256,
+            [(r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in rows],
+        )
         with self._transaction():
+            status = self._db.execute("SELECT status FROM matches WHERE key = ?", (key,)).fetchone()
+            if status is None:
+                raise ValueError(f"match {key} is not scheduled in this store")
+            if status[0] == "done":
+                return None
+            last = self._db.execute(
+                "SELECT position, head FROM chain ORDER BY position DESC LIMIT 1"
+            ).fetchone()
+            position, head = (last[0] + 1, last[1]) if last else (1, self._genesis())
+            head = chain.next_head(head, entry)
             self._db.execute("DELETE FROM results WHERE match_key = ?", (key,))
             self._db.executemany(f"INSERT INTO results VALUES ({_RESULT_SLOTS})", rows)
             self._db.execute(
                 "UPDATE matches SET status = 'done', finished = ?, duration = ?, rounds = ?, "
-                "log_path = ?, error = NULL WHERE key = ?",
-                (time.time(), result.duration_s, result.rounds, result.log, key),
+                "log_path = ?, error = NULL, deal_attempt = ? WHERE key = ?",
+                (time.time(), result.duration_s, result.rounds, result.log, attempt, key),
             )
+            self._db.execute(
+                "INSERT INTO chain VALUES (?, ?, ?, ?)", (position, key, entry, head)
+            )
+        return head
+
+    def _genesis(self) -> str:
+        first = self._db.execute("SELECT commitment FROM deal_secrets ORDER BY id").fetchone()
+        if first is None:
+            raise ValueError("no deal secret: nothing can have been played")
+        return chain.genesis(first[0])
+
+    def chain(self) -> list[ChainLink]:
+        """Every stored result's chain link, in the order they were stored."""
+        rows = self._db.execute("SELECT position, match_key, entry, head FROM chain ORDER BY 1")
+        return [ChainLink(*row) for row in rows]
+
+    def chain_head(self) -> tuple[int, str | None]:
+        """How many results the chain holds and its head (``None`` before the first)."""
+        row = self._db.execute(
+            "SELECT position, head FROM chain ORDER BY position DESC LIMIT 1"
+        ).fetchone()
+        return (0, None) if row is None else (row[0], row[1])
+
+    def deal_attempts(self) -> dict[str, int]:
+        """The deal attempt each ``done`` match was played on (0: its scheduled deal)."""
+        rows = self._db.execute(
+            "SELECT key, deal_attempt FROM matches WHERE status = 'done'"
+        )
+        return {key: attempt or 0 for key, attempt in rows}
 
     def record_failure(self, key: str, error: str, *, final: bool) -> None:
         """An attempt failed on our side: back to ``pending`` for a retry, or ``failed``."""
@@ -452,8 +633,11 @@ def _fault_columns(fault: FaultInfo | None) -> tuple[Any, ...]:
     return (fault.kind, fault.detail, fault.request_id, fault.reply, fault.elapsed_ms)
 
 
+_SECRET_COLUMNS = "id, secret, commitment, revealed, committed_before_run, beacon"
+
+
 def _secret_row(row: tuple[Any, ...]) -> DealSecret:
-    return DealSecret(row[0], bytes.fromhex(row[1]), row[2], row[3])
+    return DealSecret(row[0], bytes.fromhex(row[1]), row[2], row[3], bool(row[4]), row[5])
 
 
 def make_private_dir(path: Path) -> None:

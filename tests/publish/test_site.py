@@ -21,7 +21,8 @@ from referee.errors import UsageError
 from referee.publish.site import SITE_MARKER, publish_site
 from referee.publish.source import load_results, rank
 from referee.results import FaultInfo, MatchResult, SeatResult
-from referee.tournament.file import Tournament
+from referee.tournament.file import Tournament, load_tournament
+from referee.tournament.scheduler import schedule
 from referee.tournament.store import Store
 from tests.publish.conftest import HOSTILE_NAME, play_fake, write_fake_tournament
 
@@ -152,10 +153,15 @@ def test_a_bot_page_lists_each_fault_with_its_reply_and_a_link_to_the_move(site:
 
 
 def test_the_stderr_of_a_faulting_bot_is_kept_and_shown(tmp_path: Path) -> None:
-    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1))
+    spec = load_tournament(write_fake_tournament(tmp_path / "t", deals=1))
     stderr = "[before the match]\nloading </pre><script>alert(4)</script>\n[during the match]\nboom"
-    key = sorted(load_results(spec).records)[0]
-    table = load_results(spec).specs[key].table
+    with Store(spec.results_dir) as store:  # one match scheduled and stored by hand
+        store.check_settings(spec.settings())
+        store.save_plan(spec.plan().to_json())
+        secret = store.deal_secret()
+        first = schedule(spec, secret.key)[0]
+        store.add_matches([first], secret)
+    key, table = first.key, first.table
     fault = FaultInfo(kind="crash", detail="exit code 3", request_id=9, reply=None, elapsed_ms=12)
     standings = [
         SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=s == 2,
@@ -165,6 +171,7 @@ def test_the_stderr_of_a_faulting_bot_is_kept_and_shown(tmp_path: Path) -> None:
     result = MatchResult(match=key, seed=1, rules="arschloch", rounds=1, log=None,
                          standings=standings, stderr_tails={2: stderr})  # fmt: skip
     with Store(spec.results_dir) as store:
+        store.mark_running(key)
         store.record_result(key, result, table)
         [kept] = [f for f in store.fault_reports() if f.key == key and f.seat == 2]
     assert (kept.kind, kept.request_id, kept.elapsed_ms, kept.stderr) == ("crash", 9, 12, stderr)
@@ -179,11 +186,16 @@ def test_the_stderr_of_a_faulting_bot_is_kept_and_shown(tmp_path: Path) -> None:
 
 
 def test_while_a_deal_is_being_played_its_replays_are_held_back(tmp_path: Path) -> None:
-    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1))
+    # Rotations share their deal here (at four bots, tables of three share none otherwise).
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1, extra='duplicate = "rotations"'))
     key = sorted(load_results(spec).records)[0]
-    with Store(spec.results_dir) as store:
-        store.mark_running(key)  # as if the run were playing it again now
     db = sqlite3.connect(spec.results_dir / "results.sqlite")
+    for statement in (  # as if the run were still playing that match
+        "DELETE FROM chain WHERE match_key = ?",
+        "DELETE FROM results WHERE match_key = ?",
+        "UPDATE matches SET status = 'running' WHERE key = ?",
+    ):
+        db.execute(statement, (key,))
     db.execute("UPDATE deal_secrets SET revealed = NULL")
     db.commit()
     db.close()

@@ -158,7 +158,8 @@ def test_a_balanced_round_robin_plays_the_design_tables_with_their_full_round_ro
     meets = Counter(pair for table in tables for pair in itertools.combinations(sorted(table), 2))
     assert len(meets) == 28 and set(meets.values()) == {3}
     full = {s.key: s for s in round_robin(NAMES, 4, 2, seed=3, secret=SECRET)}
-    assert all(full[s.key] == s for s in specs)  # same keys, cards and seats as in the full one
+    # Same keys and seats as in the full one (which tables share a deal depends on the set).
+    assert all((full[s.key].table, full[s.key].deal) == (s.table, s.deal) for s in specs)
     assert specs == round_robin(
         list(reversed(NAMES)), 4, 2, seed=3, secret=SECRET, tables="balanced"
     )
@@ -228,6 +229,8 @@ def _fano_tournament(folder: Path, bots: list[str]) -> Path:
 
 class _StopsAfter:
     """Plays the first ``count`` tasks it is given and stops, as a killed run would."""
+
+    max_attempts = 1
 
     def __init__(self, inner: InProcessExecutor, count: int) -> None:
         self.inner, self.count = inner, count

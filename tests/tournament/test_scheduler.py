@@ -31,8 +31,8 @@ def test_round_robin_counts_every_subset_deal_and_rotation() -> None:
     assert len({s.key for s in specs}) == 40
 
 
-def test_every_rotation_of_a_deal_shares_its_seed_and_seats_each_bot_once() -> None:
-    specs = round_robin(NAMES, 4, 2, seed=1, secret=SECRET)
+def test_with_rotations_every_rotation_of_a_deal_shares_its_seed_and_seats_each_bot_once() -> None:
+    specs = round_robin(NAMES, 4, 2, seed=1, secret=SECRET, duplicate="rotations")
     by_deal: dict[tuple[frozenset[str], int], list] = {}
     for s in specs:
         by_deal.setdefault((frozenset(s.table), s.deal), []).append(s)
@@ -106,7 +106,7 @@ def test_key_format_is_pinned() -> None:
     The seed is HMAC-SHA256(secret, '["deal",<tournament seed>,<deal key>]'), first 16 bytes,
     big-endian: anyone can re-derive it with a few lines in any language.
     """
-    first = round_robin(["a", "b", "c"], 3, 1, seed=1, secret=SECRET)[0]
+    first = round_robin(["a", "b", "c"], 3, 1, seed=1, secret=SECRET, duplicate="rotations")[0]
     assert first.key.startswith("rr/") and first.key.endswith("/d000/r0")
     assert first.table == ("a", "b", "c")
     message = b'["deal",1,"rr/303cb236ca90/d000"]'
@@ -116,6 +116,14 @@ def test_key_format_is_pinned() -> None:
         128665967867475966477723384231812317007,
     )
     assert first.deal_seed == by_hand
+    # With deals shared across tables (the default) the seed is keyed by the deal's id the
+    # same way: HMAC-SHA256(secret, '["deal",<seed>,<deal id>]').
+    shared = round_robin(["a", "b", "c"], 3, 1, seed=1, secret=SECRET)[0]
+    assert (shared.key, shared.table) == (first.key, first.table)
+    assert shared.deal_id.startswith("deal/") and len(shared.deal_id) == 5 + 24
+    message = b'["deal",1,"' + shared.deal_id.encode() + b'"]'
+    by_hand = int.from_bytes(hmac.new(SECRET, message, hashlib.sha256).digest()[:16], "big")
+    assert shared.deal_seed == by_hand
 
 
 def test_gauntlet_seats_the_candidate_in_every_match() -> None:
@@ -233,10 +241,10 @@ def test_a_gauntlet_table_is_balanced_too() -> None:
 
 def test_play_off_deals_continue_the_table_cycle_and_are_keyed_by_round() -> None:
     from referee.specs import deal_key, playoff_round
-    from referee.tournament.scheduler import playoff_deal
+    from referee.tournament.scheduler import playoff_deals
 
     table = ("d", "a", "c", "b")
-    deal = playoff_deal(2, table, 4, seed=5, secret=SECRET)
+    deal = playoff_deals(2, [(table, 4)], seed=5, secret=SECRET, duplicate="rotations")
     assert [s.rotation for s in deal] == [0, 1, 2, 3]
     assert all(playoff_round(s.key) == 2 for s in deal)
     assert playoff_round(round_robin(NAMES, 4, 1, seed=5, secret=SECRET)[0].key) is None
@@ -244,4 +252,83 @@ def test_play_off_deals_continue_the_table_cycle_and_are_keyed_by_round() -> Non
     assert deal[0].key.startswith("po/002/") and deal[0].key.endswith("/d004/r0")
     scheduled = round_robin(["a", "b", "c", "d"], 4, 6, seed=5, secret=SECRET)
     assert deal[0].table == next(s.table for s in scheduled if s.deal == 4 and s.rotation == 0)
-    assert deal == playoff_deal(2, sorted(table), 4, seed=5, secret=SECRET)
+    assert deal == playoff_deals(
+        2, [(tuple(sorted(table)), 4)], seed=5, secret=SECRET, duplicate="rotations"
+    )
+    # Shared across tables by default: one table alone gets a deal per rotation.
+    alone = playoff_deals(2, [(table, 4)], seed=5, secret=SECRET)
+    assert [s.key for s in alone] == [s.key for s in deal]
+    assert len({s.deal_id for s in alone}) == 4 and len({s.deal_seed for s in alone}) == 4
+
+def _holders(specs: list) -> dict[str, list[str]]:  # type: ignore[type-arg]
+    held: dict[str, list[str]] = {}
+    for s in specs:
+        held.setdefault(s.deal_id, []).extend(s.table)
+    return held
+
+
+@pytest.mark.parametrize(("bots", "k"), [(8, 4), (9, 3), (12, 3), (13, 4), (16, 4), (7, 3)])
+def test_no_entrant_meets_the_same_cards_twice_and_every_table_rotation_gets_a_deal(
+    bots: int, k: int
+) -> None:
+    names = [f"bot{i:02d}" for i in range(bots)]
+    specs = round_robin(names, k, 2, seed=3, secret=SECRET)
+    assert len(specs) == comb(bots, k) * 2 * k
+    for deal_id, held in _holders(specs).items():
+        assert len(held) == len(set(held)), f"{deal_id} dealt twice to one entrant"
+    groups: dict[str, list] = {}  # type: ignore[type-arg]
+    for s in specs:
+        groups.setdefault(s.deal_id, []).append(s)
+    for group in groups.values():
+        assert len(group) <= k
+        assert len({s.rotation for s in group}) == len(group)  # one rotation each
+        assert len({s.deal_seed for s in group}) == 1 and len({s.deal for s in group}) == 1
+    # Deals really are shared where the field allows: most deals go to k disjoint tables.
+    sizes = Counter(len(group) for group in groups.values())
+    assert max(sizes) == min(k, bots // k)
+    if bots >= 2 * k:
+        assert sizes[min(k, bots // k)] * min(k, bots // k) > len(specs) / 2
+    # Each bot still holds each seat of each of its table deals once (seating unchanged).
+    for s in specs:
+        assert len(set(s.table)) == k
+    by_slot: dict[str, list] = {}  # type: ignore[type-arg]
+    for s in specs:
+        by_slot.setdefault(s.key.rsplit("/r", 1)[0], []).append(s)
+    for slot in by_slot.values():
+        assert sorted(s.rotation for s in slot) == list(range(k))
+        for seat in range(k):
+            assert len({s.table[seat] for s in slot}) == k
+
+
+def test_a_field_too_small_for_disjoint_tables_gets_a_deal_per_match() -> None:
+    specs = round_robin(NAMES, 4, 2, seed=1, secret=SECRET)  # 5 bots: no two tables disjoint
+    assert len({s.deal_id for s in specs}) == len(specs)
+    assert len({s.deal_seed for s in specs}) == len(specs)
+    g = gauntlet("carol", [*NAMES, "fay", "gus", "hal"], 3, matches=4, deals=2, seed=1, secret=SECRET)
+    assert len({s.deal_id for s in g}) == len(g)  # the candidate sits at every table
+
+
+def test_entrants_of_one_author_never_share_a_table_or_a_deal() -> None:
+    names = [f"bot{i:02d}" for i in range(12)]
+    authors = {name: f"author{i // 2}" for i, name in enumerate(names)}  # six pairs
+    specs = round_robin(names, 3, 1, seed=2, secret=SECRET, authors=authors)
+    assert specs
+    for s in specs:
+        assert len({authors[n] for n in s.table}) == 3
+    for held in _holders(specs).values():
+        owners = [authors[n] for n in held]
+        assert len(owners) == len(set(owners))
+    # Without authors, the pairs do meet.
+    free = round_robin(names, 3, 1, seed=2, secret=SECRET)
+    assert any(len({authors[n] for n in s.table}) < 3 for s in free)
+    assert len(free) > len(specs)
+
+
+def test_sharing_deals_is_deterministic_whatever_the_file_order() -> None:
+    names = [f"bot{i:02d}" for i in range(10)]
+    assert round_robin(names, 4, 2, seed=7, secret=SECRET) == round_robin(
+        list(reversed(names)), 4, 2, seed=7, secret=SECRET
+    )
+    assert round_robin(names, 4, 2, seed=7, secret=SECRET) != round_robin(
+        names, 4, 2, seed=8, secret=SECRET
+    )

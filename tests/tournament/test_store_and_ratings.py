@@ -46,14 +46,16 @@ def test_store_records_each_result_once_however_often_it_is_stored(tmp_path: Pat
         store.add_matches(specs, store.deal_secret())  # scheduling again keeps states
         spec = specs[0]
         store.mark_running(spec.key)
-        store.record_result(spec.key, _result(spec.key, spec.table, [1, 2, 3]), spec.table)
-        store.mark_running(spec.key)
-        store.record_result(spec.key, _result(spec.key, spec.table, [3, 2, 1]), spec.table)
+        first = store.record_result(spec.key, _result(spec.key, spec.table, [3, 2, 1]), spec.table)
+        # A match computed twice (a worker thought lost) is stored once: the first stands.
+        again = store.record_result(spec.key, _result(spec.key, spec.table, [1, 2, 3]), spec.table)
+        assert first is not None and again is None
         assert store.counts() == {"pending": len(specs) - 1, "running": 0, "done": 1, "failed": 0}
         [done] = store.completed()
         assert [s.place for s in done.seats] == [1, 2, 3]
         assert done.seats[0].name == spec.table[2]
-        assert store.attempts()[spec.key] == 2
+        assert store.attempts()[spec.key] == 1
+        assert store.chain_head() == (1, first)
     rows = (
         sqlite3.connect(tmp_path / "results.sqlite")
         .execute("SELECT COUNT(*) FROM results")
@@ -295,7 +297,7 @@ def test_a_store_of_the_previous_schema_is_refused_with_the_restart_hint(tmp_pat
     db.execute("INSERT INTO meta VALUES ('schema', '2')")
     db.commit()
     db.close()
-    with pytest.raises(UsageError, match=r"schema 2, this one reads 3\); run with --restart"):
+    with pytest.raises(UsageError, match=r"schema 2, this one reads 4\); run with --restart"):
         Store(tmp_path)
 
 

@@ -1,0 +1,64 @@
+"""The results chain: every stored result and its log, committed in order as they arrive.
+
+A tournament's results folder is the organiser's: whoever holds it could delete a match,
+edit a result, or write a log from scratch after the fact (the deal seed is in the store,
+and a log made up from it replays). So each result is chained as it is stored: its
+**entry** (the match key, the deal attempt and seed it was played on, the SHA-256 of its
+log, and every seat's name, place, score, forfeit and fault kind) is hashed with the
+**head** before it::
+
+    head_0 = SHA-256("referee-results-chain" NUL commitment)
+    head_n = SHA-256(head_(n-1) NUL entry_n)
+
+The run prints the head as it goes and at its end, and the site publishes it: a head
+someone saw during the run pins every result stored before it. ``referee verify``
+recomputes every entry from the stored results and the logs and every head from the first,
+so a result changed, removed or added later, or a log replaced, no longer leads to a head
+anyone saw. The chain starts from the commitment of the tournament's first deal secret, so
+it cannot be moved to another tournament.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["Entry", "entry_text", "genesis", "log_digest", "next_head"]
+
+Entry = dict[str, Any]
+
+
+def genesis(commitment: str) -> str:
+    """The head before any result: tied to the tournament's first deal commitment."""
+    return hashlib.sha256(b"referee-results-chain\0" + commitment.encode("ascii")).hexdigest()
+
+
+def entry_text(
+    key: str,
+    attempt: int,
+    seed: int,
+    log_sha256: str,
+    seats: Sequence[tuple[int, str, int, int, bool, str | None]],
+) -> str:
+    """The canonical text of one result: ``seats`` are ``(seat, name, place, score,
+    forfeit, fault kind)``, in seat order."""
+    data = {
+        "key": key,
+        "attempt": attempt,
+        "seed": str(seed),
+        "log": log_sha256,
+        "seats": [list(seat) for seat in sorted(seats)],
+    }
+    return json.dumps(data, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+
+
+def next_head(head: str, entry: str) -> str:
+    """The head after ``entry``."""
+    return hashlib.sha256(head.encode("ascii") + b"\0" + entry.encode("ascii")).hexdigest()
+
+
+def log_digest(data: bytes) -> str:
+    """SHA-256 of a log file's bytes, in hex."""
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,209 @@
+"""The tournament file's model: every key, its default and what is allowed, checked by pydantic.
+
+This module reads no bot and starts nothing: :class:`TournamentFile` is the file as written,
+:class:`Plan` the tournament as its schedule sees it (the file, the entrants and their
+authors), which the results keep so that ``referee verify`` can recompute the schedule
+anywhere, without the bots. Loading a file into bots ready to run is
+:mod:`referee.tournament.file`.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from referee.errors import UsageError
+from referee.names import skeleton
+from referee.rules import RuleSet
+from referee.specs import (
+    DEFAULT_SANDBOX,
+    IMAGE_NAME,
+    PlayoffSettings,
+    RatingSettings,
+    TimeControl,
+)
+
+__all__ = [
+    "AuthorSettings",
+    "BotEntry",
+    "Plan",
+    "SandboxSettings",
+    "TournamentFile",
+    "explain",
+]
+
+_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SandboxSettings(_Strict):
+    """``[sandbox]``: the backend that runs the bots, their memory limit, and the Docker
+    images a bot may name in its ``bot.toml`` (the referee's bot image is always allowed)."""
+
+    backend: Literal["process", "docker", "auto"] = DEFAULT_SANDBOX
+    memory_mb: int = Field(default=512, ge=32, le=65_536)
+    images: tuple[Annotated[str, Field(min_length=1, max_length=512)], ...] = (IMAGE_NAME,)
+
+
+class BotEntry(_Strict):
+    """One ``[[bots]]`` entry: a path (relative to the file), an optional display name, and
+    who wrote it (``author``: overrides the bot's own ``bot.toml``; by default each entrant is
+    its own author)."""
+
+    path: str = Field(min_length=1)
+    name: str | None = None
+    author: str | None = None
+
+
+class AuthorSettings(_Strict):
+    """``[authors]``: how many entrants one author may enter, and whether they are kept apart.
+
+    Entrants of one author could share what they see through covert channels of a shared
+    kernel, so by default (``apart = true``) they never sit at one table and never get the
+    same deal at different tables; ``max_entrants`` refuses a file with more of one author.
+    """
+
+    max_entrants: int | None = Field(default=None, ge=1, le=10_000)
+    apart: bool = True
+
+
+class TournamentFile(_Strict):
+    """The tournament file as written, checked key by key."""
+
+    name: str = Field(pattern=_NAME_PATTERN)
+    rules: str | dict[str, Any] = Field(
+        default="arschloch",
+        description='a preset name, or a table { preset = "...", <parameter> = <value>, ... }',
+    )
+    table_size: int = Field(default=4, ge=3, le=6)
+    format: Literal["round-robin", "gauntlet"] = "round-robin"
+    tables: Literal["all", "balanced"] = "all"
+    duplicate: Literal["tables", "rotations"] = "tables"
+    deals: int = Field(default=1, ge=1, le=10_000)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    time: TimeControl = TimeControl()
+    sandbox: SandboxSettings = SandboxSettings()
+    bots: list[BotEntry] = Field(min_length=3)
+    candidate: str | None = None
+    matches: int | None = Field(default=None, ge=1, le=100_000)
+    ratings: RatingSettings = RatingSettings()
+    playoff: PlayoffSettings | None = None
+    authors: AuthorSettings = AuthorSettings()
+
+    def ruleset(self) -> RuleSet:
+        """The preset named by ``rules`` with its overrides applied."""
+        if isinstance(self.rules, str):
+            return RuleSet.preset(self.rules)
+        overrides = dict(self.rules)
+        preset = overrides.pop("preset", None)
+        if not isinstance(preset, str):
+            raise UsageError(
+                "rules.preset: required in a rules table, "
+                'e.g. { preset = "arschloch", target = 10 }'
+            )
+        return RuleSet.preset(preset, **overrides)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A tournament as its schedule sees it: the file, the entrants and their authors.
+
+    The scheduler needs nothing else, so the schedule can be recomputed from the results
+    folder alone (:meth:`to_json`, :meth:`from_json`): ``referee verify`` does, on a machine
+    without the bots.
+    """
+
+    file: TournamentFile
+    entrants: tuple[str, ...]
+    authors: dict[str, str]
+    source: str
+
+    def authors_apart(self) -> dict[str, str] | None:
+        """Entrant -> author key when authors are kept apart (see :class:`Tournament`)."""
+        if not self.file.authors.apart:
+            return None
+        return {name: skeleton(self.authors.get(name) or name) for name in self.entrants}
+
+    def to_json(self) -> str:
+        data = {"file": self.source, "entrants": list(self.entrants), "authors": self.authors}
+        return json.dumps(data, ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, where: Path) -> Plan:
+        """The plan stored with a tournament's results; ``UsageError`` if it is unreadable."""
+        try:
+            data = json.loads(text)
+            source = data["file"]
+            model = TournamentFile.model_validate(tomllib.loads(source))
+            entrants = tuple(str(name) for name in data["entrants"])
+            authors = {str(k): str(v) for k, v in dict(data["authors"]).items()}
+        except (ValueError, KeyError, TypeError, tomllib.TOMLDecodeError) as exc:
+            raise UsageError(
+                f"{where}: the stored tournament plan cannot be read ({exc})"
+            ) from None
+        except ValidationError as exc:
+            raise UsageError(explain(where, exc)) from None
+        return cls(model, entrants, authors, source)
+
+
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "": TournamentFile,
+    "authors": AuthorSettings,
+    "time": TimeControl,
+    "sandbox": SandboxSettings,
+    "bots": BotEntry,
+    "ratings": RatingSettings,
+    "playoff": PlayoffSettings,
+}
+
+
+def explain(path: Path, exc: ValidationError) -> str:
+    """One line naming the file, each bad key, and what is allowed there."""
+    parts = []
+    for err in exc.errors():
+        loc = list(err["loc"])
+        key = _key(loc)
+        if loc and loc[0] == "rules":
+            parts.append(
+                f"rules: got {err['input']!r}; use a preset name or a table like "
+                '{ preset = "arschloch", target = 10 }'
+            )
+            continue
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            section = ".".join(str(p) for p in loc[:-1] if isinstance(p, str))
+            model = _SECTIONS.get(section)
+            allowed = ", ".join(model.model_fields) if model is not None else "none"
+            parts.append(f"unknown key {key!r} (allowed: {allowed})")
+            continue
+        if err["type"] == "missing":
+            msg = "required key is missing"
+        elif err["type"] == "literal_error":
+            msg = f"got {err['input']!r}; {msg[0].lower()}{msg[1:]}"
+        elif err["type"] == "string_pattern_mismatch":
+            msg = (
+                f"got {err['input']!r}; use 1 to 64 letters, digits, '.', '_' or '-' "
+                "(it names the results folder)"
+            )
+        elif "input" in err and not isinstance(err["input"], dict | list):
+            msg = f"got {err['input']!r}; {msg[0].lower()}{msg[1:]}"
+        parts.append(f"{key}: {msg}" if key else msg)
+    return f"{path}: " + "; ".join(dict.fromkeys(parts))
+
+
+def _key(loc: list[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out

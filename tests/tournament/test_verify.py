@@ -1,0 +1,432 @@
+"""``referee verify`` against a tampered results folder: every change it must catch.
+
+A second red team found that verify passed a deleted match, a match marked failed, two
+seats' names swapped, bots swapped in the stored tables (the last bot then ranked first),
+added faults, and a log made up from the stored seed. Each is done here to a finished
+tournament, played in this process with fake bots, and verify must name it. The results
+chain and the beacon are checked here too.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from referee.cli import main
+from referee.coordinator import ResultStored, commit_tournament, run_tournament
+from referee.errors import UsageError
+from referee.executors.base import AttemptEvent, MatchFailed, MatchStarted, MatchTask
+from referee.matchlog import read_log
+from referee.publish.verify import verify_results
+from referee.testing import InProcessExecutor, lowest_bot, polite_bot
+from referee.tournament import chain
+from referee.tournament.deals import deal_seed, redeal_seed
+from referee.tournament.file import load_tournament
+from referee.tournament.store import Store
+
+NAMES = ("ann", "bob", "cat", "dan", "eve", "fay", "gus", "hal")
+HANDLERS = {
+    name: (lambda name=name, i=i: (polite_bot if i % 2 else lowest_bot)(name))
+    for i, name in enumerate(NAMES)
+}
+
+
+def write(folder: Path, *, bots: Sequence[str] = NAMES, extra: str = "", deals: int = 1) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for name in bots:
+        (folder / f"{name}.py").write_text("# played in memory by the tests\n")
+        entries.append(f'[[bots]]\npath = "{name}.py"\n')
+    path = folder / "t.toml"
+    path.write_text(
+        'name = "t"\nrules = { preset = "arschloch", target = 3 }\ntable_size = 4\n'
+        f"deals = {deals}\nseed = 11\n{extra}\n" + "\n".join(entries)
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A finished round robin of 8 bots at 4 (deals shared by pairs of disjoint tables),
+    and every results-chain head printed during its run."""
+    path = write(tmp_path_factory.mktemp("verify"))
+    heads: list[str] = []
+    summary = run_tournament(
+        load_tournament(path),
+        InProcessExecutor(HANDLERS),
+        on_event=lambda e: heads.append(e.head) if isinstance(e, ResultStored) else None,
+    )
+    assert summary.done == summary.total == 70 * 4 and not summary.failed
+    assert summary.chain_head == heads[-1] and summary.chain_results == 280
+    return path, heads
+
+
+def copy(finished: tuple[Path, list[str]], tmp_path: Path) -> Path:
+    results = tmp_path / "t.results"
+    shutil.copytree(finished[0].parent / "t.results", results)
+    return results
+
+
+def sql(results: Path, *statements: tuple[str, tuple[object, ...]]) -> None:
+    db = sqlite3.connect(results / "results.sqlite")
+    for statement, args in statements:
+        db.execute(statement, args)
+    db.commit()
+    db.close()
+
+
+def keys(results: Path) -> list[str]:
+    db = sqlite3.connect(results / "results.sqlite")
+    found = sorted(k for (k,) in db.execute("SELECT key FROM matches"))
+    db.close()
+    return found
+
+
+def test_an_honest_tournament_verifies_with_every_head_printed(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    path, heads = finished
+    found = verify_results(path.parent / "t.results", heads=[heads[0], heads[99], heads[-1]])
+    assert found.ok, found.problems
+    assert (found.matches, found.scheduled, found.chain_results) == (280, 280, 280)
+    result = CliRunner().invoke(main, ["verify", str(path), "--head", heads[-1]])
+    assert result.exit_code == 0, result.output
+    assert f"results chain: 280 results, head {heads[-1]}" in result.output
+
+
+def test_a_deleted_match_is_missing(finished: tuple[Path, list[str]], tmp_path: Path) -> None:
+    results = copy(finished, tmp_path)
+    key = keys(results)[7]
+    sql(
+        results,
+        ("DELETE FROM chain WHERE match_key = ?", (key,)),
+        ("DELETE FROM results WHERE match_key = ?", (key,)),
+        ("DELETE FROM matches WHERE key = ?", (key,)),
+    )
+    problems = verify_results(results).problems
+    assert f"{key}: scheduled, but not in the results" in problems
+
+
+def test_a_match_marked_failed_is_not_played(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    results = copy(finished, tmp_path)
+    key = keys(results)[3]
+    sql(results, ("UPDATE matches SET status = 'failed' WHERE key = ?", (key,)))
+    problems = verify_results(results).problems
+    assert f"{key}: scheduled, but failed (not played to the end)" in problems
+
+
+def test_two_seats_names_swapped_disagree_with_the_log(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    results = copy(finished, tmp_path)
+    key = keys(results)[5]
+    db = sqlite3.connect(results / "results.sqlite")
+    (a, na), (b, nb) = db.execute(
+        "SELECT seat, name FROM results WHERE match_key = ? ORDER BY seat LIMIT 2", (key,)
+    ).fetchall()
+    db.close()
+    sql(
+        results,
+        ("UPDATE results SET name = ? WHERE match_key = ? AND seat = ?", (nb, key, a)),
+        ("UPDATE results SET name = ? WHERE match_key = ? AND seat = ?", (na, key, b)),
+    )
+    problems = verify_results(results).problems
+    assert any(p.startswith(key) and "stored standings" in p for p in problems)
+
+
+def test_bots_swapped_in_a_stored_table_are_not_the_schedule(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    results = copy(finished, tmp_path)
+    key = keys(results)[9]
+    db = sqlite3.connect(results / "results.sqlite")
+    (text,) = db.execute("SELECT spec FROM matches WHERE key = ?", (key,)).fetchone()
+    db.close()
+    spec = json.loads(text)
+    spec["table"] = [spec["table"][1], spec["table"][0], *spec["table"][2:]]
+    sql(results, ("UPDATE matches SET spec = ? WHERE key = ?", (json.dumps(spec), key)))
+    problems = verify_results(results).problems
+    assert any(p.startswith(f"{key}: stored at the table") for p in problems)
+
+
+def test_an_added_fault_is_not_in_the_log(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    results = copy(finished, tmp_path)
+    key = keys(results)[11]
+    sql(
+        results,
+        (
+            "UPDATE results SET fault_kind = 'timeout', fault_detail = 'slow' "
+            "WHERE match_key = ? AND seat = 0",
+            (key,),
+        ),
+    )
+    problems = verify_results(results).problems
+    assert f"{key}: the stored faults differ from the log's" in problems
+
+
+def test_an_extra_match_is_not_in_the_schedule(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    results = copy(finished, tmp_path)
+    key = keys(results)[0]
+    db = sqlite3.connect(results / "results.sqlite")
+    row = db.execute("SELECT spec, secret_id FROM matches WHERE key = ?", (key,)).fetchone()
+    db.close()
+    spec = json.loads(row[0])
+    spec["key"] = key.replace("/d000/", "/d001/")
+    sql(
+        results,
+        ("INSERT INTO matches (key, spec, secret_id) VALUES (?, ?, ?)", (spec["key"], json.dumps(spec), row[1])),
+    )
+    problems = verify_results(results).problems
+    assert f"{spec['key']}: in the results, but not in the schedule" in problems
+
+
+def test_a_log_made_up_from_the_stored_seed_breaks_the_chain_seen_during_the_run(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """The organiser replays a match with other decisions on its stored seed, stores what
+    the new log says and rebuilds the whole chain: everything agrees, except the heads
+    everyone saw while the tournament ran."""
+    import asyncio
+
+    from referee.match.runner import play_match
+    from referee.testing import FakeSandbox, spec
+
+    results = copy(finished, tmp_path)
+    path, heads = finished
+    with Store(results) as store:
+        target = next(m for m in store.completed() if m.seats[0].name != m.spec.table[0])
+        key = target.spec.key
+        rules = load_tournament(path).rules
+        swapped = {n: (lambda n=n: _passer(n)) for n in NAMES}  # other decisions
+        log = store.log_path(key)
+        before = log.read_bytes()
+        result = asyncio.run(
+            play_match(
+                FakeSandbox(swapped),
+                [spec(n) for n in target.spec.table],
+                rules,
+                target.spec.match_seed,
+                match_id=key,
+                log_path=log,
+            )
+        )
+    assert log.read_bytes() != before
+    places = {st.seat: st for st in result.standings}
+    rows = [(places[s].place, places[s].score, key, s) for s in places]
+    sql(results, *(("UPDATE results SET place = ?, score = ? WHERE match_key = ? AND seat = ?", r) for r in rows))
+    _rebuild_chain(results)
+    assert verify_results(results).ok  # the made-up log replays and the chain is whole...
+    problems = verify_results(results, heads=[heads[-1]]).problems  # ...but not the one seen
+    assert problems == [f"the head {heads[-1]} printed during the run is not in the chain"]
+
+
+def _passer(name: str):  # type: ignore[no-untyped-def]
+    """Passes whenever it may, else plays like ``polite``."""
+    inner = polite_bot(name)
+
+    def handle(msg):  # type: ignore[no-untyped-def]
+        if msg.get("type") == "act" and msg["kind"] == "play" and [] in msg["legal"]:
+            return {"id": msg["id"], "cards": []}
+        return inner(msg)
+
+    return handle
+
+
+def _rebuild_chain(results: Path) -> None:
+    """What a cheating organiser would do: recompute every link from the stored results."""
+    db = sqlite3.connect(results / "results.sqlite")
+    (commitment,) = db.execute("SELECT commitment FROM deal_secrets ORDER BY id").fetchone()
+    links = db.execute("SELECT position, match_key, entry FROM chain ORDER BY position").fetchall()
+    head = chain.genesis(commitment)
+    for position, key, entry in links:
+        data = json.loads(entry)
+        seats = db.execute(
+            "SELECT seat, name, place, score, forfeit, fault_kind FROM results "
+            "WHERE match_key = ? ORDER BY seat",
+            (key,),
+        ).fetchall()
+        log = (results / "logs" / f"{key.replace('/', '_')}.jsonl").read_bytes()
+        entry = chain.entry_text(
+            key, data["attempt"], int(data["seed"]), chain.log_digest(log),
+            [(s, n, p, sc, bool(f), k) for s, n, p, sc, f, k in seats],
+        )  # fmt: skip
+        head = chain.next_head(head, entry)
+        db.execute("UPDATE chain SET entry = ?, head = ? WHERE position = ?", (entry, head, position))
+    db.commit()
+    db.close()
+
+
+def test_a_changed_plan_is_caught_against_the_published_file(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    results = copy(finished, tmp_path)
+    path, _ = finished
+    published = load_tournament(path).plan()
+    db = sqlite3.connect(results / "results.sqlite")
+    (text,) = db.execute("SELECT value FROM meta WHERE key = 'plan'").fetchone()
+    db.close()
+    plan = json.loads(text)
+    plan["file"] = plan["file"].replace("seed = 11", "seed = 12")
+    sql(results, ("UPDATE meta SET value = ? WHERE key = 'plan'", (json.dumps(plan),)))
+    found = verify_results(results, plan=published)
+    assert "the tournament file given is not the one the results were played with (the stored copy differs)" in found.problems
+
+
+# -- fresh cards for every attempt that did not finish --------------------------------
+
+
+class _FailsFirst:
+    """Fails the first attempt of every ``every``-th task on our side, then plays it."""
+
+    max_attempts = 3
+
+    def __init__(self, every: int = 5) -> None:
+        self.inner = InProcessExecutor(HANDLERS)
+        self.every = every
+        self.seeds: dict[str, list[int]] = {}
+
+    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
+        played: list[MatchTask] = []
+        for i, task in enumerate(tasks):
+            self.seeds[task.spec.key] = [task.spec.match_seed]
+            if i % self.every == 0:
+                on_event(MatchStarted(task.spec.key, 1))
+                on_event(MatchFailed(task.spec.key, "a worker died", 1, False))
+                retry = task.attempt(2)
+                self.seeds[task.spec.key].append(retry.spec.match_seed)
+                played.append(retry)
+            else:
+                played.append(task)
+        self.inner.run(played, lambda e: on_event(_second(e, tasks, self.every)))
+
+
+def _second(event: AttemptEvent, tasks: Sequence[MatchTask], every: int) -> AttemptEvent:
+    from dataclasses import replace
+
+    from referee.executors.base import MatchFinished
+
+    retried = {t.spec.key for i, t in enumerate(tasks) if i % every == 0}
+    if event.key in retried and isinstance(event, MatchStarted | MatchFinished):
+        return replace(event, attempt=2)
+    return event
+
+
+def test_a_retried_match_gets_fresh_cards_and_verifies(tmp_path: Path) -> None:
+    path = write(tmp_path / "t")
+    executor = _FailsFirst()
+    summary = run_tournament(load_tournament(path), executor)
+    assert summary.done == summary.total and not summary.failed
+    retried = [seeds for seeds in executor.seeds.values() if len(seeds) == 2]
+    assert retried and all(first != second for first, second in retried)
+    with Store(tmp_path / "t" / "t.results") as store:
+        attempts = store.deal_attempts()
+        secret = store.deal_secrets()[0]
+        for key, seeds in executor.seeds.items():
+            assert attempts[key] == len(seeds) - 1
+            logged = read_log(store.log_path(key))[0]["seed"]
+            assert logged == seeds[-1]
+            if len(seeds) == 2:
+                assert logged == redeal_seed(secret.key, 11, key, 1)
+    assert verify_results(tmp_path / "t" / "t.results").ok
+
+
+def test_a_match_started_by_a_killed_run_is_played_on_fresh_cards(tmp_path: Path) -> None:
+    tournament = load_tournament(write(tmp_path / "t"))
+    run_tournament(tournament, _StopsAfter(10))
+    with Store(tournament.results_dir) as store:
+        pending = sorted(set(store.specs()) - store.done_keys())
+        store.mark_running(pending[0])  # handed to a worker when the coordinator was killed
+        secret = store.deal_secrets()[0]
+    run_tournament(tournament, InProcessExecutor(HANDLERS))
+    with Store(tournament.results_dir) as store:
+        assert store.deal_attempts()[pending[0]] == 1 and store.deal_attempts()[pending[1]] == 0
+        logged = read_log(store.log_path(pending[0]))[0]["seed"]
+        assert logged == redeal_seed(secret.key, 11, pending[0], 1)
+        assert logged != store.specs()[pending[0]].deal_seed
+    assert verify_results(tournament.results_dir).ok
+
+
+# -- the secret nobody can choose -----------------------------------------------------
+
+
+class _StopsAfter:
+    """Plays the first ``count`` tasks it is given and stops, as a killed run would."""
+
+    max_attempts = 1
+
+    def __init__(self, count: int) -> None:
+        self.inner, self.count = InProcessExecutor(HANDLERS), count
+
+    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
+        self.inner.run(tasks[: self.count], on_event)
+
+
+def test_a_committed_secret_deals_only_with_the_beacon(tmp_path: Path) -> None:
+    path = write(tmp_path / "t")
+    tournament = load_tournament(path)
+    committed = commit_tournament(tournament)
+    assert commit_tournament(tournament).commitment == committed.commitment  # same until dealt
+    with pytest.raises(UsageError, match="give the beacon value revealed after entries closed"):
+        run_tournament(tournament, InProcessExecutor(HANDLERS))
+    beacon = "lottery 2026-12-05: 4 8 15"
+    run_tournament(tournament, _StopsAfter(30), beacon=beacon)
+    with pytest.raises(UsageError, match="dealt with the beacon"):
+        run_tournament(tournament, InProcessExecutor(HANDLERS), beacon="another")
+    with pytest.raises(UsageError, match="a run has already dealt"):
+        _commit_after_dealing(tournament)
+    summary = run_tournament(tournament, InProcessExecutor(HANDLERS))  # the beacon is recorded
+    assert summary.done == summary.total
+    found = verify_results(tournament.results_dir, commitment=committed.commitment)
+    assert found.ok, found.problems
+    [secret] = found.secrets
+    assert secret.beacon == beacon and secret.committed_before_run
+    # The beacon decides the cards: the same secret with another beacon deals other cards.
+    with Store(tournament.results_dir) as store:
+        spec = store.specs()[sorted(store.done_keys())[0]]
+    other = deal_seed(chain_key(secret.secret, "another"), "deal", 11, spec.deal_id)
+    assert spec.deal_seed == deal_seed(secret.key, "deal", 11, spec.deal_id) != other
+
+
+def _commit_after_dealing(tournament) -> None:  # type: ignore[no-untyped-def]
+    """A secret drawn by a run cannot be passed off as committed before it."""
+    path = write(tournament.path.parent.parent / "u")
+    other = load_tournament(path)
+    run_tournament(other, _StopsAfter(3))
+    commit_tournament(other)
+
+
+def chain_key(secret: bytes, beacon: str) -> bytes:
+    from referee.tournament.deals import dealing_key
+
+    return dealing_key(secret, beacon)
+
+
+def test_a_beacon_without_a_commitment_before_the_run_is_refused(tmp_path: Path) -> None:
+    tournament = load_tournament(write(tmp_path / "t"))
+    with pytest.raises(UsageError, match="commit first"):
+        run_tournament(tournament, InProcessExecutor(HANDLERS), beacon="too late")
+    run_tournament(tournament, _StopsAfter(5))
+    with pytest.raises(UsageError, match="drawn when the first run started"):
+        run_tournament(tournament, InProcessExecutor(HANDLERS), beacon="x")
+
+
+def test_commit_on_the_command_line_prints_what_to_publish(tmp_path: Path) -> None:
+    path = write(tmp_path / "t")
+    result = CliRunner().invoke(main, ["tournament", "commit", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "deal secret committed: sha256 " in result.output
+    assert "tournament file: sha256 " in result.output and "--beacon VALUE" in result.output
+    refused = CliRunner().invoke(main, ["tournament", "run", str(path), "--beacon", "\x1b[31m"])
+    assert refused.exit_code == 2 and "control characters" in refused.output
