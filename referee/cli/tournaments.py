@@ -485,10 +485,12 @@ def verify(
         if len(found.problems) > 50:
             out.print(f"… and {len(found.problems) - 50} more", markup=False)
         raise SystemExit(1)
+    extra = found.matches - found.scheduled
+    playoffs = f", {extra} of them play-offs" if extra > 0 else ""
     out.print(
-        f"ok: {found.matches} of {found.scheduled} scheduled matches (and any play-offs) "
-        "verified: the schedule is the file's, every deal is the secret's, every log replays, "
-        "every stored result is its log's, and the results chain holds them all",
+        f"ok: {found.matches} matches verified{playoffs}: the schedule is the file's, every "
+        "deal is the secret's, every log replays, every stored result is its log's, and the "
+        "results chain holds them all",
         markup=False,
     )
 

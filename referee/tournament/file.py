@@ -225,16 +225,20 @@ def parse_tournament(text: str, path: Path) -> Tournament:
     return _resolve(path, model, text)
 
 
-def append_bot_entry(path: Path, bot_path: str, name: str) -> Tournament:
+def append_bot_entry(
+    path: Path, bot_path: str, name: str, author: str | None = None
+) -> Tournament:
     """Append a ``[[bots]]`` entry to the tournament file, leaving the rest as written.
 
     The new text is checked as a whole before anything is written (a file that lists its
-    bots inline, ``bots = [...]``, cannot take a ``[[bots]]`` table); returns the tournament
-    as it now is.
+    bots inline, ``bots = [...]``, cannot take a ``[[bots]]`` table; an author over
+    ``[authors] max_entrants``); returns the tournament as it now is.
     """
     text = path.read_text(encoding="utf-8")
     block = "" if not text or text.endswith("\n") else "\n"
     block += f"\n[[bots]]\npath = {toml_string(bot_path)}\nname = {toml_string(name)}\n"
+    if author is not None:
+        block += f"author = {toml_string(author)}\n"
     try:
         updated = parse_tournament(text + block, path)
     except UsageError as exc:
