@@ -2,8 +2,10 @@
 
 Each bot runs in a fresh container of the bot runtime image (:data:`IMAGE_NAME` unless the
 backend or the bot names another) with no network, a read-only root, a small ``/tmp`` tmpfs,
-an unprivileged user, every capability dropped, ``no-new-privileges``, memory = memory+swap,
-a pids limit, a CPU quota and rlimits. The bot's folder (or its one file) is bind-mounted
+an unprivileged user, every capability dropped, ``no-new-privileges``, a seccomp profile of
+our own (Docker's default allowlist less what :mod:`referee.sandbox.seccomp` denies, see
+:mod:`referee.sandbox.docker_seccomp`), memory = memory+swap, a pids limit, a CPU quota and
+rlimits. The bot's folder (or its one file) is bind-mounted
 read-only at ``/bot``, the working directory, through the mount API: the volume string form
 (``host:container:ro``) breaks on a file name with ``:`` or ``,``.
 
@@ -53,6 +55,7 @@ from referee.sandbox.daemon import (
     owner_labels,
     remove_leftovers,
 )
+from referee.sandbox.docker_seccomp import profile_json
 from referee.sandbox.image import IMAGE_NAME, allowed_images, image_reference
 
 __all__ = [
@@ -474,11 +477,13 @@ class DockerSandbox(Sandbox):
         self._checked_images: set[str] = set()
         self._live: dict[int, DockerBotProcess] = {}  # by id(): BotProcess is unhashable
         self._connect_lock = asyncio.Lock()
+        self._seccomp = profile_json()
 
     def describe(self) -> str:
         return (
             f"docker ({self.image}): no network, read-only root, non-root user, no "
-            "capabilities, memory/pids/CPU limits, /tmp tmpfs"
+            "capabilities, seccomp (Docker's default less io_uring, ptrace, vsock/netlink/"
+            "AF_ALG sockets, file locks, inotify), memory/pids/CPU limits, /tmp tmpfs"
         )
 
     async def _run_blocking(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
@@ -565,7 +570,7 @@ class DockerSandbox(Sandbox):
             "tmpfs": {"/tmp": f"size={limits.tmp_mb}m,mode=1777,nosuid,nodev"},
             "user": "65534:65534",
             "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
+            "security_opt": ["no-new-privileges", f"seccomp={self._seccomp}"],
             "mem_limit": memory,
             "memswap_limit": memory,
             "oom_score_adj": 1000,

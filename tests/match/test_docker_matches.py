@@ -8,7 +8,7 @@ from referee.rules import replay
 from referee.sandbox import Limits
 from referee.specs import TimeControl
 from tests.match.conftest import BOTS, SAMPLES, referee_containers
-from tests.match.test_hostile import EXPECTED
+from tests.match.test_hostile import EXPECTED, SECCOMP_BOTS, denied, seccomp_findings
 
 pytestmark = pytest.mark.docker
 POLITE = BOTS / "polite.py"
@@ -54,5 +54,18 @@ def test_every_sample_bot_plays_a_match_in_docker(play_docker) -> None:  # type:
     bots = sorted(p for p in SAMPLES.iterdir() if (p / "bot.toml").exists())
     played = play_docker(bots, preset="arschloch", seed=3, tc=DOCKER_TC)
     assert [s.fault for s in played.result.standings] == [None] * len(bots), played.stderr
+    replay(played.log)
+    assert referee_containers() == []
+
+
+@pytest.mark.parametrize("bot", SECCOMP_BOTS)
+def test_the_seccomp_profile_denies(play_docker, bot: str) -> None:  # type: ignore[no-untyped-def]
+    """Docker's default profile let io_uring, ptrace, AF_VSOCK and AF_NETLINK sockets, every
+    file lock and inotify through (Docker 20.10); ours denies them, as the process
+    sandbox's filter does, and the bot plays its match on."""
+    played = play_docker([BOTS / f"{bot}.py", POLITE, POLITE], target=2, tc=DOCKER_TC)
+    found = seccomp_findings(played.stderr[0])
+    assert found == {call: denied(call, i386="EPERM") for call in found}
+    assert not any(s.fault for s in played.result.standings)
     replay(played.log)
     assert referee_containers() == []

@@ -47,6 +47,60 @@ EXPECTED = {
 }
 
 
+# Bots that try what the seccomp filter denies (referee/sandbox/seccomp.py); each plays on.
+SECCOMP_BOTS = (
+    "af_alg",
+    "file_locks",
+    "inotify",
+    "io_uring",
+    "keyctl",
+    "netlink",
+    "perf_event",
+    "ptrace",
+    "userfaultfd",
+    "vsock",
+)
+
+
+def seccomp_findings(stderr: str) -> dict[str, str]:
+    """A probe bot's ``SECCOMP <call>: <result>`` lines, checked to be all it made."""
+    found: dict[str, str] = {}
+    done = None
+    for line in stderr.splitlines():
+        if line.startswith("SECCOMP-DONE: "):
+            done = line.removeprefix("SECCOMP-DONE: ")
+        elif line.startswith("SECCOMP "):
+            call, _, result = line.removeprefix("SECCOMP ").rpartition(": ")
+            found[call] = result
+    if done is not None and done.startswith("skipped"):
+        pytest.skip(f"the probes know x86_64's system call numbers only ({done})")
+    assert found and done == str(len(found)), stderr
+    return found
+
+
+def denied(call: str, i386: str = "ENOSYS") -> str:
+    """What a denied call answers: EPERM, and ``i386`` through the 32-bit i386 entry (the
+    process sandbox's filter: ENOSYS for any call there; Docker's profile: EPERM)."""
+    return i386 if call.endswith("via i386") else "EPERM"
+
+
+@pytest.mark.parametrize("bot", SECCOMP_BOTS)
+def test_the_seccomp_filter_denies(play, sandbox, bot: str) -> None:  # type: ignore[no-untyped-def]
+    """Each call fails as denied (the same bots without the filter: every one succeeds or
+    fails otherwise, README "Sandboxes"), and the bot plays its match on."""
+    if not sandbox.seccomp_filter().works:
+        why = sandbox.seccomp_filter().reason
+        if IN_CI:
+            pytest.fail(f"CI=true but the process sandbox has no seccomp filter: {why}")
+        pytest.skip(f"no seccomp filter here ({why}); under CI=true this fails")
+    played = play([BOTS / f"{bot}.py", POLITE, POLITE], target=3)
+    found = seccomp_findings(played.stderr[0])
+    assert found == {call: denied(call) for call in found}
+    assert not any(s.fault for s in played.result.standings)
+    replay(played.log)
+    assert sandbox_pids() == []
+
+
 @pytest.mark.parametrize(("bot", "kind"), sorted(EXPECTED.items()))
 def test_hostile_bot(play, bot: str, kind: str | None) -> None:  # type: ignore[no-untyped-def]
     extra = {}
