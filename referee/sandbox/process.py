@@ -16,7 +16,9 @@ Layers, from the outside in::
                  │         read-only at /bot, die with parent, and a seccomp filter
                  │         (``--seccomp``, :mod:`referee.sandbox.seccomp`) loaded just
                  │         before the bot runs
-                 └─ the bot  cwd /bot, a clean environment, TMPDIR = HOME = /tmp
+                 └─ sh -c  opens the stdout FIFO only the bot holds (bwrap keeps copies of
+                    │      what it inherits: :mod:`referee.sandbox.stdout_fifo`), execs on
+                    └─ the bot  cwd /bot, a clean environment, TMPDIR = HOME = /tmp
 
 Without cgroups (not root and no delegated group, or no writable hierarchy) the uid drop
 is done by ``subprocess``'s ``user=``/``group=`` instead of ``setpriv``, and memory is bounded
@@ -92,6 +94,7 @@ from referee.sandbox.cgroups import (
 )
 from referee.sandbox.pidfd import kill_if
 from referee.sandbox.seccomp import SeccompFilter, compile_filter
+from referee.sandbox.stdout_fifo import INSIDE_PATH, StdoutFifo
 
 __all__ = [
     "BOT_MOUNT",
@@ -623,9 +626,13 @@ class ProcessBotProcess(BotProcess):
         bwrap: bool,
         notes: list[str],
         cgroup: BotCgroup | None = None,
+        fifo: StdoutFifo | None = None,
+        stdout: asyncio.StreamReader | None = None,
     ) -> None:
-        assert protocol.stdout is not None and protocol.stderr is not None
-        super().__init__(spec=spec, stdout=protocol.stdout, stderr=protocol.stderr, notes=notes)
+        stdout = stdout or protocol.stdout
+        assert stdout is not None and protocol.stderr is not None
+        super().__init__(spec=spec, stdout=stdout, stderr=protocol.stderr, notes=notes)
+        self._fifo = fifo
         self._transport = transport
         self._protocol = protocol
         self._stdin = protocol.stdin
@@ -677,8 +684,10 @@ class ProcessBotProcess(BotProcess):
 
         Under bubblewrap, killing bwrap (the group leader) takes its pid namespace down, so
         a ``setsid`` daemon dies too; the uid sweep covers the case without bubblewrap, and
-        the cgroup every process the bot started, whatever its uid. Never raises.
+        the cgroup every process the bot started, whatever its uid. A frozen bot is thawed
+        first (frozen tasks of a v1 cgroup do not die). Never raises.
         """
+        await self.thaw()
         if self._transport.get_returncode() is None:
             self._killed = True
             if self._lease is not None and self.bwrap:
@@ -706,6 +715,16 @@ class ProcessBotProcess(BotProcess):
             return None
         return self._exit_info()
 
+    async def freeze(self) -> None:
+        """Freeze the bot's cgroup (a no-op without a cgroup freezer). Never raises."""
+        if self.cgroup is not None and self.cgroup.support.freezer and self._exit is None:
+            await self.cgroup.freeze()
+
+    async def thaw(self) -> None:
+        """Thaw the bot's cgroup if it is frozen. Never raises."""
+        if self.cgroup is not None and self.cgroup.frozen:
+            await self.cgroup.thaw()
+
     async def peak_memory(self) -> int | None:
         """From the bot's memory cgroup: every process of the bot, shared memory included."""
         return self.cgroup.peak_memory() if self.cgroup is not None else None
@@ -728,6 +747,8 @@ class ProcessBotProcess(BotProcess):
         finally:
             # Closes the read pipes too, even if a stray process held their other end.
             self._transport.close()
+            if self._fifo is not None:
+                self._fifo.close()
             if self._scratch is not None:
                 _remove_tree(self._scratch)
                 self._scratch = None
@@ -933,6 +954,7 @@ class ProcessSandbox(Sandbox):
         scratch: Path | None = None
         cgroup: BotCgroup | None = None
         program_fd: int | None = None
+        fifo: StdoutFifo | None = None
         try:
             if lease is not None:
                 self._check_reachable(bot, lease.uid)
@@ -943,7 +965,9 @@ class ProcessSandbox(Sandbox):
             if status is not None:
                 if program is not None:
                     program_fd = _program_fd(program)
-                argv, cwd = self._bwrap_argv(bot, limits, status, scratch, program_fd), "/"
+                fifo = StdoutFifo.create(owner=None if lease is None else (lease.uid, lease.gid))
+                argv = self._bwrap_argv(bot, limits, status, scratch, program_fd, fifo)
+                cwd = "/"
                 env = {"PATH": SANDBOX_PATH}
                 note = f"process sandbox: bubblewrap, uid {uid}"
                 if program_fd is not None:
@@ -974,7 +998,7 @@ class ProcessSandbox(Sandbox):
                 lambda: _BotProtocol(_STREAM_LIMIT, loop),
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE if fifo is None else asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=cwd,
                 env=env,
@@ -985,7 +1009,10 @@ class ProcessSandbox(Sandbox):
                 extra_groups=None if switch_user is None else [],
                 pass_fds=() if program_fd is None else (program_fd,),
             )
+            stdout = None if fifo is None else await fifo.open_reader(_STREAM_LIMIT)
         except BaseException as exc:
+            if fifo is not None:
+                fifo.close()
             if cgroup is not None:
                 cgroup.remove()
             if scratch is not None:
@@ -1007,6 +1034,8 @@ class ProcessSandbox(Sandbox):
             bwrap=status is not None,
             notes=[note, *(cgroup.notes if cgroup is not None else ())],
             cgroup=cgroup,
+            fifo=fifo,
+            stdout=stdout,
         )
 
     def _check_reachable(self, bot: BotSpec, uid: int) -> None:
@@ -1035,6 +1064,7 @@ class ProcessSandbox(Sandbox):
         status: BwrapStatus,
         scratch: Path | None,
         program_fd: int | None,
+        fifo: StdoutFifo,
     ) -> list[str]:
         assert status.path is not None
         env = _bot_env("/tmp")
@@ -1057,7 +1087,8 @@ class ProcessSandbox(Sandbox):
             argv += ["--ro-bind", str(bot.folder / name), f"{BOT_MOUNT}/{name}"]
         else:
             argv += ["--ro-bind", str(bot.folder), BOT_MOUNT]
-        argv += ["--remount-ro", "/", "--chdir", BOT_MOUNT, "--", *bot.command]
+        argv += ["--ro-bind", str(fifo.path), INSIDE_PATH]
+        argv += ["--remount-ro", "/", "--chdir", BOT_MOUNT, "--", *fifo.shim(), *bot.command]
         return argv
 
 
