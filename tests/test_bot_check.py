@@ -9,6 +9,7 @@ that time out quick.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,8 @@ def test_a_new_python_bot_passes_and_meets_the_deals_the_seeds_were_chosen_on(
     data = json.loads(out.stdout)
     assert data["passed"] is True and data["not_asked"] == []
     assert data["sandbox"].startswith("process sandbox")
+    if _filtered():  # the Python kit needs nothing the filter denies
+        assert "seccomp filter (EPERM" in data["sandbox"]
     assert data["time"] == {"move_ms": 1000, "bank_ms": 10000, "hello_ms": 10000}
     assert data["limits"]["memory_mb"] == 512 and 0 < data["ready_ms"] < 10000
     assert set(data["asked"]) == {"play", "give", "leftover"}
@@ -81,9 +84,32 @@ def test_a_new_javascript_bot_passes(tmp_path: Path) -> None:
     out = check(tmp_path / "js")
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.splitlines()[1].startswith("sandbox: process sandbox")
+    if _filtered():  # the JavaScript kit needs nothing the filter denies
+        assert "seccomp filter (EPERM" in out.stdout.splitlines()[1]
     assert "limits: move 1000 ms + bank 10000 ms, hello 10000 ms; memory 512 MiB" in out.stdout
     assert "PASSED: all 12 steps" in out.stdout
     assert "peak memory: " in out.stdout and "reply times: median" in out.stdout
+
+
+SAMPLES = sorted(p.name for p in (ROOT / "sample_bots").iterdir() if (p / "bot.toml").exists())
+
+
+def _filtered() -> bool:
+    """Whether bots here run under the seccomp filter (they must under CI=true)."""
+    from referee.sandbox import ProcessSandbox
+
+    return os.environ.get("CI") == "true" or ProcessSandbox().seccomp_filter().works
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_every_sample_bot_passes_under_the_seccomp_filter(name: str) -> None:
+    """No sample bot needs what the filter denies (file locks, inotify, io_uring, ...)."""
+    out = check(ROOT / "sample_bots" / name)
+    assert out.returncode == 0, out.stdout + out.stderr
+    sandbox = out.stdout.splitlines()[1]
+    if _filtered():
+        assert "bubblewrap" in sandbox and "seccomp filter (EPERM" in sandbox, sandbox
+    assert "PASSED: all 12 steps" in out.stdout
 
 
 def _failed(out: subprocess.CompletedProcess[str]) -> str:

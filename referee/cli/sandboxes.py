@@ -42,9 +42,17 @@ def doctor() -> None:
         lines.append(("process", True, "usable, but WITHOUT isolation: install bubblewrap"))
     else:
         lines.append(("process", True, f"usable, but bubblewrap fails: {status.reason}"))
-    cgroups = ProcessSandbox().cgroup_support()
+    process = ProcessSandbox()
+    cgroups = process.cgroup_support()
     where = f" — {cgroups.reason}" if cgroups.works else ""
     lines.append(("cgroups", cgroups.works, cgroups.describe() + where))
+    seccomp = process.seccomp_filter()
+    if not seccomp.works:
+        lines.append(("seccomp", False, seccomp.describe()))
+    elif not (status.works and status.seccomp):
+        lines.append(("seccomp", False, "NO seccomp filter: it needs a working bubblewrap"))
+    else:
+        lines.append(("seccomp", True, seccomp.describe()))
     try:
         from referee.sandbox.docker import docker_status
     except ImportError as exc:

@@ -262,6 +262,14 @@ class BotSession:
                 await self.channel.proc.wait(_BYE_GRACE_S)
         return await self.channel.close()
 
+    async def freeze(self) -> None:
+        """Stop the bot's processes while it waits in a pool (see ``BotProcess.freeze``)."""
+        await self.channel.proc.freeze()
+
+    async def thaw(self) -> None:
+        """Let a frozen bot run again; returns once it runs."""
+        await self.channel.proc.thaw()
+
     async def kill(self) -> None:
         """Kill now (after a fault): no bye, nothing more is sent."""
         self._closed = True
@@ -378,6 +386,11 @@ class SessionPool:
     would know the others' hands), so a match names its ``deal_key``; and a fault always
     ends the process. ``max_matches`` bounds how many matches one process serves, and
     ``max_idle`` how many idle processes of one bot are kept.
+
+    An idle bot is frozen while it waits (the cgroup freezer, ``docker pause``), so that it
+    burns no CPU between matches: it would slow the other bots of the machine, or think
+    ahead. It is thawed before it is lent again, so a match's clock never runs on a frozen
+    bot.
     """
 
     def __init__(
@@ -425,6 +438,8 @@ class SessionPool:
             if pick is not None:
                 idle.remove(pick)
             chosen.append(pick)
+        # Running again before anything of the match (its match_start) is written.
+        await asyncio.gather(*(s.thaw() for s in chosen if s is not None))
         missing = [i for i, s in enumerate(chosen) if s is None]
         if missing:
             fresh = await start_sessions(
@@ -464,6 +479,9 @@ class SessionPool:
                     closing.append(idle.pop(0))
             else:
                 closing.append(session)
+        resting = [s for s in sessions if s not in closing]
+        if resting:
+            await asyncio.gather(*(s.freeze() for s in resting), return_exceptions=True)
         if closing:
             await asyncio.gather(*(self._close(s) for s in closing), return_exceptions=True)
 
@@ -474,6 +492,7 @@ class SessionPool:
     async def _close(self, session: BotSession) -> None:
         self._deals.pop(id(session), None)
         self._served.pop(id(session), None)
+        await session.thaw()  # a frozen bot could not read its bye
         await session.close()
 
     async def aclose(self) -> None:

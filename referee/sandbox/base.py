@@ -106,6 +106,17 @@ class BotProcess(abc.ABC):
     async def cleanup(self) -> ExitInfo:
         """Kill if needed, reap everything, free scratch space; returns how it ended."""
 
+    async def freeze(self) -> None:  # noqa: B027 - optional, a no-op where unsupported
+        """Stop the bot's every process until :meth:`thaw` (it waits in a pool meanwhile).
+
+        A frozen bot uses no CPU: it can neither slow the other bots of the machine nor
+        think ahead. Only done between matches, so no clock runs meanwhile. Never raises;
+        a no-op where the backend (or this machine) cannot freeze.
+        """
+
+    async def thaw(self) -> None:  # noqa: B027 - optional, a no-op where unsupported
+        """Let a frozen bot run again; returns once it does. Never raises."""
+
     async def peak_memory(self) -> int | None:
         """The most memory the bot has used so far, in bytes, counted as its limit is.
 

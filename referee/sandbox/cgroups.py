@@ -14,13 +14,21 @@ Two kernel interfaces, the first that works wins:
   ``cpu.max`` (when ``cpu`` is enabled too); OOM kills are counted in ``memory.events``.
   The referee does not enable controllers itself: v2 forbids that while its group holds
   processes, its own among them; whoever starts it must delegate such a group.
-- **v1**, one group in each of the ``memory``, ``pids`` and ``cpu`` hierarchies (Docker's
-  "Cgroup Version: 1" machines, this project's CI): ``memory.limit_in_bytes`` and, where
-  swap accounting is on, ``memory.memsw.limit_in_bytes`` to the same value (no swapping out
-  of the limit), ``memory.swappiness = 0``, ``pids.max``, ``cpu.cfs_quota_us`` over
-  ``cpu.cfs_period_us``; OOM kills are counted by ``oom_kill`` in ``memory.oom_control``.
-  Only ``memory`` is required; a missing ``pids`` or ``cpu`` hierarchy is said in
-  :meth:`CgroupSupport.describe`.
+- **v1**, one group in each of the ``memory``, ``pids``, ``cpu`` and ``freezer`` hierarchies
+  (Docker's "Cgroup Version: 1" machines, this project's CI): ``memory.limit_in_bytes`` and,
+  where swap accounting is on, ``memory.memsw.limit_in_bytes`` to the same value (no
+  swapping out of the limit), ``memory.swappiness = 0``, ``pids.max``, ``cpu.cfs_quota_us``
+  over ``cpu.cfs_period_us``; OOM kills are counted by ``oom_kill`` in
+  ``memory.oom_control``. Only ``memory`` is required; a missing ``pids``, ``cpu`` or
+  ``freezer`` hierarchy is said in :meth:`CgroupSupport.describe`.
+
+**Freezing** (:meth:`BotCgroup.freeze`): an idle bot kept between matches by a session
+pool could burn CPU meanwhile, slowing the other bots of the machine or thinking ahead; its
+group is frozen while it waits and thawed before it is lent again. v2 writes ``1``/``0`` to
+``cgroup.freeze`` and waits for ``frozen 1`` in ``cgroup.events``; v1 writes ``FROZEN``/
+``THAWED`` to ``freezer.state`` and waits until it reads so (``FREEZING`` in between). A
+frozen task stays frozen when sent ``SIGKILL`` under v1, so the bot is thawed before any
+kill (:meth:`BotCgroup.kill_all`).
 
 Where groups go: under the referee's own group in each hierarchy (``/proc/self/cgroup``
 resolved through ``/proc/self/mountinfo``), so it also works nested, in a container or a CI
@@ -79,7 +87,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_V1_CONTROLLERS = ("memory", "pids", "cpu")
+_V1_CONTROLLERS = ("memory", "pids", "cpu", "freezer")
+_FREEZE_TIMEOUT_S = 2.0
 _CPU_PERIOD_US = 100_000
 _MIN_CPU_QUOTA_US = 1_000  # the kernel refuses smaller quotas
 _KILL_TIMEOUT_S = 10.0
@@ -98,7 +107,8 @@ _ENTER_SCRIPT = (
 class Hierarchy:
     """One place bot groups are made: a controller's folder for the referee's own group.
 
-    ``controller`` is ``memory``, ``pids`` or ``cpu`` under v1, ``unified`` under v2.
+    ``controller`` is ``memory``, ``pids``, ``cpu`` or ``freezer`` under v1, ``unified``
+    under v2.
     """
 
     controller: str
@@ -125,6 +135,15 @@ class CgroupSupport:
         """True when ``pids.max`` bounds a bot's tasks."""
         return self.version == 2 or any(h.controller == "pids" for h in self.hierarchies)
 
+    @property
+    def freezer(self) -> bool:
+        """True when a bot's group can be frozen (v2's ``cgroup.freeze``: Linux 5.2)."""
+        if self.version == 2:
+            # The root group has no cgroup.freeze of its own: ask the kernel's version.
+            major, minor = (int(n) for n in re.findall(r"\d+", os.uname().release)[:2])
+            return (major, minor) >= (5, 2)
+        return any(h.controller == "freezer" for h in self.hierarchies)
+
     def describe(self) -> str:
         """A phrase for the start-up line and ``referee doctor``."""
         if not self.works:
@@ -136,6 +155,7 @@ class CgroupSupport:
         counted.append("no swap" if self.swap_accounting else "swap not accounted")
         counted.append("pids" if self.pids else "no pids group")
         counted.append("CPU quota" if self.cpu else "no CPU quota")
+        counted.append("idle bots frozen" if self.freezer else "no freezer")
         return f"cgroup v{self.version} ({', '.join(counted)})"
 
 
@@ -346,6 +366,7 @@ class BotCgroup:
     name: str
     folders: tuple[Path, ...]
     notes: list[str] = field(default_factory=list)
+    _frozen: bool = False
 
     @classmethod
     def create(
@@ -440,6 +461,55 @@ class BotCgroup:
         except (OSError, ValueError, IndexError):
             return None
 
+    def _freezer_folder(self) -> Path | None:
+        for hierarchy, folder in zip(self.support.hierarchies, self.folders, strict=False):
+            if hierarchy.controller in ("freezer", "unified"):
+                return folder
+        return None
+
+    @property
+    def frozen(self) -> bool:
+        """True while the group is frozen (or freezing)."""
+        return self._frozen
+
+    async def freeze(self) -> bool:
+        """Stop every process of the group until :meth:`thaw`; ``False`` (and a note) when
+        the kernel did not freeze it within a moment or there is no freezer. Never raises."""
+        return await self._set_frozen(True)
+
+    async def thaw(self) -> bool:
+        """Let the group's processes run again; ``False`` (and a note) when that failed."""
+        return await self._set_frozen(False)
+
+    async def _set_frozen(self, frozen: bool) -> bool:
+        folder = self._freezer_folder()
+        if folder is None or not self.support.freezer:
+            return False
+        v2 = self.support.version == 2
+        control, value = ("cgroup.freeze", "1" if frozen else "0") if v2 else (
+            "freezer.state",
+            "FROZEN" if frozen else "THAWED",
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _FREEZE_TIMEOUT_S
+        try:
+            _write(folder / control, value)
+            self._frozen = frozen
+            while True:
+                if v2:
+                    done = _read_counter(folder / "cgroup.events", "frozen") == int(frozen)
+                else:
+                    done = (folder / "freezer.state").read_text().strip() == value
+                if done:
+                    return True
+                if loop.time() > deadline:
+                    self.notes.append(f"cgroup {self.name} not {value} after {_FREEZE_TIMEOUT_S} s")
+                    return False
+                await asyncio.sleep(0.005)
+        except OSError as exc:
+            self.notes.append(f"cannot write {value} to {folder / control}: {exc.strerror or exc}")
+            return False
+
     def members(self) -> set[int]:
         """Pids of every process in any of the bot's groups."""
         pids: set[int] = set()
@@ -459,7 +529,12 @@ class BotCgroup:
         return bool(pids)
 
     async def kill_all(self, timeout: float = _KILL_TIMEOUT_S) -> bool:
-        """SIGKILL the group's processes until none is left; ``False`` if some survive."""
+        """SIGKILL the group's processes until none is left; ``False`` if some survive.
+
+        A frozen group is thawed first: under v1 its tasks would not die frozen.
+        """
+        if self._frozen:
+            await self.thaw()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while self.kill_members():
@@ -532,6 +607,12 @@ def sweep_leftovers(support: CgroupSupport) -> list[Path]:
             if _pid_alive(int(match.group(2))):
                 continue
             group = BotCgroup(support, entry.name, (Path(entry.path),))
+            # A dead referee's pooled bot may be frozen: frozen v1 tasks ignore SIGKILL.
+            with contextlib.suppress(OSError):
+                if hierarchy.controller == "freezer":
+                    _write(Path(entry.path) / "freezer.state", "THAWED")
+                elif hierarchy.controller == "unified":
+                    _write(Path(entry.path) / "cgroup.freeze", "0")
             for _ in range(100):
                 if not group.kill_members():
                     break

@@ -2,8 +2,10 @@
 
 Each bot runs in a fresh container of the bot runtime image (:data:`IMAGE_NAME` unless the
 backend or the bot names another) with no network, a read-only root, a small ``/tmp`` tmpfs,
-an unprivileged user, every capability dropped, ``no-new-privileges``, memory = memory+swap,
-a pids limit, a CPU quota and rlimits. The bot's folder (or its one file) is bind-mounted
+an unprivileged user, every capability dropped, ``no-new-privileges``, a seccomp profile of
+our own (Docker's default allowlist less what :mod:`referee.sandbox.seccomp` denies, see
+:mod:`referee.sandbox.docker_seccomp`), memory = memory+swap, a pids limit, a CPU quota and
+rlimits. The bot's folder (or its one file) is bind-mounted
 read-only at ``/bot``, the working directory, through the mount API: the volume string form
 (``host:container:ro``) breaks on a file name with ``:`` or ``,``.
 
@@ -11,7 +13,11 @@ A bot naming an image the backend was not given as allowed is refused before any
 created (loading a tournament refuses it earlier, with the setting that allows it): any
 image on the host would otherwise do, including private ones holding credentials.
 
-Stdio goes over the container's attach socket, opened *before* the container starts so no
+The bot's stdout is a FIFO mounted into the container that only the bot's processes hold
+(:mod:`referee.sandbox.stdout_fifo`): docker-init keeps a copy of the container's own
+stdout, and the attach stream could not say that stdout alone was closed, so a bot that
+closed it looked silent until its time bank ran out; now it is a crash at once. Stdin and
+stderr go over the container's attach socket, opened *before* the container starts so no
 output is lost, and handed to an asyncio socket transport (``loop.create_connection(...,
 sock=...)``): its non-blocking writes, flow control and half-close are asyncio's. Docker
 multiplexes stdout and stderr on that socket in frames (an 8-byte header: stream type, three
@@ -53,7 +59,9 @@ from referee.sandbox.daemon import (
     owner_labels,
     remove_leftovers,
 )
+from referee.sandbox.docker_seccomp import profile_json
 from referee.sandbox.image import IMAGE_NAME, allowed_images, image_reference
+from referee.sandbox.stdout_fifo import INSIDE_PATH, StdoutFifo
 
 __all__ = [
     "IMAGE_NAME",
@@ -304,13 +312,20 @@ class DockerBotProcess(BotProcess):
         attach: _AttachProtocol,
         run_blocking: Callable[..., Any],
         on_removed: Callable[[DockerBotProcess], None],
+        *,
+        fifo: StdoutFifo | None = None,
+        stdout: asyncio.StreamReader | None = None,
     ) -> None:
-        super().__init__(spec=spec, stdout=attach.stdout, stderr=attach.stderr, notes=attach.notes)
+        super().__init__(
+            spec=spec, stdout=stdout or attach.stdout, stderr=attach.stderr, notes=attach.notes
+        )
+        self._fifo = fifo
         self.container = container
         self._attach = attach
         self._run_blocking = run_blocking
         self._on_removed = on_removed
         self._stdin_closed = False
+        self._paused = False
         self._killed = False
         self._removed = False
         self._exit: ExitInfo | None = None
@@ -329,9 +344,31 @@ class DockerBotProcess(BotProcess):
             self._stdin_closed = True
             self._attach.close_input()
 
+    async def freeze(self) -> None:
+        """``docker pause``: the daemon freezes the container's cgroup. Never raises."""
+        if self._paused or self._killed or self._removed or self._exit is not None:
+            return
+        await self._pause(True)
+
+    async def thaw(self) -> None:
+        """``docker unpause``, when paused. Never raises."""
+        if self._paused:
+            await self._pause(False)
+
+    async def _pause(self, pause: bool) -> None:
+        docker = docker_sdk()
+        call = self.container.pause if pause else self.container.unpause
+        try:
+            await self._run_blocking(call)
+        except (docker.errors.DockerException, OSError) as exc:
+            self.notes.append(f"docker {'pause' if pause else 'unpause'} failed: {exc}")
+            return
+        self._paused = pause
+
     async def kill(self) -> None:
         if self._killed or self._removed or self._exit is not None:
             return
+        await self.thaw()  # the daemon refuses to kill a paused container
         self._killed = True
         docker = docker_sdk()
         try:
@@ -424,6 +461,8 @@ class DockerBotProcess(BotProcess):
             return info
         finally:
             self._attach.abort()
+            if self._fifo is not None:
+                self._fifo.close()
             if not self._removed:
                 self._removed = True
                 # Submitted before the next await: it runs even if we are cancelled meanwhile.
@@ -474,11 +513,13 @@ class DockerSandbox(Sandbox):
         self._checked_images: set[str] = set()
         self._live: dict[int, DockerBotProcess] = {}  # by id(): BotProcess is unhashable
         self._connect_lock = asyncio.Lock()
+        self._seccomp = profile_json()
 
     def describe(self) -> str:
         return (
             f"docker ({self.image}): no network, read-only root, non-root user, no "
-            "capabilities, memory/pids/CPU limits, /tmp tmpfs"
+            "capabilities, seccomp (Docker's default less io_uring, ptrace, vsock/netlink/"
+            "AF_ALG sockets, file locks, inotify), memory/pids/CPU limits, /tmp tmpfs"
         )
 
     async def _run_blocking(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
@@ -503,26 +544,37 @@ class DockerSandbox(Sandbox):
             )
         client = await self._ready_client(image)
         docker = docker_sdk()
-        options = self._create_options(bot, limits, image)
+        try:
+            # The container's user (nobody) writes to it; the folder keeps it ours alone.
+            fifo = StdoutFifo.create(anyone=True)
+        except OSError as exc:
+            raise InfrastructureError(f"cannot make {bot.name!r}'s stdout FIFO: {exc}") from exc
+        options = self._create_options(bot, limits, image, fifo)
         creating = asyncio.ensure_future(self._run_blocking(client.containers.create, **options))
         try:
             container = await asyncio.shield(creating)
         except asyncio.CancelledError:
+            fifo.close()
             # The worker thread creates the container anyway: wait for it and remove it.
             with contextlib.suppress(docker.errors.DockerException, OSError):
                 await self._run_blocking(_force_remove, await creating)
             raise
         except docker.errors.ImageNotFound as exc:
+            fifo.close()
             self._checked_images.discard(image)
             raise UsageError(f"the Docker image {image} is missing: {_BUILD_HINT}") from exc
         except (docker.errors.DockerException, OSError) as exc:
+            fifo.close()
             raise InfrastructureError(f"docker could not create {bot.name!r}: {exc}") from exc
         process: DockerBotProcess | None = None
         started = False
         try:
             sock = await self._run_blocking(_attach, container)
             attach = await _open_attach(sock)
-            process = DockerBotProcess(bot, container, attach, self._run_blocking, self._forget)
+            stdout = await fifo.open_reader(_STREAM_LIMIT)
+            process = DockerBotProcess(
+                bot, container, attach, self._run_blocking, self._forget, fifo=fifo, stdout=stdout
+            )
             self._live[id(process)] = process
             await self._run_blocking(container.start)
             started = True
@@ -534,6 +586,7 @@ class DockerSandbox(Sandbox):
                 if process is not None:
                     await process.cleanup()
                 else:
+                    fifo.close()
                     removal = asyncio.get_running_loop().run_in_executor(
                         None, _force_remove, container
                     )
@@ -542,7 +595,9 @@ class DockerSandbox(Sandbox):
     def _forget(self, process: DockerBotProcess) -> None:
         self._live.pop(id(process), None)
 
-    def _create_options(self, bot: BotSpec, limits: Limits, image: str) -> dict[str, Any]:
+    def _create_options(
+        self, bot: BotSpec, limits: Limits, image: str, fifo: StdoutFifo
+    ) -> dict[str, Any]:
         docker = docker_sdk()
         ulimit = docker.types.Ulimit
         folder = bot.folder.resolve()
@@ -551,11 +606,12 @@ class DockerSandbox(Sandbox):
         else:
             source, target = folder, _BOT_DIR
         mount = docker.types.Mount(target, str(source), type="bind", read_only=True)
+        stdout = docker.types.Mount(INSIDE_PATH, str(fifo.path), type="bind", read_only=True)
         memory = f"{limits.memory_mb}m"
         file_size = limits.file_size_mb << 20
         return {
             "image": image,
-            "command": _container_command(bot),
+            "command": [*fifo.shim(), *_container_command(bot)],
             "name": f"referee-{_NAME_UNSAFE.sub('-', bot.name)[:40]}-{uuid.uuid4().hex[:8]}",
             "stdin_open": True,
             "tty": False,
@@ -565,7 +621,7 @@ class DockerSandbox(Sandbox):
             "tmpfs": {"/tmp": f"size={limits.tmp_mb}m,mode=1777,nosuid,nodev"},
             "user": "65534:65534",
             "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
+            "security_opt": ["no-new-privileges", f"seccomp={self._seccomp}"],
             "mem_limit": memory,
             "memswap_limit": memory,
             "oom_score_adj": 1000,
@@ -585,7 +641,7 @@ class DockerSandbox(Sandbox):
                 LABEL_BOT: bot.name,
             },
             "working_dir": _BOT_DIR,
-            "mounts": [mount],
+            "mounts": [mount, stdout],
             "environment": {"TMPDIR": "/tmp", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
         }
 

@@ -13,8 +13,12 @@ Layers, from the outside in::
                  │         namespaces and no nested user namespaces (``--disable-userns``),
                  │         only the runtime's system folders read-only, a read-only /dev, a
                  │         private size-limited /tmp and a small /dev/shm, the bot's folder
-                 │         read-only at /bot, die with parent
-                 └─ the bot  cwd /bot, a clean environment, TMPDIR = HOME = /tmp
+                 │         read-only at /bot, die with parent, and a seccomp filter
+                 │         (``--seccomp``, :mod:`referee.sandbox.seccomp`) loaded just
+                 │         before the bot runs
+                 └─ sh -c  opens the stdout FIFO only the bot holds (bwrap keeps copies of
+                    │      what it inherits: :mod:`referee.sandbox.stdout_fifo`), execs on
+                    └─ the bot  cwd /bot, a clean environment, TMPDIR = HOME = /tmp
 
 Without cgroups (not root and no delegated group, or no writable hierarchy) the uid drop
 is done by ``subprocess``'s ``user=``/``group=`` instead of ``setpriv``, and memory is bounded
@@ -89,6 +93,8 @@ from referee.sandbox.cgroups import (
     unavailable,
 )
 from referee.sandbox.pidfd import kill_if
+from referee.sandbox.seccomp import SeccompFilter, compile_filter
+from referee.sandbox.stdout_fifo import INSIDE_PATH, StdoutFifo
 
 __all__ = [
     "BOT_MOUNT",
@@ -336,6 +342,8 @@ class BwrapStatus:
     sized_tmpfs: bool
     reason: str
     disables_userns: bool = False
+    seccomp: bool = False
+    """True when this bubblewrap takes ``--seccomp FD`` (0.1.8 and later do)."""
 
 
 _BWRAP_FLAGS = (
@@ -438,7 +446,9 @@ def _probe_bwrap(path: str, run_as: int | None) -> BwrapStatus:
             "kernel.apparmor_restrict_unprivileged_userns, or a container's seccomp profile)"
         )
         return BwrapStatus(path, False, sized, reason)
-    return BwrapStatus(path, True, sized, f"bubblewrap at {path}", no_userns)
+    return BwrapStatus(
+        path, True, sized, f"bubblewrap at {path}", no_userns, "--seccomp" in help_text
+    )
 
 
 def _run_probe(
@@ -616,9 +626,13 @@ class ProcessBotProcess(BotProcess):
         bwrap: bool,
         notes: list[str],
         cgroup: BotCgroup | None = None,
+        fifo: StdoutFifo | None = None,
+        stdout: asyncio.StreamReader | None = None,
     ) -> None:
-        assert protocol.stdout is not None and protocol.stderr is not None
-        super().__init__(spec=spec, stdout=protocol.stdout, stderr=protocol.stderr, notes=notes)
+        stdout = stdout or protocol.stdout
+        assert stdout is not None and protocol.stderr is not None
+        super().__init__(spec=spec, stdout=stdout, stderr=protocol.stderr, notes=notes)
+        self._fifo = fifo
         self._transport = transport
         self._protocol = protocol
         self._stdin = protocol.stdin
@@ -670,8 +684,10 @@ class ProcessBotProcess(BotProcess):
 
         Under bubblewrap, killing bwrap (the group leader) takes its pid namespace down, so
         a ``setsid`` daemon dies too; the uid sweep covers the case without bubblewrap, and
-        the cgroup every process the bot started, whatever its uid. Never raises.
+        the cgroup every process the bot started, whatever its uid. A frozen bot is thawed
+        first (frozen tasks of a v1 cgroup do not die). Never raises.
         """
+        await self.thaw()
         if self._transport.get_returncode() is None:
             self._killed = True
             if self._lease is not None and self.bwrap:
@@ -699,6 +715,16 @@ class ProcessBotProcess(BotProcess):
             return None
         return self._exit_info()
 
+    async def freeze(self) -> None:
+        """Freeze the bot's cgroup (a no-op without a cgroup freezer). Never raises."""
+        if self.cgroup is not None and self.cgroup.support.freezer and self._exit is None:
+            await self.cgroup.freeze()
+
+    async def thaw(self) -> None:
+        """Thaw the bot's cgroup if it is frozen. Never raises."""
+        if self.cgroup is not None and self.cgroup.frozen:
+            await self.cgroup.thaw()
+
     async def peak_memory(self) -> int | None:
         """From the bot's memory cgroup: every process of the bot, shared memory included."""
         return self.cgroup.peak_memory() if self.cgroup is not None else None
@@ -721,6 +747,8 @@ class ProcessBotProcess(BotProcess):
         finally:
             # Closes the read pipes too, even if a stray process held their other end.
             self._transport.close()
+            if self._fifo is not None:
+                self._fifo.close()
             if self._scratch is not None:
                 _remove_tree(self._scratch)
                 self._scratch = None
@@ -773,7 +801,9 @@ class ProcessSandbox(Sandbox):
 
     ``bwrap``: ``None`` uses bubblewrap when it is installed and works (else warns once and
     runs without), ``True`` requires it, ``False`` never uses it. ``cgroups`` likewise for a
-    cgroup per bot (``None``: when the machine offers one, see :meth:`cgroup_support`).
+    cgroup per bot (``None``: when the machine offers one, see :meth:`cgroup_support`), and
+    ``seccomp`` for the seccomp filter under bubblewrap (``None``: when libseccomp is there,
+    else this sandbox warns once; see :meth:`seccomp_filter`).
     ``uid_range`` and ``lock_dir`` configure the uids lent to bots when the referee is root;
     ``scratch_root`` is where scratch folders go when there is no bubblewrap tmpfs.
     """
@@ -785,12 +815,16 @@ class ProcessSandbox(Sandbox):
         *,
         bwrap: bool | None = None,
         cgroups: bool | None = None,
+        seccomp: bool | None = None,
         uid_range: range | None = None,
         lock_dir: Path | None = None,
         scratch_root: Path | None = None,
     ) -> None:
         self._want_bwrap = bwrap
         self._want_cgroups = cgroups
+        self._want_seccomp = seccomp
+        self._filter: SeccompFilter | None = None
+        self._warned_no_filter = False
         self._uids = UidPool(uid_range, lock_dir) if os.geteuid() == 0 else None
         self._scratch_root = scratch_root
         self._prlimit = shutil.which("prlimit") or shutil.which("prlimit", path=SANDBOX_PATH)
@@ -837,11 +871,49 @@ class ProcessSandbox(Sandbox):
                 raise InfrastructureError(f"cgroups are required but unusable: {support.reason}")
         return support
 
+    def seccomp_filter(self) -> SeccompFilter:
+        """The filter bots get under bubblewrap, compiled once for this sandbox.
+
+        ``InfrastructureError`` when it is required (``seccomp=True``) and cannot be built.
+        """
+        if self._filter is None:
+            if self._want_seccomp is False:
+                self._filter = SeccompFilter(False, reason="disabled by configuration")
+            else:
+                self._filter = compile_filter()
+        if not self._filter.works and self._want_seccomp:
+            raise InfrastructureError(
+                f"the seccomp filter is required but unusable: {self._filter.reason}"
+            )
+        return self._filter
+
+    def _bot_filter(self, status: BwrapStatus) -> bytes | None:
+        """The BPF program for a bot under ``status``'s bubblewrap; warns once when none."""
+        found = self.seccomp_filter()
+        reason = found.reason
+        if found.works and not status.seccomp:
+            reason = f"{status.path} has no --seccomp option"
+        elif found.works:
+            return found.program
+        if not self._warned_no_filter and self._want_seccomp is not False:
+            self._warned_no_filter = True
+            log.warning("bots run WITHOUT a seccomp filter: %s", reason)
+        return None
+
+    def _describe_filter(self, status: BwrapStatus | None) -> str:
+        found = self.seccomp_filter()
+        if status is None:
+            return "no seccomp filter (it needs bubblewrap)"
+        if found.works and not status.seccomp:
+            return f"NO seccomp filter ({status.path} has no --seccomp option)"
+        return found.describe()
+
     def describe(self) -> str:
         """One line on what the bots are confined by."""
         try:
             status = self._bwrap()
             cgroups = self.cgroup_support().describe()
+            seccomp = self._describe_filter(status)
         except InfrastructureError as exc:
             return f"process sandbox: {exc}"
         uid = (
@@ -851,21 +923,24 @@ class ProcessSandbox(Sandbox):
         )
         if status is None:
             return (
-                f"process sandbox without bubblewrap: rlimits{uid}, {cgroups}; NO network isolation"
+                f"process sandbox without bubblewrap: rlimits{uid}, {cgroups}, {seccomp}; "
+                "NO network isolation"
             )
         return (
             "process sandbox: bubblewrap (no network, read-only system folders, private /tmp, "
-            f"own pid namespace), rlimits{uid}, {cgroups}"
+            f"own pid namespace), {seccomp}, rlimits{uid}, {cgroups}"
         )
 
-    def _prepare(self) -> tuple[BwrapStatus | None, CgroupSupport]:
-        """Bubblewrap and cgroups to use; the first time, sweep dead referees' groups."""
+    def _prepare(self) -> tuple[BwrapStatus | None, CgroupSupport, bytes | None]:
+        """Bubblewrap, cgroups and the seccomp program to use; the first time, sweep dead
+        referees' groups."""
         status = self._bwrap()
         support = self.cgroup_support()
+        program = self._bot_filter(status) if status is not None else None
         if support.works and not self._swept:
             self._swept = True
             sweep_leftovers(support)
-        return status, support
+        return status, support, program
 
     async def start(self, bot: BotSpec, limits: Limits) -> ProcessBotProcess:
         """Start ``bot`` under ``limits``.
@@ -873,11 +948,13 @@ class ProcessSandbox(Sandbox):
         Raises ``UsageError`` when the bot's folder is out of the sandbox user's reach and
         ``InfrastructureError`` when the process cannot be started.
         """
-        status, support = await asyncio.to_thread(self._prepare)
+        status, support, program = await asyncio.to_thread(self._prepare)
         lease = self._uids.acquire() if self._uids is not None else None
         uid = lease.uid if lease is not None else os.geteuid()
         scratch: Path | None = None
         cgroup: BotCgroup | None = None
+        program_fd: int | None = None
+        fifo: StdoutFifo | None = None
         try:
             if lease is not None:
                 self._check_reachable(bot, lease.uid)
@@ -886,9 +963,15 @@ class ProcessSandbox(Sandbox):
             pids = limits.pids + (_BWRAP_PROCESSES if status is not None else 0)
             rlimits = _rlimits(limits, nproc=pids if lease is not None else None)
             if status is not None:
-                argv, cwd = self._bwrap_argv(bot, limits, status, scratch), "/"
+                if program is not None:
+                    program_fd = _program_fd(program)
+                fifo = StdoutFifo.create(owner=None if lease is None else (lease.uid, lease.gid))
+                argv = self._bwrap_argv(bot, limits, status, scratch, program_fd, fifo)
+                cwd = "/"
                 env = {"PATH": SANDBOX_PATH}
                 note = f"process sandbox: bubblewrap, uid {uid}"
+                if program_fd is not None:
+                    note += ", seccomp filter"
             else:
                 assert scratch is not None
                 argv, cwd = list(bot.command), str(bot.folder)
@@ -915,7 +998,7 @@ class ProcessSandbox(Sandbox):
                 lambda: _BotProtocol(_STREAM_LIMIT, loop),
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE if fifo is None else asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=cwd,
                 env=env,
@@ -924,8 +1007,12 @@ class ProcessSandbox(Sandbox):
                 user=None if switch_user is None else switch_user.uid,
                 group=None if switch_user is None else switch_user.gid,
                 extra_groups=None if switch_user is None else [],
+                pass_fds=() if program_fd is None else (program_fd,),
             )
+            stdout = None if fifo is None else await fifo.open_reader(_STREAM_LIMIT)
         except BaseException as exc:
+            if fifo is not None:
+                fifo.close()
             if cgroup is not None:
                 cgroup.remove()
             if scratch is not None:
@@ -935,6 +1022,9 @@ class ProcessSandbox(Sandbox):
             if isinstance(exc, OSError):
                 raise InfrastructureError(f"cannot start bot {bot.name!r}: {exc}") from exc
             raise
+        finally:
+            if program_fd is not None:
+                os.close(program_fd)  # the child has its own copy; bwrap reads it once
         return ProcessBotProcess(
             bot,
             transport,
@@ -944,6 +1034,8 @@ class ProcessSandbox(Sandbox):
             bwrap=status is not None,
             notes=[note, *(cgroup.notes if cgroup is not None else ())],
             cgroup=cgroup,
+            fifo=fifo,
+            stdout=stdout,
         )
 
     def _check_reachable(self, bot: BotSpec, uid: int) -> None:
@@ -966,11 +1058,19 @@ class ProcessSandbox(Sandbox):
         return scratch
 
     def _bwrap_argv(
-        self, bot: BotSpec, limits: Limits, status: BwrapStatus, scratch: Path | None
+        self,
+        bot: BotSpec,
+        limits: Limits,
+        status: BwrapStatus,
+        scratch: Path | None,
+        program_fd: int | None,
+        fifo: StdoutFifo,
     ) -> list[str]:
         assert status.path is not None
         env = _bot_env("/tmp")
         argv = [status.path, *_bwrap_flags(status.disables_userns)]
+        if program_fd is not None:
+            argv += ["--seccomp", str(program_fd)]
         for key, value in env.items():
             argv += ["--setenv", key, value]
         argv += _system_binds()
@@ -987,8 +1087,21 @@ class ProcessSandbox(Sandbox):
             argv += ["--ro-bind", str(bot.folder / name), f"{BOT_MOUNT}/{name}"]
         else:
             argv += ["--ro-bind", str(bot.folder), BOT_MOUNT]
-        argv += ["--remount-ro", "/", "--chdir", BOT_MOUNT, "--", *bot.command]
+        argv += ["--ro-bind", str(fifo.path), INSIDE_PATH]
+        argv += ["--remount-ro", "/", "--chdir", BOT_MOUNT, "--", *fifo.shim(), *bot.command]
         return argv
+
+
+def _program_fd(program: bytes) -> int:
+    """A memory file holding the seccomp program, at offset 0, for the child to inherit."""
+    fd = os.memfd_create("referee-seccomp", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, program)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _bot_env(tmp: str) -> dict[str, str]:

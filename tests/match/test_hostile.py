@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
+import asyncio
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from referee.rules import replay
+from referee.match.runner import run_match
+from referee.matchlog import read_log
+from referee.protocol.session import SessionPool
+from referee.rules import RuleSet, replay
 from referee.sandbox import Limits, load_bot, stage_bot
 from referee.specs import TimeControl
 from tests.match.conftest import BOTS, IN_CI, sandbox_pids
@@ -33,9 +39,8 @@ EXPECTED = {
     "flood": "protocol",
     "worst_hello": "protocol",
     "exits_mid_match": "crash",
-    # Under bubblewrap its two processes hold a copy of the bot's stdout, so closing it
-    # shows no end of file: the bot just stops answering (a timeout). Without: a crash.
-    "closes_stdout": "timeout" if shutil.which("bwrap") else "crash",
+    # Also under bubblewrap, whose processes never hold the bot's stdout (a FIFO).
+    "closes_stdout": "crash",
     "child_holds_stdout": "crash",
     "trickle": None,
     "not_held": "illegal",
@@ -45,6 +50,60 @@ EXPECTED = {
     "write_outside": None,
     "signal_parent": None,
 }
+
+
+# Bots that try what the seccomp filter denies (referee/sandbox/seccomp.py); each plays on.
+SECCOMP_BOTS = (
+    "af_alg",
+    "file_locks",
+    "inotify",
+    "io_uring",
+    "keyctl",
+    "netlink",
+    "perf_event",
+    "ptrace",
+    "userfaultfd",
+    "vsock",
+)
+
+
+def seccomp_findings(stderr: str) -> dict[str, str]:
+    """A probe bot's ``SECCOMP <call>: <result>`` lines, checked to be all it made."""
+    found: dict[str, str] = {}
+    done = None
+    for line in stderr.splitlines():
+        if line.startswith("SECCOMP-DONE: "):
+            done = line.removeprefix("SECCOMP-DONE: ")
+        elif line.startswith("SECCOMP "):
+            call, _, result = line.removeprefix("SECCOMP ").rpartition(": ")
+            found[call] = result
+    if done is not None and done.startswith("skipped"):
+        pytest.skip(f"the probes know x86_64's system call numbers only ({done})")
+    assert found and done == str(len(found)), stderr
+    return found
+
+
+def denied(call: str, i386: str = "ENOSYS") -> str:
+    """What a denied call answers: EPERM, and ``i386`` through the 32-bit i386 entry (the
+    process sandbox's filter: ENOSYS for any call there; Docker's profile: EPERM)."""
+    return i386 if call.endswith("via i386") else "EPERM"
+
+
+@pytest.mark.parametrize("bot", SECCOMP_BOTS)
+def test_the_seccomp_filter_denies(play, sandbox, bot: str) -> None:  # type: ignore[no-untyped-def]
+    """Each call fails as denied (the same bots without the filter: every one succeeds or
+    fails otherwise, README "Sandboxes"), and the bot plays its match on."""
+    if not sandbox.seccomp_filter().works:
+        why = sandbox.seccomp_filter().reason
+        if IN_CI:
+            pytest.fail(f"CI=true but the process sandbox has no seccomp filter: {why}")
+        pytest.skip(f"no seccomp filter here ({why}); under CI=true this fails")
+    played = play([BOTS / f"{bot}.py", POLITE, POLITE], target=3)
+    found = seccomp_findings(played.stderr[0])
+    assert found == {call: denied(call) for call in found}
+    assert not any(s.fault for s in played.result.standings)
+    replay(played.log)
+    assert sandbox_pids() == []
 
 
 @pytest.mark.parametrize(("bot", "kind"), sorted(EXPECTED.items()))
@@ -68,6 +127,25 @@ def test_hostile_bot(play, bot: str, kind: str | None) -> None:  # type: ignore[
     assert sorted(s.seat for s in result.standings) == [0, 1, 2]
     replay(played.log)
     assert sandbox_pids() == [], "a process of the match is still running"
+
+
+CLOSE_TC = TimeControl(move_ms=2000, bank_ms=8000, hello_ms=10000)
+
+
+def closed_stdout_fault(played: Any) -> Any:
+    """The fault of a bot that closed its stdout at its first request, charged a small part
+    of its time: it is seen at the close, not when the move time and bank run out."""
+    fault = next(s.fault for s in played.result.standings if s.seat == 0)
+    assert fault is not None and fault.kind == "crash", fault
+    assert "closed its stdout" in fault.detail, fault.detail
+    assert "STDOUT: closed" in played.stderr[0]
+    budget = CLOSE_TC.move_ms + CLOSE_TC.bank_ms
+    assert fault.elapsed_ms is not None and fault.elapsed_ms < budget // 10, fault
+    return fault
+
+
+def test_a_closed_stdout_is_a_crash_at_once(play) -> None:  # type: ignore[no-untyped-def]
+    closed_stdout_fault(play([BOTS / "closes_stdout.py", POLITE, POLITE], target=3, tc=CLOSE_TC))
 
 
 def test_the_worst_line_for_the_parser_at_hello_harms_only_its_sender(play) -> None:  # type: ignore[no-untyped-def]
@@ -186,3 +264,64 @@ def test_signalling_the_parent_harms_nobody(play) -> None:  # type: ignore[no-un
     played = play([BOTS / "signal_parent.py", POLITE, POLITE], target=3)
     assert "SIGNAL: still alive" in played.stderr[0]
     assert played.result.standings[0].fault is None
+
+
+def cpu_seconds(pids: set[int]) -> float:
+    """User and system CPU time of these processes, their threads included (/proc/<pid>/stat)."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+async def idle_spinner_between_matches(
+    sandbox: Any, staging: Path, tmp_path: Path, pids: Callable[[Any], set[int]], tc: TimeControl
+) -> tuple[float, float, list[Any]]:
+    """Two pooled matches of a bot that spins the CPU all the time: its CPU seconds over one
+    second idle in the pool, and over one second lent again, and the second match's faults."""
+    specs = [stage_bot(load_bot(p), staging) for p in (BOTS / "spins_when_idle.py", POLITE, POLITE)]
+    rules = RuleSet.preset("arschloch", target=3).resolve(3)
+    pool = SessionPool(sandbox, Limits(), tc)
+    try:
+        sessions = await pool.acquire(specs, "deal-1")
+        await run_match(sessions, rules, 1, "idle-1", tc, log_path=tmp_path / "m1.jsonl")
+        spinner = sessions[0]
+        await pool.release(sessions)
+        start = cpu_seconds(pids(spinner.channel.proc))
+        await asyncio.sleep(1.0)
+        idle = cpu_seconds(pids(spinner.channel.proc)) - start
+        again = await pool.acquire(specs, "deal-2")
+        assert again[0] is spinner, "the pool started a fresh process"
+        start = cpu_seconds(pids(spinner.channel.proc))
+        await asyncio.sleep(1.0)
+        lent = cpu_seconds(pids(spinner.channel.proc)) - start
+        result = await run_match(again, rules, 2, "idle-2", tc, log_path=tmp_path / "m2.jsonl")
+        await pool.release(again)
+    finally:
+        await pool.aclose()
+    replay(read_log(tmp_path / "m2.jsonl"))
+    return idle, lent, [s.fault for s in result.standings]
+
+
+def test_an_idle_pooled_bot_is_frozen(sandbox, staging: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Its CPU time stands still while it waits in the pool, runs again once it is lent (so
+    the first check can fail), and it plays the second match as well as the first."""
+    if not sandbox.cgroup_support().freezer:
+        why = sandbox.cgroup_support().reason
+        if IN_CI:
+            pytest.fail(f"CI=true but bots get no cgroup freezer here: {why}")
+        pytest.skip(f"no cgroup freezer for bots here ({why}); under CI=true this fails")
+
+    def pids(proc: Any) -> set[int]:
+        return set(proc.cgroup.members())
+
+    tc = TimeControl(move_ms=1000, bank_ms=2000, hello_ms=10000)
+    idle, lent, faults = asyncio.run(idle_spinner_between_matches(sandbox, staging, tmp_path, pids, tc))
+    assert idle < 0.05, f"{idle:.2f} CPU seconds in one second idle"
+    assert lent > 0.1, f"only {lent:.2f} CPU seconds in one second lent: does it spin?"
+    assert faults == [None, None, None]
+    assert sandbox_pids() == []

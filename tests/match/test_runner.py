@@ -182,6 +182,43 @@ def test_session_pool_reuses_processes_but_never_across_rotations_of_a_deal() ->
     assert first[-1]["type"] == "bye"
 
 
+def test_session_pool_freezes_idle_bots_and_thaws_them_before_the_next_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every bot is frozen between matches and thawed before its next match_start (and
+    before its bye): nothing is ever written to a frozen bot."""
+
+    async def freeze(self: FakeBotProcess) -> None:
+        self.received.append({"type": "(frozen)"})
+
+    async def thaw(self: FakeBotProcess) -> None:
+        if self.received and self.received[-1]["type"] == "(frozen)":
+            self.received.append({"type": "(thawed)"})
+
+    monkeypatch.setattr(FakeBotProcess, "freeze", freeze)
+    monkeypatch.setattr(FakeBotProcess, "thaw", thaw)
+    sandbox = FakeSandbox({"a": polite_bot, "b": polite_bot, "c": polite_bot})
+    bots = [spec("a"), spec("b"), spec("c")]
+
+    async def go() -> None:
+        pool = SessionPool(sandbox, Limits(), FAST)
+        for n in (1, 2):
+            await play_match(sandbox, bots, RULES3, n, match_id=f"m{n}", deal_key=f"d{n}", pool=pool)
+        await pool.aclose()
+
+    asyncio.run(go())
+    assert len(sandbox.started) == 3
+    for process in sandbox.started:
+        kinds = [msg["type"] for msg in process.received]
+        assert kinds.count("(frozen)") == 2 and kinds.count("(thawed)") == 2, kinds
+        for i, kind in enumerate(kinds):
+            if kind == "(frozen)":
+                assert kinds[i + 1] == "(thawed)", kinds  # nothing reaches a frozen bot
+        second = [i for i, kind in enumerate(kinds) if kind == "match_start"][1]
+        assert kinds[second - 1] == "(thawed)"
+        assert kinds[-2:] == ["(thawed)", "bye"]
+
+
 def test_session_pool_drops_a_faulted_process() -> None:
     from referee.sandbox import Limits
 

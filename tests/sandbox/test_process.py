@@ -623,8 +623,9 @@ def test_silent_and_flooding_bots(mode: str, staging: Path) -> None:
 
 
 def test_closed_stdout(mode: str, staging: Path) -> None:
-    """Without bubblewrap the referee sees end of file at once; under bubblewrap, bwrap's
-    own processes keep the pipe open, so only the move timeout (or the exit) tells."""
+    """The referee sees end of file while the bot runs on, in both modes: under bubblewrap
+    the bot's stdout is a FIFO that bwrap's own processes never hold (they keep a copy of
+    what they inherit, which used to hide the close until the move timeout)."""
     spec = staged(staging, "closes_stdout")
 
     async def scenario() -> bytes | None:
@@ -642,7 +643,7 @@ def test_closed_stdout(mode: str, staging: Path) -> None:
         finally:
             await bot.cleanup()
 
-    assert run(scenario()) == (None if mode == "bwrap" else b"")
+    assert run(scenario()) == b""
 
 
 # --------------------------------------------------------------------------- limits
@@ -992,3 +993,98 @@ def test_no_zombie_keeps_a_bot_uid_busy(bwrap_only: None, staging: Path) -> None
 
     for uid, zombies in run(scenario()):
         assert zombies == [], f"zombies left under uid {uid}: {zombies}"
+
+
+# --------------------------------------------------------------------------- seccomp
+
+# Two copies of one bot, started from one staged file as a pool starts them: the sender
+# takes an OFD read lock on byte 0 of that file, the receiver asks who would block a
+# write lock there. That was the covert channel between the seat rotations of a deal.
+LOCK_CHANNEL = """
+import fcntl, errno, os, struct, sys
+fd = os.open(os.path.abspath(sys.argv[0]), os.O_RDONLY)
+lock = struct.pack("hh4xqqi4x", fcntl.F_RDLCK if sys.argv[1] == "send" else fcntl.F_WRLCK,
+                   os.SEEK_SET, 0, 1, 0)
+try:
+    if sys.argv[1] == "send":
+        fcntl.fcntl(fd, 37, lock)  # F_OFD_SETLK
+        result = "locked"
+    else:
+        kind = struct.unpack("hh4xqqi4x", fcntl.fcntl(fd, 36, lock))[0]  # F_OFD_GETLK
+        result = "saw a lock" if kind == fcntl.F_RDLCK else "saw nothing"
+except OSError as exc:
+    result = errno.errorcode[exc.errno]
+print(result, flush=True)
+sys.stdin.read()
+"""
+
+
+def _lock_channel(staging: Path, **options: Any) -> tuple[str, str]:
+    spec = script(staging, LOCK_CHANNEL, "lock_channel")
+    sender, receiver = (
+        dataclasses.replace(spec, command=(*spec.command, role)) for role in ("send", "recv")
+    )
+
+    async def scenario() -> tuple[str, str]:
+        sandbox = make_sandbox("bwrap", **options)
+        first = await sandbox.start(sender, LIMITS)
+        try:
+            sent = await asyncio.wait_for(first.stdout.readline(), LINE_TIMEOUT_S)
+            second = await sandbox.start(receiver, LIMITS)
+            try:
+                seen = await asyncio.wait_for(second.stdout.readline(), LINE_TIMEOUT_S)
+            finally:
+                await second.cleanup()
+        finally:
+            await first.cleanup()
+        return sent.decode().strip(), seen.decode().strip()
+
+    return run(scenario())
+
+
+def test_two_copies_learn_nothing_through_file_locks(bwrap_only: None, staging: Path) -> None:
+    """Under the filter neither copy can take or test a lock; without it the channel works
+    (so this test can tell the two apart)."""
+    if os.environ.get("CI") != "true" and not make_sandbox("bwrap").seccomp_filter().works:
+        pytest.skip("libseccomp is not usable here; under CI=true this fails")
+    assert _lock_channel(staging, seccomp=True) == ("EPERM", "EPERM")
+    assert _lock_channel(staging, seccomp=False) == ("locked", "saw a lock")
+
+
+def test_describe_says_whether_the_filter_is_on(bwrap_only: None) -> None:
+    assert "seccomp filter (EPERM for io_uring" in make_sandbox("bwrap", seccomp=True).describe()
+    off = make_sandbox("bwrap", seccomp=False).describe()
+    assert "NO seccomp filter (disabled by configuration)" in off
+    assert "no seccomp filter (it needs bubblewrap)" in make_sandbox("plain").describe()
+
+
+def test_without_libseccomp_bots_run_unfiltered_with_one_warning(
+    bwrap_only: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    staging: Path,
+) -> None:
+    # As if pyseccomp could not find libseccomp.so.2 (it raises at import then).
+    monkeypatch.setitem(sys.modules, "pyseccomp", None)
+    spec = staged(staging, "polite")
+
+    async def scenario(sandbox: ProcessSandbox) -> list[str]:
+        notes = []
+        for _ in range(2):
+            bot = await sandbox.start(spec, LIMITS)
+            try:
+                await greet(bot)
+                notes += bot.notes
+            finally:
+                await bot.cleanup()
+        return notes
+
+    sandbox = make_sandbox("bwrap")
+    assert "NO seccomp filter (the pyseccomp package is not installed" in sandbox.describe()
+    with caplog.at_level(logging.WARNING, logger="referee.sandbox.process"):
+        notes = run(scenario(sandbox))
+    warnings = [r.getMessage() for r in caplog.records if "seccomp" in r.getMessage()]
+    assert len(warnings) == 1 and "WITHOUT a seccomp filter" in warnings[0], warnings
+    assert not any("seccomp" in note for note in notes)
+    with pytest.raises(InfrastructureError, match="seccomp filter is required but unusable"):
+        run(make_sandbox("bwrap", seccomp=True).start(spec, LIMITS))
