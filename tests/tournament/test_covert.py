@@ -31,7 +31,6 @@ from referee.executors.local import LocalExecutor
 from referee.matchlog import read_log
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
-
 from tests.conftest import require_docker
 
 from .conftest import TEST_BOTS
@@ -91,7 +90,7 @@ def test_both_channels_carry_bits_between_processes(tmp_path: Path) -> None:
     the process sandbox's seccomp filter denies the locks, tested with the sandbox)."""
     folder = _spy(tmp_path, "cache")
     code = (
-        "import sys; sys.path.insert(0, {folder!r}); import spy\n"
+        f"import sys; sys.path.insert(0, {str(folder)!r}); import spy\n"
         "deck = [r + s for r in '7 8 9 10 J Q K A'.split() for s in 'CSHD']\n"
         "hand = ['7C', '8S', '9H', '10D', 'JD', 'QC', 'KS', 'AH']\n"
         "word = spy.encode(hand, deck)\n"
@@ -102,7 +101,7 @@ def test_both_channels_carry_bits_between_processes(tmp_path: Path) -> None:
         "    print('ready', flush=True); sys.stdin.readline()\n"
         "else:\n"
         "    print(spy.decode(getattr(spy, sys.argv[2] + '_read')(5), deck) == hand)\n"
-    ).format(folder=str(folder))
+    )
     for channel in ("cache", "lock"):
         writer = subprocess.Popen(
             [sys.executable, "-c", code, "write", channel],
