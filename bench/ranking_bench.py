@@ -10,8 +10,11 @@ published) and the true order, averaged over seeds, by matches per bot, five way
 
 * **(a)** random tables with independent deals: every match seats 4 rungs drawn at random,
   in random order, with fresh cards;
-* **(b)** the scheduler's round robin: every 4-rung table, duplicate deals in every seat
-  rotation, balanced seating (:mod:`referee.tournament.seating`); 140 matches per bot per deal;
+* **(b)** the scheduler's round robin: every 4-rung table, every table deal in every seat
+  rotation, balanced seating (:mod:`referee.tournament.seating`), deals shared as
+  ``--duplicate`` says (the referee's default, ``tables``: across pairs of disjoint tables,
+  so no rung meets the same cards twice; or ``rotations``: one deal for every rotation of a
+  table deal); 140 matches per bot per deal;
 * **(c)** (b) with one deal, then play-offs (:mod:`referee.ranking.playoff`, ``top`` = every rung,
   ``until = 0.95``); tau is taken as the leaderboard would publish it at each level;
 * **(b2)** the round robin on balanced tables (``tables = "balanced"``,
@@ -23,9 +26,10 @@ How far each row goes is the format's :class:`Plan`. The issue's target: (c) rea
 >= 0.95 with at most half the matches per bot that (a) needs; it is checked for (c) and
 (c2). Also:
 
-* **dup**: what duplicate deals take out: one deal of the round robin played as scheduled
-  and again with fresh cards for every match; the seed-to-seed variance of the score
-  difference between true neighbours, one against the other;
+* **dup**: what shared deals take out: one deal of the round robin played with its deals
+  shared across tables (``tables``), shared by the rotations of each table deal
+  (``rotations``), and with fresh cards for every match; the seed-to-seed variance of the
+  score difference between true neighbours, each against fresh cards;
 * **twins**: a round robin with two copies of one rung (one policy, each with its own
   random draws) must not tell them apart: their score intervals overlap, each one's mean
   lies in the other's interval, and their order is not significant either way.
@@ -55,7 +59,7 @@ from referee.ranking.ratings import make_environment, rate
 from referee.specs import MatchSpec, PlayoffSettings, RatingSettings, StoredMatch
 from referee.tournament.deals import deal_seed
 from referee.tournament.design import design_size
-from referee.tournament.scheduler import round_robin
+from referee.tournament.scheduler import DUPLICATE_MODES, Duplicate, round_robin
 
 SECRET = hashlib.sha256(b"arschloch-referee ranking bench").digest()
 TARGET_TAU = 0.95
@@ -204,11 +208,12 @@ def balanced_round_robin(
     tables: str = "all",
     fmt: str = DEFAULT_FORMAT,
     measured: Sequence[int] | None = None,
+    duplicate: Duplicate = "tables",
 ) -> tuple[Points, list[StoredMatch]]:
     """(b) or (b2): the round robin with ``deals`` deals, tau after each deal (or after
     each of ``measured``, deal counts); and its matches."""
     names = sorted(rates)
-    specs = round_robin(names, TABLE_SIZE, deals, seed, SECRET, tables=tables)
+    specs = round_robin(names, TABLE_SIZE, deals, seed, SECRET, tables=tables, duplicate=duplicate)
     matches = play_all(specs, rates, workers=workers, fmt=fmt)
     points = Points()
     for d in measured or range(1, deals + 1):
@@ -226,6 +231,7 @@ def with_playoffs(
     workers: int,
     fmt: str = DEFAULT_FORMAT,
     levels: Sequence[float] = (),
+    duplicate: Duplicate = "tables",
 ) -> tuple[Points, str]:
     """(c): play-off rounds after ``start`` until settled or ``budget`` is spent; and how
     the play-offs ended. Tau is taken as the leaderboard would publish it at each of
@@ -248,6 +254,7 @@ def with_playoffs(
             table_size=TABLE_SIZE,
             seed=seed,
             secret=SECRET,
+            duplicate=duplicate,
         )
         if not plan.specs:
             state = plan.state
@@ -267,7 +274,13 @@ def with_playoffs(
     return points, state
 
 
-def twins(seed: int, workers: int, deals: int = 6, fmt: str = DEFAULT_FORMAT) -> dict[str, Any]:
+def twins(
+    seed: int,
+    workers: int,
+    deals: int = 6,
+    fmt: str = DEFAULT_FORMAT,
+    duplicate: Duplicate = "tables",
+) -> dict[str, Any]:
     """A round robin of 5 rungs, two of them copies of one rung: are the twins told apart?
 
     6 deals make every table exactly balanced (:data:`referee.tournament.seating.BALANCED_DEALS`).
@@ -277,7 +290,7 @@ def twins(seed: int, workers: int, deals: int = 6, fmt: str = DEFAULT_FORMAT) ->
     rates = {name: LADDER[name] for name in ladder[:4]}
     rates[twin] = LADDER[twin_of]
     names = sorted(rates)
-    specs = round_robin(names, TABLE_SIZE, deals, seed, SECRET)
+    specs = round_robin(names, TABLE_SIZE, deals, seed, SECRET, duplicate=duplicate)
     matches = play_all(specs, rates, workers=workers, fmt=fmt)
     by_deal = deal_scores(matches)
     intervals = score_intervals(by_deal)
@@ -295,12 +308,14 @@ def twins(seed: int, workers: int, deals: int = 6, fmt: str = DEFAULT_FORMAT) ->
 
 def duplicate_effect(
     seed: int, rates: dict[str, float], truth: Sequence[str], workers: int, fmt: str
-) -> tuple[list[float], list[float]]:
-    """What duplicate deals cancel: one deal of the round robin, played as scheduled (each
-    deal in every rotation) and again with fresh cards for every match, same tables and
-    seats. Returns, for each, the differences of mean score between true neighbours."""
+) -> tuple[list[float], list[float], list[float]]:
+    """What shared deals cancel: one deal of the round robin, played with its deals shared
+    across disjoint tables, shared by each table deal's rotations, and with fresh cards for
+    every match, same tables and seats. Returns, for each, the differences of mean score
+    between true neighbours."""
     names = sorted(rates)
     specs = round_robin(names, TABLE_SIZE, 1, seed, SECRET)
+    rotations = round_robin(names, TABLE_SIZE, 1, seed, SECRET, duplicate="rotations")
     fresh = [
         spec.model_copy(
             update={
@@ -311,10 +326,10 @@ def duplicate_effect(
         for i, spec in enumerate(specs)
     ]
     out = []
-    for played in (specs, fresh):
+    for played in (specs, rotations, fresh):
         scores = score_intervals(deal_scores(play_all(played, rates, workers=workers, fmt=fmt)))
         out.append([scores[a].mean - scores[b].mean for a, b in itertools.pairwise(truth)])
-    return out[0], out[1]
+    return out[0], out[1], out[2]
 
 
 @dataclass
@@ -323,6 +338,9 @@ class Duplicates:
     seed, duplicate against fresh cards."""
 
     duplicate: list[list[float]] = field(default_factory=list)
+    """Deals shared across disjoint tables (the referee's default)."""
+    rotations: list[list[float]] = field(default_factory=list)
+    """One deal for every rotation of a table deal."""
     fresh: list[list[float]] = field(default_factory=list)
 
     def spread(self, runs: list[list[float]]) -> float:
@@ -334,13 +352,14 @@ class Duplicates:
     def line(self) -> str:
         if len(self.duplicate) < 2:
             return "  duplicate deals: need 2 seeds or more"
-        dup, fresh = self.spread(self.duplicate), self.spread(self.fresh)
+        dup, rot = self.spread(self.duplicate), self.spread(self.rotations)
+        fresh = self.spread(self.fresh)
         return (
-            f"  duplicate deals ({len(self.duplicate)} round robins of 1 deal, each also played "
-            f"with fresh cards for every match): neighbours' score difference varies "
-            f"{dup:.4f} from seed to seed, against {fresh:.4f} with fresh cards: "
-            f"{fresh**2 / dup**2:.2f}x less variance, as many matches worth "
-            f"{fresh**2 / dup**2:.2f}x as many"
+            f"  shared deals ({len(self.duplicate)} round robins of 1 deal, each played three "
+            f"ways): neighbours' score difference varies from seed to seed {fresh:.4f} with "
+            f"fresh cards for every match, {dup:.4f} with deals shared across tables "
+            f"({fresh**2 / dup**2:.2f}x less variance), {rot:.4f} with deals shared by the "
+            f"rotations of a table ({fresh**2 / rot**2:.2f}x less)"
         )
 
 
@@ -482,6 +501,7 @@ def run(
     with_twins: bool = True,
     rows: Sequence[str] = ("a", "b", "c", "b2", "c2", "dup"),
     progress: Callable[[str], None] | None = None,
+    duplicate: Duplicate = "tables",
 ) -> Results:
     """Measure the ``rows`` and the twins over ``seeds`` seeds in format ``fmt`` (see the
     module docstring). Every figure left out comes from the format's :class:`Plan`;
@@ -540,26 +560,39 @@ def run(
     started = time.monotonic()
     for seed in range(1, seeds + 1):
         if duplicates is not None:
-            dup, fresh = duplicate_effect(seed, rates, truth, workers, fmt)
+            dup, rot, fresh = duplicate_effect(seed, rates, truth, workers, fmt)
             duplicates.duplicate.append(dup)
+            duplicates.rotations.append(rot)
             duplicates.fresh.append(fresh)
         if "a" in rows:
             table["a"].add(random_tables(seed, rates, truth, a_levels, workers, fmt))
         if "b" in rows or "c" in rows:
-            points, matches = balanced_round_robin(seed, rates, truth, deals, workers, fmt=fmt)
+            points, matches = balanced_round_robin(
+                seed, rates, truth, deals, workers, fmt=fmt, duplicate=duplicate
+            )
             table["b"].add(points)
             if "c" in rows:
                 first = [m for m in matches if m.spec.deal == 0]
                 budget = int(budget_per_bot * n // TABLE_SIZE)
                 levels = table["c"].levels
                 table["c"].add(
-                    *with_playoffs(seed, rates, truth, first, budget, workers, fmt, levels)
+                    *with_playoffs(
+                        seed, rates, truth, first, budget, workers, fmt, levels, duplicate
+                    )
                 )
         if "b2" in rows or "c2" in rows:
             most = max(balanced_deals if "b2" in rows else 0, start_deals)
             measured = [d for d in balanced_measured if d <= most]
             points, matches = balanced_round_robin(
-                seed, rates, truth, most, workers, tables="balanced", fmt=fmt, measured=measured
+                seed,
+                rates,
+                truth,
+                most,
+                workers,
+                tables="balanced",
+                fmt=fmt,
+                measured=measured,
+                duplicate=duplicate,
             )
             table["b2"].add(points)
             if "c2" in rows:
@@ -567,7 +600,9 @@ def run(
                 budget = (total_per_bot * n - start * n) // TABLE_SIZE
                 levels = table["c2"].levels
                 table["c2"].add(
-                    *with_playoffs(seed, rates, truth, begin, budget, workers, fmt, levels)
+                    *with_playoffs(
+                        seed, rates, truth, begin, budget, workers, fmt, levels, duplicate
+                    )
                 )
         if progress is not None:
             progress(f"{fmt}: seed {seed}/{seeds} done, {time.monotonic() - started:.0f} s")
@@ -576,7 +611,9 @@ def run(
         bots=n,
         seeds=seeds,
         rows={key: row for key, row in table.items() if row.curve.runs},
-        twins=[twins(seed, workers, fmt=fmt) for seed in range(1, seeds + 1)] if with_twins else [],
+        twins=[twins(seed, workers, fmt=fmt, duplicate=duplicate) for seed in range(1, seeds + 1)]
+        if with_twins
+        else [],
         duplicates=duplicates,
     )
 
@@ -604,6 +641,12 @@ def main(argv: list[str] | None = None) -> int:
         help="(c2): deals of the balanced tables before the play-offs (default: the format's)",
     )
     parser.add_argument("--no-twins", action="store_true", help="skip the twins check")
+    parser.add_argument(
+        "--duplicate",
+        choices=DUPLICATE_MODES,
+        default="tables",
+        help="how the round robins share deals (default: tables, the referee's default)",
+    )
     args = parser.parse_args(argv)
     formats = list(FORMATS) if args.format == "both" else [args.format]
     for i, fmt in enumerate(formats):
@@ -615,6 +658,7 @@ def main(argv: list[str] | None = None) -> int:
             start_deals=args.start_deals,
             with_twins=not args.no_twins,
             progress=lambda line: print("  " + line, file=sys.stderr),
+            duplicate=args.duplicate,
         )
         if i:
             print()

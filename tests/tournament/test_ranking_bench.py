@@ -97,11 +97,12 @@ def test_the_benchmark_measures_only_the_rows_asked_for() -> None:
     assert "(b2) (b) on balanced tables: 4: " in "\n".join(results.lines())
 
 
-def test_the_duplicate_check_compares_duplicate_deals_with_fresh_cards() -> None:
+def test_the_duplicate_check_compares_shared_deals_with_fresh_cards() -> None:
     results = ranking_bench.run(
         2, 1, fmt="one-round", rates=FAR, truth=ORDER, rows=("dup",), with_twins=False
     )
     assert not results.rows and results.duplicates is not None
-    assert len(results.duplicates.duplicate) == len(results.duplicates.fresh) == 2
+    dup = results.duplicates
+    assert len(dup.duplicate) == len(dup.rotations) == len(dup.fresh) == 2
     assert all(len(run) == 3 for run in results.duplicates.duplicate)  # 3 neighbour pairs
     assert "less variance" in "\n".join(results.lines())
