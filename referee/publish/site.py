@@ -16,7 +16,10 @@ files. Layout::
 
 Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoescaping
 everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
-site's own script files), and the scripts write data with ``textContent`` only.
+site's own script files), and the scripts write data with ``textContent`` only. File names
+are built from slugs that hold only ``a-z0-9-`` (:mod:`referee.publish.paths`), and the
+site is written into a fresh folder that takes ``--out``'s place when complete, every file
+a new one, never into the results folder (:mod:`referee.publish.folder`).
 
 The ranking (TrueSkill over every match, then the bootstrap) is most of the work: for a
 large tournament it is computed in another process while the match pages are written.
@@ -30,8 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.errors import UsageError
+from referee.publish.folder import SITE_MARKER, SiteFolder, check_target
 from referee.publish.history import history_chart
 from referee.publish.leaderboard import (
     Leaderboard,
@@ -62,18 +64,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SITE_MARKER", "MatchView", "SeatView", "SiteReport", "match_label", "publish_site"]
 
-SITE_MARKER = ".referee-site"
-"""A file in every published folder: ``publish`` writes over such a folder, no other."""
-_GENERATED = (
-    "index.html",
-    "matches.html",
-    "leaderboard.md",
-    "leaderboard.json",
-    "leaderboard.csv",
-    "bots",
-    "matches",
-    "static",
-)
 _HERE = Path(__file__).resolve().parent
 
 
@@ -148,28 +138,6 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def _prepare(out: Path) -> None:
-    """Make ``out`` ready: new, empty, or a site published before (its pages are replaced)."""
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; name a folder for the site")
-    if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARKER).is_file():
-        raise UsageError(
-            f"--out {out} is not empty and holds no site published by the referee; "
-            "name a new or empty folder (publishing again into a published site replaces it)"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    for name in _GENERATED:
-        path = out / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    (out / SITE_MARKER).write_text("written by referee publish; publishing again replaces it\n")
-    for sub in ("bots", "matches"):
-        (out / sub).mkdir()
-    shutil.copytree(_HERE / "static", out / "static")
-
-
 class _Site:
     """One publication: the snapshot, the names of its files, and the pages as written."""
 
@@ -177,6 +145,7 @@ class _Site:
         self.results = results
         self.out = out
         self.env = _environment()
+        self._folder: SiteFolder | None = None
         entrants = results.tournament.entrants
         seated = {s.name for m in results.matches for s in m.seats}
         # Slugs in the file's order, not the ranking's: a bot's address never changes.
@@ -203,17 +172,29 @@ class _Site:
         assert self.ranking is not None, "the ranking is used before it is ready"
         return self.ranking.board
 
-    def render(self, template: str, path: Path, **context: Any) -> None:
+    def into(self, folder: SiteFolder) -> None:
+        """Write the site's files into ``folder`` from now on."""
+        self._folder = folder
+
+    def render(self, template: str, folder: str, stem: str, **context: Any) -> None:
+        """The page ``folder/stem.html`` (``folder`` ``""`` for the top) from ``template``."""
         page = self.env.get_template(template).render(
             tournament=self.results.tournament.name,
             in_progress=self.in_progress,
             **context,
         )
-        self.write(path, page.encode("utf-8"))
+        self.write(folder, stem, ".html", page.encode("utf-8"))
 
-    def write(self, path: Path, data: bytes) -> None:
-        path.write_bytes(data)
-        self.sizes[path.relative_to(self.out).as_posix()] = len(data)
+    def write(self, folder: str, stem: str, suffix: str, data: bytes) -> None:
+        """A new file ``folder/stem+suffix`` (:meth:`SiteFolder.write` checks the name)."""
+        assert self._folder is not None, "the site is written before it has a folder"
+        size = self._folder.write(folder, stem, suffix, data)
+        self.sizes[f"{folder}/{stem}{suffix}".lstrip("/")] = size
+
+    def static_files(self) -> None:
+        """The site's own style and scripts, copied from the package."""
+        for path in sorted((_HERE / "static").iterdir()):
+            self.write("static", path.stem, path.suffix, path.read_bytes())
 
     # -- matches -----------------------------------------------------------------------
 
@@ -225,7 +206,8 @@ class _Site:
             self.views[match.spec.key] = view
             self.render(
                 "match.html",
-                self.out / "matches" / f"{view.stem}.html",
+                "matches",
+                view.stem,
                 root="../",
                 match=view,
                 bot_slug=self.slugs,
@@ -283,10 +265,8 @@ class _Site:
         except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
             self.missing += 1
             return "unreadable", f"its log cannot be read ({exc})", {}
-        target = self.out / "matches" / stem
-        self.write(target.with_suffix(".js"), data.script.encode("utf-8"))
-        _link_or_copy(source, target.with_suffix(".jsonl"), raw)
-        self.sizes[f"matches/{stem}.jsonl"] = len(raw)
+        self.write("matches", stem, ".js", data.script.encode("utf-8"))
+        self.write("matches", stem, ".jsonl", raw)  # a copy: see referee.publish.folder
         self.replays += 1
         return "ok", "", data.fault_lines
 
@@ -304,7 +284,8 @@ class _Site:
             counts[record.status] += 1
         self.render(
             "index.html",
-            self.out / "index.html",
+            "",
+            "index",
             root="",
             board=board,
             settings=board.settings,
@@ -320,7 +301,8 @@ class _Site:
         views = [self.views[m.spec.key] for m in self.results.matches]
         self.render(
             "matches.html",
-            self.out / "matches.html",
+            "",
+            "matches",
             root="",
             matches=views,
             names=self.names,
@@ -346,7 +328,8 @@ class _Site:
         for name in self.names:
             self.render(
                 "bot.html",
-                self.out / "bots" / f"{self.slugs[name]}.html",
+                "bots",
+                self.slugs[name],
                 root="../",
                 name=name,
                 entry=entries.get(name),
@@ -368,12 +351,12 @@ class _Site:
 
     def leaderboard_files(self) -> None:
         board = self.board
-        for name, text in (
-            ("leaderboard.md", to_markdown(board)),
-            ("leaderboard.json", to_json(board)),
-            ("leaderboard.csv", to_csv(board)),
+        for suffix, text in (
+            (".md", to_markdown(board)),
+            (".json", to_json(board)),
+            (".csv", to_csv(board)),
         ):
-            self.write(self.out / name, text.encode("utf-8"))
+            self.write("", "leaderboard", suffix, text.encode("utf-8"))
 
 
 def publish_site(
@@ -384,21 +367,26 @@ def publish_site(
 ) -> SiteReport:
     """Write the site of ``results`` into ``out``; ``progress(done, total)`` per match page.
 
-    ``out`` must be new, empty, or a site published before (which is replaced). Raises
-    ``UsageError`` otherwise, or when Jinja2 (the ``site`` extra) is missing. From
-    :data:`BACKGROUND_FROM` matches the ranking is computed in a spawned process, so a
-    script calling this must guard its entry point (``if __name__ == "__main__":``), as
-    for a tournament run.
+    ``out`` must be new, empty, or a site published before, and outside the results folder
+    (:func:`~referee.publish.folder.check_target`). The site is written into a fresh folder
+    beside it and takes its place only when complete (:mod:`referee.publish.folder`): an
+    error half-way leaves ``out`` as it was. Raises ``UsageError`` for a wrong ``out``, or
+    when Jinja2 (the ``site`` extra) is missing. From :data:`BACKGROUND_FROM` matches the
+    ranking is computed in a spawned process, so a script calling this must guard its entry
+    point (``if __name__ == "__main__":``), as for a tournament run.
     """
-    site = _Site(results, out)
-    _prepare(out)
-    with _ranking(results) as ranking:
+    target = check_target(out, results.results_dir)
+    site = _Site(results, target)
+    with SiteFolder(target) as folder, _ranking(results) as ranking:
+        site.into(folder)
+        site.static_files()
         site.match_pages(progress)  # meanwhile the ranking is computed
         site.use(ranking())
-    site.matches_page()
-    site.bot_pages()
-    site.index_page()
-    site.leaderboard_files()
+        site.matches_page()
+        site.bot_pages()
+        site.index_page()
+        site.leaderboard_files()
+        folder.commit()
     return _report(site)
 
 
@@ -449,16 +437,6 @@ def _report(site: _Site) -> SiteReport:
         total_bytes=sum(sizes.values()),
         largest=largest,
     )
-
-
-def _link_or_copy(source: Path, target: Path, data: bytes) -> None:
-    """``target`` as a hard link to the finished log ``source`` (a log never changes once
-    its match is stored: a replayed match gets a new file), or a copy of ``data`` where a
-    link cannot be made (another file system)."""
-    try:
-        os.link(source, target)
-    except OSError:
-        target.write_bytes(data)
 
 
 def match_label(key: str, deal: int, rotation: int) -> str:
