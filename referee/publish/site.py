@@ -24,9 +24,10 @@ a new one, never into the results folder (:mod:`referee.publish.folder`).
 The ranking (TrueSkill over every match, then the bootstrap) is most of the work: for a
 large tournament it is computed in another process while the match pages are written.
 
-A replay shows every hand, so while the tournament runs, a match whose deal still has seat
-rotations to play is listed without its replay (the log would tell the next players their
-cards); publishing again when they are played adds it.
+A replay shows every hand, so while the tournament runs, a match whose deal (``spec.deal_id``)
+still has matches to play is listed without its replay, and without anything else that may
+show its cards: its faults' details, reply lines and stderr reports (:class:`FaultView`).
+Publishing again when the deal is played adds them.
 """
 
 from __future__ import annotations
@@ -62,7 +63,16 @@ from referee.text import ordinal
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["SITE_MARKER", "MatchView", "SeatView", "SiteReport", "match_label", "publish_site"]
+__all__ = [
+    "SITE_MARKER",
+    "WITHHELD_NOTE",
+    "FaultView",
+    "MatchView",
+    "SeatView",
+    "SiteReport",
+    "match_label",
+    "publish_site",
+]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -83,9 +93,29 @@ class SeatView:
 
 
 @dataclass(frozen=True)
+class FaultView:
+    """A fault as a bot's page shows it. While other matches dealt the same cards are still
+    to be played (``held``), everything that may show the cards is left out: the detail
+    ("7C is not in your hand"), the reply line and the stderr report (a bot may print its
+    hand); the kind, the seat, the request id and the time taken stay."""
+
+    key: str
+    seat: int
+    name: str
+    kind: str
+    held: bool
+    request_id: int | None
+    elapsed_ms: int | None
+    detail: str | None
+    reply: str | None
+    stderr: str | None
+
+
+@dataclass(frozen=True)
 class MatchView:
-    """A finished match as the pages show it; ``replay`` is ``ok``, ``withheld``,
-    ``missing`` or ``unreadable`` (``replay_note`` says why)."""
+    """A finished match as the pages show it; ``replay`` is ``ok``, ``withheld`` (its deal
+    is still being played: nothing that shows its cards is published), ``missing`` or
+    ``unreadable`` (``replay_note`` says why)."""
 
     key: str
     stem: str
@@ -219,6 +249,7 @@ class _Site:
         key = match.spec.key
         stem = self.stems[key]
         replay, note, fault_lines = self._replay(match.spec, stem)
+        held = replay == "withheld"
         record = self.results.records.get(key)
         seats = tuple(
             SeatView(
@@ -229,7 +260,7 @@ class _Site:
                 score=s.score,
                 forfeit=s.forfeit,
                 fault_kind=s.fault_kind,
-                fault_detail=s.fault_detail,
+                fault_detail=None if held else s.fault_detail,
                 fault_line=fault_lines.get(s.seat),
             )
             for s in match.seats
@@ -253,7 +284,7 @@ class _Site:
         key = spec.key
         if spec.deal_id not in self.complete_deals:
             self.withheld += 1
-            return "withheld", "other seat rotations of this deal are still to be played", {}
+            return "withheld", WITHHELD_NOTE, {}
         source = self.results.log_path(key)
         try:
             raw = source.read_bytes()
@@ -337,9 +368,26 @@ class _Site:
                 matches=mine.get(name, []),
                 places=_place_rows(places.get(name), size),
                 head_to_head=list(self._head_to_head(name, pairs)),
-                faults=[(f, self.views.get(f.key)) for f in faults.get(name, [])],
+                faults=[(self._fault(f), self.views.get(f.key)) for f in faults.get(name, [])],
                 slug=self.slugs,
             )
+
+    def _fault(self, fault: StoredFault) -> FaultView:
+        """``fault`` as its page may show it now (see :class:`FaultView`)."""
+        spec = self.results.specs.get(fault.key)
+        held = spec is None or spec.deal_id not in self.complete_deals
+        return FaultView(
+            key=fault.key,
+            seat=fault.seat,
+            name=fault.name,
+            kind=fault.kind,
+            held=held,
+            request_id=fault.request_id,
+            elapsed_ms=fault.elapsed_ms,
+            detail=None if held else fault.detail,
+            reply=None if held else fault.reply,
+            stderr=None if held else fault.stderr,
+        )
 
     def _head_to_head(
         self, name: str, pairs: dict[tuple[str, str], PairRecord]
@@ -451,8 +499,12 @@ def match_label(key: str, deal: int, rotation: int) -> str:
     return where
 
 
+WITHHELD_NOTE = "other matches dealt the same cards are still to be played"
+
+
 def _complete_deals(results: StoredTournament) -> set[str]:
-    """The deals every seat rotation of which is finished: their cards may be shown."""
+    """The deals (``spec.deal_id``) every match of which is finished: their cards may be
+    shown. A deal with a match running, to play or failed is open."""
     open_deals = {
         results.specs[key].deal_id
         for key, record in results.records.items()

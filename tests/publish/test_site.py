@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
-from referee.publish.site import SITE_MARKER, publish_site
+from referee.publish.site import SITE_MARKER, WITHHELD_NOTE, publish_site
 from referee.publish.source import load_results, rank
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.tournament.file import Tournament
@@ -195,7 +195,7 @@ def test_while_a_deal_is_being_played_its_replays_are_held_back(tmp_path: Path) 
     assert "not revealed yet" in index
     held = [p for p in (out / "matches").glob("*.html") if not p.with_suffix(".js").exists()]
     assert len(held) == 2
-    assert "other seat rotations of this deal are still to be played" in held[0].read_text()
+    assert WITHHELD_NOTE in held[0].read_text()
 
 
 def test_a_missing_log_costs_its_replay_only(tmp_path: Path) -> None:
