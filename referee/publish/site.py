@@ -8,6 +8,7 @@ its page (:mod:`referee.publish.replaydata`), since browsers refuse ``fetch()`` 
 files. Layout::
 
     index.html              leaderboard, settings, deals, rating history, crosstable
+    collusion.html          the collusion check: every pair that met, flagged or not
     matches.html            every match with its standings, filterable by bot
     bots/<bot>.html         a bot's matches, places, head-to-head and faults
     matches/<table>_dNNN_rN.html|.js|.jsonl   a match: its page, its log as data, the log
@@ -57,6 +58,7 @@ from referee.publish.replaydata import log_script
 from referee.publish.settings import format_time
 from referee.publish.source import Ranking, StoredTournament, rank
 from referee.publish.stats import PairRecord, pair_records, place_counts
+from referee.ranking.collusion import LEVEL, MIN_DEALS, MIN_EXCESS, CollusionCheck
 from referee.specs import MatchSpec, StoredFault, StoredMatch, playoff_round
 from referee.text import ordinal
 
@@ -165,6 +167,8 @@ def _environment() -> jinja2.Environment:
     env.filters["f2"] = lambda v: "—" if v is None else f"{v:.2f}"
     env.filters["f3"] = lambda v: "—" if v is None else f"{v:.3f}"
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
+    env.filters["signed"] = lambda v: "—" if v is None else f"{v:+.3f}"
+    env.filters["pvalue"] = _p_text
     return env
 
 
@@ -397,6 +401,20 @@ class _Site:
             if other != name and record is not None:
                 yield other, record
 
+    def collusion_page(self) -> None:
+        """The collusion check's table (:mod:`referee.ranking.collusion`)."""
+        check = self.board.collusion or CollusionCheck(LEVEL, MIN_DEALS, ())
+        self.render(
+            "collusion.html",
+            "",
+            "collusion",
+            root="",
+            check=check,
+            authors=any(p.a_author or p.b_author for p in check.pairs),
+            margin=MIN_EXCESS,
+            slug=self.slugs,
+        )
+
     def leaderboard_files(self) -> None:
         board = self.board
         for suffix, text in (
@@ -433,6 +451,7 @@ def publish_site(
         site.matches_page()
         site.bot_pages()
         site.index_page()
+        site.collusion_page()
         site.leaderboard_files()
         folder.commit()
     return _report(site)
@@ -511,6 +530,13 @@ def _complete_deals(results: StoredTournament) -> set[str]:
         if record.status != "done" and key in results.specs
     }
     return {m.spec.deal_id for m in results.matches} - open_deals
+
+
+def _p_text(p: float | None) -> str:
+    """A p-value for the collusion table: ``0.034``, ``< 0.0001``, ``—`` when untested."""
+    if p is None:
+        return "—"
+    return "< 0.0001" if p < 1e-4 else f"{p:.2g}"
 
 
 def _place_rows(counts: Counter[int | str] | None, table_size: int) -> list[tuple[str, int, float]]:

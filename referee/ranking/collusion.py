@@ -370,6 +370,8 @@ def strengths(scored: Sequence[tuple[str, _Seats]]) -> dict[str, float]:
                 if j != i and other != name:
                     row[other] = row.get(other, 0.0) + 1
     names = sorted(wins)
+    if not names:
+        return {}
     pairs = {n: sorted((o, c + _PRIOR) for o, c in met[n].items()) for n in names}
     won = {n: wins[n] + _PRIOR / 2 * len(pairs[n]) for n in names}
     gamma = dict.fromkeys(names, 1.0)

@@ -298,7 +298,7 @@ def test_every_page_opens_without_an_error_a_dialog_or_an_image(
     site: Path, page: Watched
 ) -> None:
     pages = sorted(site.rglob("*.html"))
-    assert len(pages) == 2 + 4 + 12
+    assert len(pages) == 3 + 4 + 12
     for path in pages:
         page.open(path)
         assert page.page.locator("img").count() == 0, path
@@ -319,3 +319,23 @@ def test_pointing_at_a_bot_in_the_legend_picks_out_its_line(site: Path, page: Wa
     page.page.mouse.move(0, 0)
     assert page.page.locator("svg.chart .series.on").count() == 1
     page.shot("index-history-highlight")
+
+
+def test_the_collusion_check_opens_from_the_menu_and_sorts(site: Path, page: Watched) -> None:
+    data = json.loads((site / "leaderboard.json").read_text())["collusion"]
+    page.open(site / "index.html")
+    page.page.locator("header nav a", has_text="Collusion check").click()
+    page.page.wait_for_load_state("load")
+    assert page.page.url.endswith("/collusion.html")
+    rows = page.page.locator("#collusion tbody tr")
+    assert rows.count() == len(data["pairs"]) == 6  # every pair of the four bots met
+    first = "#collusion tbody tr td:nth-child(1)"
+    assert _names(page.page, first) == [p["a"] for p in data["pairs"]]
+    assert HOSTILE_NAME in _names(page.page, first) + _names(page.page, "#collusion td:nth-child(2)")
+    assert page.page.locator("img, script:not([src])").count() == 0
+    page.page.locator("#collusion thead th button", has_text="matches").click()
+    counts = [int(c) for c in _names(page.page, "#collusion tbody tr td:nth-child(3)")]
+    assert counts == sorted(counts)
+    page.page.locator("#collusion thead th button", has_text="A").first.click()
+    assert _names(page.page, first) == sorted(_names(page.page, first), key=str.lower)
+    page.shot("collusion")
