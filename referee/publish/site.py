@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from referee.errors import UsageError
+from referee.errors import InfrastructureError, UsageError
 from referee.publish.folder import SITE_MARKER, SiteFolder, check_target
 from referee.publish.history import history_chart
 from referee.publish.leaderboard import (
@@ -437,23 +437,32 @@ def publish_site(
     (:func:`~referee.publish.folder.check_target`). The site is written into a fresh folder
     beside it and takes its place only when complete (:mod:`referee.publish.folder`): an
     error half-way leaves ``out`` as it was. Raises ``UsageError`` for a wrong ``out``, or
-    when Jinja2 (the ``site`` extra) is missing. From :data:`BACKGROUND_FROM` matches the
+    when Jinja2 (the ``site`` extra) is missing; ``InfrastructureError`` when the disk
+    refuses a write (full, read-only, not permitted). From :data:`BACKGROUND_FROM` matches the
     ranking is computed in a spawned process, so a script calling this must guard its entry
     point (``if __name__ == "__main__":``), as for a tournament run.
     """
     target = check_target(out, results.results_dir)
     site = _Site(results, target)
-    with SiteFolder(target) as folder, _ranking(results) as ranking:
-        site.into(folder)
-        site.static_files()
-        site.match_pages(progress)  # meanwhile the ranking is computed
-        site.use(ranking())
-        site.matches_page()
-        site.bot_pages()
-        site.index_page()
-        site.collusion_page()
-        site.leaderboard_files()
-        folder.commit()
+    existed = target.exists()
+    try:
+        with SiteFolder(target) as folder, _ranking(results) as ranking:
+            site.into(folder)
+            site.static_files()
+            site.match_pages(progress)  # meanwhile the ranking is computed
+            site.use(ranking())
+            site.matches_page()
+            site.bot_pages()
+            site.index_page()
+            site.collusion_page()
+            site.leaderboard_files()
+            folder.commit()
+    except OSError as exc:  # the disk, not the results: say so, in one line
+        kept = "the site published before is unchanged" if existed else "nothing was kept"
+        raise InfrastructureError(
+            f"cannot write the site {out}: {exc.strerror or exc}"
+            f"{f' ({exc.filename})' if exc.filename else ''}; {kept}"
+        ) from exc
     return _report(site)
 
 

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 import referee.publish.folder as folder_module
 import referee.publish.site as site_module
 from referee.cli import main
-from referee.errors import UsageError
+from referee.errors import InfrastructureError, UsageError
 from referee.publish.folder import SITE_MARKER, SiteFolder
 from referee.publish.paths import match_names
 from referee.publish.site import publish_site
@@ -115,6 +115,10 @@ def test_the_command_leaves_the_results_folder_as_it_was(
     for _ in range(2):
         done = runner.invoke(main, ["publish", str(hostile.path), "--out", str(tmp_path / "s")])
         assert done.exit_code == 0, done.output
+    inside = str(hostile.results_dir / "site")
+    refused = runner.invoke(main, ["publish", str(hostile.path), "--out", inside])
+    assert refused.exit_code == 2 and "inside the results folder" in refused.output
+    assert "Traceback" not in refused.output
     assert _hashes(hostile.results_dir) == before
 
 
@@ -177,7 +181,9 @@ def test_a_publication_failing_half_way_leaves_the_old_site_as_it_was(
         return real_write(self, folder, stem, suffix, data)
 
     monkeypatch.setattr(SiteFolder, "write", failing)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(
+        InfrastructureError, match="No space left on device; the site published before is unchanged"
+    ):
         publish_site(results, out)
     assert seen and not seen[0].exists()
     assert _hashes(out) == old
