@@ -80,12 +80,17 @@ def check_target(out: Path, results_dir: Path) -> Path:
         )
     if target.exists() and not target.is_dir():
         raise UsageError(f"--out {out} is a file; name a folder for the site")
+    _check_replaceable(target, out)
+    return target
+
+
+def _check_replaceable(target: Path, out: Path) -> None:
+    """Refuse to replace a folder that holds anything but a published site."""
     if target.is_dir() and any(target.iterdir()) and not _is_marker(target / SITE_MARKER):
         raise UsageError(
             f"--out {out} is not empty and holds no site published by the referee; "
             "name a new or empty folder (publishing again into a published site replaces it)"
         )
-    return target
 
 
 def _is_marker(path: Path) -> bool:
@@ -154,6 +159,7 @@ class SiteFolder:
             mode = stat.S_IMODE(os.stat("bots", dir_fd=root).st_mode)
         os.chmod(root, mode)
         self._close()
+        _check_replaceable(self.target, self.target)  # again: files may have come meanwhile
         if not self.target.exists():
             os.rename(self.path, self.target)
             return

@@ -261,3 +261,21 @@ def test_a_relative_out_under_the_results_is_refused_too(
     with pytest.raises(UsageError, match="inside the results folder"):
         publish_site(results, Path("site"))
     assert not (results.results_dir / "site").exists()
+
+
+def test_a_folder_filled_while_the_site_is_written_is_not_replaced(
+    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "site"
+    out.mkdir()
+    real = site_module._Site.leaderboard_files
+
+    def meanwhile(self: site_module._Site) -> None:
+        (out / "thesis.tex").write_text("precious")
+        real(self)
+
+    monkeypatch.setattr(site_module._Site, "leaderboard_files", meanwhile)
+    with pytest.raises(UsageError, match="not empty and holds no site"):
+        publish_site(load_results(dotted), out)
+    assert [p.name for p in out.iterdir()] == ["thesis.tex"]
+    assert _beside(out) == []
