@@ -9,7 +9,9 @@ stopped.
 
 Every format also carries the tournament's settings (:mod:`referee.publish.settings`): the
 rules with every override, table size, format, deals, seed, clock, sandbox, each bot's
-version and SHA-256, when it was played and by which referee.
+version and SHA-256, when it was played and by which referee; and the collusion check
+(:mod:`referee.ranking.collusion`): JSON has every pair, the others a sentence when a pair
+is flagged (the site's collusion page has the table).
 
 Bot names are untrusted display text. Markdown escapes every character that could start
 formatting, a table cell or HTML; CSV quotes every cell and defuses spreadsheet formulas
