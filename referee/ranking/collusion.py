@@ -30,10 +30,10 @@ in five tournaments) and the pair shared at least ``min_deals`` deals.
 
 Measured on simulated round robins (as in ``tests/tournament/test_collusion.py``: 4 to 6
 entrants, 3 or 4 per table, 4 to 12 deals, strengths from even to nearly deterministic;
-3,000 to 6,000 pairs per setting): honest pairs are flagged at 0.1 to 0.4 times the level,
-at levels 0.05, 0.01 and 0.001. Without the margin it is 0.5 to 1.1 times the level, but
-up to 16 times it at 0.001 where one entrant nearly always wins (the model's bias for such
-a pair is tiny, and its spread tinier still). A bot that always lets its partner win is
+3,000 to 6,000 pairs per setting): honest pairs are flagged at 0 to 0.4 times the level,
+at levels 0.05, 0.01 and 0.001. Without the margin it is 0.5 to 1.3 times the level, but
+2.6 and 16 times it at 0.01 and 0.001 where one entrant nearly always wins (the model's
+bias for such a pair is tiny, and its spread tinier still). A bot that always lets its partner win is
 flagged in every tournament; one that does so in 30 % of their matches, in 10 % of
 6-entrant round robins (3 per table) of 4 deals, 40 % of 12 and 70 % of 20.
 
