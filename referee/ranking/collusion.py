@@ -28,14 +28,15 @@ three (Bonferroni). A pair is **flagged** when that p-value is at most ``level``
 :data:`LEVEL`, 0.001 per pair: in a field of 20 entrants, 190 pairs, about one chance flag
 in five tournaments) and the pair shared at least ``min_deals`` deals.
 
-Measured on simulated round robins (as in ``tests/tournament/test_collusion.py``: 4 to 6
-entrants, 3 or 4 per table, 4 to 12 deals, strengths from even to nearly deterministic;
-3,000 to 6,000 pairs per setting): honest pairs are flagged at 0 to 0.4 times the level,
-at levels 0.05, 0.01 and 0.001. Without the margin it is 0.5 to 1.3 times the level, but
-2.6 and 16 times it at 0.01 and 0.001 where one entrant nearly always wins (the model's
-bias for such a pair is tiny, and its spread tinier still). A bot that always lets its partner win is
-flagged in every tournament; one that does so in 30 % of their matches, in 10 % of
-6-entrant round robins (3 per table) of 4 deals, 40 % of 12 and 70 % of 20.
+Measured on simulated round robins (``bench/collusion_bench.py``, whose simulator the
+tests use too: 4 to 6 entrants, 3 or 4 per table, 4 to 12 deals, strengths from even to
+nearly deterministic; 1,800 to 4,500 pairs per setting): honest pairs are flagged at 0 to
+0.35 times the level, at levels 0.05, 0.01 and 0.001. Without the margin it is 0.4 to 1.3
+times the level, but up to 2.6 and 16 times it at 0.01 and 0.001 where one entrant nearly
+always wins (the model's bias for such a pair is tiny, and its spread tinier still). A bot
+that always lets its partner win is flagged in every tournament; one that does so in 30 %
+of their matches, in 10 % of 6-entrant round robins (3 per table) of 4 deals, 40 % of 12
+and 70 % of 20.
 
 A flag is evidence, not proof: an honest bot whose play happens to exploit another's (or
 to suffer from it) shows the same pattern, and a pair that shares few deals is never
@@ -183,11 +184,13 @@ def collusion_check(
     min_deals: int = MIN_DEALS,
     order: Sequence[str] = (),
     authors: Mapping[str, str] | None = None,
+    margin: float = MIN_EXCESS,
 ) -> CollusionCheck:
     """The collusion check of ``matches`` (see the module docstring).
 
     Each pair is named in ``order`` (the entrants' order, then by name for the rest);
-    ``authors`` maps entrants to their authors, where known.
+    ``authors`` maps entrants to their authors, where known; ``margin`` is what an excess
+    is tested against (:data:`MIN_EXCESS`; ``bench/collusion_bench.py`` measures 0 too).
     """
     scored = [_scores(m) for m in sorted(matches, key=lambda m: m.spec.key)]
     x = strengths(scored)
@@ -206,7 +209,7 @@ def collusion_check(
 
     known = authors or {}
     rows = [
-        _check(a, b, every, shared, level, min_deals, known.get(a), known.get(b))
+        _check(a, b, every, shared, level, min_deals, margin, known.get(a), known.get(b))
         for a, b in shared
         if position(a) < position(b)
     ]
@@ -232,6 +235,7 @@ def _check(
     shared: Mapping[tuple[str, str], _Deals],
     level: float,
     min_deals: int,
+    margin: float,
     author_a: str | None,
     author_b: str | None,
 ) -> PairCheck:
@@ -245,9 +249,9 @@ def _check(
     other_b = [r / n for _, r, n in alone_b.values()]
     together = [ra + rb for ra, rb in zip(res_a, res_b, strict=True)]
     tails = [
-        _tail([(res_a, 1), (other_a, -1)]),
-        _tail([(res_b, 1), (other_b, -1)]),
-        _tail([(together, 1), (other_a, -1), (other_b, -1)]),
+        _tail([(res_a, 1), (other_a, -1)], margin),
+        _tail([(res_b, 1), (other_b, -1)], margin),
+        _tail([(together, 1), (other_a, -1), (other_b, -1)], margin),
     ]
     p_value: float | None = None
     pattern: Pattern | None = None
@@ -293,8 +297,8 @@ def _mean_score(deals: _Deals) -> float:
     return sum(s for s, _, _ in deals.values()) / sum(n for _, _, n in deals.values())
 
 
-def _tail(parts: Sequence[tuple[Sequence[float], int]]) -> float | None:
-    """One-sided p-value that ``sum(sign * mean(values))`` exceeds :data:`MIN_EXCESS`.
+def _tail(parts: Sequence[tuple[Sequence[float], int]], margin: float) -> float | None:
+    """One-sided p-value that ``sum(sign * mean(values))`` exceeds ``margin``.
 
     Welch's t for a sum of independent means (the parts are deal values of different
     deals, or of different matches of one), with Satterthwaite's degrees of freedom,
@@ -303,7 +307,7 @@ def _tail(parts: Sequence[tuple[Sequence[float], int]]) -> float | None:
     """
     if any(len(values) < 2 for values, _ in parts):
         return None
-    estimate = -MIN_EXCESS
+    estimate = -margin
     variance = 0.0
     pieces = []
     for values, sign in parts:

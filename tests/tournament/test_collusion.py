@@ -1,4 +1,4 @@
-"""The collusion check on simulated round robins (:mod:`tests.tournament.simulated`):
+"""The collusion check on simulated round robins (:func:`bench.collusion_bench.round_robin`):
 colluders are flagged, honest pairs are not, more often than the level says."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from bench.collusion_bench import round_robin
 from referee.ranking.collusion import (
     LEVEL,
     MIN_DEALS,
@@ -14,7 +15,6 @@ from referee.ranking.collusion import (
     t_tail,
 )
 from referee.specs import StoredMatch
-from tests.tournament.simulated import round_robin
 
 
 @pytest.mark.parametrize(

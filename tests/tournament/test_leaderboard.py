@@ -204,7 +204,7 @@ def test_play_offs_are_summarised_in_every_format() -> None:
 
 
 def test_a_flagged_pair_is_a_sentence_in_every_format_with_its_names_escaped() -> None:
-    from tests.tournament.simulated import round_robin
+    from bench.collusion_bench import round_robin
 
     hostile = {"bot1": "*x*|<b>", "bot3": "=HYPERLINK(1)"}
 
