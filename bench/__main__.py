@@ -12,6 +12,7 @@ import sys
 
 def main() -> int:
     from bench import (
+        collusion_bench,
         engine_bench,
         match_bench,
         montecarlo_bench,
@@ -46,6 +47,8 @@ def main() -> int:
     publish_bench.run()
     print("=" * 72)
     ranking_bench.main([])
+    print("=" * 72)
+    collusion_bench.run()
     print("=" * 72)
     # A quick look (12 deals); `python -m bench.montecarlo_bench` plays the 400 matches
     # that measure the score target.

@@ -6,7 +6,8 @@ side by side in one run:
 * 2,000 matches (5 instant bots, 4 per table, 100 deals) played in this process with in-memory bots
   (:class:`referee.testing.InProcessExecutor`: the real engine, match runner, coordinator,
   store and logs; one bot faults in every tenth match), then published: the whole of
-  ``referee publish`` (read the store, rate, bootstrap, write every page and replay);
+  ``referee publish`` (read the store, rate, bootstrap, check for collusion, write every
+  page and replay, copying the logs);
 * 100 matches of the same tournament (5 deals) played through the real process sandbox,
   with the default workers, as ``referee tournament run`` plays them.
 

@@ -9,7 +9,9 @@ stopped.
 
 Every format also carries the tournament's settings (:mod:`referee.publish.settings`): the
 rules with every override, table size, format, deals, seed, clock, sandbox, each bot's
-version and SHA-256, when it was played and by which referee.
+version and SHA-256, when it was played and by which referee; and the collusion check
+(:mod:`referee.ranking.collusion`): JSON has every pair, the others a sentence when a pair
+is flagged (the site's collusion page has the table).
 
 Bot names are untrusted display text. Markdown escapes every character that could start
 formatting, a table cell or HTML; CSV quotes every cell and defuses spreadsheet formulas
@@ -31,6 +33,7 @@ from rich.table import Table
 from rich.text import Text
 
 from referee.publish.settings import TournamentSettings, settings_sentences
+from referee.ranking.collusion import CollusionCheck, collusion_check
 from referee.ranking.intervals import (
     MIN_SHARED_DEALS,
     OrderConfidence,
@@ -143,10 +146,12 @@ class Leaderboard:
     playoff: PlayoffSummary | None = None
     settings: TournamentSettings | None = None
     """How the tournament was played (``None`` when the caller has no tournament file)."""
+    collusion: CollusionCheck | None = None
+    """The collusion check of every pair that met (:mod:`referee.ranking.collusion`)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape: tournament, rules, settings, matches, confidence, deals, playoff,
-        entries, unrated."""
+        entries, unrated, collusion."""
         playoff = None
         if self.playoff is not None:
             p = self.playoff
@@ -168,6 +173,7 @@ class Leaderboard:
             "playoff": playoff,
             "entries": [_entry_dict(e) for e in self.entries],
             "unrated": list(self.unrated),
+            "collusion": None if self.collusion is None else self.collusion.as_dict(),
         }
 
 
@@ -213,6 +219,7 @@ def build_leaderboard(
     table_size: int | None = None,
     settings: TournamentSettings | None = None,
     observe: Callable[[StoredMatch, Mapping[str, Any]], None] | None = None,
+    authors: Mapping[str, str] | None = None,
 ) -> Leaderboard:
     """Rate ``matches`` (in canonical order), rank ``entrants`` by ``mu - 3 sigma``, and
     add each one's score interval and the confidence of each adjacent pair.
@@ -220,7 +227,8 @@ def build_leaderboard(
     ``ratings`` are the tournament's ``[ratings]`` (the defaults when ``None``); ``ruleset``
     decides the default draw probability; ``playoff`` and ``table_size`` say whether more
     play-offs are due; ``settings`` are published with the ranking; ``observe`` is called
-    with every match and the ratings after it (:func:`referee.ranking.ratings.rate`).
+    with every match and the ratings after it (:func:`referee.ranking.ratings.rate`);
+    ``authors`` (entrant to author, where known) go into the collusion check's rows.
     """
     rating = ratings or RatingSettings()
     rated = rate(matches, entrants, env=make_environment(rating, ruleset), observe=observe)
@@ -259,6 +267,7 @@ def build_leaderboard(
         confidence=rating.confidence,
         playoff=summary,
         settings=settings,
+        collusion=collusion_check(matches, order=entrants, authors=authors),
     )
 
 
@@ -333,7 +342,20 @@ def leaderboard_notes(board: Leaderboard) -> list[str]:
         notes.append(board.playoff.text())
     if board.unrated:
         notes.append(f"Unrated (no match yet): {', '.join(board.unrated)}.")
+    if board.collusion is not None and board.collusion.flagged:
+        notes.append(collusion_note(board.collusion))
     return notes
+
+
+def collusion_note(check: CollusionCheck) -> str:
+    """The sentence every format adds when the collusion check flags a pair."""
+    flagged = check.flagged
+    pairs = "; ".join(f"{p.describe()} (p = {p.p_value:.2g})" for p in flagged)
+    count = "1 pair" if len(flagged) == 1 else f"{len(flagged)} pairs"
+    return (
+        f"Collusion check: {count} of entrants flagged at p ≤ {check.level:g}: {pairs}. "
+        "This is evidence, not proof: look at their code and at their matches together."
+    )
 
 
 def _interval_text(e: LeaderboardEntry) -> str:

@@ -1,11 +1,20 @@
 """File names of the published site that people can read: bots and tables, not hashes.
 
 A match key names its table by a hash (``rr/3f1c2a9b0d4e/d003/r1``); its page is named by
-the table's bots instead, slugged (:func:`referee.sandbox.safe_name`), then the deal and
-the rotation: ``alice-bob-carol_d003_r1.html``. Gauntlet draws and play-off rounds keep
-their number (``g_...``, ``po001_...``). Two different tables whose names slug alike (or
-display names without a letter a slug can keep) get the table's hash appended, so every
-name is unique and stays the same whatever else the tournament holds.
+the table's bots instead, slugged, then the deal and the rotation:
+``alice-bob-carol_d003_r1.html``. Gauntlet draws and play-off rounds keep their number
+(``g_...``, ``po001_...``). Two different tables whose names slug alike (or display names
+without a letter a slug can keep) get the table's hash appended, so every name is unique
+and stays the same whatever else the tournament holds.
+
+Display names are untrusted, so a name in the site is built, never cut out of one: a
+:func:`site_slug` holds only ``a-z``, ``0-9`` and ``-`` (no dot, so nothing after it can
+pass for a suffix; no slash, backslash, control character or ``..``; Unicode look-alikes
+folded to ASCII or dropped; never empty, never a leading dash, at most 40 characters, never
+a name Windows reserves), and the site appends its own suffix to a stem it built
+(:func:`file_name`), which checks the result again. A dot in ``"Dr. Who"`` once let
+``Path.with_suffix`` cut every stem of that bot's tables at the dot, mapping all their
+replays to one file name.
 """
 
 from __future__ import annotations
@@ -15,12 +24,37 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from referee.text import safe_name
 
-__all__ = ["bot_slugs", "match_names"]
+__all__ = ["SUFFIXES", "bot_slugs", "file_name", "match_names", "site_slug"]
 
 _SLUG_PART = 20
 """Characters of each bot's slug in a match name: six bots stay well under 255 bytes."""
 _TABLE_ID = re.compile(r"^[0-9a-f]{12}$")
-_UNSAFE = re.compile(r"[^a-z0-9._-]+")
+_UNSAFE = re.compile(r"[^a-z0-9]+")
+_STEM = re.compile(r"[a-z0-9][a-z0-9_-]{0,199}")
+_RESERVED = frozenset(
+    ["con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))]
+)
+"""Device names Windows will not open as files, whatever the suffix (a site may be copied
+there)."""
+SUFFIXES = frozenset([".html", ".js", ".jsonl", ".css", ".md", ".json", ".csv"])
+"""The only suffixes the site writes."""
+
+
+def site_slug(name: str) -> str:
+    """A display name as a file-name part: ``"Dr. Who"`` -> ``"dr-who"`` (see the module)."""
+    slug = _UNSAFE.sub("-", safe_name(name)).strip("-") or "bot"
+    return f"{slug}-bot" if slug in _RESERVED else slug
+
+
+def file_name(stem: str, suffix: str) -> str:
+    """``stem + suffix``, refusing anything but a stem this module builds and a known suffix.
+
+    A ``ValueError`` here is a bug in the site, never the bots' doing: every stem comes
+    from :func:`site_slug`, :func:`bot_slugs` or :func:`match_names`.
+    """
+    if not _STEM.fullmatch(stem) or suffix not in SUFFIXES:
+        raise ValueError(f"not a file name the site makes: {stem!r} + {suffix!r}")
+    return stem + suffix
 
 
 def bot_slugs(names: Iterable[str]) -> dict[str, str]:
@@ -28,7 +62,7 @@ def bot_slugs(names: Iterable[str]) -> dict[str, str]:
     slugs: dict[str, str] = {}
     taken: set[str] = set()
     for name in names:
-        base = safe_name(name)
+        base = site_slug(name)
         slug, n = base, 1
         while slug in taken:
             n += 1
@@ -39,7 +73,7 @@ def bot_slugs(names: Iterable[str]) -> dict[str, str]:
 
 
 def _short_slug(name: str) -> str:
-    return safe_name(name)[:_SLUG_PART].strip("-._") or "bot"
+    return site_slug(name)[:_SLUG_PART].strip("-") or "bot"
 
 
 def match_names(tables: Mapping[str, Sequence[str]]) -> dict[str, str]:
@@ -50,12 +84,12 @@ def match_names(tables: Mapping[str, Sequence[str]]) -> dict[str, str]:
         parts = key.split("/")
         table_id = next((p for p in parts if _TABLE_ID.match(p)), "")
         bots = "-".join(sorted(_short_slug(name) for name in table))
-        named = [bots if p == table_id else _UNSAFE.sub("-", p.lower()) for p in parts]
+        named = [bots if p == table_id else _UNSAFE.sub("-", p.lower()).strip("-") for p in parts]
         if named[0] == "rr":
             named = named[1:]
         elif named[0] == "po" and len(named) > 1:
             named = [f"po{named[1]}", *named[2:]]
-        stems[key] = "_".join(p for p in named if p)
+        stems[key] = "_".join(p for p in named if p) or "match"
         table_of[key] = (table_id, bots)
     by_stem: dict[str, set[str]] = {}
     for key, stem in stems.items():

@@ -8,6 +8,7 @@ its page (:mod:`referee.publish.replaydata`), since browsers refuse ``fetch()`` 
 files. Layout::
 
     index.html              leaderboard, settings, deals, rating history, crosstable
+    collusion.html          the collusion check: every pair that met, flagged or not
     matches.html            every match with its standings, filterable by bot
     bots/<bot>.html         a bot's matches, places, head-to-head and faults
     matches/<table>_dNNN_rN.html|.js|.jsonl   a match: its page, its log as data, the log
@@ -16,22 +17,24 @@ files. Layout::
 
 Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoescaping
 everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
-site's own script files), and the scripts write data with ``textContent`` only.
+site's own script files), and the scripts write data with ``textContent`` only. File names
+are built from slugs that hold only ``a-z0-9-`` (:mod:`referee.publish.paths`), and the
+site is written into a fresh folder that takes ``--out``'s place when complete, every file
+a new one, never into the results folder (:mod:`referee.publish.folder`).
 
 The ranking (TrueSkill over every match, then the bootstrap) is most of the work: for a
 large tournament it is computed in another process while the match pages are written.
 
-A replay shows every hand, so while the tournament runs, a match whose deal still has seat
-rotations to play is listed without its replay (the log would tell the next players their
-cards); publishing again when they are played adds it.
+A replay shows every hand, so while the tournament runs, a match whose deal (``spec.deal_id``)
+still has matches to play is listed without its replay, and without anything else that may
+show its cards: its faults' details, reply lines and stderr reports (:class:`FaultView`).
+Publishing again when the deal is played adds them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -40,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from referee.errors import UsageError
+from referee.errors import InfrastructureError, UsageError
+from referee.publish.folder import SITE_MARKER, SiteFolder, check_target
 from referee.publish.history import history_chart
 from referee.publish.leaderboard import (
     Leaderboard,
@@ -54,26 +58,24 @@ from referee.publish.replaydata import log_script
 from referee.publish.settings import format_time
 from referee.publish.source import Ranking, StoredTournament, rank
 from referee.publish.stats import PairRecord, pair_records, place_counts
+from referee.ranking.collusion import LEVEL, MIN_DEALS, MIN_EXCESS, CollusionCheck
 from referee.specs import MatchSpec, StoredFault, StoredMatch, playoff_round
 from referee.text import ordinal
 
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["SITE_MARKER", "MatchView", "SeatView", "SiteReport", "match_label", "publish_site"]
+__all__ = [
+    "SITE_MARKER",
+    "WITHHELD_NOTE",
+    "FaultView",
+    "MatchView",
+    "SeatView",
+    "SiteReport",
+    "match_label",
+    "publish_site",
+]
 
-SITE_MARKER = ".referee-site"
-"""A file in every published folder: ``publish`` writes over such a folder, no other."""
-_GENERATED = (
-    "index.html",
-    "matches.html",
-    "leaderboard.md",
-    "leaderboard.json",
-    "leaderboard.csv",
-    "bots",
-    "matches",
-    "static",
-)
 _HERE = Path(__file__).resolve().parent
 
 
@@ -93,9 +95,29 @@ class SeatView:
 
 
 @dataclass(frozen=True)
+class FaultView:
+    """A fault as a bot's page shows it. While other matches dealt the same cards are still
+    to be played (``held``), everything that may show the cards is left out: the detail
+    ("7C is not in your hand"), the reply line and the stderr report (a bot may print its
+    hand); the kind, the seat, the request id and the time taken stay."""
+
+    key: str
+    seat: int
+    name: str
+    kind: str
+    held: bool
+    request_id: int | None
+    elapsed_ms: int | None
+    detail: str | None
+    reply: str | None
+    stderr: str | None
+
+
+@dataclass(frozen=True)
 class MatchView:
-    """A finished match as the pages show it; ``replay`` is ``ok``, ``withheld``,
-    ``missing`` or ``unreadable`` (``replay_note`` says why)."""
+    """A finished match as the pages show it; ``replay`` is ``ok``, ``withheld`` (its deal
+    is still being played: nothing that shows its cards is published), ``missing`` or
+    ``unreadable`` (``replay_note`` says why)."""
 
     key: str
     stem: str
@@ -145,29 +167,9 @@ def _environment() -> jinja2.Environment:
     env.filters["f2"] = lambda v: "—" if v is None else f"{v:.2f}"
     env.filters["f3"] = lambda v: "—" if v is None else f"{v:.3f}"
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
+    env.filters["signed"] = lambda v: "—" if v is None else f"{v:+.3f}"
+    env.filters["pvalue"] = _p_text
     return env
-
-
-def _prepare(out: Path) -> None:
-    """Make ``out`` ready: new, empty, or a site published before (its pages are replaced)."""
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; name a folder for the site")
-    if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARKER).is_file():
-        raise UsageError(
-            f"--out {out} is not empty and holds no site published by the referee; "
-            "name a new or empty folder (publishing again into a published site replaces it)"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    for name in _GENERATED:
-        path = out / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    (out / SITE_MARKER).write_text("written by referee publish; publishing again replaces it\n")
-    for sub in ("bots", "matches"):
-        (out / sub).mkdir()
-    shutil.copytree(_HERE / "static", out / "static")
 
 
 class _Site:
@@ -177,6 +179,7 @@ class _Site:
         self.results = results
         self.out = out
         self.env = _environment()
+        self._folder: SiteFolder | None = None
         entrants = results.tournament.entrants
         seated = {s.name for m in results.matches for s in m.seats}
         # Slugs in the file's order, not the ranking's: a bot's address never changes.
@@ -203,17 +206,29 @@ class _Site:
         assert self.ranking is not None, "the ranking is used before it is ready"
         return self.ranking.board
 
-    def render(self, template: str, path: Path, **context: Any) -> None:
+    def into(self, folder: SiteFolder) -> None:
+        """Write the site's files into ``folder`` from now on."""
+        self._folder = folder
+
+    def render(self, template: str, folder: str, stem: str, **context: Any) -> None:
+        """The page ``folder/stem.html`` (``folder`` ``""`` for the top) from ``template``."""
         page = self.env.get_template(template).render(
             tournament=self.results.tournament.name,
             in_progress=self.in_progress,
             **context,
         )
-        self.write(path, page.encode("utf-8"))
+        self.write(folder, stem, ".html", page.encode("utf-8"))
 
-    def write(self, path: Path, data: bytes) -> None:
-        path.write_bytes(data)
-        self.sizes[path.relative_to(self.out).as_posix()] = len(data)
+    def write(self, folder: str, stem: str, suffix: str, data: bytes) -> None:
+        """A new file ``folder/stem+suffix`` (:meth:`SiteFolder.write` checks the name)."""
+        assert self._folder is not None, "the site is written before it has a folder"
+        size = self._folder.write(folder, stem, suffix, data)
+        self.sizes[f"{folder}/{stem}{suffix}".lstrip("/")] = size
+
+    def static_files(self) -> None:
+        """The site's own style and scripts, copied from the package."""
+        for path in sorted((_HERE / "static").iterdir()):
+            self.write("static", path.stem, path.suffix, path.read_bytes())
 
     # -- matches -----------------------------------------------------------------------
 
@@ -225,7 +240,8 @@ class _Site:
             self.views[match.spec.key] = view
             self.render(
                 "match.html",
-                self.out / "matches" / f"{view.stem}.html",
+                "matches",
+                view.stem,
                 root="../",
                 match=view,
                 bot_slug=self.slugs,
@@ -237,6 +253,7 @@ class _Site:
         key = match.spec.key
         stem = self.stems[key]
         replay, note, fault_lines = self._replay(match.spec, stem)
+        held = replay == "withheld"
         record = self.results.records.get(key)
         seats = tuple(
             SeatView(
@@ -247,7 +264,7 @@ class _Site:
                 score=s.score,
                 forfeit=s.forfeit,
                 fault_kind=s.fault_kind,
-                fault_detail=s.fault_detail,
+                fault_detail=None if held else s.fault_detail,
                 fault_line=fault_lines.get(s.seat),
             )
             for s in match.seats
@@ -271,7 +288,7 @@ class _Site:
         key = spec.key
         if spec.deal_id not in self.complete_deals:
             self.withheld += 1
-            return "withheld", "other seat rotations of this deal are still to be played", {}
+            return "withheld", WITHHELD_NOTE, {}
         source = self.results.log_path(key)
         try:
             raw = source.read_bytes()
@@ -283,10 +300,8 @@ class _Site:
         except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
             self.missing += 1
             return "unreadable", f"its log cannot be read ({exc})", {}
-        target = self.out / "matches" / stem
-        self.write(target.with_suffix(".js"), data.script.encode("utf-8"))
-        _link_or_copy(source, target.with_suffix(".jsonl"), raw)
-        self.sizes[f"matches/{stem}.jsonl"] = len(raw)
+        self.write("matches", stem, ".js", data.script.encode("utf-8"))
+        self.write("matches", stem, ".jsonl", raw)  # a copy: see referee.publish.folder
         self.replays += 1
         return "ok", "", data.fault_lines
 
@@ -304,7 +319,8 @@ class _Site:
             counts[record.status] += 1
         self.render(
             "index.html",
-            self.out / "index.html",
+            "",
+            "index",
             root="",
             board=board,
             settings=board.settings,
@@ -320,7 +336,8 @@ class _Site:
         views = [self.views[m.spec.key] for m in self.results.matches]
         self.render(
             "matches.html",
-            self.out / "matches.html",
+            "",
+            "matches",
             root="",
             matches=views,
             names=self.names,
@@ -346,7 +363,8 @@ class _Site:
         for name in self.names:
             self.render(
                 "bot.html",
-                self.out / "bots" / f"{self.slugs[name]}.html",
+                "bots",
+                self.slugs[name],
                 root="../",
                 name=name,
                 entry=entries.get(name),
@@ -354,9 +372,26 @@ class _Site:
                 matches=mine.get(name, []),
                 places=_place_rows(places.get(name), size),
                 head_to_head=list(self._head_to_head(name, pairs)),
-                faults=[(f, self.views.get(f.key)) for f in faults.get(name, [])],
+                faults=[(self._fault(f), self.views.get(f.key)) for f in faults.get(name, [])],
                 slug=self.slugs,
             )
+
+    def _fault(self, fault: StoredFault) -> FaultView:
+        """``fault`` as its page may show it now (see :class:`FaultView`)."""
+        spec = self.results.specs.get(fault.key)
+        held = spec is None or spec.deal_id not in self.complete_deals
+        return FaultView(
+            key=fault.key,
+            seat=fault.seat,
+            name=fault.name,
+            kind=fault.kind,
+            held=held,
+            request_id=fault.request_id,
+            elapsed_ms=fault.elapsed_ms,
+            detail=None if held else fault.detail,
+            reply=None if held else fault.reply,
+            stderr=None if held else fault.stderr,
+        )
 
     def _head_to_head(
         self, name: str, pairs: dict[tuple[str, str], PairRecord]
@@ -366,14 +401,28 @@ class _Site:
             if other != name and record is not None:
                 yield other, record
 
+    def collusion_page(self) -> None:
+        """The collusion check's table (:mod:`referee.ranking.collusion`)."""
+        check = self.board.collusion or CollusionCheck(LEVEL, MIN_DEALS, ())
+        self.render(
+            "collusion.html",
+            "",
+            "collusion",
+            root="",
+            check=check,
+            authors=any(p.a_author or p.b_author for p in check.pairs),
+            margin=MIN_EXCESS,
+            slug=self.slugs,
+        )
+
     def leaderboard_files(self) -> None:
         board = self.board
-        for name, text in (
-            ("leaderboard.md", to_markdown(board)),
-            ("leaderboard.json", to_json(board)),
-            ("leaderboard.csv", to_csv(board)),
+        for suffix, text in (
+            (".md", to_markdown(board)),
+            (".json", to_json(board)),
+            (".csv", to_csv(board)),
         ):
-            self.write(self.out / name, text.encode("utf-8"))
+            self.write("", "leaderboard", suffix, text.encode("utf-8"))
 
 
 def publish_site(
@@ -384,21 +433,36 @@ def publish_site(
 ) -> SiteReport:
     """Write the site of ``results`` into ``out``; ``progress(done, total)`` per match page.
 
-    ``out`` must be new, empty, or a site published before (which is replaced). Raises
-    ``UsageError`` otherwise, or when Jinja2 (the ``site`` extra) is missing. From
-    :data:`BACKGROUND_FROM` matches the ranking is computed in a spawned process, so a
-    script calling this must guard its entry point (``if __name__ == "__main__":``), as
-    for a tournament run.
+    ``out`` must be new, empty, or a site published before, and outside the results folder
+    (:func:`~referee.publish.folder.check_target`). The site is written into a fresh folder
+    beside it and takes its place only when complete (:mod:`referee.publish.folder`): an
+    error half-way leaves ``out`` as it was. Raises ``UsageError`` for a wrong ``out``, or
+    when Jinja2 (the ``site`` extra) is missing; ``InfrastructureError`` when the disk
+    refuses a write (full, read-only, not permitted). From :data:`BACKGROUND_FROM` matches the
+    ranking is computed in a spawned process, so a script calling this must guard its entry
+    point (``if __name__ == "__main__":``), as for a tournament run.
     """
-    site = _Site(results, out)
-    _prepare(out)
-    with _ranking(results) as ranking:
-        site.match_pages(progress)  # meanwhile the ranking is computed
-        site.use(ranking())
-    site.matches_page()
-    site.bot_pages()
-    site.index_page()
-    site.leaderboard_files()
+    target = check_target(out, results.results_dir)
+    site = _Site(results, target)
+    existed = target.exists()
+    try:
+        with SiteFolder(target) as folder, _ranking(results) as ranking:
+            site.into(folder)
+            site.static_files()
+            site.match_pages(progress)  # meanwhile the ranking is computed
+            site.use(ranking())
+            site.matches_page()
+            site.bot_pages()
+            site.index_page()
+            site.collusion_page()
+            site.leaderboard_files()
+            folder.commit()
+    except OSError as exc:  # the disk, not the results: say so, in one line
+        kept = "the site published before is unchanged" if existed else "nothing was kept"
+        raise InfrastructureError(
+            f"cannot write the site {out}: {exc.strerror or exc}"
+            f"{f' ({exc.filename})' if exc.filename else ''}; {kept}"
+        ) from exc
     return _report(site)
 
 
@@ -451,16 +515,6 @@ def _report(site: _Site) -> SiteReport:
     )
 
 
-def _link_or_copy(source: Path, target: Path, data: bytes) -> None:
-    """``target`` as a hard link to the finished log ``source`` (a log never changes once
-    its match is stored: a replayed match gets a new file), or a copy of ``data`` where a
-    link cannot be made (another file system)."""
-    try:
-        os.link(source, target)
-    except OSError:
-        target.write_bytes(data)
-
-
 def match_label(key: str, deal: int, rotation: int) -> str:
     """``deal 3, rotation 1``; ``play-off round 2, deal 4, rotation 0``; a gauntlet's draw."""
     where = f"deal {deal}, rotation {rotation}"
@@ -473,14 +527,25 @@ def match_label(key: str, deal: int, rotation: int) -> str:
     return where
 
 
+WITHHELD_NOTE = "other matches dealt the same cards are still to be played"
+
+
 def _complete_deals(results: StoredTournament) -> set[str]:
-    """The deals every seat rotation of which is finished: their cards may be shown."""
+    """The deals (``spec.deal_id``) every match of which is finished: their cards may be
+    shown. A deal with a match running, to play or failed is open."""
     open_deals = {
         results.specs[key].deal_id
         for key, record in results.records.items()
         if record.status != "done" and key in results.specs
     }
     return {m.spec.deal_id for m in results.matches} - open_deals
+
+
+def _p_text(p: float | None) -> str:
+    """A p-value for the collusion table: ``0.034``, ``< 0.0001``, ``—`` when untested."""
+    if p is None:
+        return "—"
+    return "< 0.0001" if p < 1e-4 else f"{p:.2g}"
 
 
 def _place_rows(counts: Counter[int | str] | None, table_size: int) -> list[tuple[str, int, float]]:

@@ -10,7 +10,7 @@ leaderboards and the static site all start here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +26,14 @@ from referee.tournament.store import DATABASE, MatchRecord, Store
 if TYPE_CHECKING:
     from referee.tournament.file import Tournament
 
-__all__ = ["Ranking", "StoredTournament", "load_results", "rank", "tournament_settings"]
+__all__ = [
+    "Ranking",
+    "StoredTournament",
+    "entrant_authors",
+    "load_results",
+    "rank",
+    "tournament_settings",
+]
 
 
 @dataclass(frozen=True)
@@ -129,8 +136,22 @@ def rank(results: StoredTournament) -> Ranking:
         table_size=f.table_size,
         settings=tournament_settings(t, results.entrants, results.records.values()),
         observe=history,
+        authors=entrant_authors(results.entrants),
     )
     return Ranking(board, history)
+
+
+def entrant_authors(entrants: Mapping[str, EntrantRecord]) -> dict[str, str]:
+    """Each entrant's author where one was named (for the collusion check's rows).
+
+    An entrant nobody claimed is its own author (the store records its name): those are
+    left out, so a tournament without authors shows no author column.
+    """
+    return {
+        name: record.author
+        for name, record in entrants.items()
+        if record.author and record.author != name
+    }
 
 
 def tournament_settings(

@@ -50,12 +50,19 @@ FAST_RULES = '{ preset = "arschloch", target = 3 }'
 
 
 def write_fake_tournament(
-    folder: Path, *, deals: int = 2, extra: str = "", rules: str = FAST_RULES, table_size: int = 3
+    folder: Path,
+    *,
+    deals: int = 2,
+    extra: str = "",
+    rules: str = FAST_RULES,
+    table_size: int = 3,
+    names: tuple[str, ...] = NAMES,
 ) -> Path:
-    """A tournament file of the four fake bots, three at a table (files that never run)."""
+    """A tournament file of the fake bots (the four of :data:`NAMES` unless ``names`` are
+    given), three at a table (files that never run)."""
     folder.mkdir(parents=True, exist_ok=True)
     entries = []
-    for i, name in enumerate(NAMES):
+    for i, name in enumerate(names):
         bot = folder / f"bot{i}.py"
         bot.write_text(f"# fake bot {i}: played in memory by the tests\n")
         toml_name = name.replace("\\", "\\\\").replace('"', '\\"')
@@ -69,10 +76,11 @@ def write_fake_tournament(
     return path
 
 
-def play_fake(path: Path) -> Tournament:
-    """Play every match of the fake tournament at ``path`` in this process."""
+def play_fake(path: Path, handlers: dict[str, Callable[[], Handler]] | None = None) -> Tournament:
+    """Play every match of the fake tournament at ``path`` in this process (its bots by
+    ``handlers``, :data:`HANDLERS` by default)."""
     spec = load_tournament(path)
-    summary = run_tournament(spec, InProcessExecutor(HANDLERS), restart=True)
+    summary = run_tournament(spec, InProcessExecutor(handlers or HANDLERS), restart=True)
     assert summary.done == summary.total and not summary.failed
     return spec
 

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = folder / "web.toml"
     path.write_text(
         'name = "web"\nrules = { preset = "arschloch", target = 3 }\ntable_size = 3\n'
-        'deals = 1\nseed = 3\n[time]\nmove_ms = 2000\nbank_ms = 5000\n'
+        "deals = 1\nseed = 3\n[time]\nmove_ms = 2000\nbank_ms = 5000\n"
         '[sandbox]\nbackend = "process"\nmemory_mb = 256\n\n' + "\n".join(entries)
     )
     spec = load_tournament(path)
@@ -294,11 +295,9 @@ def test_the_match_list_filters_by_bot(site: Path, page: Watched) -> None:
     page.shot("matches-filtered")
 
 
-def test_every_page_opens_without_an_error_a_dialog_or_an_image(
-    site: Path, page: Watched
-) -> None:
+def test_every_page_opens_without_an_error_a_dialog_or_an_image(site: Path, page: Watched) -> None:
     pages = sorted(site.rglob("*.html"))
-    assert len(pages) == 2 + 4 + 12
+    assert len(pages) == 3 + 4 + 12
     for path in pages:
         page.open(path)
         assert page.page.locator("img").count() == 0, path
@@ -319,3 +318,53 @@ def test_pointing_at_a_bot_in_the_legend_picks_out_its_line(site: Path, page: Wa
     page.page.mouse.move(0, 0)
     assert page.page.locator("svg.chart .series.on").count() == 1
     page.shot("index-history-highlight")
+
+
+def test_the_collusion_check_opens_from_the_menu_and_sorts(site: Path, page: Watched) -> None:
+    data = json.loads((site / "leaderboard.json").read_text())["collusion"]
+    page.open(site / "index.html")
+    page.page.locator("header nav a", has_text="Collusion check").click()
+    page.page.wait_for_load_state("load")
+    assert page.page.url.endswith("/collusion.html")
+    rows = page.page.locator("#collusion tbody tr")
+    assert rows.count() == len(data["pairs"]) == 6  # every pair of the four bots met
+    first = "#collusion tbody tr td:nth-child(1)"
+    assert _names(page.page, first) == [p["a"] for p in data["pairs"]]
+    assert HOSTILE_NAME in _names(page.page, first) + _names(
+        page.page, "#collusion td:nth-child(2)"
+    )
+    assert page.page.locator("img, script:not([src])").count() == 0
+    page.page.locator("#collusion thead th button", has_text="matches").click()
+    counts = [int(c) for c in _names(page.page, "#collusion tbody tr td:nth-child(3)")]
+    assert counts == sorted(counts)
+    page.page.locator("#collusion thead th button", has_text="A").first.click()
+    assert _names(page.page, first) == sorted(_names(page.page, first), key=str.lower)
+    page.shot("collusion")
+
+
+def test_a_mid_run_bot_page_holds_back_the_evidence_of_an_open_deal(
+    tmp_path: Path, page: Watched
+) -> None:
+    from referee.tournament.store import Store
+    from tests.publish.conftest import HOSTILE_NAME as FAKE_HOSTILE
+    from tests.publish.conftest import play_fake, write_fake_tournament
+
+    # Played in a thread of its own: Playwright's event loop runs in this one.
+    with ThreadPoolExecutor(1) as thread:
+        spec = thread.submit(play_fake, write_fake_tournament(tmp_path / "t", deals=1)).result()
+    results = load_results(spec)
+    faulted = next(f for f in results.faults if f.name == FAKE_HOSTILE)
+    deal = results.specs[faulted.key].deal_id
+    other = next(k for k, s in results.specs.items() if s.deal_id == deal and k != faulted.key)
+    with Store(spec.results_dir) as store:
+        store.mark_running(other)  # the deal is being played again: it is open
+    out = tmp_path / "site"
+    publish_site(load_results(spec), out)
+    page.open(out / "bots" / "img-src-x-onerror-alert-1.html")
+    held = page.page.locator("details.fault", has=page.page.locator("p.held"))
+    assert held.count() >= 1
+    assert held.first.locator("pre.reply, pre.stderr").count() == 0
+    assert page.page.locator("img, script:not([src])").count() == 0
+    page.shot("bot-mid-run")
+    page.open(out / "collusion.html")
+    assert page.page.locator("#collusion tbody tr").count() == 6

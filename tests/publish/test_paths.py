@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from referee.publish.paths import bot_slugs, match_names
+import pytest
+
+from referee.publish.paths import bot_slugs, file_name, match_names, site_slug
 
 
 def test_a_match_is_named_by_its_bots_deal_and_rotation() -> None:
@@ -41,3 +43,36 @@ def test_names_are_unique_safe_and_short_whatever_the_bots_are_called() -> None:
     slugs = bot_slugs([*hostile, "bot?"])
     assert len(set(slugs.values())) == 5
     assert all(re.fullmatch(r"[a-z0-9._-]+", s) and ".." not in s for s in slugs.values())
+
+
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [
+        ("Dr. Who", "dr-who"),
+        ("v1.2", "v1-2"),
+        ("a.b.c", "a-b-c"),
+        ("..", "bot"),
+        ("../../etc/passwd", "etc-passwd"),
+        ("a\\b/..", "a-b"),
+        ("-rf --no-preserve-root", "rf-no-preserve-root"),
+        ("CON", "con-bot"),
+        ("nul.txt", "nul-txt"),
+        ("Ålice", "alice"),
+        ("日本語", "bot"),
+        ("x" * 64, "x" * 40),
+    ],
+)
+def test_a_slug_holds_letters_digits_and_dashes_only(name: str, slug: str) -> None:
+    assert site_slug(name) == slug
+
+
+def test_names_that_slug_alike_get_distinct_slugs_in_the_order_given() -> None:
+    slugs = bot_slugs(["Dr. Who", "Dr Who", "dr-who", "DR WHO!", "v1.2", "v1-2"])
+    assert list(slugs.values()) == ["dr-who", "dr-who-2", "dr-who-3", "dr-who-4", "v1-2", "v1-2-2"]
+
+
+def test_a_file_name_is_a_built_stem_and_a_known_suffix() -> None:
+    assert file_name("dr-who_d000_r0", ".jsonl") == "dr-who_d000_r0.jsonl"
+    for stem, suffix in (("dr.-who", ".js"), ("a/b", ".js"), ("-a", ".js"), ("a", ".exe")):
+        with pytest.raises(ValueError, match="not a file name the site makes"):
+            file_name(stem, suffix)

@@ -18,13 +18,20 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
-from referee.publish.site import SITE_MARKER, publish_site
+from referee.publish.site import SITE_MARKER, WITHHELD_NOTE, publish_site
 from referee.publish.source import load_results, rank
 from referee.results import FaultInfo, MatchResult, SeatResult
+from referee.testing import polite_bot
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import Store
-from tests.publish.conftest import HOSTILE_NAME, play_fake, write_fake_tournament
+from tests.publish.conftest import (
+    HANDLERS,
+    HOSTILE_NAME,
+    NAMES,
+    play_fake,
+    write_fake_tournament,
+)
 
 ESCAPED_NAME = "&lt;img src=x onerror=alert(1)&gt;"
 
@@ -108,7 +115,7 @@ def test_the_leaderboard_page_lists_every_bot_in_the_order_of_leaderboard_json(
 
 def test_untrusted_text_is_escaped_and_no_page_runs_inline_code(site: Path) -> None:
     pages = list(site.rglob("*.html"))
-    assert len(pages) == 2 + 4 + 24
+    assert len(pages) == 3 + 4 + 24
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert "<img" not in text and "<script>" not in text, page
@@ -207,7 +214,7 @@ def test_while_a_deal_is_being_played_its_replays_are_held_back(tmp_path: Path) 
     assert "not revealed yet" in index
     held = [p for p in (out / "matches").glob("*.html") if not p.with_suffix(".js").exists()]
     assert len(held) == 2
-    assert "other seat rotations of this deal are still to be played" in held[0].read_text()
+    assert WITHHELD_NOTE in held[0].read_text()
 
 
 def test_a_missing_log_costs_its_replay_only(tmp_path: Path) -> None:
@@ -300,3 +307,81 @@ def test_a_large_tournament_is_ranked_in_another_process_with_the_same_result(
     assert (tmp_path / "here" / "index.html").read_text().count("<tr>") == (
         tmp_path / "there" / "index.html"
     ).read_text().count("<tr>")
+
+
+def _let_win(spec: Tournament, helper: str, helped: str) -> int:
+    """Rewrite the stored results as if ``helper`` let ``helped`` win wherever both played:
+    ``helped`` first, the others after in their order. Returns how many matches changed.
+    (A store never stores a match twice, so the rows are edited in place.)"""
+    changed = 0
+    results = load_results(spec)
+    db = sqlite3.connect(spec.results_dir / "results.sqlite")
+    with db:
+        for match in results.matches:
+            names = [s.name for s in match.seats]
+            if helper not in names or helped not in names:
+                continue
+            order = sorted(match.seats, key=lambda s: (s.name != helped, s.place, s.seat))
+            for place, s in enumerate(order, start=1):
+                helped_seat = s.name == helped
+                db.execute(
+                    "UPDATE results SET place = ?, score = 0, forfeit = ?, fault_kind = ?, "
+                    "fault_detail = ? WHERE match_key = ? AND seat = ?",
+                    (
+                        place,
+                        int(s.forfeit and not helped_seat),
+                        None if helped_seat else s.fault_kind,
+                        None if helped_seat else s.fault_detail,
+                        match.spec.key,
+                        s.seat,
+                    ),
+                )
+            changed += 1
+    db.close()
+    return changed
+
+
+def test_the_collusion_page_lists_every_pair_and_flags_the_one_that_helps_itself(
+    tmp_path: Path,
+) -> None:
+    names = (*NAMES, "quiet")
+    handlers = {**HANDLERS, "quiet": lambda: polite_bot("quiet")}
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=4, names=names), handlers)
+    assert _let_win(spec, "polite", "steady") >= 30  # 3 shared tables, 4 deals, 3 rotations
+    out = tmp_path / "site"
+    publish_site(load_results(spec), out)
+    rows = _rows(out / "collusion.html", "collusion")
+    assert len(rows) == 10  # every pair of the five bots met
+    flagged = [row for row in rows if row[-1] == "flagged"]
+    assert [row[:2] for row in flagged] == [["polite", "steady"]]
+    assert sum(HOSTILE_NAME in row[:2] for row in rows) == 4
+    index = (out / "index.html").read_text()
+    assert 'href="collusion.html"' in index and "1 of 10 pairs flagged" in index
+    assert "steady does better when polite is at its table" in index
+    md = (out / "leaderboard.md").read_text()
+    assert "Collusion check: 1 pair of entrants flagged" in md
+    data = json.loads((out / "leaderboard.json").read_text())["collusion"]
+    assert data["flagged"] == 1 and len(data["pairs"]) == 10
+    assert (data["pairs"][0]["a"], data["pairs"][0]["b"], data["pairs"][0]["pattern"]) == (
+        "polite",
+        "steady",
+        "b_gains",
+    )
+    assert '<button type="button">authors</button>' not in (out / "collusion.html").read_text()
+
+
+def test_the_collusion_page_shows_authors_once_the_store_has_them(
+    fake_tournament: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one place the entrants' authors come from: ``entrant_authors``."""
+    import referee.publish.source as source
+
+    monkeypatch.setattr(
+        source, "entrant_authors", lambda entrants: {"polite": "ann", "steady": "ann"}
+    )
+    publish_site(load_results(fake_tournament), tmp_path / "site")
+    page = (tmp_path / "site" / "collusion.html").read_text()
+    assert '<button type="button">authors</button>' in page
+    rows = _rows(tmp_path / "site" / "collusion.html", "collusion")
+    [same] = [row for row in rows if {row[0], row[1]} == {"polite", "steady"}]
+    assert same[2] == "ann · ann same"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import replace
 
 from referee.publish import build_leaderboard, render, to_csv, to_json, to_markdown
 from referee.specs import MatchSpec, StoredMatch, StoredSeat
@@ -46,6 +47,7 @@ def test_json_has_exactly_the_documented_shape() -> None:
         "playoff",
         "entries",
         "unrated",
+        "collusion",
     ]
     assert (data["tournament"], data["rules"], data["matches"]) == ("spring", "arschloch", 6)
     assert (data["confidence"], data["playoff"], data["unrated"]) == (0.95, None, [])
@@ -79,6 +81,27 @@ def test_json_has_exactly_the_documented_shape() -> None:
     assert sum(e["matches"] for e in data["entries"]) == 18
     assert sum(e["faults"].get("timeout", 0) for e in data["entries"]) == 6
     assert data["entries"][0]["score"] >= data["entries"][-1]["score"]
+    collusion = data["collusion"]
+    assert list(collusion) == ["level", "min_deals", "tested", "flagged", "pairs"]
+    assert (collusion["level"], collusion["tested"], collusion["flagged"]) == (0.001, 0, 0)
+    assert len(collusion["pairs"]) == 10  # every pair of the five met; none shared 10 deals
+    assert list(collusion["pairs"][0]) == [
+        "a",
+        "b",
+        "a_author",
+        "b_author",
+        "matches",
+        "deals",
+        "a_with",
+        "a_without",
+        "a_excess",
+        "b_with",
+        "b_without",
+        "b_excess",
+        "p_value",
+        "pattern",
+        "flagged",
+    ]
 
 
 def test_markdown_escapes_names_so_they_cannot_break_the_table_or_inject_html() -> None:
@@ -178,3 +201,32 @@ def test_play_offs_are_summarised_in_every_format() -> None:
         "rounds": 0,
         "state": "settled",
     }
+
+
+def test_a_flagged_pair_is_a_sentence_in_every_format_with_its_names_escaped() -> None:
+    from bench.collusion_bench import round_robin
+
+    hostile = {"bot1": "*x*|<b>", "bot3": "=HYPERLINK(1)"}
+
+    def renamed(match: StoredMatch) -> StoredMatch:
+        table = tuple(hostile.get(n, n) for n in match.spec.table)
+        seats = tuple(replace(s, name=hostile.get(s.name, s.name)) for s in match.seats)
+        return StoredMatch(match.spec.model_copy(update={"table": table}), seats)
+
+    matches = [renamed(m) for m in round_robin(1, helps=("bot3", "bot1"))]
+    names = sorted({s.name for m in matches for s in m.seats})
+    board = build_leaderboard("c", "arschloch", matches, names)
+    assert board.collusion is not None
+    [pair] = board.collusion.flagged
+    said = "*x*|<b> does better when =HYPERLINK(1) is at its table"
+    assert pair.describe() == said
+    md = to_markdown(board)
+    [line] = [x for x in md.splitlines() if x.startswith("Collusion check: 1 pair")]
+    assert "\\*x\\*\\|&lt;b&gt; does better when =HYPERLINK(1)" in line
+    assert "evidence, not proof" in line
+    text = " ".join(render(board, "table").split())
+    assert "Collusion check: 1 pair" in text and said in text
+    data = json.loads(to_json(board))["collusion"]
+    assert data["flagged"] == 1 and data["pairs"][0]["flagged"] is True
+    assert {data["pairs"][0]["a"], data["pairs"][0]["b"]} == set(hostile.values())
+    assert "Collusion" not in to_markdown(_board())  # nothing flagged: no line

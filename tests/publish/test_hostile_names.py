@@ -1,0 +1,281 @@
+"""Publishing against hostile display names: the site never writes into the results folder.
+
+A dot in a name ("Dr. Who") once made every replay of that bot's tables one file name, and
+the second write went through a hard link into the first match's stored log. Here
+tournaments whose bots are named with dots, slashes, backslashes, ``..``, leading dashes,
+reserved device names, look-alikes and names that slug alike are published (twice: the
+second publication replaces the first), and the site must hold every match's page, log and
+replay data, each its own, while every file of the results folder keeps its bytes.
+
+A publication that fails half-way must leave the site published before as it was, and no
+half-written folder beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import referee.publish.folder as folder_module
+import referee.publish.site as site_module
+from referee.cli import main
+from referee.errors import InfrastructureError, UsageError
+from referee.publish.folder import SITE_MARKER, SiteFolder
+from referee.publish.paths import match_names
+from referee.publish.site import publish_site
+from referee.publish.source import load_results
+from referee.testing import Handler, lowest_bot, polite_bot
+from referee.tournament.file import Tournament
+from tests.publish.conftest import play_fake, write_fake_tournament
+
+NAME_SETS = {
+    "dots": ("Dr. Who", "Dr Who", "v1.2", "a.b.c", ".."),
+    "paths": ("../../etc/passwd", "a\\b/..", "-rf --no-preserve-root", "CON", "nul.txt"),
+    "look-alikes": ("Ålice", "alice", "日本語", "bot", "x" * 64, "Bot!"),
+}
+SAFE_PATH = re.compile(r"(bots|matches|static)/[a-z0-9][a-z0-9_-]*\.[a-z]+|[a-z0-9][a-z.]*")
+
+
+def _handlers(names: tuple[str, ...]) -> dict[str, Callable[[], Handler]]:
+    """Alternate plain bots, so the places (and the logs) differ from match to match."""
+    bots = (polite_bot, lowest_bot)
+    return {n: (lambda n=n, i=i: bots[i % 2](n)) for i, n in enumerate(names)}
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` by its relative path: its SHA-256."""
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module", params=sorted(NAME_SETS))
+def hostile(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Tournament:
+    names = NAME_SETS[request.param]
+    folder = tmp_path_factory.mktemp(request.param)
+    return play_fake(write_fake_tournament(folder, deals=1, names=names), _handlers(names))
+
+
+def test_every_replay_is_published_its_own_and_the_results_keep_their_bytes(
+    hostile: Tournament, tmp_path: Path
+) -> None:
+    results = load_results(hostile)
+    before = _hashes(results.results_dir)
+    assert len(results.matches) >= 30
+    out = tmp_path / "site"
+    for _ in range(2):  # publishing again replaces the site: its old files are never opened
+        report = publish_site(results, out)
+        assert _hashes(results.results_dir) == before
+    assert report.replays == report.matches == len(results.matches)
+    stems = match_names({m.spec.key: m.spec.table for m in results.matches})
+    assert len(set(stems.values())) == len(results.matches)
+    site_files = {p.name for p in (out / "matches").iterdir()}
+    assert site_files == {f"{s}{x}" for s in stems.values() for x in (".html", ".js", ".jsonl")}
+    for key, stem in stems.items():
+        published = out / "matches" / f"{stem}.jsonl"
+        assert published.read_bytes() == results.log_path(key).read_bytes(), key
+        assert f'src="{stem}.js"' in (out / "matches" / f"{stem}.html").read_text()
+    assert len({(out / "matches" / f"{s}.js").read_bytes() for s in stems.values()}) == len(stems)
+    assert len(list((out / "bots").iterdir())) == len(hostile.entrants)
+
+
+def test_every_name_in_the_site_is_one_safe_component_and_no_file_is_a_stored_one(
+    hostile: Tournament, tmp_path: Path
+) -> None:
+    results = load_results(hostile)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    stored = {(p.stat().st_dev, p.stat().st_ino) for p in results.results_dir.rglob("*")}
+    for path in out.rglob("*"):
+        name = path.relative_to(out).as_posix()
+        if path.is_dir():
+            assert name in ("bots", "matches", "static")
+            continue
+        assert name == SITE_MARKER or SAFE_PATH.fullmatch(name), name
+        assert ".." not in name and "\\" not in name
+        info = path.lstat()
+        assert stat.S_ISREG(info.st_mode) and info.st_nlink == 1, name
+        assert (info.st_dev, info.st_ino) not in stored, name
+
+
+def test_the_command_leaves_the_results_folder_as_it_was(
+    hostile: Tournament, tmp_path: Path
+) -> None:
+    before = _hashes(hostile.results_dir)
+    runner = CliRunner()
+    for _ in range(2):
+        done = runner.invoke(main, ["publish", str(hostile.path), "--out", str(tmp_path / "s")])
+        assert done.exit_code == 0, done.output
+    inside = str(hostile.results_dir / "site")
+    refused = runner.invoke(main, ["publish", str(hostile.path), "--out", inside])
+    assert refused.exit_code == 2 and "inside the results folder" in refused.output
+    assert "Traceback" not in refused.output
+    assert _hashes(hostile.results_dir) == before
+
+
+# --------------------------------------------------------------------------- where it may write
+
+
+@pytest.fixture(scope="module")
+def dotted(tmp_path_factory: pytest.TempPathFactory) -> Tournament:
+    names = NAME_SETS["dots"]
+    folder = tmp_path_factory.mktemp("dotted")
+    return play_fake(write_fake_tournament(folder, deals=1, names=names), _handlers(names))
+
+
+def test_the_results_folder_is_refused_as_the_site_or_around_it(
+    dotted: Tournament, tmp_path: Path
+) -> None:
+    results = load_results(dotted)
+    before = _hashes(results.results_dir)
+    link = tmp_path / "link"
+    link.symlink_to(results.results_dir)
+    for out in (
+        results.results_dir,
+        results.results_dir / "logs",
+        results.results_dir / "new",
+        link,
+    ):
+        with pytest.raises(UsageError, match="inside the results folder"):
+            publish_site(results, out)
+    with pytest.raises(UsageError, match="holds the results folder"):
+        publish_site(results, results.results_dir.parent)
+    assert _hashes(results.results_dir) == before
+    assert not (results.results_dir / "new").exists()
+
+
+def _beside(out: Path) -> list[str]:
+    """What lies next to the site besides it: a half-written or an old folder would."""
+    return sorted(p.name for p in out.parent.iterdir() if p != out)
+
+
+@pytest.mark.parametrize("fails_at", [1, 40, 100])
+def test_a_publication_failing_half_way_leaves_the_old_site_as_it_was(
+    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails_at: int
+) -> None:
+    results = load_results(dotted)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    old = _hashes(out)
+    written = 0
+    seen: list[Path] = []
+    real_write = SiteFolder.write
+
+    def failing(self: SiteFolder, folder: str, stem: str, suffix: str, data: bytes) -> int:
+        nonlocal written
+        written += 1
+        if written == fails_at:
+            seen.append(self.path)
+            assert stat.S_IMODE(self.path.stat().st_mode) == 0o700  # private while written
+            assert _hashes(out) == old
+            raise OSError(28, "No space left on device")
+        return real_write(self, folder, stem, suffix, data)
+
+    monkeypatch.setattr(SiteFolder, "write", failing)
+    with pytest.raises(
+        InfrastructureError, match="No space left on device; the site published before is unchanged"
+    ):
+        publish_site(results, out)
+    assert seen and not seen[0].exists()
+    assert _hashes(out) == old
+    assert _beside(out) == []
+
+
+def test_an_interrupted_publication_of_a_new_site_leaves_nothing(
+    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(site_module._Site, "bot_pages", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        publish_site(load_results(dotted), tmp_path / "site")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["swapped", "renamed-aside"])
+def test_a_new_site_replaces_the_old_one_whole(
+    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: bool
+) -> None:
+    if not exchange:  # a system without renameat2: the old site is renamed aside, then removed
+        monkeypatch.setattr(folder_module, "_exchange", lambda a, b: False)
+    results = load_results(dotted)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    os.chmod(out, 0o750)
+    (out / "matches" / "stale.html").write_text("old")
+    report = publish_site(results, out)
+    assert not (out / "matches" / "stale.html").exists()
+    assert report.replays == len(results.matches)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o750  # the organiser's mode is kept
+    assert _beside(out) == []
+
+
+def test_a_results_log_replaced_by_a_link_to_the_site_is_never_written(
+    dotted: Tournament, tmp_path: Path
+) -> None:
+    """A site's file that is a link into the results (as the old sites hard-linked their
+    logs) is removed with the old site, never opened for writing."""
+    results = load_results(dotted)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    [first, *_] = sorted((out / "matches").glob("*.jsonl"))
+    target = results.log_path(results.matches[0].spec.key)
+    first.unlink()
+    os.link(target, first)
+    before = _hashes(results.results_dir)
+    publish_site(results, out)
+    assert _hashes(results.results_dir) == before
+    assert target.stat().st_nlink == 1
+
+
+def test_unsafe_names_never_reach_the_disk(tmp_path: Path) -> None:
+    site = SiteFolder(tmp_path / "site")
+    with site:
+        for stem, suffix in (("dr.-who", ".js"), ("../x", ".html"), ("a", ".sh"), ("", ".js"), ("-x", ".js")):  # fmt: skip
+            with pytest.raises(ValueError, match="not a file name the site makes"):
+                site.write("matches", stem, suffix, b"x")
+        with pytest.raises(ValueError, match="not a folder of the site"):
+            site.write("../results", "x", ".js", b"x")
+        site.write("matches", "ok", ".js", b"x")
+        with pytest.raises(FileExistsError):  # never a second write to one file
+            site.write("matches", "ok", ".js", b"y")
+        site.abort()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_relative_out_under_the_results_is_refused_too(
+    dotted: Tournament, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = load_results(dotted)
+    monkeypatch.chdir(results.results_dir)
+    with pytest.raises(UsageError, match="inside the results folder"):
+        publish_site(results, Path("site"))
+    assert not (results.results_dir / "site").exists()
+
+
+def test_a_folder_filled_while_the_site_is_written_is_not_replaced(
+    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "site"
+    out.mkdir()
+    real = site_module._Site.leaderboard_files
+
+    def meanwhile(self: site_module._Site) -> None:
+        (out / "thesis.tex").write_text("precious")
+        real(self)
+
+    monkeypatch.setattr(site_module._Site, "leaderboard_files", meanwhile)
+    with pytest.raises(UsageError, match="not empty and holds no site"):
+        publish_site(load_results(dotted), out)
+    assert [p.name for p in out.iterdir()] == ["thesis.tex"]
+    assert _beside(out) == []
