@@ -8,7 +8,8 @@ Layout, in ``<name>.results/`` next to the tournament file::
     logs/<key>.jsonl    the match log of each match (``/`` in the key becomes ``_``)
     .lock               held (flock) by the one process running the tournament
 
-The folder is private to its owner (mode 0700): it holds the deal secret, and the log of a
+The folder is private to its owner (mode 0700; a planted one is refused, see
+:mod:`referee.folders`): it holds the deal secret, and the log of a
 match in progress holds every hand of it; a bot must never read either.
 
 Only the coordinator writes. Each finished match is one transaction that replaces the seat
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from referee.errors import UsageError
+from referee.folders import private_folder
 from referee.results import FaultInfo, MatchResult
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch, StoredSeat
 from referee.tournament.deals import commitment, new_secret
@@ -133,8 +135,8 @@ class Store:
     def __init__(self, results_dir: Path) -> None:
         self.results_dir = results_dir
         self.logs_dir = results_dir / LOGS
-        make_private_dir(results_dir)
-        make_private_dir(self.logs_dir)
+        private_folder(results_dir, parents=True)
+        private_folder(self.logs_dir)
         self.path = results_dir / DATABASE
         self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -424,8 +426,8 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
-        make_private_dir(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        private_folder(self.path.parent, parents=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -454,12 +456,6 @@ def _fault_columns(fault: FaultInfo | None) -> tuple[Any, ...]:
 
 def _secret_row(row: tuple[Any, ...]) -> DealSecret:
     return DealSecret(row[0], bytes.fromhex(row[1]), row[2], row[3])
-
-
-def make_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) if needed and make it private to its owner (0700)."""
-    path.mkdir(parents=True, exist_ok=True)
-    path.chmod(0o700)
 
 
 def wipe(results_dir: Path) -> None:
