@@ -264,7 +264,9 @@ class BotSession:
         if not self._closed:
             self._closed = True
             if bye and self.fault is None:
-                with contextlib.suppress(BotFault):
+                # Gone either way (a kill for memory above its limit is an InfrastructureError):
+                # what matters now is that it is reaped.
+                with contextlib.suppress(BotFault, InfrastructureError):
                     self.channel.queue(m.encode(m.Bye()))
                     await self.flush(_BYE_GRACE_S)
                 await self.channel.proc.close_stdin()
@@ -437,7 +439,9 @@ class SessionPool:
                 (
                     s
                     for s in idle
-                    if s.alive and (deal_key is None or deal_key not in self._deals[id(s)])
+                    if s.alive
+                    and s.channel.exit_info is None  # not killed while idle (memory, say)
+                    and (deal_key is None or deal_key not in self._deals[id(s)])
                 ),
                 None,
             )

@@ -159,7 +159,7 @@ def plan_workers(
         notes: tuple[str, ...] = ()
         if need > room(workers):
             notes = (
-                f"memory: overcommitted on purpose: {workers} workers x {seats} seats x "
+                f"memory: overcommitted on purpose: {_plural(workers, 'worker')} x {seats} seats x "
                 f"{memory_mb} MiB, with idle copies up to {size(need)}, in "
                 f"{budget.describe()}; a bot the kernel kills for memory outside its own "
                 "limit fails its match on the referee's side (played again), never the bot",
@@ -202,8 +202,9 @@ def check_room(
     what = f"{_plural(bots, 'bot')} x {memory_mb} MiB"
     if samples:
         what += f" and {_plural(samples, 'sample bot')}"
+    verb = "does" if bots == 1 and not samples else "do"
     raise UsageError(
-        f"memory: {what} ({size(need)}) do not fit in {budget.describe()}, less "
+        f"memory: {what} ({size(need)}) {verb} not fit in {budget.describe()}, less "
         f"{REFEREE_RESERVE_MIB} MiB for the referee; {fix} (at most {most} MiB fits), or "
         "run where more memory is free"
     )

@@ -553,12 +553,13 @@ def stage_files(spec: BotSpec, files: tuple[BotFile, ...], root: Path) -> BotSpe
     the sandbox user can read but never change them. ``sha256`` is :func:`bot_sha256` of
     exactly ``files``: whoever holds them (``submit`` enters the same tuple it staged)
     holds what runs. ``single_file`` keeps the file's own name (the sandboxes mount it under
-    that name). A ``root`` that does not exist is made (0711, see :func:`private_folder`).
+    that name). ``root`` is made if need be and checked either way (the referee's own,
+    0711: others may enter it, not list it; a planted symlink or folder is refused, see
+    :func:`referee.folders.private_folder`).
     """
     sha = bot_sha256(files)
     staged = root / f"{safe_name(spec.name)}-{sha[:12]}-{secrets.token_hex(8)}"
-    if not root.exists():
-        private_folder(root, mode=0o711, parents=True)
+    private_folder(root, mode=0o711, parents=True)
     try:
         write_bot_folder(files, staged)
     except BaseException as exc:
