@@ -511,9 +511,11 @@ def _prlimit_argv(prlimit: str, rlimits: dict[int, tuple[int, int]]) -> list[str
 
 
 # Raising one's own oom_score_adj needs no privilege; it is inherited by every child.
+# The shell exports PWD, which the bot's environment must not gain.
 _OOM_FIRST_SCRIPT = (
     f"echo {BOT_OOM_SCORE_ADJ} >/proc/self/oom_score_adj || "
-    '{ echo "referee: cannot set the bot\'s oom_score_adj" >&2; exit 125; }; exec "$@"'
+    '{ echo "referee: cannot set the bot\'s oom_score_adj" >&2; exit 125; }; '
+    'unset PWD OLDPWD; exec "$@"'
 )
 
 

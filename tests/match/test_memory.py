@@ -44,6 +44,7 @@ from referee.sandbox.cgroups import CgroupSupport, Hierarchy, probe_cgroups
 from referee.specs import TimeControl
 from tests.conftest import run_uids
 from tests.match.conftest import BOTS, IN_CI, sandbox_pids
+from tests.sandbox.test_process import _bwrap_usable, reply, script
 
 MIB = 1024 * 1024
 TC = TimeControl(move_ms=5000, bank_ms=5000, hello_ms=20000)
@@ -120,6 +121,37 @@ def _sandbox_under(group: Path, monkeypatch: pytest.MonkeyPatch) -> ProcessSandb
     )
     monkeypatch.setattr(process_module, "cgroup_support", lambda: tight)
     return ProcessSandbox(uid_range=run_uids(), cgroups=True)
+
+
+# --------------------------------------------------------------------------- who dies first
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "plain"])
+def test_every_bot_process_is_the_oom_killers_first_choice(staging: Path, mode: str) -> None:
+    """The bot and its children run at oom_score_adj +1000, whatever the referee's own."""
+    if mode == "bwrap" and not _bwrap_usable():
+        pytest.skip("bubblewrap is not usable here (under CI=true this fails instead)")
+    spec = script(
+        staging,
+        """
+        import json, subprocess
+        child = subprocess.run(["cat", "/proc/self/oom_score_adj"], capture_output=True, text=True)
+        own = open("/proc/self/oom_score_adj").read()
+        print(json.dumps({"own": own.strip(), "child": child.stdout.strip()}), flush=True)
+        """,
+    )
+
+    async def scenario() -> dict[str, str]:
+        bot = await ProcessSandbox(bwrap=mode == "bwrap", uid_range=run_uids()).start(
+            spec, Limits()
+        )
+        try:
+            return await reply(bot)
+        finally:
+            await bot.cleanup()
+
+    assert asyncio.run(scenario()) == {"own": "1000", "child": "1000"}
+    assert sandbox_pids() == []
 
 
 # --------------------------------------------------------------------------- attribution
