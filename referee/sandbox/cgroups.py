@@ -447,8 +447,9 @@ class BotCgroup:
         reaches. Measured, v1: killed at its own 128 MiB, the mark is exactly 128 MiB; in
         a 200 MiB group under a 100 MiB parent, killed at the parent's limit, it is 100.2
         MiB. A group that came that close to its limit earlier in its life and was then
-        killed from outside is still taken for the bot's. Unreadable: ``True``, as before
-        the two were told apart.
+        killed from outside is still taken for the bot's, as is one stopped by a limit above
+        it that is within the margin of its own. Unreadable: ``True``, as before the two
+        were told apart.
         """
         folder = self._memory_folder
         if self.support.version == 2:
