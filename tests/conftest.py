@@ -56,6 +56,7 @@ SLOW_MODULES = frozenset(
     {
         "tests/match/test_docker_matches.py",
         "tests/match/test_hostile.py",
+        "tests/match/test_memory.py",
         "tests/match/test_montecarlo_matches.py",
         "tests/match/test_sample_bots.py",
         "tests/publish/test_browser.py",

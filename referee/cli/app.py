@@ -24,7 +24,7 @@ from rich.console import Console
 from referee import DISTRIBUTION
 from referee.errors import RefereeError, ReplayMismatch, UsageError
 from referee.interrupts import Terminated, handle_sigterm
-from referee.sandbox import DEFAULT_SANDBOX, SANDBOX_NAMES
+from referee.sandbox import DEFAULT_SANDBOX, SANDBOX_NAMES, Limits
 from referee.specs import TimeControl
 from referee.text import printable
 
@@ -32,9 +32,11 @@ __all__ = [
     "allow_image_option",
     "bots_or_fail",
     "check_images",
+    "check_memory",
     "default_log",
     "friendly",
     "main",
+    "memory_option",
     "print_result",
     "sandbox_option",
     "say",
@@ -94,6 +96,27 @@ sandbox_option = click.option(
 )
 
 
+memory_option = click.option(
+    "--memory-mb",
+    "memory_mb",
+    default=Limits().memory_mb,
+    show_default=True,
+    type=click.IntRange(32, 65_536),
+    help="Memory limit of each bot over its whole process tree (MiB); in a tournament "
+    "file: [sandbox] memory_mb.",
+)
+
+
+def check_memory(sandbox: Any, bots: int, memory_mb: int, *, samples: int = 0, fix: str) -> None:
+    """Refuse, before any bot starts, bots whose memory limits do not fit in the memory
+    really there (:func:`referee.sandbox.budget.check_room`); ``samples`` sample bots
+    are counted at what they use, ``fix`` says what to lower."""
+    from referee.sandbox.budget import check_room, read_budget
+
+    budget = read_budget(own_cgroup=sandbox.name == "process")
+    check_room(bots, memory_mb=memory_mb, budget=budget, samples=samples, fix=fix)
+
+
 def time_control_options(command: F) -> F:
     """``--move-ms``, ``--bank-ms`` and ``--hello-ms``, handed to the command as one
     ``time_control`` (a :class:`~referee.specs.TimeControl`), with the model's bounds."""
@@ -131,15 +154,16 @@ def default_log(stem: str) -> Any:
     """A log file in a private folder under the temp folder, named after the match.
 
     The folder is the user's alone (0700): a match log holds every hand, and a bot without
-    bubblewrap could otherwise read the log of the match it is playing.
+    bubblewrap could otherwise read the log of the match it is playing. Its name is fixed,
+    so someone else may have planted it (a symlink, a folder of theirs): that is refused
+    (:func:`referee.folders.private_folder`).
     """
     import tempfile
 
+    from referee.folders import private_folder
     from referee.text import safe_name
-    from referee.tournament.store import make_private_dir
 
-    log_dir = Path(tempfile.gettempdir()) / f"referee-logs-{os.geteuid()}"
-    make_private_dir(log_dir)
+    log_dir = private_folder(Path(tempfile.gettempdir()) / f"referee-logs-{os.geteuid()}")
     return log_dir / f"{safe_name(stem)}.jsonl"
 
 

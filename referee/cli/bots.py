@@ -9,9 +9,11 @@ import click
 from referee.cli.app import (
     allow_image_option,
     check_images,
+    check_memory,
     default_log,
     friendly,
     main,
+    memory_option,
     sandbox_option,
     time_control_options,
 )
@@ -39,6 +41,7 @@ def bot() -> None:
 @sandbox_option
 @allow_image_option
 @time_control_options
+@memory_option
 @click.option("--keep-going", is_flag=True, help="Run every step, also after a failure.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the report.")
 @friendly
@@ -48,6 +51,7 @@ def bot_check(
     sandbox_name: str,
     allow_images: tuple[str, ...],
     time_control: TimeControl,
+    memory_mb: int,
     keep_going: bool,
     as_json: bool,
 ) -> None:
@@ -63,12 +67,14 @@ def bot_check(
     import secrets
 
     from referee.match import compliance
-    from referee.sandbox import get_sandbox, load_bot
+    from referee.sandbox import Limits, get_sandbox, load_bot
     from referee.text import safe_name
 
     spec = load_bot(path)
     check_images([spec], allow_images)
     sandbox = get_sandbox(sandbox_name, images=allow_images)
+    # The bot under test at its limit; the sample bots at 6 seats and those kept idle.
+    check_memory(sandbox, 1, memory_mb, samples=compliance.MOST_OPPONENTS, fix="lower --memory-mb")
     log_dir = default_log(f"check-{safe_name(spec.name)}-{secrets.token_hex(4)}").with_suffix("")
     log_dir.mkdir(mode=0o700)
 
@@ -80,6 +86,7 @@ def bot_check(
         spec,
         sandbox,
         time_control=time_control,
+        limits=Limits(memory_mb=memory_mb),
         presets=presets or None,
         keep_going=keep_going,
         log_dir=log_dir,

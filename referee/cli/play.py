@@ -11,9 +11,11 @@ from referee.cli.app import (
     allow_image_option,
     announce,
     bots_or_fail,
+    check_memory,
     default_log,
     friendly,
     main,
+    memory_option,
     print_result,
     sandbox_option,
     time_control_options,
@@ -79,6 +81,7 @@ def demo(preset: str, players: int, seed: int) -> None:
 @sandbox_option
 @allow_image_option
 @time_control_options
+@memory_option
 @click.option("--max-rounds", default=None, type=click.IntRange(1, 10_000), help="Hard round cap.")
 @click.option("--log", "log_path", default=None, type=click.Path(dir_okay=False), help="Match log.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
@@ -99,6 +102,7 @@ def play(
     sandbox_name: str,
     allow_images: tuple[str, ...],
     time_control: TimeControl,
+    memory_mb: int,
     max_rounds: int | None,
     log_path: str | None,
     as_json: bool,
@@ -142,8 +146,10 @@ def play(
         log_path = str(default_log(match_id))
     sandbox = get_sandbox(sandbox_name, images=allow_images)
     tc = time_control
+    limits = Limits(memory_mb=memory_mb)
+    check_memory(sandbox, len(specs), memory_mb, fix="lower --memory-mb")
     if not as_json:
-        announce(sandbox, tc, Limits())
+        announce(sandbox, tc, limits)
     result = play_once(
         sandbox,
         specs,
@@ -151,6 +157,7 @@ def play(
         seed,
         match_id=match_id,
         time_control=tc,
+        limits=limits,
         log_path=log_path,
         people=people,
     )

@@ -29,7 +29,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from referee.cli.app import announce, friendly, main, say
+from referee.cli.app import announce, check_memory, friendly, main, say
 from referee.coordinator import (
     Event,
     PlayoffRound,
@@ -39,15 +39,22 @@ from referee.coordinator import (
     RunSummary,
     run_tournament,
 )
-from referee.errors import Refused, UsageError
+from referee.errors import InfrastructureError, Refused, UsageError
 from referee.executors import MatchFailed, MatchFinished
 from referee.executors.local import LocalExecutor
 from referee.names import confusable_with, lookalike_note
 from referee.publish import FORMATS, Leaderboard, render, to_rich_table
 from referee.resources import demo_tournament, sample_bot
-from referee.sandbox import BotSpec, read_bot_files
+from referee.sandbox import (
+    BotSpec,
+    Sandbox,
+    make_staging_root,
+    read_bot_files,
+    remove_staging_root,
+    stage_files,
+)
 from referee.sandbox.image import check_bot_image
-from referee.sandbox.staging import BotFile
+from referee.sandbox.staging import BotFile, write_bot_folder
 from referee.text import printable, safe_name
 from referee.tournament.file import (
     Tournament,
@@ -90,6 +97,13 @@ def tournament() -> None:
     help="The public value revealed after entries closed, mixed into the secret committed "
     "with 'referee tournament commit' (required by the first run then; recorded).",
 )
+@click.option(
+    "--overcommit-memory",
+    is_flag=True,
+    help="Run the workers asked for even when the bots' memory limits together exceed the "
+    "memory here (a bot the kernel then kills outside its own limit is not blamed: its "
+    "match is played again).",
+)
 @friendly
 def run(
     file: Path,
@@ -97,6 +111,7 @@ def run(
     restart: bool,
     deal_secret_file: Path | None,
     beacon: str | None,
+    overcommit_memory: bool,
 ) -> None:
     """Play every match of the tournament FILE not yet played, then print the leaderboard.
 
@@ -105,12 +120,20 @@ def run(
     secret kept there: its SHA-256 is shown now (or was, by referee tournament commit), the
     secret itself once every match is played (referee verify checks every deal with it).
     Every result is chained as it is stored; the chain's head is printed as the run goes:
-    publish it too.
+    publish it too. Fewer workers run than asked for when their bots' memory limits would
+    not fit in the memory here (it is said).
     """
     spec = load_tournament(file)
     secret = _read_secret(deal_secret_file) if deal_secret_file is not None else None
     value = _beacon(beacon) if beacon is not None else None
-    summary = _run(spec, workers=workers, restart=restart, deal_secret=secret, beacon=value)
+    summary = _run(
+        spec,
+        workers=workers,
+        restart=restart,
+        deal_secret=secret,
+        beacon=value,
+        overcommit=overcommit_memory,
+    )
     _print_board(_leaderboard(spec, summary.results_dir))
     _finish(summary)
 
@@ -201,8 +224,17 @@ def _run(
     results_dir: Path | None = None,
     deal_secret: bytes | None = None,
     beacon: str | None = None,
+    overcommit: bool = False,
 ) -> RunSummary:
-    executor = LocalExecutor(workers)
+    executor = LocalExecutor.within_memory(
+        workers,
+        seats=spec.file.table_size,
+        limits=spec.limits,
+        own_cgroup=_bots_in_own_cgroup(spec),
+        overcommit=overcommit,
+    )
+    for note in executor.memory.notes if executor.memory is not None else ():
+        say(note)
     with _ProgressView(spec.name, executor.workers) as view:
         return run_tournament(
             spec,
@@ -213,6 +245,17 @@ def _run(
             deal_secret=deal_secret,
             beacon=beacon,
         )
+
+
+def _bots_in_own_cgroup(spec: Tournament) -> bool:
+    """True when the tournament's bots run in the referee's own cgroup tree (the process
+    sandbox), so its cgroup's memory limit bounds them too; Docker's containers do not."""
+    from referee.sandbox import get_sandbox
+
+    backend = spec.file.sandbox.backend
+    if backend == "auto":
+        return get_sandbox(backend, images=spec.images).name == "process"
+    return backend == "process"
 
 
 def _finish(summary: RunSummary) -> None:
@@ -512,8 +555,9 @@ def verify(
 def submit(bot: Path, file: Path, name: str | None) -> None:
     """Check BOT, play a short smoke match, and enter it in the tournament FILE.
 
-    BOT is a .py file, an executable, or a folder with bot.toml. The bot is copied into
-    bots/ next to FILE and a [[bots]] entry is appended to FILE. Exit code 1 when the bot
+    BOT is a .py file, an executable, or a folder with bot.toml. Its files are read once:
+    exactly those bytes play the smoke match and are copied into bots/ next to FILE, and a
+    [[bots]] entry is appended to FILE. Exit code 1 when the bot
     is refused (the reason and the end of its stderr are shown), 2 for a usage error (a
     path that does not exist, a name already taken).
     """
@@ -539,20 +583,29 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
             f"({lookalike_note(display, twin)}); choose another with --name"
         )
     candidate = dataclasses.replace(candidate, name=display)
+    sandbox = get_sandbox(spec.file.sandbox.backend, images=spec.images)
+    k = spec.file.table_size
+    check_memory(
+        sandbox, 1, spec.limits.memory_mb, samples=k - 1, fix=f"lower [sandbox] memory_mb in {file}"
+    )
+    # Read once: the staged copy of exactly these bytes is smoke-tested, and exactly these
+    # bytes are entered; a bot changed on disk meanwhile changes neither.
     try:
         files = read_bot_files(candidate)
     except UsageError as exc:
         raise Refused(f"bot refused: {exc}") from None
     out = Console(stderr=True, highlight=False)
-    announce(
-        get_sandbox(spec.file.sandbox.backend, images=spec.images), spec.time_control, spec.limits
-    )
+    announce(sandbox, spec.time_control, spec.limits)
     out.print(
         f"smoke match: {printable(display)} against the sample bots, "
-        f"{SMOKE_MAX_ROUNDS} rounds of {spec.rules.name} at {spec.file.table_size}",
+        f"{SMOKE_MAX_ROUNDS} rounds of {spec.rules.name} at {k}",
         markup=False,
     )
-    _smoke_match(spec, candidate)
+    staging = make_staging_root()
+    try:
+        _smoke_match(spec, sandbox, stage_files(candidate, files, staging), staging)
+    finally:
+        remove_staging_root(staging)
     folder, entry_path = _copy_in(spec, candidate, files)
     try:
         append_bot_entry(spec.path, entry_path, display)
@@ -562,27 +615,29 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
     click.echo(f"accepted: {display} entered in {file} as {entry_path}")
 
 
-def _smoke_match(spec: Tournament, candidate: BotSpec) -> None:
-    """Play the candidate at seat 0 against sample bots; refuse it if it forfeits."""
+def _smoke_match(spec: Tournament, sandbox: Sandbox, staged: BotSpec, staging: Path) -> None:
+    """Play the ``staged`` candidate at seat 0 against sample bots; refuse it if it forfeits."""
     from referee.match.runner import play_once, seat_of
     from referee.protocol.explain import explain_fault
-    from referee.sandbox import get_sandbox, load_bot
+    from referee.sandbox import load_bot, stage_bot
     from referee.tournament.deals import deal_seed, new_secret
 
     k = spec.file.table_size
-    opponents = [load_bot(sample_bot(_SMOKE_OPPONENTS[i % 3])) for i in range(k - 1)]
+    opponents = [
+        stage_bot(load_bot(sample_bot(_SMOKE_OPPONENTS[i % 3])), staging) for i in range(k - 1)
+    ]
     rules = spec.file.ruleset().with_overrides(max_rounds=SMOKE_MAX_ROUNDS).resolve(k)
-    sandbox = get_sandbox(spec.file.sandbox.backend, images=spec.images)
     with _temporary_log() as log_path:
         result = play_once(
             sandbox,
-            [candidate, *opponents],
+            [staged, *opponents],
             rules,
             deal_seed(new_secret(), "submit"),  # a secret deal, like every tournament match
             match_id="submit-smoke",
             time_control=spec.time_control,
             limits=spec.limits,
             log_path=log_path,
+            stage=False,
         )
     mine = seat_of(result, 0)
     if mine.fault is None:
@@ -603,22 +658,27 @@ def _temporary_log() -> Iterator[Path]:
 
 
 def _copy_in(spec: Tournament, candidate: BotSpec, files: tuple[BotFile, ...]) -> tuple[Path, str]:
-    """Write the bot's files to ``bots/<safe name>/`` next to the tournament file.
+    """Write the bot's files (the very tuple smoke-tested) to ``bots/<safe name>/`` next to
+    the tournament file, through descriptors (:func:`~referee.sandbox.staging.write_bot_folder`).
 
     Returns the folder and the path for the ``[[bots]]`` entry (relative to the file).
     """
     bots_dir = spec.path.parent / "bots"
     slug = safe_name(candidate.name)
     folder, n = bots_dir / slug, 1
-    while folder.exists():
+    while os.path.lexists(folder):
         n += 1
         folder = bots_dir / f"{slug}-{n}"
-    folder.mkdir(parents=True)
-    for item in files:
-        target = folder / item.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(item.data)
-        target.chmod(0o755 if item.executable else 0o644)
+    try:
+        bots_dir.mkdir(parents=True, exist_ok=True)
+        write_bot_folder(files, folder)
+    except FileExistsError:
+        raise UsageError(f"{folder} appeared while the bot was copied in; run again") from None
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise InfrastructureError(
+            f"cannot copy the bot into {folder}: {exc.strerror or exc}"
+        ) from None
     relative = folder.relative_to(spec.path.parent).as_posix()
     if candidate.single_file:
         return folder, f"{relative}/{candidate.single_file}"

@@ -12,6 +12,11 @@ A worker that dies (killed, out of memory, a crash in C code) breaks the whole p
 then rebuilt and those matches go to the back of the queue, each at most ``max_attempts``
 times in all.
 
+Memory: :meth:`LocalExecutor.within_memory` sizes the pool so that every bot's memory
+limit that can be alive at once (each worker's table and the idle bots it keeps) fits in
+the memory this machine, or the referee's cgroup, really has
+(:mod:`referee.sandbox.budget`); workers lower their ``oom_score_adj`` where they may.
+
 Used as a context manager, the executor keeps its pool (and the workers' bot processes)
 from one ``run`` to the next: play-off rounds are small, and each would otherwise pay for
 starting the workers and their bots again.
@@ -56,6 +61,14 @@ from referee.executors.base import (
 )
 from referee.executors.worker import close_reused, enable_reuse, play_task
 from referee.results import MatchResult
+from referee.sandbox import Limits
+from referee.sandbox.budget import (
+    MemoryBudget,
+    MemoryPlan,
+    plan_workers,
+    protect_referee,
+    read_budget,
+)
 
 __all__ = ["DEFAULT_ATTEMPTS", "LocalExecutor", "default_workers"]
 
@@ -73,15 +86,60 @@ def default_workers() -> int:
 class LocalExecutor:
     """Runs match tasks in ``workers`` local processes; see the module docstring."""
 
-    def __init__(self, workers: int | None = None, *, max_attempts: int = DEFAULT_ATTEMPTS) -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        max_attempts: int = DEFAULT_ATTEMPTS,
+        idle_bots: int | None = None,
+    ) -> None:
         if workers is not None and workers < 1:
             raise UsageError(f"--workers must be at least 1, not {workers}")
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.workers = workers or default_workers()
         self.max_attempts = max_attempts
+        self.idle_bots = idle_bots
+        """Idle bot processes each worker keeps between matches (``None``: a table's worth)."""
+        self.memory: MemoryPlan | None = None
+        """How :meth:`within_memory` sized this executor (``None`` when it did not)."""
         self._context = multiprocessing.get_context("spawn")
         self._kept: tuple[ProcessPoolExecutor, EventType] | None = None
+
+    @classmethod
+    def within_memory(
+        cls,
+        workers: int | None,
+        *,
+        seats: int,
+        limits: Limits,
+        own_cgroup: bool,
+        overcommit: bool = False,
+        budget: MemoryBudget | None = None,
+        max_attempts: int = DEFAULT_ATTEMPTS,
+    ) -> LocalExecutor:
+        """An executor whose workers' bots fit in the memory really there.
+
+        ``workers`` (default: one per core) is lowered, and the idle bot processes each
+        worker keeps are capped, so that every memory limit that can be alive at once fits
+        in ``budget`` (default: :func:`~referee.sandbox.budget.read_budget` of this
+        machine, ``own_cgroup`` when the bots run in the referee's cgroup tree); see
+        :func:`~referee.sandbox.budget.plan_workers`, whose notes end up in
+        :attr:`memory`. ``UsageError`` when not even one worker fits (unless ``overcommit``).
+        """
+        wanted = workers or default_workers()
+        if wanted < 1:
+            raise UsageError(f"--workers must be at least 1, not {wanted}")
+        plan = plan_workers(
+            wanted,
+            seats=seats,
+            memory_mb=limits.memory_mb,
+            budget=budget or read_budget(own_cgroup=own_cgroup),
+            overcommit=overcommit,
+        )
+        executor = cls(plan.workers, max_attempts=max_attempts, idle_bots=plan.idle)
+        executor.memory = plan
+        return executor
 
     def __enter__(self) -> LocalExecutor:
         """Keep one pool for every ``run`` until the ``with`` block ends."""
@@ -159,7 +217,7 @@ class LocalExecutor:
             max_workers=self.workers,
             mp_context=self._context,
             initializer=_init_worker,
-            initargs=(os.getpid(), stop),
+            initargs=(os.getpid(), stop, self.idle_bots),
         )
 
     def _replace(self, pool: ProcessPoolExecutor, stop: EventType) -> ProcessPoolExecutor:
@@ -177,10 +235,13 @@ _stopping = threading.Event()
 _exiting = threading.Event()
 
 
-def _init_worker(coordinator: int, stop: EventType) -> None:
-    """Make this worker stop its bots and exit when told to (see the module docstring)."""
+def _init_worker(coordinator: int, stop: EventType, idle_bots: int | None = None) -> None:
+    """Make this worker stop its bots and exit when told to (see the module docstring);
+    keep at most ``idle_bots`` idle bot processes; let the kernel's OOM killer take bots
+    before it (:func:`referee.sandbox.budget.protect_referee`)."""
     global _coordinator
     _coordinator = coordinator
+    protect_referee()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_stop)
     signal.signal(_ORPHAN_SIGNAL, _on_stop)
@@ -190,7 +251,7 @@ def _init_worker(coordinator: int, stop: EventType) -> None:
         os._exit(1)
     threading.Thread(target=_watch_coordinator, args=(stop,), daemon=True).start()
     # Bots stay up between this worker's matches; they are stopped when the worker exits.
-    enable_reuse()
+    enable_reuse(idle_bots)
     multiprocessing.util.Finalize(None, close_reused, exitpriority=10)
 
 

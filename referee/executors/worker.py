@@ -49,6 +49,8 @@ class _Reuse:
     """
 
     enabled = False
+    idle_cap: int | None = None
+    """Idle bot processes kept in all (``None``: as many as a table has seats)."""
     runner: asyncio.Runner | None = None
     pools: dict[tuple[str, tuple[str, ...], TimeControl, Limits], SessionPool] = {}
 
@@ -57,7 +59,9 @@ class _Reuse:
         key = (task.sandbox, task.images, task.time_control, task.limits)
         if key not in cls.pools:
             sandbox = _sandbox(task.sandbox, task.images)
-            cls.pools[key] = SessionPool(sandbox, task.limits, task.time_control)
+            cls.pools[key] = SessionPool(
+                sandbox, task.limits, task.time_control, max_idle_total=cls.idle_cap
+            )
         return cls.pools[key]
 
     @classmethod
@@ -83,9 +87,14 @@ class _Reuse:
         cls.runner = None
 
 
-def enable_reuse() -> None:
-    """Keep bots running between the matches this process plays (worker processes only)."""
+def enable_reuse(idle_cap: int | None = None) -> None:
+    """Keep bots running between the matches this process plays (worker processes only).
+
+    ``idle_cap`` bounds the idle bot processes kept (the memory budget decides it:
+    :func:`referee.sandbox.budget.plan_workers`); ``None`` keeps a table's worth.
+    """
     _Reuse.enabled = True
+    _Reuse.idle_cap = idle_cap
 
 
 def close_reused() -> None:

@@ -66,6 +66,9 @@ CHECK_ROUNDS = 3
 """Rounds per match: round 1 sets the roles, rounds 2 and 3 exchange (give, leftover)."""
 OPPONENTS = ("heuristic", "lowest", "random")
 TABLES = (3, 6)
+MOST_OPPONENTS = 2 * (max(TABLES) - 1)
+"""Sample bot processes alive at once at most: the opponents at the largest table, and as
+many kept idle by the pool (its cap is the largest table it seated)."""
 REQUEST_KINDS = ("play", "give", "leftover")
 REUSE = ("arschloch", 4, (1, 2))
 """The reuse step: preset, seats and the seeds of its two matches."""

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from referee.errors import BotFault, IllegalMove
+from referee.errors import BotFault, IllegalMove, InfrastructureError
 from referee.matchlog import LogWriter
 from referee.protocol import messages as m
 from referee.protocol.session import (
@@ -336,12 +336,17 @@ class Match:
         self._outboxes = self._live_outboxes()
 
     async def _deliver_the_rest(self) -> None:
-        """Write the last events (``round_end``, ``match_end``) to every bot still playing."""
+        """Write the last events (``round_end``, ``match_end``) to every bot still playing.
+
+        Every decision is made by now: a bot gone at this point (even one the kernel killed
+        for memory above its own limit, an ``InfrastructureError`` anywhere else) changes
+        nothing of the result.
+        """
         for session in self.sessions:
             if session.alive:
                 try:
                     await session.flush(self.time_control.move_ms / 1000 + 1)
-                except BotFault:
+                except (BotFault, InfrastructureError):
                     await session.kill()
 
     def _result(self, duration_s: float) -> MatchResult:
@@ -501,12 +506,14 @@ def play_once(
     limits: Limits | None = None,
     log_path: Path | str | None = None,
     people: Mapping[int, SeatSession] | None = None,
+    stage: bool = True,
 ) -> MatchResult:
     """A command's match: stage ``bots`` (as loaded), play, stop everything, unstage.
 
     Ctrl-C and SIGTERM stop the match with every bot and the staging folder cleaned up
     (:mod:`referee.interrupts`); the backend's own leftovers are removed too. ``people``
-    as in :func:`play_match`.
+    as in :func:`play_match`. ``stage=False`` plays ``bots`` as given: the caller staged
+    them and plays exactly that copy (``submit`` enters the bytes it tested).
     """
     from referee import interrupts
     from referee.sandbox import make_staging_root, remove_staging_root, stage_bot
@@ -527,6 +534,8 @@ def play_once(
         finally:
             await asyncio.shield(sandbox.aclose())
 
+    if not stage:
+        return interrupts.run(go(list(bots)))
     staging = make_staging_root()
     try:
         staged = [stage_bot(bot, staging) for bot in bots]

@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from referee.errors import BotFault
+from referee.errors import BotFault, InfrastructureError
 from referee.protocol import messages as m
 from referee.protocol.channel import EOF, LINE_CAP, OVERLONG, LineChannel
 from referee.sandbox.base import BotSpec, ExitInfo, Limits, Sandbox
@@ -214,7 +214,16 @@ class BotSession:
     def _crash(
         self, what: str, *, request_id: int | None = None, elapsed_ms: int | None = None
     ) -> BotFault:
+        """The crash fault of a bot that is gone; ``InfrastructureError`` when the kernel
+        killed it for memory it was allowed (memory ran out above its own limit): that is
+        the referee's failure, its match is played again, the bot is not blamed."""
         info = self.channel.exit_info
+        if info is not None and info.outside_oom:
+            raise InfrastructureError(
+                f"bot {self.name!r} was killed by the kernel's out-of-memory killer within "
+                "its own memory limit: the machine or the referee's cgroup ran out of memory "
+                "(fewer workers or a lower memory_mb leave room); not the bot's fault"
+            )
         how = f" ({info.detail or info.describe()})" if info is not None else ""
         if info is not None and info.oom_killed:
             how = " (killed at the memory limit)"
@@ -255,7 +264,9 @@ class BotSession:
         if not self._closed:
             self._closed = True
             if bye and self.fault is None:
-                with contextlib.suppress(BotFault):
+                # Gone either way (a kill for memory above its limit is an InfrastructureError):
+                # what matters now is that it is reaped.
+                with contextlib.suppress(BotFault, InfrastructureError):
                     self.channel.queue(m.encode(m.Bye()))
                     await self.flush(_BYE_GRACE_S)
                 await self.channel.proc.close_stdin()
@@ -384,8 +395,12 @@ class SessionPool:
     handed out again for a later match of the same bot, greeted already. Two rules keep
     duplicate play fair: a session never serves two seat rotations of the same deal (it
     would know the others' hands), so a match names its ``deal_key``; and a fault always
-    ends the process. ``max_matches`` bounds how many matches one process serves, and
-    ``max_idle`` how many idle processes of one bot are kept.
+    ends the process. ``max_matches`` bounds how many matches one process serves,
+    ``max_idle`` how many idle processes of one bot are kept (per seat it takes), and
+    ``max_idle_total`` how many are kept in all, whatever the number of bots: the ones idle
+    longest go first. Every idle process holds its memory limit's worth of promise, so the
+    total is what the memory budget counts (:mod:`referee.sandbox.budget`); by default it
+    is the largest table the pool has seated.
 
     An idle bot is frozen while it waits (the cgroup freezer, ``docker pause``), so that it
     burns no CPU between matches: it would slow the other bots of the machine, or think
@@ -401,17 +416,22 @@ class SessionPool:
         *,
         max_matches: int = 50,
         max_idle: int = 2,
+        max_idle_total: int | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.limits = limits
         self.time_control = time_control
         self.max_matches = max_matches
         self.max_idle = max_idle
+        self.max_idle_total = max_idle_total
         self.ids = itertools.count(1)
         self._idle: dict[tuple[str, str], list[BotSession]] = {}
         self._deals: dict[int, set[str]] = {}
         self._served: dict[int, int] = {}
         self._width: dict[tuple[str, str], int] = {}  # most seats one bot took in a match
+        self._idle_since: dict[int, int] = {}  # id(session) -> when it went idle (a count)
+        self._clock = itertools.count()
+        self._largest_table = 0
         self.started = 0
 
     @staticmethod
@@ -421,6 +441,7 @@ class SessionPool:
     async def acquire(self, bots: Sequence[BotSpec], deal_key: str | None) -> list[BotSession]:
         """One greeted session per seat: reused when possible, else started now."""
         names = distinct_names([b.name for b in bots])
+        self._largest_table = max(self._largest_table, len(bots))
         for key in {self._key(b) for b in bots}:
             seats = sum(1 for b in bots if self._key(b) == key)
             self._width[key] = max(self._width.get(key, 1), seats)
@@ -431,12 +452,15 @@ class SessionPool:
                 (
                     s
                     for s in idle
-                    if s.alive and (deal_key is None or deal_key not in self._deals[id(s)])
+                    if s.alive
+                    and s.channel.exit_info is None  # not killed while idle (memory, say)
+                    and (deal_key is None or deal_key not in self._deals[id(s)])
                 ),
                 None,
             )
             if pick is not None:
                 idle.remove(pick)
+                self._idle_since.pop(id(pick), None)
             chosen.append(pick)
         # Running again before anything of the match (its match_start) is written.
         await asyncio.gather(*(s.thaw() for s in chosen if s is not None))
@@ -466,7 +490,8 @@ class SessionPool:
         """Return healthy sessions to the pool; close faulted, worn-out or surplus ones.
 
         At most ``max_idle`` idle processes are kept per seat a bot takes: the newest, since
-        an older one has seen more deals and can serve fewer of the matches to come.
+        an older one has seen more deals and can serve fewer of the matches to come; and at
+        most ``max_idle_total`` in all: those idle longest are closed first.
         """
         closing: list[BotSession] = []
         for session in sessions:
@@ -475,15 +500,27 @@ class SessionPool:
                 key = self._key(session.spec)
                 idle = self._idle.setdefault(key, [])
                 idle.append(session)
+                self._idle_since[id(session)] = next(self._clock)
                 while len(idle) > self.max_idle * self._width.get(key, 1):
                     closing.append(idle.pop(0))
             else:
                 closing.append(session)
+        closing += self._over_total()
         resting = [s for s in sessions if s not in closing]
         if resting:
             await asyncio.gather(*(s.freeze() for s in resting), return_exceptions=True)
         if closing:
             await asyncio.gather(*(self._close(s) for s in closing), return_exceptions=True)
+
+    def _over_total(self) -> list[BotSession]:
+        """Take the idle sessions beyond ``max_idle_total`` out of the pool, oldest first."""
+        cap = self.max_idle_total if self.max_idle_total is not None else self._largest_table
+        idle = [(key, s) for key, group in self._idle.items() for s in group]
+        idle.sort(key=lambda entry: self._idle_since.get(id(entry[1]), 0))
+        surplus = idle[: max(0, len(idle) - cap)]
+        for key, session in surplus:
+            self._idle[key].remove(session)
+        return [session for _, session in surplus]
 
     async def discard(self, sessions: Sequence[BotSession]) -> None:
         """Stop sessions that must not be reused (their match broke off half-way)."""
@@ -492,6 +529,7 @@ class SessionPool:
     async def _close(self, session: BotSession) -> None:
         self._deals.pop(id(session), None)
         self._served.pop(id(session), None)
+        self._idle_since.pop(id(session), None)
         await session.thaw()  # a frozen bot could not read its bye
         await session.close()
 

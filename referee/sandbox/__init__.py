@@ -3,7 +3,8 @@
 ``get_sandbox("process")`` runs bots as local processes (rlimits, a dropped uid when root,
 bubblewrap when it works); ``"docker"`` runs each in a locked-down container (the ``docker``
 extra); ``"auto"`` picks docker when a daemon answers and its image exists, else process.
-:func:`load_bot` and :func:`stage_bot` turn what a user names into a :class:`BotSpec`;
+:func:`load_bot` and :func:`stage_bot` (or :func:`stage_files`) turn what a user names
+into a :class:`BotSpec`;
 :func:`make_staging_root` and :func:`remove_staging_root` hold the staged copies.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from referee.errors import UsageError
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.sandbox.budget import protect_referee
 from referee.sandbox.process import ProcessSandbox
 from referee.sandbox.staging import (
     bot_sha256,
@@ -22,6 +24,7 @@ from referee.sandbox.staging import (
     read_bot_files,
     remove_staging_root,
     stage_bot,
+    stage_files,
 )
 from referee.specs import DEFAULT_SANDBOX, SANDBOX_NAMES
 
@@ -41,6 +44,7 @@ __all__ = [
     "read_bot_files",
     "remove_staging_root",
     "stage_bot",
+    "stage_files",
 ]
 
 
@@ -51,7 +55,12 @@ def get_sandbox(name: str, *, images: Iterable[str] = (), **options: Any) -> San
     ``images`` are the Docker images bots may name besides the referee's bot image (the
     docker backend refuses others; the process backend runs no images). Raises
     ``UsageError`` for an unknown name, or when the docker backend cannot be loaded.
+
+    Whoever asks for a sandbox is a referee process that starts bots or coordinates those
+    that do: it lowers its own ``oom_score_adj`` here, where it may, so that the kernel's
+    OOM killer takes its bots, never it (:func:`referee.sandbox.budget.protect_referee`).
     """
+    protect_referee()
     if name == "process":
         return ProcessSandbox(**options)
     if name == "docker":

@@ -59,17 +59,26 @@ class BotSpec:
 
 @dataclass(frozen=True)
 class ExitInfo:
-    """How a bot process ended."""
+    """How a bot process ended.
+
+    ``oom_killed``: the kernel killed it at its own memory limit (the bot's fault).
+    ``outside_oom``: the kernel's out-of-memory killer killed it while its own group was
+    within its limit, because memory ran out above it (the machine, the referee's cgroup):
+    the referee's failure, never the bot's (see :mod:`referee.sandbox.budget`).
+    """
 
     returncode: int | None
     signal: int | None = None
     oom_killed: bool = False
     detail: str = ""
+    outside_oom: bool = False
 
     def describe(self) -> str:
         """A short phrase for fault details, e.g. ``exit code 3`` or ``killed by signal 9``."""
         if self.oom_killed:
             return "killed at the memory limit"
+        if self.outside_oom:
+            return "killed by the kernel for memory outside its own limit"
         if self.signal is not None:
             return f"killed by signal {self.signal}"
         if self.returncode is None:

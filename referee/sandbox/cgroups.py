@@ -92,6 +92,8 @@ _FREEZE_TIMEOUT_S = 2.0
 _CPU_PERIOD_US = 100_000
 _MIN_CPU_QUOTA_US = 1_000  # the kernel refuses smaller quotas
 _KILL_TIMEOUT_S = 10.0
+# A refused charge is at most a huge page (2 MiB; the kernel batches 64 small pages).
+_LIMIT_MARGIN = 4 * 1024 * 1024
 _SYSTEM_BIN = "/usr/bin:/bin"
 _NAME = re.compile(r"referee-(\d+)-(\d+)-[0-9a-f]+")
 # Joins each group named before "--", then runs the rest. The shell exports PWD, which
@@ -450,6 +452,41 @@ class BotCgroup:
                 return min(1, int((folder / "memory.failcnt").read_text()))
             return 0
         return kills
+
+    def hit_limit(self) -> bool:
+        """True when the group reached its own memory limit: an OOM kill in it is the bot's.
+
+        :meth:`oom_kills` counts a kill in the victim's group whichever limit ran out: its
+        own, one above it (the referee's group, a container's) or the machine's. So the
+        group's own limit is looked at apart. v2 counts it: ``oom`` in ``memory.events``.
+        v1 has no such counter that works: ``memory.failcnt`` stays 0 when the swap limit
+        (``memory.memsw.limit_in_bytes``, set with the memory limit) refuses first, and
+        ``memory.memsw.failcnt`` stays 0 too (measured, kernel 6.18). What works is the
+        high-water mark: a charge refused at the group's own limit leaves
+        ``memory.max_usage_in_bytes`` (or its memsw twin) within one charge of that limit
+        (:data:`_LIMIT_MARGIN`), which a group stopped by a smaller limit above it never
+        reaches. Measured, v1: killed at its own 128 MiB, the mark is exactly 128 MiB; in
+        a 200 MiB group under a 100 MiB parent, killed at the parent's limit, it is 100.2
+        MiB. A group that came that close to its limit earlier in its life and was then
+        killed from outside is still taken for the bot's, as is one stopped by a limit above
+        it that is within the margin of its own. Unreadable: ``True``, as before the two
+        were told apart.
+        """
+        folder = self._memory_folder
+        if self.support.version == 2:
+            hits = _read_counter(folder / "memory.events", "oom")
+            return hits is None or hits > 0
+        readable = False
+        for prefix in ("memory.", "memory.memsw."):
+            try:
+                limit = int((folder / f"{prefix}limit_in_bytes").read_text())
+                peak = int((folder / f"{prefix}max_usage_in_bytes").read_text())
+            except (OSError, ValueError):
+                continue
+            readable = True
+            if peak >= limit - _LIMIT_MARGIN:
+                return True
+        return not readable
 
     def peak_memory(self) -> int | None:
         """The group's highest memory use so far in bytes (``None`` if the kernel has no

@@ -10,11 +10,14 @@ A bot is one of::
                              version = "1.2"             (optional)
                              image = "node:20-slim"      (optional, for the docker backend)
 
-:func:`load_bot` checks all that and says plainly what is wrong (``UsageError``).
-:func:`stage_bot` copies the bot's files into a fresh folder that the sandbox user may read
-but not write, and fingerprints them (:func:`bot_sha256`), so a bot that changes on disk
+:func:`load_bot` checks all that and says plainly what is wrong (``UsageError``); a
+``command`` whose program is an absolute path or leaves the folder by ``..`` is refused on
+its text alone, and a program path is then looked for among the files read, never in the
+author's tree. :func:`stage_bot` reads the bot's files once (:func:`read_bot_files`) and
+writes exactly those bytes (:func:`stage_files`) into a fresh folder that the sandbox user
+may read but not write, fingerprinted (:func:`bot_sha256`), so a bot that changes on disk
 during a tournament cannot change what runs, and a bot never runs from the user's own folder.
-The bytes themselves (:func:`read_bot_files`) are what a remote worker gets as a bundle.
+The bytes themselves are what a remote worker gets as a bundle, and what ``submit`` enters.
 
 The referee usually runs as root and the bot's folder belongs to its author, who may change
 it while it is being copied. So reading never follows a symlink and never trusts a path twice:
@@ -44,6 +47,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import posixpath
 import secrets
 import shlex
 import shutil
@@ -55,6 +59,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from referee.errors import InfrastructureError, UsageError
+from referee.folders import private_folder
 from referee.names import MAX_NAME_LENGTH, check_name
 from referee.sandbox.base import BotSpec
 from referee.text import printable, safe_name
@@ -72,6 +77,8 @@ __all__ = [
     "read_bot_files",
     "remove_staging_root",
     "stage_bot",
+    "stage_files",
+    "write_bot_folder",
 ]
 
 MANIFEST = "bot.toml"
@@ -154,9 +161,7 @@ def _load_folder(folder: Path) -> BotSpec:
     if "command" not in data:
         raise UsageError(f'{manifest} has no command; add e.g. command = "python3 bot.py"')
     command = _parse_command(data["command"], manifest)
-    program = command[0]
-    if "/" in program and not program.startswith("/") and not (folder / program).is_file():
-        raise UsageError(f"{manifest}: command runs {program}, which is not in {folder}")
+    _check_program(command[0], manifest)
     name = _optional_str(data, "name", manifest) or folder.name
     return BotSpec(
         name=_check_name(name, str(manifest)),
@@ -230,6 +235,49 @@ def _parse_command(raw: object, manifest: Path) -> tuple[str, ...]:
     return tuple(parts)
 
 
+def _check_program(program: str, manifest: Path) -> None:
+    """Refuse a program outside the bot's folder: an absolute path, or one leaving it by ``..``.
+
+    Decided on the text alone: the author's tree is never looked at, so a refusal says
+    nothing about what exists there (resolved from the bot's folder as root, ``..`` would
+    tell an author whether any path on the machine exists). Whether the program is in the
+    bot's folder is checked against the files read (:func:`read_bot_files`). A name
+    without ``/`` (``python3``, ``node``) is looked up on the sandbox's ``PATH``.
+    """
+    shown = printable(program)
+    if program.startswith("/"):
+        raise UsageError(
+            f"{_shown(manifest)}: command runs {shown}, an absolute path; a bot runs a "
+            "program of its own folder (./run.sh) or an interpreter on the sandbox's PATH "
+            "(python3, node)"
+        )
+    if "/" in program and posixpath.normpath(program).split("/")[0] == "..":
+        raise UsageError(
+            f"{_shown(manifest)}: command runs {shown}, which leaves the bot's folder; "
+            "name a program inside it (./run.sh)"
+        )
+
+
+def _check_program_in(spec: BotSpec, files: tuple[BotFile, ...]) -> None:
+    """A program path of a folder bot must be one of its files, and executable."""
+    program = spec.command[0]
+    if spec.single_file or "/" not in program:
+        return
+    wanted = posixpath.normpath(program)
+    found = next((file for file in files if file.path == wanted), None)
+    manifest = _shown(spec.folder / MANIFEST)
+    if found is None:
+        raise UsageError(
+            f"{manifest}: command runs {printable(program)}, which is not in "
+            f"{_shown(spec.folder)}"
+        )
+    if not found.executable:
+        raise UsageError(
+            f"{manifest}: command runs {printable(program)}, which is not executable; "
+            f"make it so (chmod +x {printable(wanted)}) or name its interpreter first"
+        )
+
+
 def _optional_str(data: dict[str, object], key: str, manifest: Path) -> str | None:
     value = data.get(key)
     if value is None:
@@ -260,11 +308,15 @@ def read_bot_files(spec: BotSpec, *, max_bytes: int = MAX_BOT_BYTES) -> tuple[Bo
     device, folders nested deeper than :data:`MAX_BOT_DEPTH`, more than
     :data:`MAX_BOT_FILES` files and folders, more than ``max_bytes`` in all, and anything
     that changes under the walk in a way that would need a symlink followed.
-    ``__pycache__`` and version-control folders are left out.
+    ``__pycache__`` and version-control folders are left out. A program path in the
+    bot's ``command`` must name one of the files read (executable): it is resolved in
+    what is read, never in the author's folder.
     """
     if spec.single_file:
         return (_read_single_file(spec.folder, spec.single_file, max_bytes),)
-    return tuple(sorted(_read_folder(spec.folder, max_bytes)))
+    files = tuple(sorted(_read_folder(spec.folder, max_bytes)))
+    _check_program_in(spec, files)
+    return files
 
 
 def _read_single_file(folder: Path, name: str, max_bytes: int) -> BotFile:
@@ -496,33 +548,83 @@ def bot_sha256(files: Iterable[BotFile]) -> str:
 def stage_bot(spec: BotSpec, root: Path, *, max_bytes: int = MAX_BOT_BYTES) -> BotSpec:
     """Copy the bot into a new folder under ``root``; the returned spec points at the copy.
 
-    Folders get mode 0755 and files 0644 (0755 when executable), owned by the referee, so
-    the sandbox user can read but never change them. ``sha256`` is :func:`bot_sha256`;
-    ``single_file`` keeps the file's own name (the sandboxes mount it under that name).
+    :func:`read_bot_files` then :func:`stage_files`: see there.
     """
-    files = read_bot_files(spec, max_bytes=max_bytes)
+    return stage_files(spec, read_bot_files(spec, max_bytes=max_bytes), root)
+
+
+def stage_files(spec: BotSpec, files: tuple[BotFile, ...], root: Path) -> BotSpec:
+    """Write ``files`` (read from ``spec``) into a new folder under ``root``; the spec of it.
+
+    Folders get mode 0755 and files 0644 (0755 when executable), owned by the referee, so
+    the sandbox user can read but never change them. ``sha256`` is :func:`bot_sha256` of
+    exactly ``files``: whoever holds them (``submit`` enters the same tuple it staged)
+    holds what runs. ``single_file`` keeps the file's own name (the sandboxes mount it under
+    that name). ``root`` is made if need be and checked either way (the referee's own,
+    0711: others may enter it, not list it; a planted symlink or folder is refused, see
+    :func:`referee.folders.private_folder`).
+    """
     sha = bot_sha256(files)
     staged = root / f"{safe_name(spec.name)}-{sha[:12]}-{secrets.token_hex(8)}"
+    private_folder(root, mode=0o711, parents=True)
     try:
-        if not root.exists():
-            root.mkdir(parents=True, mode=0o711)
-            root.chmod(0o711)
-        staged.mkdir(mode=0o755)
-        staged.chmod(0o755)
-        for file in files:
-            target = staged / file.path
-            for folder in reversed(target.relative_to(staged).parents[:-1]):
-                (staged / folder).mkdir(mode=0o755, exist_ok=True)
-                (staged / folder).chmod(0o755)
-            with open(target, "xb") as handle:
-                handle.write(file.data)
-            target.chmod(0o755 if file.executable else 0o644)
-    except OSError as exc:
+        write_bot_folder(files, staged)
+    except BaseException as exc:
         shutil.rmtree(staged, ignore_errors=True)
-        raise InfrastructureError(
-            f"cannot stage bot {spec.name!r} in {staged}: {exc.strerror or exc}"
-        ) from exc
+        if isinstance(exc, OSError):
+            raise InfrastructureError(
+                f"cannot stage bot {spec.name!r} in {staged}: {exc.strerror or exc}"
+            ) from exc
+        raise
     return dataclasses.replace(spec, folder=staged, sha256=sha)
+
+
+def write_bot_folder(files: Iterable[BotFile], folder: Path) -> None:
+    """Write ``files`` into ``folder``, which must not exist yet (``FileExistsError``).
+
+    Everything is made relative to an open folder's descriptor, created exclusively, with
+    ``O_NOFOLLOW``, and its mode set with ``fchmod``: nothing planted in the way (a
+    symlink where a file goes) is followed. Folders get 0755, files 0644 or 0755.
+    """
+    parent_fd = os.open(folder.parent, _O_DIR & ~os.O_NOFOLLOW)
+    try:
+        os.mkdir(folder.name, 0o700, dir_fd=parent_fd)
+        top = os.open(folder.name, _O_DIR, dir_fd=parent_fd)
+    finally:
+        os.close(parent_fd)
+    try:
+        os.fchmod(top, 0o755)
+        for file in files:
+            *folders, name = file.path.split("/")
+            if any(part in ("", ".", "..") for part in [*folders, name]):
+                raise UsageError(f"bot file path {printable(file.path)!r} is not a relative path")
+            _write_file(top, folders, name, file)
+    finally:
+        os.close(top)
+
+
+def _write_file(top: int, folders: list[str], name: str, file: BotFile) -> None:
+    fd = os.dup(top)
+    try:
+        for part in folders:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o700, dir_fd=fd)
+            child = os.open(part, _O_DIR, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            os.fchmod(fd, 0o755)
+        out = os.open(
+            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+            dir_fd=fd,
+        )
+        try:
+            with open(out, "wb", closefd=False) as handle:
+                handle.write(file.data)
+            os.fchmod(out, 0o755 if file.executable else 0o644)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- staging roots
@@ -544,7 +646,11 @@ def make_staging_root(parent: Path | None = None) -> Path:
         raise InfrastructureError(f"cannot make a staging folder in {base}: {exc}") from exc
     try:
         _leases[root] = _take_lease(root)
-        root.chmod(0o711)
+        root_fd = os.open(root, _O_DIR)  # mkdtemp's own folder, through its descriptor
+        try:
+            os.fchmod(root_fd, 0o711)
+        finally:
+            os.close(root_fd)
     except OSError as exc:
         remove_staging_root(root)
         raise InfrastructureError(f"cannot lease staging folder {root}: {exc}") from exc

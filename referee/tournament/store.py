@@ -8,7 +8,8 @@ Layout, in ``<name>.results/`` next to the tournament file::
     logs/<key>.jsonl    the match log of each match (``/`` in the key becomes ``_``)
     .lock               held (flock) by the one process running the tournament
 
-The folder is private to its owner (mode 0700): it holds the deal secret, and the log of a
+The folder is private to its owner (mode 0700; a planted one is refused, see
+:mod:`referee.folders`): it holds the deal secret, and the log of a
 match in progress holds every hand of it; a bot must never read either.
 
 Only the coordinator writes. Each finished match is one transaction that replaces the seat
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from referee.errors import UsageError
+from referee.folders import private_folder
 from referee.results import FaultInfo, MatchResult
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch, StoredSeat
 from referee.tournament import chain
@@ -175,8 +177,8 @@ class Store:
             self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
             self._check_schema(self._db.execute("SELECT value FROM meta WHERE key = 'schema'"))
             return
-        make_private_dir(results_dir)
-        make_private_dir(self.logs_dir)
+        private_folder(results_dir, parents=True)
+        private_folder(self.logs_dir)
         self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode: a killed process loses nothing committed; a power cut may
@@ -605,8 +607,8 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
-        make_private_dir(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        private_folder(self.path.parent, parents=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -638,12 +640,6 @@ _SECRET_COLUMNS = "id, secret, commitment, revealed, committed_before_run, beaco
 
 def _secret_row(row: tuple[Any, ...]) -> DealSecret:
     return DealSecret(row[0], bytes.fromhex(row[1]), row[2], row[3], bool(row[4]), row[5])
-
-
-def make_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) if needed and make it private to its owner (0700)."""
-    path.mkdir(parents=True, exist_ok=True)
-    path.chmod(0o700)
 
 
 def wipe(results_dir: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main as cli_main
+from referee.errors import InfrastructureError
 from referee.match.runner import _act_play_line, play_match, run_match
 from referee.matchlog import read_log
 from referee.protocol import messages as m
@@ -21,7 +22,7 @@ from referee.protocol.channel import UNASKED_CAP
 from referee.protocol.session import BotSession, SessionPool, distinct_names, start_sessions
 from referee.results import MatchResult
 from referee.rules import RuleSet, replay
-from referee.sandbox import Limits
+from referee.sandbox import ExitInfo, Limits
 from referee.specs import TimeControl
 from referee.testing import FakeBotProcess, FakeSandbox, lowest_bot, polite_bot, spec
 
@@ -267,6 +268,95 @@ def test_session_pool_keeps_every_seat_of_a_bot_that_fills_the_table() -> None:
 
     asyncio.run(go())
     assert len(sandbox.started) == 3
+
+
+def test_session_pool_keeps_at_most_max_idle_total_closing_the_longest_idle() -> None:
+    """Each idle process holds a memory limit's worth of promise: the pool keeps a bounded
+    number in all, whatever the number of bots a worker meets."""
+    names = [f"b{i}" for i in range(9)]
+    sandbox = FakeSandbox({n: polite_bot for n in names})
+
+    async def alive() -> int:
+        return sum([await p.wait(0) is None for p in sandbox.started])
+
+    async def go() -> None:
+        pool = SessionPool(sandbox, Limits(), FAST, max_idle_total=4)
+        for i, first in enumerate((0, 3, 6)):
+            table = [spec(n) for n in names[first : first + 3]]
+            await play_match(sandbox, table, RULES3, i, match_id=f"m{i}", deal_key=f"d{i}", pool=pool)
+            assert await alive() == min(4, 3 * (i + 1))
+        kept = [p.spec.name for p in sandbox.started if await p.wait(0) is None]
+        assert kept == ["b5", "b6", "b7", "b8"], "the longest idle went first"
+        # The default: as many as the largest table seated.
+        default = SessionPool(sandbox, Limits(), FAST)
+        for i, first in enumerate((0, 3)):
+            table = [spec(n) for n in names[first : first + 3]]
+            await play_match(sandbox, table, RULES3, i, match_id=f"n{i}", deal_key=f"e{i}", pool=default)
+        assert await alive() == 4 + 3
+        await default.aclose()
+        await pool.aclose()
+        assert await alive() == 0
+
+    asyncio.run(go())
+
+
+class _KilledForMemory(FakeBotProcess):
+    """A fake bot that the kernel kills at its first ``act``: ``outside`` its own limit
+    (memory ran out above it) or at it."""
+
+    outside = True
+    reaped = False
+
+    async def cleanup(self) -> ExitInfo:
+        self.reaped = True
+        return await super().cleanup()
+
+    async def write(self, data: bytes) -> None:
+        if b'"type":"act"' in data and self._exit is None:
+            self._exit = ExitInfo(
+                returncode=-9, signal=9, oom_killed=not self.outside, outside_oom=self.outside
+            )
+            self.stdout.feed_eof()
+            self.stderr.feed_eof()
+            self._done.set()
+            raise BrokenPipeError("killed")
+        await super().write(data)
+
+
+@pytest.mark.parametrize("outside", [True, False])
+def test_a_bot_killed_for_memory_outside_its_limit_fails_the_match_on_our_side(
+    outside: bool,
+) -> None:
+    class Sandbox(FakeSandbox):
+        async def start(self, bot: Any, limits: Limits) -> FakeBotProcess:
+            if bot.name != "victim":
+                return await super().start(bot, limits)
+            proc = _KilledForMemory(bot, polite_bot())
+            proc.outside = outside
+            self.started.append(proc)
+            return proc
+
+    sandbox = Sandbox({"a": polite_bot, "b": polite_bot})
+    bots = [spec("victim"), spec("a"), spec("b")]
+    pool = SessionPool(sandbox, Limits(), FAST)
+
+    async def go() -> MatchResult:
+        try:
+            return await play_match(sandbox, bots, RULES3, 1, match_id="m", deal_key="d", pool=pool)
+        finally:
+            await pool.aclose()
+
+    if outside:
+        with pytest.raises(InfrastructureError, match="killed by the kernel's out-of-memory killer within its own memory limit"):
+            asyncio.run(go())
+    else:
+        seat0 = next(st for st in asyncio.run(go()).standings if st.seat == 0)
+        assert seat0.fault is not None and seat0.fault.kind == "crash"
+        assert seat0.fault.detail.endswith("(killed at the memory limit)")
+    victim = sandbox.started[0]
+    assert isinstance(victim, _KilledForMemory) and victim.reaped, "its cgroup, uid, scratch"
+    for proc in sandbox.started:
+        assert asyncio.run(proc.wait(0)) is not None
 
 
 # --- framing, unasked lines, clocks and logs under attack -----------------------------

@@ -470,3 +470,42 @@ def test_discovery_says_why_v2_is_unusable(tmp_path: Path) -> None:
     assert found.reason == (
         f"cgroup v2: memory and pids are not enabled in {unified}/user.slice/cgroup.subtree_control"
     )
+
+
+@pytest.mark.parametrize(
+    ("files", "own_limit"),
+    [
+        # Killed at its own limit: the high-water mark is at the limit (memsw refused first).
+        ({"memory.max_usage_in_bytes": 128 * MIB, "memory.failcnt": 0}, True),
+        # Killed at a parent's 100 MiB: the mark stopped there, far from its own 512 MiB.
+        ({"memory.max_usage_in_bytes": 100 * MIB + 256 * 1024, "memory.failcnt": 0}, False),
+    ],
+)
+def test_v1_tells_its_own_limit_from_one_above(
+    tmp_path: Path, files: dict[str, int], own_limit: bool
+) -> None:
+    """The counters as measured on kernel 6.18, in a fake group folder."""
+    folder = tmp_path / "referee-1-2-ab"
+    folder.mkdir()
+    limit = 128 * MIB if own_limit else 512 * MIB
+    for name, value in {
+        **files,
+        "memory.limit_in_bytes": limit,
+        "memory.memsw.limit_in_bytes": limit,
+        "memory.memsw.max_usage_in_bytes": files["memory.max_usage_in_bytes"],
+    }.items():
+        (folder / name).write_text(f"{value}\n")
+    (folder / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    group = BotCgroup(CgroupSupport(1, (Hierarchy("memory", tmp_path),)), folder.name, (folder,))
+    assert group.oom_kills() == 1
+    assert group.hit_limit() is own_limit
+
+
+def test_v2_tells_its_own_limit_from_one_above(tmp_path: Path) -> None:
+    folder = tmp_path / "referee-1-2-cd"
+    folder.mkdir()
+    group = BotCgroup(CgroupSupport(2, (Hierarchy("unified", tmp_path),)), folder.name, (folder,))
+    (folder / "memory.events").write_text("low 0\nhigh 0\nmax 0\noom 0\noom_kill 1\n")
+    assert group.oom_kills() == 1 and not group.hit_limit()
+    (folder / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\n")
+    assert group.hit_limit()

@@ -106,7 +106,6 @@ def test_manifest_command_as_list_and_default_name(tmp_path: Path) -> None:
         ('command = ""\n', "command is empty"),
         ('command = "python3 \'bot.py"\n', "cannot be split"),
         ('command = "python3 bot.py"\nversion = 2\n', "version must be a string, not int"),
-        ('command = "./missing"\n', "command runs ./missing, which is not in"),
         ("command = \n", "is not valid TOML"),
         ('command = "x"\nname = "' + "n" * 65 + '"\n', "65 characters long; at most 64"),
         (
@@ -121,6 +120,67 @@ def test_manifest_command_as_list_and_default_name(tmp_path: Path) -> None:
 def test_bad_manifests(tmp_path: Path, manifest: str, message: str) -> None:
     with pytest.raises(UsageError, match=re.escape(message)):
         load_bot(folder_bot(tmp_path, manifest))
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ('"../outside.py"', "command runs ../outside.py, which leaves the bot's folder"),
+        ('"./../outside.py"', "command runs ./../outside.py, which leaves the bot's folder"),
+        ('"lib/../../outside.py"', "command runs lib/../../outside.py, which leaves the bot's"),
+        ('"../../../../../../etc/shadow"', "which leaves the bot's folder"),
+        ('"/usr/bin/python3 bot.py"', "command runs /usr/bin/python3, an absolute path"),
+        ('"/bin/sh -c true"', "command runs /bin/sh, an absolute path"),
+    ],
+)
+def test_a_program_outside_the_bot_folder_is_refused_when_loaded(
+    tmp_path: Path, command: str, message: str
+) -> None:
+    (tmp_path / "outside.py").write_text("print()\n")
+    with pytest.raises(UsageError, match=re.escape(message)):
+        load_bot(folder_bot(tmp_path, f"command = {command}\n"))
+
+
+def test_the_refusal_of_a_dotdot_program_tells_nothing_of_what_exists(tmp_path: Path) -> None:
+    """Resolved from the author's folder as root, ``..`` answered whether any path of the
+    machine exists (a file-existence oracle); now the text alone decides."""
+    (tmp_path / "there.py").write_text("print()\n")
+    messages = []
+    for name in ("there.py", "nowhere.py"):
+        with pytest.raises(UsageError) as refused:
+            load_bot(folder_bot(tmp_path, f'command = "../{name}"\n'))
+        messages.append(str(refused.value).replace(name, "NAME"))
+        shutil.rmtree(tmp_path / "my-bot")
+    assert messages[0] == messages[1]
+
+
+def test_interpreters_on_the_sandbox_path_and_programs_inside_stay_allowed(
+    tmp_path: Path,
+) -> None:
+    for command in ("python3 bot.py", "node bot.js", "./run", "lib/../run"):
+        folder = folder_bot(tmp_path, f'command = "{command}"\n', {"run": "#!/bin/sh\n"})
+        (folder / "run").chmod(0o755)
+        assert stage_bot(load_bot(folder), tmp_path / "staging").command == tuple(
+            command.split()
+        )
+        shutil.rmtree(folder)
+
+
+def test_a_program_path_is_looked_for_in_the_files_read_not_the_authors_folder(
+    tmp_path: Path,
+) -> None:
+    folder = folder_bot(tmp_path, 'command = "./missing"\n')
+    with pytest.raises(UsageError, match=r"command runs \./missing, which is not in"):
+        read_bot_files(load_bot(folder))
+    # There in the author's folder but not among the files copied (a skipped folder).
+    folder = folder_bot(tmp_path, 'command = "__pycache__/run"\n')
+    write(folder / "__pycache__" / "run", "#!/bin/sh\n", 0o755)
+    with pytest.raises(UsageError, match=r"command runs __pycache__/run, which is not in"):
+        stage_bot(load_bot(folder), tmp_path / "staging")
+    write(folder / MANIFEST, 'command = "./run"\n')
+    write(folder / "run", "#!/bin/sh\n", 0o644)
+    with pytest.raises(UsageError, match=r"runs \./run, which is not executable; make it so"):
+        stage_bot(load_bot(folder), tmp_path / "staging")
 
 
 def test_missing_path(tmp_path: Path) -> None:

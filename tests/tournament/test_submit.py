@@ -185,3 +185,80 @@ def test_a_name_that_looks_like_an_entrant_is_refused(tmp_path: Path, name: str)
     assert code == 2
     assert f"the name {name!r} looks like '{MARKER}-a', already entered" in output
     assert path.read_text() == before
+
+
+# --------------------------------------------------------------------------- stage once
+
+
+def _fingerprint(folder_or_file: Path) -> str:
+    from referee.sandbox import load_bot, read_bot_files
+    from referee.sandbox.staging import bot_sha256
+
+    return bot_sha256(read_bot_files(load_bot(folder_or_file)))
+
+
+@pytest.mark.parametrize("when", ["during the smoke match", "after the smoke match"])
+def test_a_bot_swapped_during_submit_is_never_entered_untested(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """The author swaps the bot's files while ``submit`` runs: what is entered hashes to what
+    played the smoke match, never to the swapped version (``submit`` read the files once)."""
+    import referee.match.runner as runner_module
+
+    path = write_tournament(tmp_path / "t")
+    bot = tmp_path / "mine"
+    bot.mkdir()
+    shutil.copy(TEST_BOTS / "polite.py", bot / "main.py")
+    (bot / "bot.toml").write_text('name = "mine"\ncommand = "python3 main.py"\n')
+    tested_on_disk = _fingerprint(bot)
+    played: list[str] = []
+    real_play_once = runner_module.play_once
+
+    def swap() -> None:
+        # A bot that plays just as well, so only the fingerprints can tell them apart.
+        (bot / "main.py").write_bytes((TEST_BOTS / "polite.py").read_bytes() + b"# swapped\n")
+
+    def watched_play_once(sandbox, bots, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if when == "during the smoke match":
+            swap()
+        played.append(_fingerprint(bots[0].folder))  # the candidate at seat 0, as it plays
+        result = real_play_once(sandbox, bots, *args, **kwargs)
+        if when == "after the smoke match":
+            swap()
+        return result
+
+    monkeypatch.setattr(runner_module, "play_once", watched_play_once)
+    code, output = _submit(str(bot), "--to", str(path))
+    assert code == 0, output
+    entered = tmp_path / "t" / "bots" / "mine"
+    assert played == [tested_on_disk]
+    assert _fingerprint(entered) == tested_on_disk != _fingerprint(bot)
+    assert b"swapped" not in (entered / "main.py").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("python3 ../../bot.py", None),  # an argument: the sandbox's business, not a path here
+        ("../../../usr/bin/python3 main.py", "which leaves the bot's folder"),
+        ("/usr/bin/python3 main.py", "an absolute path"),
+        ("./nothere", "command runs ./nothere, which is not in"),
+    ],
+)
+def test_a_command_outside_the_bot_folder_is_refused_in_one_line(
+    tmp_path: Path, command: str, expected: str | None
+) -> None:
+    path = write_tournament(tmp_path / "t")
+    before = path.read_text()
+    bot = tmp_path / "mine"
+    bot.mkdir()
+    shutil.copy(TEST_BOTS / "polite.py", bot / "main.py")
+    (bot / "bot.toml").write_text(f'name = "mine"\ncommand = "{command}"\n')
+    code, output = _submit(str(bot), "--to", str(path))
+    if expected is None:
+        assert "leaves the bot's folder" not in output and "absolute path" not in output
+        return
+    assert code == 1, output
+    lines = output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("referee: bot refused: ") and expected in lines[0]
+    assert "smoke match" not in output and path.read_text() == before
