@@ -42,7 +42,7 @@ from referee.coordinator import (
 from referee.errors import InfrastructureError, Refused, UsageError
 from referee.executors import MatchFailed, MatchFinished
 from referee.executors.local import LocalExecutor
-from referee.names import confusable_with, lookalike_note
+from referee.names import check_name, confusable_with, lookalike_note
 from referee.publish import FORMATS, Leaderboard, render, to_rich_table
 from referee.resources import demo_tournament, sample_bot
 from referee.sandbox import (
@@ -60,6 +60,7 @@ from referee.tournament.file import (
     Tournament,
     append_bot_entry,
     check_display_name,
+    check_new_author,
     load_tournament,
 )
 
@@ -551,8 +552,14 @@ def verify(
     help="The tournament file to enter the bot in.",
 )
 @click.option("--name", default=None, help="Display name (default: the bot's own name).")
+@click.option(
+    "--author",
+    default=None,
+    help="Who wrote the bot (default: the author in its bot.toml, else the bot itself); "
+    "entrants of one author are limited and kept apart as the file's [authors] says.",
+)
 @friendly
-def submit(bot: Path, file: Path, name: str | None) -> None:
+def submit(bot: Path, file: Path, name: str | None, author: str | None) -> None:
     """Check BOT, play a short smoke match, and enter it in the tournament FILE.
 
     BOT is a .py file, an executable, or a folder with bot.toml. Its files are read once:
@@ -582,7 +589,10 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
             f"{file}: the name {display!r} looks like {twin!r}, already entered "
             f"({lookalike_note(display, twin)}); choose another with --name"
         )
+    if author is not None:
+        candidate = dataclasses.replace(candidate, author=check_name(author, "--author"))
     candidate = dataclasses.replace(candidate, name=display)
+    check_new_author(spec, candidate.author or display)
     sandbox = get_sandbox(spec.file.sandbox.backend, images=spec.images)
     k = spec.file.table_size
     check_memory(
@@ -608,7 +618,7 @@ def submit(bot: Path, file: Path, name: str | None) -> None:
         remove_staging_root(staging)
     folder, entry_path = _copy_in(spec, candidate, files)
     try:
-        append_bot_entry(spec.path, entry_path, display)
+        append_bot_entry(spec.path, entry_path, display, author)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise

@@ -63,6 +63,7 @@ __all__ = [
     "TournamentFile",
     "append_bot_entry",
     "check_display_name",
+    "check_new_author",
     "load_tournament",
     "parse_tournament",
     "toml_string",
@@ -416,6 +417,19 @@ def _check_playoff(path: Path, model: TournamentFile) -> None:
             f"{path}: playoff.budget: {playoff.budget} matches cannot pay for one deal "
             f"({model.table_size} matches, one per seat rotation); allowed: at least "
             f"{model.table_size}"
+        )
+
+
+def check_new_author(tournament: Tournament, author: str) -> None:
+    """Refuse another entrant of ``author`` when ``[authors] max_entrants`` is reached."""
+    limit = tournament.file.authors.max_entrants
+    key = skeleton(author)
+    theirs = [b.name for b in tournament.bots if skeleton(b.author or b.name) == key]
+    if limit is not None and len(theirs) >= limit:
+        raise UsageError(
+            f"{tournament.path}: {author!r} already has {len(theirs)} entrant"
+            f"{'s' if len(theirs) != 1 else ''} ({', '.join(repr(n) for n in theirs)}); "
+            f"[authors] max_entrants allows {limit}"
         )
 
 

@@ -262,3 +262,27 @@ def test_a_command_outside_the_bot_folder_is_refused_in_one_line(
     lines = output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("referee: bot refused: ") and expected in lines[0]
     assert "smoke match" not in output and path.read_text() == before
+
+
+def test_an_author_is_entered_and_limited_by_the_file(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path / "t", extra="[authors]\nmax_entrants = 1\n")
+    bot = tmp_path / "mine"
+    bot.mkdir()
+    shutil.copy(TEST_BOTS / "polite.py", bot / "main.py")
+    (bot / "bot.toml").write_text(
+        'name = "mine"\ncommand = "python3 main.py"\nauthor = "Ann Author"\n'
+    )
+    code, output = _submit(str(bot), "--to", str(path))
+    assert code == 0, output
+    tournament = load_tournament(path)
+    assert tournament.author("mine") == "Ann Author"  # from its bot.toml
+    assert 'author = ' not in path.read_text().split("[[bots]]")[-1]  # the bot.toml says it
+    code, output = _submit(str(bot), "--to", str(path), "--name", "mine2")
+    assert code == 2 and "'Ann Author' already has 1 entrant ('mine')" in output
+    assert "max_entrants allows 1" in output
+    # --author overrides the bot.toml, written into the entry; look-alikes are one author.
+    code, output = _submit(str(bot), "--to", str(path), "--name", "mine3", "--author", "Bob")
+    assert code == 0, output
+    assert 'author = "Bob"' in path.read_text()
+    code, output = _submit(str(bot), "--to", str(path), "--name", "mine4", "--author", "BOB")
+    assert code == 2 and "'BOB' already has 1 entrant ('mine3')" in output
