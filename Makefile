@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean setup dist
+.PHONY: demo test lint bench clean setup dist kits
 
 # flock: two `make` runs in one checkout at the same time build the venv once.
 $(STAMP): pyproject.toml
@@ -32,6 +32,15 @@ test: setup lint
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Each sample bot carries its own copy of its kit (a bot sees only its own folder, and its
+# hash covers what it runs): this copies protocol/kits/ over them again after a kit change.
+# tests/test_kits.py fails, naming this target, while a copy differs.
+kits:
+	for bot in sample_bots/*/; do \
+	  if [ -f "$$bot/botkit.py" ]; then cp protocol/kits/python/botkit.py "$$bot/botkit.py"; fi; \
+	  if [ -f "$$bot/botkit.js" ]; then cp protocol/kits/javascript/botkit.js "$$bot/botkit.js"; fi; \
+	done
 
 # The wheel and the sdist (README: Install); `pipx install dist/*.whl` anywhere.
 dist: $(STAMP)

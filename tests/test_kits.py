@@ -355,7 +355,7 @@ def test_sample_bots_carry_an_up_to_date_kit(name: str) -> None:
     assert len(copies) == 1, f"{name} must carry exactly one kit"
     kit = PY_KIT if copies[0].suffix == ".py" else JS_KIT
     assert copies[0].read_bytes() == kit.read_bytes(), (
-        f"sample_bots/{name}/{copies[0].name} differs from {kit.relative_to(ROOT)}: copy it again"
+        f"sample_bots/{name}/{copies[0].name} differs from {kit.relative_to(ROOT)}: run make kits"
     )
 
 
