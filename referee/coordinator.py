@@ -50,6 +50,7 @@ __all__ = [
     "PlayoffRound",
     "PlayoffsOver",
     "ResultStored",
+    "RunProgress",
     "RunStarted",
     "RunSummary",
     "TournamentRun",
@@ -77,6 +78,22 @@ class RunStarted:
     """The results chain when the run starts: results stored so far and its head."""
     warnings: tuple[str, ...] = ()
     """What the tournament file chose that weakens the run (said before it starts)."""
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """The run's counts after a change: every listener reads these, none counts for itself.
+
+    ``total`` grows when a play-off round is planned; ``done`` counts matches finished
+    (in this run or before) and matches failed for good; ``played`` those finished in this
+    run, ``faults`` the bot faults in them, ``failed`` the matches failed for good.
+    """
+
+    total: int
+    done: int
+    played: int
+    faults: int
+    failed: int
 
 
 @dataclass(frozen=True)
@@ -114,7 +131,7 @@ class PlayoffsOver:
     uncertain: Uncertain
 
 
-Event = RunStarted | AttemptEvent | ResultStored | PlayoffRound | PlayoffsOver
+Event = RunStarted | AttemptEvent | RunProgress | ResultStored | PlayoffRound | PlayoffsOver
 
 
 @dataclass
@@ -290,6 +307,8 @@ class TournamentRun:
         self.tables.update({spec.key: spec.table for spec in specs})
         self.summary.total += len(specs)
         self.summary.done += len(specs) - len(tasks)
+        if not first:
+            self._progress()
         if first:
             assert self.secret is not None
             self.notify(
@@ -326,16 +345,25 @@ class TournamentRun:
             summary.done += 1
             summary.played += 1
             summary.faults += sum(st.fault is not None for st in event.result.standings)
+            self.notify(event)
             if head is not None:
                 summary.chain_results += 1
                 summary.chain_head = head
-                self.notify(event)
                 self.notify(ResultStored(event.key, summary.chain_results, head))
-                return
+            self._progress()
+            return
         elif isinstance(event, MatchFailed):
             store.record_failure(event.key, event.error, final=event.final)
             summary.failed += event.final
+            self.notify(event)
+            if event.final:
+                self._progress()
+            return
         self.notify(event)
+
+    def _progress(self) -> None:
+        s = self.summary
+        self.notify(RunProgress(s.total, s.done + s.failed, s.played, s.faults, s.failed))
 
     def _play_offs(self, settings: PlayoffSettings, secret: DealSecret) -> bool:
         """Play play-off rounds until none is due; ``False`` if one could not be completed.

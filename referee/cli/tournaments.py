@@ -35,12 +35,13 @@ from referee.coordinator import (
     PlayoffRound,
     PlayoffsOver,
     ResultStored,
+    RunProgress,
     RunStarted,
     RunSummary,
     run_tournament,
 )
 from referee.errors import InfrastructureError, Refused, UsageError
-from referee.executors import MatchFailed, MatchFinished
+from referee.executors import MatchFailed
 from referee.executors.local import LocalExecutor
 from referee.names import check_name, confusable_with, lookalike_note
 from referee.publish import FORMATS, Leaderboard, render, to_rich_table
@@ -296,8 +297,7 @@ class _ProgressView:
         )
         self.task: TaskID | None = None
         self.started = time.monotonic()
-        self.total = self.done = self.played = self.faults = self.to_play = 0
-        self.next_report = 0
+        self.next_report = 1
         self.chain_every = 1
         self.in_playoffs = False
 
@@ -315,7 +315,6 @@ class _ProgressView:
 
     def update(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            self.total, self.done, self.to_play = event.total, event.done, event.to_play
             for warning in event.warnings:
                 self.console.print(printable(f"warning: {warning}"), markup=False)
             self.console.print(printable(f"sandbox: {event.sandbox}"), markup=False)
@@ -356,29 +355,30 @@ class _ProgressView:
                     f"results chain: {event.results} results, head {event.head}", markup=False
                 )
             return
-        if isinstance(event, MatchFinished):
-            self.done += 1
-            self.played += 1
-            self.faults += sum(st.fault is not None for st in event.result.standings)
-        elif isinstance(event, MatchFailed):
+        if isinstance(event, MatchFailed):
             verb = "failed" if event.final else f"will be retried (attempt {event.attempt})"
             last = event.error.strip().splitlines()[-1:] or ["?"]
-            line = printable(f"match {event.key} {verb}: {last[0]}")
-            self.console.print(line, markup=False)
-            if not event.final:
-                return
-            self.done += 1
-        else:
+            self.console.print(printable(f"match {event.key} {verb}: {last[0]}"), markup=False)
             return
-        rate = self.played / max(time.monotonic() - self.started, 1e-9)
+        if isinstance(event, RunProgress):
+            self._counts(event)
+
+    def _counts(self, counts: RunProgress) -> None:
+        """The coordinator's counts on the bar, and a line every tenth of the run."""
+        rate = counts.played / max(time.monotonic() - self.started, 1e-9)
         if self.task is not None:
             self.progress.update(
-                self.task, completed=self.done, rate=f"{rate:.1f}/s", faults=self.faults
+                self.task,
+                total=counts.total,
+                completed=counts.done,
+                rate=f"{rate:.1f}/s",
+                faults=counts.faults,
             )
         quiet = self.live or self.in_playoffs
-        if not quiet and (self.played % self.next_report == 0 or self.done == self.total):
+        step = counts.played and counts.played % self.next_report == 0
+        if not quiet and (step or counts.done == counts.total):
             self.console.print(
-                f"{self.done}/{self.total} matches, {rate:.1f}/s, {self.faults} faults",
+                f"{counts.done}/{counts.total} matches, {rate:.1f}/s, {counts.faults} faults",
                 markup=False,
             )
 
@@ -397,9 +397,6 @@ class _ProgressView:
                 markup=False,
             )
             return
-        self.total += event.to_play
-        if self.task is not None:
-            self.progress.update(self.task, total=self.total)
         self.in_playoffs = True  # a line per round from now on, not per tenth of the run
         self.console.print(
             f"play-offs round {event.round + 1}: {event.to_play} matches "

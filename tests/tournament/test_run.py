@@ -394,3 +394,23 @@ def test_play_offs_stop_at_the_budget_and_resume_after_sigkill(tmp_path: Path) -
         assert [row for row in stored if row[0] < first] == [
             row for row in schedule if row[0] < first
         ]
+
+
+def test_the_progress_view_shows_the_coordinators_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The view keeps no counts of its own: it prints what RunProgress says, a line a
+    tenth of the run, and a failure when the executor reports one."""
+    from referee.cli.tournaments import _ProgressView
+    from referee.coordinator import RunProgress, RunStarted
+
+    with _ProgressView("t", 2) as view:
+        view.update(RunStarted(20, 0, 20, "process sandbox", "ab" * 32, "limits"))
+        for n in range(1, 21):
+            view.update(RunProgress(20, n, n, n // 4, 0))
+        view.update(MatchFailed("rr/x/d000/r0", "boom\nsandbox down", 3, True))
+        view.update(RunProgress(21, 21, 20, 5, 1))
+    err = capsys.readouterr().err
+    assert "t: 20 matches, 0 already done, 20 to play with 2 workers" in err
+    assert "2/20 matches" in err and "20/20 matches" in err and "5 faults" in err
+    assert "1/20 matches" not in err  # a line per tenth, not per match
+    assert "match rr/x/d000/r0 failed: sandbox down" in err
+    assert "21/21 matches" in err
