@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -40,10 +41,11 @@ from referee.sandbox import process as process_module
 from referee.sandbox.base import BotSpec, Limits
 from referee.sandbox.process import (
     SANDBOX_PATH,
+    BwrapStatus,
     ProcessBotProcess,
     ProcessSandbox,
     UidPool,
-    bwrap_status,
+    probe_bwrap,
 )
 from tests.conftest import run_uids
 
@@ -75,9 +77,14 @@ def run(coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
     return asyncio.run(asyncio.wait_for(coro, timeout))
 
 
+@functools.cache  # this test run's one probe (the sandboxes under test probe their own)
+def bwrap_here() -> BwrapStatus:
+    """Bubblewrap on this machine, for the bots' user."""
+    return probe_bwrap(UidPool() if IS_ROOT else None)
+
+
 def _bwrap_usable() -> bool:
-    pool = UidPool() if IS_ROOT else None
-    status = bwrap_status(pool)
+    status = bwrap_here()
     if status.works:
         return True
     if os.environ.get("CI") == "true":
@@ -101,7 +108,9 @@ def bwrap_only() -> None:
 
 
 def make_sandbox(mode: str, **options: Any) -> ProcessSandbox:
-    return ProcessSandbox(bwrap=(mode == "bwrap"), uid_range=TEST_UIDS, **options)
+    """``bwrap`` or ``plain``; ``auto`` uses bubblewrap when it works (the default)."""
+    bwrap = None if mode == "auto" else mode == "bwrap"
+    return ProcessSandbox(bwrap=bwrap, uid_range=TEST_UIDS, **options)
 
 
 # --------------------------------------------------------------------------- processes
@@ -389,23 +398,43 @@ def test_unreachable_bot_folder_is_a_usage_error(tmp_path: Path) -> None:
         run(make_sandbox("plain").start(spec, LIMITS))
 
 
-def test_warns_once_without_bubblewrap(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+def test_each_sandbox_warns_once_without_bubblewrap(
+    caplog: pytest.LogCaptureFixture, staging: Path
 ) -> None:
-    monkeypatch.setattr(process_module, "_warned_unconfined", False)
+    """Once per sandbox (a process keeps one for its life), however often it is asked."""
+    spec = staged(staging, "polite")
+
+    async def starts(sandbox: ProcessSandbox) -> None:
+        for _ in range(2):
+            bot = await sandbox.start(spec, LIMITS)
+            await greet(bot)
+            await bot.cleanup()
+
     with caplog.at_level(logging.WARNING, logger="referee.sandbox.process"):
-        for _ in range(3):
-            assert "NO network isolation" in make_sandbox("plain").describe()
-    warnings = [r for r in caplog.records if "WITHOUT bubblewrap" in r.getMessage()]
-    assert len(warnings) == 1
-    assert "no network" in warnings[0].getMessage()
+        for bwrap_path in (None, "/nonexistent/bwrap"):
+            sandbox = make_sandbox("auto", bwrap_path=bwrap_path)
+            for _ in range(3):
+                assert "NO network isolation" in sandbox.describe()
+            run(starts(sandbox))
+    warnings = [r.getMessage() for r in caplog.records if "WITHOUT bubblewrap" in r.getMessage()]
+    assert len(warnings) == 2, warnings
+    assert "no network" in warnings[0] and "bwrap is not installed" in warnings[0]
+    assert "bwrap probe failed" in warnings[1] and "/nonexistent/bwrap" in warnings[1]
 
 
-def test_required_bubblewrap_missing(monkeypatch: pytest.MonkeyPatch, staging: Path) -> None:
-    monkeypatch.setattr(process_module, "_find_bwrap", lambda: None)
-    monkeypatch.setattr(process_module, "_bwrap_cache", {})
+def test_required_bubblewrap_missing(staging: Path) -> None:
+    sandbox = make_sandbox("bwrap", bwrap_path=None)
+    assert sandbox.bwrap_status() == BwrapStatus(None, False, False, "bwrap is not installed")
     with pytest.raises(InfrastructureError, match="bwrap is not installed"):
-        run(make_sandbox("bwrap").start(staged(staging, "polite"), LIMITS))
+        run(sandbox.start(staged(staging, "polite"), LIMITS))
+    assert "bubblewrap is required but unusable" in sandbox.describe()
+
+
+def test_a_sandbox_probes_bubblewrap_once_and_keeps_what_it_found(bwrap_only: None) -> None:
+    sandbox = make_sandbox("bwrap")
+    found = sandbox.bwrap_status()
+    assert found == bwrap_here() and found.works
+    assert sandbox.bwrap_status() is found
 
 
 def test_get_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -771,7 +800,7 @@ def test_dev_is_read_only_and_dev_shm_small(bwrap_only: None, staging: Path) -> 
 
 def test_no_nested_user_namespaces_under_bubblewrap(bwrap_only: None, staging: Path) -> None:
     """``--disable-userns``: inside a user namespace of its own a bot is root again."""
-    if not bwrap_status(UidPool() if IS_ROOT else None).disables_userns:
+    if not bwrap_here().disables_userns:
         pytest.skip("this bubblewrap has no --disable-userns (0.8 and later have)")
     spec = staged(staging, "nested_userns")
 
