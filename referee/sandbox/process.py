@@ -365,6 +365,8 @@ _NO_USERNS_FLAGS = ("--unshare-user", "--disable-userns")  # the second needs th
 
 
 class _Lookup(enum.Enum):
+    """How bubblewrap is found when no path is given (a sentinel: ``None`` means none)."""
+
     ON_PATH = "on the PATH"
 
 
