@@ -55,7 +55,7 @@ from bench.ladder import DEFAULT_FORMAT, FORMATS, LADDER, TABLE_SIZE, play_all
 from bench.ladder_truth import load_truth
 from referee.ranking.intervals import deal_scores, order_confidence, score_intervals
 from referee.ranking.playoff import plan_round
-from referee.ranking.ratings import make_environment, rate
+from referee.ranking.ratings import Rater, make_environment, rate
 from referee.specs import MatchSpec, PlayoffSettings, RatingSettings, StoredMatch
 from referee.tournament.deals import deal_seed
 from referee.tournament.design import design_size
@@ -156,6 +156,8 @@ class Points:
 
     published: list[tuple[float, float]] = field(default_factory=list)
     by_mu: list[tuple[float, float]] = field(default_factory=list)
+    rater: Rater = field(default_factory=Rater, repr=False, compare=False)
+    """Points are mostly added for growing prefixes of one list: rated from the last."""
 
     def add(
         self,
@@ -164,7 +166,7 @@ class Points:
         names: Sequence[str],
         truth: Sequence[str],
     ) -> None:
-        ratings = rate(matches, names, env=make_environment())
+        ratings = self.rater.rate(matches, names, env=make_environment())
         self.published.append((per_bot, kendall_tau([r.name for r in ratings], truth)))
         ordered = sorted(ratings, key=lambda r: (not r.rated, -r.mu, r.name))
         self.by_mu.append((per_bot, kendall_tau([r.name for r in ordered], truth)))
@@ -242,6 +244,7 @@ def with_playoffs(
     specs = [m.spec for m in matches]
     ends = [len(matches)]  # the number of matches after each round
     state = "open"
+    rater = Rater()  # each round rates only the results new since the last
     for round_no in itertools.count():
         plan = plan_round(
             round_no,
@@ -255,6 +258,7 @@ def with_playoffs(
             seed=seed,
             secret=SECRET,
             duplicate=duplicate,
+            rater=rater,
         )
         if not plan.specs:
             state = plan.state

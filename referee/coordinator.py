@@ -37,6 +37,7 @@ from referee.executors import (
     MatchTask,
 )
 from referee.ranking.playoff import PlayoffState, plan_round
+from referee.ranking.ratings import Rater
 from referee.sandbox import BotSpec, get_sandbox, make_staging_root, remove_staging_root, stage_bot
 from referee.specs import EntrantRecord, MatchSpec, PlayoffSettings, playoff_round
 from referee.tournament.chain import log_digest
@@ -373,6 +374,7 @@ class TournamentRun:
         before any of it is played.
         """
         t, store = self.tournament, self.store
+        rater = Rater()  # each round rates only what is new since the last
         round_no = 0
         while True:
             stored = store.specs()
@@ -396,6 +398,7 @@ class TournamentRun:
                     secret=secret.key,
                     duplicate=t.file.duplicate,
                     authors=t.authors_apart(),
+                    rater=rater,
                 )
                 uncertain = tuple((p.upper, p.lower, p.confidence, p.deals) for p in plan.uncertain)
                 if not plan.specs:

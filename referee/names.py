@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 from referee.errors import UsageError
 from referee.resources import confusables_table
@@ -77,8 +78,8 @@ def check_name(name: str, where: str = "name") -> str:
     return name
 
 
-@functools.cache
-def _lookalikes() -> dict[int, str]:
+@functools.cache  # pure: the package's own table, returned read-only
+def _lookalikes() -> Mapping[int, str]:
     """The table: a code point -> the characters it looks like."""
     table: dict[int, str] = {}
     for line in confusables_table().splitlines():
@@ -86,7 +87,7 @@ def _lookalikes() -> dict[int, str]:
             continue
         source, target = line.split("\t")
         table[int(source, 16)] = "".join(chr(int(code, 16)) for code in target.split())
-    return table
+    return MappingProxyType(table)
 
 
 def _mapped(text: str) -> str:

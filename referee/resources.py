@@ -20,7 +20,6 @@ reinstall (:class:`~referee.errors.InfrastructureError`).
 
 from __future__ import annotations
 
-import functools
 import json
 from importlib.resources import files
 from pathlib import Path
@@ -57,7 +56,6 @@ def _package() -> Path:
     return package
 
 
-@functools.cache
 def asset_root() -> Path:
     """The folder holding ``sample_bots/``, ``protocol/``, ``tournaments/`` and ``sandbox/``.
 

@@ -11,22 +11,55 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal as signals
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
 
 if TYPE_CHECKING:
     from referee.executors.base import AttemptEvent, MatchTask
 
-Handler = Callable[[dict[str, Any]], dict[str, Any] | bytes | None]
+
+
+@dataclass(frozen=True)
+class Stderr:
+    """A fake bot's reply part: ``data`` written to its stderr."""
+
+    data: bytes
+
+
+@dataclass(frozen=True)
+class CloseStdout:
+    """A fake bot's reply part: it closes its stdout (the referee reads end of file) and
+    runs on, reading what it is sent; what it writes to stdout afterwards goes nowhere."""
+
+
+@dataclass(frozen=True)
+class Exit:
+    """A fake bot's reply part: it ends, with exit status ``code``, or killed by ``signal``
+    (then ``code`` is ignored, and the return code is ``-signal`` as for a process)."""
+
+    code: int = 0
+    signal: int | None = None
+
+
+Reply: TypeAlias = dict[str, Any] | bytes | Stderr | CloseStdout | Exit
+Replies: TypeAlias = Reply | Sequence[Reply] | None
+Handler = Callable[[dict[str, Any]], Replies]
 
 __all__ = [
+    "CloseStdout",
+    "Exit",
     "FakeBotProcess",
     "FakeSandbox",
     "Handler",
     "InProcessExecutor",
+    "Replies",
+    "Reply",
+    "Stderr",
     "lowest_bot",
     "polite_bot",
     "spec",
@@ -55,7 +88,7 @@ def lowest_bot(name: str = "lowest") -> Handler:
     """Leads its lowest play, follows with the lowest play that beats, never passes first."""
     inner = polite_bot(name)
 
-    def handle(msg: dict[str, Any]) -> dict[str, Any] | bytes | None:
+    def handle(msg: dict[str, Any]) -> Replies:
         if msg.get("type") == "act" and msg["kind"] == "play":
             legal = [p for p in msg["legal"] if p] or [[]]
             return {"id": msg["id"], "cards": legal[0]}
@@ -72,48 +105,91 @@ def spec(name: str) -> BotSpec:
 
 
 class FakeBotProcess(BotProcess):
-    """An in-memory bot: written lines go to a handler; its replies come back on stdout."""
+    """An in-memory bot: written lines go to a handler; its replies come back on stdout.
+
+    A line is handled once its newline has been written, however the writes cut it. While
+    frozen (:meth:`freeze`) the bot handles nothing: lines written meanwhile wait for
+    :meth:`thaw`. ``received`` holds every message handled, in order.
+    """
 
     def __init__(self, spec: BotSpec, handler: Handler) -> None:
         super().__init__(spec=spec, stdout=asyncio.StreamReader(), stderr=asyncio.StreamReader())
         self.handler = handler
         self.received: list[dict[str, Any]] = []
+        self.frozen = False
         self._buf = b""
+        self._stdout_open = True
         self._exit: ExitInfo | None = None
         self._done = asyncio.Event()
 
     async def write(self, data: bytes) -> None:
+        """Hand every complete line to the handler; ``BrokenPipeError`` once the bot ended."""
         if self._exit is not None:
-            raise BrokenPipeError("fake bot is gone")
+            raise BrokenPipeError(f"fake bot {self.spec.name!r} is gone")
         self._buf += data
+        if not self.frozen:
+            self._handle_lines()
+
+    def _handle_lines(self) -> None:
         *lines, self._buf = self._buf.split(b"\n")
         for line in lines:
+            if self._exit is not None:
+                return  # the bot ended on an earlier line: the rest is never read
             msg = json.loads(line)
             self.received.append(msg)
             out = self.handler(msg)
-            if isinstance(out, dict):
-                self.stdout.feed_data(json.dumps(out).encode() + b"\n")
-            elif isinstance(out, bytes):
-                self.stdout.feed_data(out)
+            for part in out if isinstance(out, list | tuple) else (out,):
+                self._act(part)
             if msg.get("type") == "bye":
-                self._end(0)
+                self._end(ExitInfo(returncode=0))
 
-    def _end(self, code: int) -> None:
+    def _act(self, part: Reply | None) -> None:
+        if part is None or self._exit is not None:
+            return
+        if isinstance(part, Stderr):
+            self.stderr.feed_data(part.data)
+        elif isinstance(part, CloseStdout):
+            if self._stdout_open:
+                self._stdout_open = False
+                self.stdout.feed_eof()
+        elif isinstance(part, Exit):
+            if part.signal is None:
+                self._end(ExitInfo(returncode=part.code))
+            else:
+                name = signals.Signals(part.signal).name
+                self._end(ExitInfo(returncode=-part.signal, signal=part.signal, detail=name))
+        elif self._stdout_open:
+            self.stdout.feed_data(part if isinstance(part, bytes) else _json_line(part))
+
+    def _end(self, info: ExitInfo) -> None:
         if self._exit is None:
-            self._exit = ExitInfo(returncode=code)
-            self.stdout.feed_eof()
+            self._exit = info
+            if self._stdout_open:
+                self._stdout_open = False
+                self.stdout.feed_eof()
             self.stderr.feed_eof()
             self._done.set()
 
     async def close_stdin(self) -> None:
-        self._end(0)
+        """End of file for the bot, which then ends with exit status 0. Never raises."""
+        self._end(ExitInfo(returncode=0))
 
     async def kill(self) -> None:
+        """End the bot as SIGKILL would (it has no processes, so nothing else to kill)."""
+        self.frozen = False
+        self._end(ExitInfo(returncode=-9, signal=9, detail="SIGKILL: killed by the referee"))
+
+    async def freeze(self) -> None:
+        """Stop handling lines until :meth:`thaw`. Never raises."""
         if self._exit is None:
-            self._exit = ExitInfo(returncode=-9, signal=9, detail="SIGKILL: killed by the referee")
-            self.stdout.feed_eof()
-            self.stderr.feed_eof()
-            self._done.set()
+            self.frozen = True
+
+    async def thaw(self) -> None:
+        """Handle the lines written while frozen, and go on. Never raises."""
+        if self.frozen:
+            self.frozen = False
+            if self._exit is None:
+                self._handle_lines()
 
     async def wait(self, timeout: float | None = None) -> ExitInfo | None:
         try:
@@ -127,6 +203,10 @@ class FakeBotProcess(BotProcess):
         await self.kill()
         assert self._exit is not None
         return self._exit
+
+
+def _json_line(data: dict[str, Any]) -> bytes:
+    return json.dumps(data).encode() + b"\n"
 
 
 class FakeSandbox(Sandbox):

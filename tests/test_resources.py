@@ -54,9 +54,7 @@ def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "site-packages" / "referee"
     folder.mkdir(parents=True)
     monkeypatch.setattr(resources, "_package", lambda: folder)
-    resources.asset_root.cache_clear()
-    yield folder
-    resources.asset_root.cache_clear()
+    return folder
 
 
 def test_an_installed_package_reads_its_own_assets(package: Path) -> None:

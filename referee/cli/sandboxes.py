@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from referee.cli.app import friendly, main
+
+if TYPE_CHECKING:
+    from referee.sandbox.process import ProcessSandbox
 
 
 @main.group()
@@ -30,19 +35,27 @@ def sandbox_build_image(offline: bool, tag: str | None, rebuild: bool) -> None:
 @friendly
 def doctor() -> None:
     """Say which sandboxes are usable here, and why not."""
+    from referee.sandbox import get_sandbox
+    from referee.sandbox.process import ProcessSandbox
+
+    for name, ok, why in machine_checks(ProcessSandbox()):
+        click.echo(f"{name:8} {'ok  ' if ok else 'NO  '} {why}")
+    click.echo(f"auto     →    {get_sandbox('auto').describe()}")
+
+
+def machine_checks(process: ProcessSandbox) -> list[tuple[str, bool, str]]:
+    """``(what, usable, why)`` for each line of ``referee doctor``, as ``process`` (the
+    process sandbox to describe, with what it probed) sees this machine."""
     import shutil
 
-    from referee.sandbox.process import ProcessSandbox, bwrap_status
-
     lines: list[tuple[str, bool, str]] = []
-    status = bwrap_status()
+    status = process.bwrap_status()
     if status.works:
         lines.append(("process", True, "bubblewrap works: no network, private /tmp, own pids"))
-    elif shutil.which("bwrap") is None:
+    elif status.path is None:
         lines.append(("process", True, "usable, but WITHOUT isolation: install bubblewrap"))
     else:
         lines.append(("process", True, f"usable, but bubblewrap fails: {status.reason}"))
-    process = ProcessSandbox()
     cgroups = process.cgroup_support()
     where = f" — {cgroups.reason}" if cgroups.works else ""
     lines.append(("cgroups", cgroups.works, cgroups.describe() + where))
@@ -64,8 +77,4 @@ def doctor() -> None:
         lines.append(("docker", ok, why))
     node = shutil.which("node")
     lines.append(("node", node is not None, node or "not found: JavaScript bots need Node.js"))
-    for name, ok, why in lines:
-        click.echo(f"{name:8} {'ok  ' if ok else 'NO  '} {why}")
-    from referee.sandbox import get_sandbox
-
-    click.echo(f"auto     →    {get_sandbox('auto').describe()}")
+    return lines

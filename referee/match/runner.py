@@ -75,9 +75,8 @@ class EventTranslator:
         self.names = game.codec.names
         self.roles: list[m.Role] | None = None
         self.scores = [0] * game.n
-        self._memo = _EVENT_MEMO.setdefault(id(game.codec), {})
-        if len(self._memo) > 50_000:
-            self._memo.clear()
+        # Shared by every game of this deck and rank order: an event's line is the same.
+        self._memo = game.codec.encodings()
         self._special: dict[type, Callable[[Any], _Messages]] = {
             ev.Deal: self._deal,
             ev.Exchange: self._exchange,
@@ -149,8 +148,6 @@ def _line(data: dict[str, Any]) -> bytes:
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 _MEMO_EVENTS = frozenset({ev.Played, ev.Passed, ev.Skipped, ev.TrickEnd, ev.Finished})
-# Encoded public events by card codec (the same event reads the same in every match).
-_EVENT_MEMO: dict[int, dict[ev.Event, bytes]] = {}
 
 
 def _act_play_line(

@@ -35,6 +35,7 @@ from typing import Any
 from referee.errors import RefereeError, ReplayMismatch, UsageError
 from referee.matchlog import read_log
 from referee.ranking.playoff import plan_round
+from referee.ranking.ratings import Rater
 from referee.rules import replay
 from referee.rules.engine import SHUFFLE_ID
 from referee.specs import MatchSpec, StoredMatch, playoff_round
@@ -231,6 +232,7 @@ class _Check:
         rules = plan.file.ruleset().resolve(plan.file.table_size)
         last = max(stored_rounds, default=-1)
         finished = all(s.revealed is not None for s in self.found.secrets)
+        rater = Rater()  # the rounds' results grow as the run's did: rate only what is new
         for round_no in range(last + 2 if finished else last + 1):
             before = [s for s in specs.values() if _round_of(s) < round_no]
             before_keys = {s.key for s in before}
@@ -248,6 +250,7 @@ class _Check:
                 secret=_STRUCTURE_ONLY,
                 duplicate=plan.file.duplicate,
                 authors=plan.authors_apart(),
+                rater=rater,
             )
             want = {s.key: s for s in planned.specs}
             got = stored_rounds.get(round_no, {})

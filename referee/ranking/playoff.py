@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from referee.ranking.intervals import OrderConfidence, adjacent_confidences, deal_scores
-from referee.ranking.ratings import make_environment, rate
+from referee.ranking.ratings import Rater, make_environment, rate
 from referee.specs import (
     PLAYOFF_PREFIX,
     MatchSpec,
@@ -89,11 +89,16 @@ def uncertain_pairs(
     settings: PlayoffSettings,
     ratings: RatingSettings,
     rules: ResolvedRules | None = None,
+    *,
+    rater: Rater | None = None,
 ) -> tuple[list[str], list[OrderConfidence]]:
-    """The leaderboard order (rated bots) and the adjacent pairs of its top not yet sure."""
-    order = [
-        r.name for r in rate(matches, entrants, env=make_environment(ratings, rules)) if r.rated
-    ]
+    """The leaderboard order (rated bots) and the adjacent pairs of its top not yet sure.
+
+    With ``rater`` (the play-off loop's own) the ratings go on from its last replay; the
+    order is the same either way."""
+    env = make_environment(ratings, rules)
+    rated = (rater.rate if rater is not None else rate)(matches, entrants, env=env)
+    order = [r.name for r in rated if r.rated]
     top = order[: settings.top]
     pairs = adjacent_confidences(top, deal_scores(matches), resamples=ratings.resamples)
     return order, [pair for pair in pairs if not pair.significant(settings.until)]
@@ -113,16 +118,20 @@ def plan_round(
     secret: bytes,
     duplicate: Duplicate = "tables",
     authors: Mapping[str, str] | None = None,
+    rater: Rater | None = None,
 ) -> PlayoffPlan:
     """Plan play-off round ``round_no`` from the finished ``matches``.
 
     ``specs`` are every match scheduled so far (they say how much of the budget is spent
     and how many deals each table has played); new deals are dealt with ``secret``, shared
     as ``duplicate`` says (:func:`referee.tournament.scheduler.deal_tables`). With
-    ``authors`` (kept apart), no table seats two entrants of one author.
+    ``authors`` (kept apart), no table seats two entrants of one author. ``rater``: the
+    loop's own :class:`~referee.ranking.ratings.Rater`, kept from round to round so that
+    each round rates only the results new since the last (without one, every round
+    replays every result; the plan is the same).
     """
     spent = sum(spec.key.startswith(PLAYOFF_PREFIX) for spec in specs)
-    order, uncertain = uncertain_pairs(matches, entrants, settings, ratings, rules)
+    order, uncertain = uncertain_pairs(matches, entrants, settings, ratings, rules, rater=rater)
     if not uncertain:
         return PlayoffPlan(round_no, "settled", (), (), spent)
     left = settings.budget - spent

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EntrantRating",
+    "Rater",
     "make_environment",
     "rate",
     "rating_places",
@@ -143,7 +144,7 @@ def _step(env: trueskill.TrueSkill, ratings: dict[str, trueskill.Rating], m: Sto
 
 @dataclass(frozen=True)
 class _Replay:
-    """The last replay :func:`_final_ratings` made: what it was of, and where it ended."""
+    """A replay :class:`Rater` made: what it was of, and where it ended."""
 
     environment: tuple[float, ...]
     entrants: tuple[str, ...]
@@ -151,38 +152,66 @@ class _Replay:
     ratings: Mapping[str, trueskill.Rating]
 
 
-_last_replay: _Replay | None = None
-"""One replay kept for the next call: TrueSkill is the cost of a leaderboard, and the same
-results are often rated again with more after them (each play-off round is planned from
-every result so far, and play-off rounds come last in the replay order)."""
+def _environment_key(env: trueskill.TrueSkill) -> tuple[float, ...]:
+    return (env.mu, env.sigma, env.beta, env.tau, env.draw_probability)
 
 
-def _final_ratings(
-    ordered: Sequence[StoredMatch], entrants: Sequence[str], env: trueskill.TrueSkill
-) -> dict[str, trueskill.Rating]:
-    """The ratings after replaying ``ordered`` (already in replay order): the same as the
-    last step of :func:`rating_steps`, but going on from the last replay when that was of
-    the same environment and entrants and its matches are the first of ``ordered``, equal
-    result for result. A sequential update over an unchanged prefix gives the same ratings,
-    so this only saves time."""
-    global _last_replay
-    environment = (env.mu, env.sigma, env.beta, env.tau, env.draw_probability)
-    last = _last_replay
-    start = 0
-    ratings: dict[str, trueskill.Rating] = {name: env.create_rating() for name in entrants}
-    if (
-        last is not None
-        and last.environment == environment
-        and last.entrants == tuple(entrants)
-        and len(last.matches) <= len(ordered)
-        and all(a is b or a == b for a, b in zip(last.matches, ordered, strict=False))
-    ):
-        start = len(last.matches)
-        ratings = dict(last.ratings)
-    for match in ordered[start:]:
-        _step(env, ratings, match)
-    _last_replay = _Replay(environment, tuple(entrants), tuple(ordered), dict(ratings))
-    return ratings
+class Rater:
+    """Rates a list of results that grows between calls, going on from its last replay.
+
+    TrueSkill is the cost of a leaderboard, and the play-off loop rates the same results
+    again and again with more after them: each round is planned from every result so far,
+    and play-off rounds come last in the replay order. A rater keeps its last replay (its
+    environment, entrants, matches and final ratings); :meth:`rate` goes on from there when
+    the new call is of the same environment and entrants and the last replay's matches are
+    the first of the new ones, equal result for result, and replays from the start
+    otherwise. A sequential update over an unchanged prefix gives the same ratings, so a
+    rater only saves time: its results are always those of :func:`rate`.
+
+    Whoever re-rates a growing list owns one (the coordinator's play-offs, their check in
+    :mod:`referee.publish.verify`, the ranking benchmark) and drops it when done; nothing
+    is shared between owners. ``steps`` counts the matches this rater has replayed.
+    """
+
+    def __init__(self) -> None:
+        self._last: _Replay | None = None
+        self.steps = 0
+
+    def rate(
+        self,
+        matches: Iterable[StoredMatch],
+        entrants: Sequence[str],
+        *,
+        env: trueskill.TrueSkill | None = None,
+    ) -> list[EntrantRating]:
+        """The same as :func:`rate` (without ``observe``), from the last replay if it may."""
+        env = env or make_environment()
+        ordered = _replayed(matches)
+        return _records(ordered, entrants, env, self._final_ratings(ordered, entrants, env))
+
+    def _final_ratings(
+        self, ordered: Sequence[StoredMatch], entrants: Sequence[str], env: trueskill.TrueSkill
+    ) -> dict[str, trueskill.Rating]:
+        """The ratings after replaying ``ordered`` (already in replay order): the last step
+        of :func:`rating_steps`, going on from the last replay where the class says."""
+        environment = _environment_key(env)
+        last = self._last
+        start = 0
+        ratings: dict[str, trueskill.Rating] = {name: env.create_rating() for name in entrants}
+        if (
+            last is not None
+            and last.environment == environment
+            and last.entrants == tuple(entrants)
+            and len(last.matches) <= len(ordered)
+            and all(a is b or a == b for a, b in zip(last.matches, ordered, strict=False))
+        ):
+            start = len(last.matches)
+            ratings = dict(last.ratings)
+        for match in ordered[start:]:
+            _step(env, ratings, match)
+        self.steps += len(ordered) - start
+        self._last = _Replay(environment, tuple(entrants), tuple(ordered), dict(ratings))
+        return ratings
 
 
 def rate(
@@ -195,13 +224,30 @@ def rate(
     """Ratings of ``entrants`` (plus anyone else seated in ``matches``): rated best first,
     then the unrated by name.
 
-    Matches are replayed in :func:`replay_order` here, so the caller's order never matters.
-    Ties in the conservative score are broken by mu, then by name, to keep the order total.
-    ``observe(match, ratings)`` is called after each match (the rating history is drawn
-    from the same replay: TrueSkill is most of the cost of a leaderboard).
+    Matches are replayed in :func:`replay_order` here, from the start on every call, so
+    neither the caller's order nor an earlier call ever matters (a :class:`Rater` goes on
+    from its last replay instead). Ties in the conservative score are broken by mu, then by
+    name, to keep the order total. ``observe(match, ratings)`` is called after each match
+    (the rating history is drawn from the same replay: TrueSkill is most of the cost of a
+    leaderboard).
     """
     env = env or make_environment()
-    final: dict[str, trueskill.Rating] = {}
+    ordered = _replayed(matches)
+    final: dict[str, trueskill.Rating] = {name: env.create_rating() for name in entrants}
+    for match, ratings in rating_steps(ordered, entrants, env):
+        final = ratings
+        if observe is not None:
+            observe(match, ratings)
+    return _records(ordered, entrants, env, final)
+
+
+def _records(
+    ordered: Sequence[StoredMatch],
+    entrants: Sequence[str],
+    env: trueskill.TrueSkill,
+    final: Mapping[str, trueskill.Rating],
+) -> list[EntrantRating]:
+    """Each entrant's rating (from ``final``) and record over ``ordered``, in rating order."""
     stats: dict[str, EntrantRating] = {}
 
     def entry(name: str) -> EntrantRating:
@@ -211,13 +257,6 @@ def rate(
 
     for name in entrants:
         entry(name)
-    ordered = _replayed(matches)
-    if observe is None:
-        final = _final_ratings(ordered, entrants, env)
-    else:
-        for match, ratings in rating_steps(ordered, entrants, env):
-            final = ratings
-            observe(match, ratings)
     for match in ordered:
         clean = sum(not seat.forfeit for seat in match.seats)
         for seat in match.seats:

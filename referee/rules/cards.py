@@ -9,8 +9,10 @@ rank first, then suit order, which is exactly the tie order RULES.md uses.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from types import MappingProxyType
+from typing import Final, Literal
 
 DeckName = Literal["skat32", "french52", "spanish40"]
 
@@ -60,17 +62,43 @@ def split_card(card: str) -> tuple[str, str]:
     return card[:-1], card[-1:]
 
 
-class CardCodec:
-    """Maps card strings to the engine's ints and back, for one rank order and deck."""
+ENCODED_CAP: Final = 50_000
+"""At most this many encodings are kept per codec (:meth:`CardCodec.encodings`)."""
 
-    __slots__ = ("deck", "ids", "names", "nranks", "rank_names")
+
+class CardCodec:
+    """Maps card strings to the engine's ints and back, for one rank order and deck.
+
+    The mapping never changes once built (``names`` is a tuple, ``ids`` a read-only view),
+    so one codec may serve every game of its deck and rank order. The one thing that grows
+    is :meth:`encodings`, a memo of lines made from these names.
+    """
+
+    __slots__ = ("_encoded", "deck", "ids", "names", "nranks", "rank_names")
 
     def __init__(self, deck: Deck, ranks: list[str] | tuple[str, ...]) -> None:
         self.deck = deck
         self.rank_names: tuple[str, ...] = tuple(ranks)
         self.nranks = len(ranks)
-        self.names: list[str] = [r + s for r in ranks for s in deck.suits]
-        self.ids: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        self.names: tuple[str, ...] = tuple(r + s for r in ranks for s in deck.suits)
+        self.ids: Mapping[str, int] = MappingProxyType(
+            {name: i for i, name in enumerate(self.names)}
+        )
+        self._encoded: dict[Hashable, bytes] = {}
+
+    def encodings(self) -> dict[Hashable, bytes]:
+        """A memo for whoever encodes values that read the same in every game of this codec.
+
+        The match runner keeps its encoded public events here (a play, a pass, a trick's
+        end: their line depends on the event and on these card names alone), so a worker
+        encodes each once for all its matches. A value stored must be a function of its key
+        and of this codec's deck and rank order only: that is what makes sharing the codec
+        between games right. Emptied when it holds more than :data:`ENCODED_CAP` entries
+        (looked up once per match, so a long-running worker's memo stays bounded).
+        """
+        if len(self._encoded) > ENCODED_CAP:
+            self._encoded.clear()
+        return self._encoded
 
     def rank_of(self, card_id: int) -> int:
         """The rank index (0 = lowest) of a card id."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Callable, Generator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 from referee.errors import FaultKind, IllegalMove, RefereeError
@@ -809,23 +810,35 @@ SHUFFLE_ID: Final = "sort-by-random-bits/1"
 # Events are values: the same play, pass, trick end or finish is one shared object, made once
 # (a named tuple costs more to make than the plain tuple it replaced; sharing more than
 # makes up for it: measured in instructions, the engine is faster than with plain tuples).
+# These memos (and the move tables below) may be module-wide: each maps a key to an immutable
+# value that is a pure function of the key (card ids, not names: any deck), so no game can
+# see another's, and each is bounded (195 plays per seat, 4 table sizes, _MEMO_CAP).
 _PLAYED: list[dict[Decision, Played]] = [{} for _ in range(6)]
 _TABLES: dict[int, tuple[Any, ...]] = {}
 
 
 def _event_tables(
     n: int,
-) -> tuple[list[Passed], dict[str, list[list[TrickEnd]]], list[list[Finished]]]:
+) -> tuple[
+    tuple[Passed, ...],
+    Mapping[str, tuple[tuple[TrickEnd, ...], ...]],
+    tuple[tuple[Finished, ...], ...],
+]:
     """The pass, trick-end and finish events of an ``n``-seat table, made once per size."""
     if n not in _TABLES:
         seats = range(n)
         _TABLES[n] = (
-            [Passed("passed", s) for s in seats],
-            {
-                reason: [[TrickEnd("trick_end", w, reason, lead) for lead in seats] for w in seats]
-                for reason in ("all_passed", "top_card")
-            },
-            [[Finished("finished", s, p) for p in range(n + 1)] for s in seats],
+            tuple(Passed("passed", s) for s in seats),
+            MappingProxyType(
+                {
+                    reason: tuple(
+                        tuple(TrickEnd("trick_end", w, reason, lead) for lead in seats)
+                        for w in seats
+                    )
+                    for reason in ("all_passed", "top_card")
+                }
+            ),
+            tuple(tuple(Finished("finished", s, p) for p in range(n + 1)) for s in seats),
         )
     passes, ends, finishes = _TABLES[n]
     return passes, ends, finishes
@@ -843,7 +856,7 @@ _COUNT_BITS = [
 _LAYER_MASK: Final = (1 << _LAYER) - 1
 _ABOVE = [((1 << _LAYER) - 1) & ~((1 << lo) - 1) for lo in range(_MAX_RANKS + 1)]
 _SHIFT = [0] + [_LAYER * (k - 1) for k in range(1, 5)]  # layer k - 1 holds the groups of k
-_LEAD: dict[int, tuple[int, ...]] = {}
+_LEAD: dict[int, tuple[int, ...]] = {}  # mask -> its lead moves (pure, immutable: see above)
 _FOLLOW: list[dict[int, tuple[int, ...]]] = [{} for _ in range(5)]
 _MEMO_CAP: Final = 200_000
 
@@ -880,13 +893,15 @@ def _follow_moves(key: int, k: int) -> tuple[int, ...]:
     return moves
 
 
+# May be cached: a codec's mapping is immutable once built, and the one memo it carries (its
+# encodings) holds values of its deck and rank order alone, so games of one deck share it.
 @functools.lru_cache(maxsize=64)
 def _codec(deck: str, ranks: tuple[str, ...]) -> CardCodec:
     return CardCodec(DECKS[deck], ranks)
 
 
-@functools.lru_cache(maxsize=8)
-def _next_seat_table(n: int) -> list[int]:
+@functools.lru_cache(maxsize=8)  # pure in n, and the table is a tuple: safe to share
+def _next_seat_table(n: int) -> tuple[int, ...]:
     """For every (seat, last player, seats still able to act): who acts next, or -1.
 
     Index ``(seat * 7 + last + 1) << 6 | able``, where ``able`` is the bit mask of seats that
@@ -905,4 +920,4 @@ def _next_seat_table(n: int) -> list[int]:
                     if able >> j & 1:
                         table[(seat * 7 + last + 1) << 6 | able] = j
                         break
-    return table
+    return tuple(table)

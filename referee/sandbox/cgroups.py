@@ -78,7 +78,6 @@ __all__ = [
     "BotCgroup",
     "CgroupSupport",
     "Hierarchy",
-    "cgroup_support",
     "group_prefix",
     "probe_cgroups",
     "sweep_leftovers",
@@ -304,7 +303,8 @@ def _probe_v1(mounts: list[_Mount], groups: dict[str, str]) -> CgroupSupport | N
 
 
 def probe_cgroups(proc_self: Path = Path("/proc/self")) -> CgroupSupport:
-    """Find the hierarchies the referee may make bot groups in (no cache)."""
+    """Find the hierarchies the referee may make bot groups in, now (no cache: a
+    :class:`~referee.sandbox.process.ProcessSandbox` probes once and keeps the result)."""
     try:
         mountinfo = (proc_self / "mountinfo").read_text()
         proc_cgroup = (proc_self / "cgroup").read_text()
@@ -322,16 +322,6 @@ def probe_cgroups(proc_self: Path = Path("/proc/self")) -> CgroupSupport:
     if legacy is not None:
         return legacy
     return unified or unavailable("no cgroup memory controller is mounted")
-
-
-_support_cache: list[CgroupSupport] = []
-
-
-def cgroup_support() -> CgroupSupport:
-    """:func:`probe_cgroups`, once per process."""
-    if not _support_cache:
-        _support_cache.append(probe_cgroups())
-    return _support_cache[0]
 
 
 # --------------------------------------------------------------------------- one bot

@@ -38,7 +38,7 @@ group (under bubblewrap the pid namespace catches those too).
 
 Without bubblewrap the bot still gets the rlimits, the dropped uid (when root) and a private
 scratch folder as ``TMPDIR``, but it can reach the network and read every world-readable file;
-that is said once per process as a logged warning.
+that is said once by each sandbox (a process keeps one) as a logged warning.
 
 Measured on Debian 12 (kernel 6.x, bubblewrap 0.8.0, as root): unprivileged bubblewrap works
 as a dropped uid because unprivileged user namespaces are enabled. Where they are not (sysctl
@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import fcntl
 import logging
 import os
@@ -86,9 +87,11 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from referee.errors import InfrastructureError, UsageError
 from referee.folders import private_folder
@@ -97,7 +100,7 @@ from referee.sandbox.budget import BOT_OOM_SCORE_ADJ
 from referee.sandbox.cgroups import (
     BotCgroup,
     CgroupSupport,
-    cgroup_support,
+    probe_cgroups,
     sweep_leftovers,
     unavailable,
 )
@@ -108,6 +111,7 @@ from referee.sandbox.stdout_fifo import INSIDE_PATH, StdoutFifo
 __all__ = [
     "BOT_MOUNT",
     "DEFAULT_UID_RANGE",
+    "ON_PATH",
     "SANDBOX_PATH",
     "UIDS_ENV",
     "BwrapStatus",
@@ -115,10 +119,11 @@ __all__ = [
     "ProcessSandbox",
     "UidLease",
     "UidPool",
-    "bwrap_status",
     "default_uid_range",
+    "find_bwrap",
     "kill_uid",
     "pids_of_uid",
+    "probe_bwrap",
 ]
 
 log = logging.getLogger(__name__)
@@ -178,7 +183,6 @@ _ORPHAN_GRACE_S = 0.5
 _UNCONFINED_WARNING = (
     "bots run WITHOUT bubblewrap: rlimits%s only, no network and no file-system isolation (%s)"
 )
-_warned_unconfined = False
 
 _SIGNAL_REASONS = {
     signal.SIGXCPU: "the CPU time limit",
@@ -359,7 +363,15 @@ _BWRAP_FLAGS = (
 
 _NO_USERNS_FLAGS = ("--unshare-user", "--disable-userns")  # the second needs the first
 
-_bwrap_cache: dict[tuple[str | None, bool], BwrapStatus] = {}
+
+class _Lookup(enum.Enum):
+    """How bubblewrap is found when no path is given (a sentinel: ``None`` means none)."""
+
+    ON_PATH = "on the PATH"
+
+
+ON_PATH: Final = _Lookup.ON_PATH
+"""``ProcessSandbox(bwrap_path=ON_PATH)``, the default: bubblewrap is :func:`find_bwrap`'s."""
 
 
 def _bwrap_flags(disables_userns: bool) -> list[str]:
@@ -385,32 +397,31 @@ def _system_binds() -> list[str]:
     return args
 
 
-def _find_bwrap() -> str | None:
+def find_bwrap() -> str | None:
+    """The ``bwrap`` on the referee's ``PATH``, else on :data:`SANDBOX_PATH`; ``None`` if none."""
     return shutil.which("bwrap") or shutil.which("bwrap", path=SANDBOX_PATH)
 
 
-def bwrap_status(uids: UidPool | None = None) -> BwrapStatus:
-    """Probe (once per process) whether ``bwrap`` can build our sandbox.
+def probe_bwrap(
+    uids: UidPool | None = None, *, path: str | _Lookup | None = ON_PATH
+) -> BwrapStatus:
+    """Probe whether bubblewrap (``path``, by default :func:`find_bwrap`'s) can build our
+    sandbox, now (no cache: a :class:`ProcessSandbox` probes once and keeps the result).
 
     With ``uids`` (the referee is root) the probe runs as a uid leased from that pool:
     bubblewrap must work unprivileged, through user namespaces, for the bots' uids.
     """
-    path = _find_bwrap()
-    key = (path, uids is not None)
-    if key in _bwrap_cache:
-        return _bwrap_cache[key]
+    if path is ON_PATH:
+        path = find_bwrap()
     if path is None:
-        status = BwrapStatus(None, False, False, "bwrap is not installed")
-    elif uids is None:
-        status = _probe_bwrap(path, None)
-    else:
-        lease = uids.acquire()
-        try:
-            status = _probe_bwrap(path, lease.uid)
-        finally:
-            lease.release()
-    _bwrap_cache[key] = status
-    return status
+        return BwrapStatus(None, False, False, "bwrap is not installed")
+    if uids is None:
+        return _probe_bwrap(path, None)
+    lease = uids.acquire()
+    try:
+        return _probe_bwrap(path, lease.uid)
+    finally:
+        lease.release()
 
 
 def _probe_bwrap(path: str, run_as: int | None) -> BwrapStatus:
@@ -836,6 +847,13 @@ class ProcessSandbox(Sandbox):
     else this sandbox warns once; see :meth:`seccomp_filter`).
     ``uid_range`` and ``lock_dir`` configure the uids lent to bots when the referee is root;
     ``scratch_root`` is where scratch folders go when there is no bubblewrap tmpfs.
+
+    What the machine offers is probed once per sandbox, at the first need, and kept: the
+    bubblewrap at ``bwrap_path`` (by default the one on the ``PATH``; ``None``: there is
+    none), and the cgroups :func:`~referee.sandbox.cgroups.probe_cgroups` finds, unless
+    ``cgroup_support`` says which there are. A process keeps one sandbox for its life (the
+    worker, a command), so nothing is probed twice; the warnings about what is missing are
+    said once by each sandbox.
     """
 
     name = "process"
@@ -849,11 +867,19 @@ class ProcessSandbox(Sandbox):
         uid_range: range | None = None,
         lock_dir: Path | None = None,
         scratch_root: Path | None = None,
+        bwrap_path: str | _Lookup | None = ON_PATH,
+        cgroup_support: CgroupSupport | None = None,
     ) -> None:
         self._want_bwrap = bwrap
         self._want_cgroups = cgroups
         self._want_seccomp = seccomp
+        self._bwrap_path = bwrap_path
+        self._bwrap_found: BwrapStatus | None = None
+        self._cgroups_found = cgroup_support
         self._filter: SeccompFilter | None = None
+        # Starts prepare in worker threads (asyncio.to_thread): one probe of each kind.
+        self._probing = threading.Lock()
+        self._warned_unconfined = False
         self._warned_no_filter = False
         self._uids = UidPool(uid_range, lock_dir) if os.geteuid() == 0 else None
         self._scratch_root = scratch_root
@@ -866,21 +892,31 @@ class ProcessSandbox(Sandbox):
         """True when bots run under uids of their own (the referee is root)."""
         return self._uids is not None
 
+    def bwrap_status(self) -> BwrapStatus:
+        """Whether bubblewrap works here for the bots' user, probed once (:func:`probe_bwrap`).
+
+        As root the probe runs as a uid of the bots' pool: what counts is whether
+        bubblewrap works unprivileged, for them.
+        """
+        with self._probing:
+            if self._bwrap_found is None:
+                self._bwrap_found = probe_bwrap(self._uids, path=self._bwrap_path)
+            return self._bwrap_found
+
     def _bwrap(self) -> BwrapStatus | None:
-        """The bubblewrap to use, or ``None``; warns once per process when there is none."""
-        global _warned_unconfined
+        """The bubblewrap to use, or ``None``; warns once (per sandbox) when there is none."""
         if self._want_bwrap is False:
             status = None
             reason = "disabled by configuration"
         else:
-            found = bwrap_status(self._uids)
+            found = self.bwrap_status()
             if found.works:
                 return found
             if self._want_bwrap:
                 raise InfrastructureError(f"bubblewrap is required but unusable: {found.reason}")
             status, reason = None, found.reason
-        if not _warned_unconfined:
-            _warned_unconfined = True
+        if not self._warned_unconfined:
+            self._warned_unconfined = True
             uid_note = " and a dedicated uid" if self.drops_privileges else ""
             log.warning(_UNCONFINED_WARNING, uid_note, reason)
         return status
@@ -894,7 +930,10 @@ class ProcessSandbox(Sandbox):
         if self._want_cgroups is False:
             support = unavailable("disabled by configuration")
         else:
-            support = cgroup_support()
+            with self._probing:
+                if self._cgroups_found is None:
+                    self._cgroups_found = probe_cgroups()
+                support = self._cgroups_found
             if support.works and self._uids is not None and self._setpriv is None:
                 support = unavailable("setpriv (util-linux) is not installed")
             if not support.works and self._want_cgroups:
@@ -906,16 +945,18 @@ class ProcessSandbox(Sandbox):
 
         ``InfrastructureError`` when it is required (``seccomp=True``) and cannot be built.
         """
-        if self._filter is None:
-            if self._want_seccomp is False:
-                self._filter = SeccompFilter(False, reason="disabled by configuration")
-            else:
-                self._filter = compile_filter()
-        if not self._filter.works and self._want_seccomp:
+        with self._probing:
+            if self._filter is None:
+                if self._want_seccomp is False:
+                    self._filter = SeccompFilter(False, reason="disabled by configuration")
+                else:
+                    self._filter = compile_filter()
+            found = self._filter
+        if not found.works and self._want_seccomp:
             raise InfrastructureError(
-                f"the seccomp filter is required but unusable: {self._filter.reason}"
+                f"the seccomp filter is required but unusable: {found.reason}"
             )
-        return self._filter
+        return found
 
     def _bot_filter(self, status: BwrapStatus) -> bytes | None:
         """The BPF program for a bot under ``status``'s bubblewrap; warns once when none."""

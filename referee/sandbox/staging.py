@@ -97,7 +97,6 @@ _O_PASS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | 
 
 _STAGING_PREFIX = "referee-bots-"
 _LEASE = ".lease"
-_leases: dict[Path, int] = {}
 
 
 class BotFile(NamedTuple):
@@ -637,6 +636,10 @@ def make_staging_root(parent: Path | None = None) -> Path:
     a random part, so a bot cannot find the others' code. This process holds the root's
     lease until :func:`remove_staging_root` (or its death); roots under ``parent`` (default:
     the temp folder) whose lease is free were left by a killed referee and are removed first.
+
+    The lease is the root's own: an ``flock`` on its ``.lease`` file, which names the
+    process and the descriptor holding it, so whoever removes the root lets go of the lease
+    with no table of leases kept in this process (:func:`remove_staging_root`).
     """
     base = Path(parent) if parent is not None else Path(tempfile.gettempdir())
     _remove_abandoned_roots(base)
@@ -645,7 +648,7 @@ def make_staging_root(parent: Path | None = None) -> Path:
     except OSError as exc:
         raise InfrastructureError(f"cannot make a staging folder in {base}: {exc}") from exc
     try:
-        _leases[root] = _take_lease(root)
+        _take_lease(root)
         root_fd = os.open(root, _O_DIR)  # mkdtemp's own folder, through its descriptor
         try:
             os.fchmod(root_fd, 0o711)
@@ -658,15 +661,19 @@ def make_staging_root(parent: Path | None = None) -> Path:
 
 
 def remove_staging_root(root: Path) -> None:
-    """Delete a staging root and all staged in it, then let go of its lease."""
+    """Delete a staging root and all staged in it, then let go of its lease (if ours)."""
+    lease = _our_lease(Path(root))
     shutil.rmtree(root, ignore_errors=True)
-    lease = _leases.pop(Path(root), None)
     if lease is not None:
         os.close(lease)
 
 
 def _take_lease(root: Path) -> int:
-    """Lock ``root/.lease``, created under another name first: whoever sees it sees it held."""
+    """Lock ``root/.lease``, created under another name first: whoever sees it sees it held.
+
+    The file says ``<pid> <descriptor>``: which process holds the lock, through which of
+    its descriptors (what :func:`_our_lease` finds it by).
+    """
     root_fd = os.open(root, _O_DIR)
     try:
         fd = os.open(
@@ -677,12 +684,45 @@ def _take_lease(root: Path) -> int:
         )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.write(fd, f"{os.getpid()} {fd}\n".encode())
             os.rename(_LEASE + ".new", _LEASE, src_dir_fd=root_fd, dst_dir_fd=root_fd)
         except BaseException:
             os.close(fd)
             raise
     finally:
         os.close(root_fd)
+    return fd
+
+
+def _our_lease(root: Path) -> int | None:
+    """The descriptor by which this process holds ``root``'s lease, or ``None``.
+
+    The one ``.lease`` names is ours when it is open here on that very file (same device
+    and inode) and holds its lock: ``flock`` through it succeeds (a holder may lock again),
+    where through any other open of the file (another referee's, a sweep's look) it would
+    block. Anything else (no root, no lease, another process's) is not ours to close.
+    """
+    try:
+        root_fd = os.open(root, _O_DIR)
+    except OSError:
+        return None
+    try:
+        reader = os.open(_LEASE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root_fd)
+    except OSError:
+        return None
+    finally:
+        os.close(root_fd)
+    try:
+        lease = os.fstat(reader)
+        _pid, _, fd_text = os.read(reader, 64).decode("ascii", "replace").partition(" ")
+        fd = int(fd_text)
+        if not os.path.samestat(lease, os.fstat(fd)) or fd == reader:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(reader)
     return fd
 
 

@@ -123,7 +123,7 @@ def pair_counts(tables: tuple[tuple[int, ...], ...]) -> dict[tuple[int, int], in
     return counts
 
 
-@functools.cache
+@functools.cache  # pure in (n, k, seed), and tuples of tuples: safe to share
 def balanced_design(n: int, k: int, seed: int) -> tuple[tuple[int, ...], ...]:
     """Tables (sorted tuples of bot numbers ``0 .. n-1``, in sorted order) for ``n`` bots
     at tables of ``k``: see the module docstring for what is guaranteed, and in what order."""

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 __all__ = ["BALANCED_DEALS", "balanced_orders", "base_order"]
 
 
-@functools.cache
+@functools.cache  # pure in k, and tuples of tuples: safe to share
 def balanced_orders(k: int) -> tuple[tuple[int, ...], ...]:
     """The balanced set of cyclic orders for ``k`` seats, each starting with label 0."""
     if k in (3, 4):

@@ -39,7 +39,6 @@ from referee.match.runner import play_match
 from referee.results import MatchResult
 from referee.rules import RuleSet
 from referee.sandbox import Limits, ProcessSandbox, load_bot, stage_bot
-from referee.sandbox import process as process_module
 from referee.sandbox.cgroups import CgroupSupport, Hierarchy, probe_cgroups
 from referee.specs import TimeControl
 from tests.conftest import run_uids
@@ -109,7 +108,7 @@ def _empty(folder: Path) -> None:
             child.rmdir()
 
 
-def _sandbox_under(group: Path, monkeypatch: pytest.MonkeyPatch) -> ProcessSandbox:
+def _sandbox_under(group: Path) -> ProcessSandbox:
     """The process sandbox, its bots' groups made under ``group`` (as when the referee
     itself runs in it)."""
     found = probe_cgroups()
@@ -119,8 +118,7 @@ def _sandbox_under(group: Path, monkeypatch: pytest.MonkeyPatch) -> ProcessSandb
         swap_accounting=found.swap_accounting,
         reason=f"cgroup v1 under {group}",
     )
-    monkeypatch.setattr(process_module, "cgroup_support", lambda: tight)
-    return ProcessSandbox(uid_range=run_uids(), cgroups=True)
+    return ProcessSandbox(uid_range=run_uids(), cgroups=True, cgroup_support=tight)
 
 
 # --------------------------------------------------------------------------- who dies first
@@ -163,7 +161,6 @@ def test_every_bot_process_is_the_oom_killers_first_choice(staging: Path, mode: 
 )
 def test_an_oom_kill_is_the_bots_only_at_its_own_limit(
     memory_group: Callable[[int], Path],
-    monkeypatch: pytest.MonkeyPatch,
     staging: Path,
     bot: str,
     memory_mb: int,
@@ -173,7 +170,7 @@ def test_an_oom_kill_is_the_bots_only_at_its_own_limit(
     its 512 MiB limit, is killed for memory it was allowed (the referee's failure); a bot
     mapping 2 GiB of shared memory is killed at its own 128 MiB (its fault). (The shared
     mapping, because RLIMIT_DATA, also ``memory_mb``, stops a plain allocation first.)"""
-    sandbox = _sandbox_under(memory_group(200), monkeypatch)
+    sandbox = _sandbox_under(memory_group(200))
     bots = [stage_bot(load_bot(BOTS / name), staging) for name in (bot, "polite.py", "polite.py")]
 
     def play() -> MatchResult:

@@ -15,13 +15,15 @@ from click.testing import CliRunner
 
 from referee.cli import main as cli_main
 from referee.errors import InfrastructureError
-from referee.match.runner import _act_play_line, play_match, run_match
+from referee.match.runner import EventTranslator, _act_play_line, play_match, run_match
 from referee.matchlog import read_log
 from referee.protocol import messages as m
 from referee.protocol.channel import UNASKED_CAP
 from referee.protocol.session import BotSession, SessionPool, distinct_names, start_sessions
 from referee.results import MatchResult
 from referee.rules import RuleSet, replay
+from referee.rules import events as ev
+from referee.rules.engine import Game
 from referee.sandbox import ExitInfo, Limits
 from referee.specs import TimeControl
 from referee.testing import FakeBotProcess, FakeSandbox, lowest_bot, polite_bot, spec
@@ -63,6 +65,26 @@ def test_act_play_line_matches_the_model() -> None:
     model = m.ActPlay(**args)  # validated
     assert json.loads(line) == json.loads(m.encode(model))
     assert line.endswith(b"\n") and line.count(b"\n") == 1
+
+
+def test_a_public_event_is_encoded_once_per_codec_in_that_codecs_card_names() -> None:
+    """The memo of encoded events is the codec's own (it was keyed by id() of a codec, an
+    id that an evicted codec could pass on to another deck's)."""
+    played = ev.Played("played", 0, (0,))  # card 0: the lowest card, whatever the deck
+    seen = {}
+    for preset in ("arschloch", "arschloch-52", "trou-du-cul", "arschloch"):
+        game = Game(RuleSet.preset(preset).resolve(3), ["a", "b", "c"], 1)
+        memo = game.codec.encodings()
+        expected = b'{"type":"played","seat":0,"cards":["%s"]}\n' % game.codec.names[0].encode()
+        assert EventTranslator(game).messages(played) == [(None, expected)]
+        assert memo[played] == expected
+        seen.setdefault(preset, memo)
+        assert seen[preset] is memo  # one memo for every game of one deck and rank order
+    assert [seen[p][played] for p in seen] == [
+        b'{"type":"played","seat":0,"cards":["7C"]}\n',
+        b'{"type":"played","seat":0,"cards":["2C"]}\n',
+        b'{"type":"played","seat":0,"cards":["3C"]}\n',
+    ]
 
 
 def test_every_line_sent_is_valid_protocol(tmp_path: Any) -> None:

@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
+from referee.cli.sandboxes import machine_checks
 from referee.errors import InfrastructureError
 from referee.sandbox import cgroups as cgroups_module
 from referee.sandbox import make_staging_root
@@ -304,32 +305,35 @@ def test_sweep_leaves_this_referees_groups(support: CgroupSupport) -> None:
 # --------------------------------------------------------------------------- reporting
 
 
-def test_start_up_line_and_doctor_say_when_there_is_no_cgroup(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_start_up_line_and_doctor_say_when_there_is_no_cgroup() -> None:
     gone = unavailable("no cgroup file system is mounted")
-    monkeypatch.setattr(process_module, "cgroup_support", lambda: gone)
-    line = ProcessSandbox(bwrap=False).describe()
+    line = ProcessSandbox(bwrap=False, cgroup_support=gone).describe()
     assert "no cgroup: memory is limited per process only (RLIMIT_DATA)" in line
     assert "shared memory and tmpfs are not counted" in line
     assert "no cgroup file system is mounted" in line
     with pytest.raises(InfrastructureError, match="cgroups are required but unusable"):
-        ProcessSandbox(cgroups=True).cgroup_support()
+        ProcessSandbox(cgroups=True, cgroup_support=gone).cgroup_support()
+    checks = machine_checks(ProcessSandbox(cgroup_support=gone))
+    assert [name for name, _, _ in checks][:3] == ["process", "cgroups", "seccomp"]
+    _, ok, why = checks[1]
+    assert not ok and "per process only" in why
+    # The command prints those lines, for the machine's own cgroups.
     result = CliRunner().invoke(main, ["doctor"])
     doctor_line = next(line for line in result.output.splitlines() if line.startswith("cgroups"))
-    assert "NO" in doctor_line and "per process only" in doctor_line
+    found = ProcessSandbox().cgroup_support()
+    assert doctor_line.split()[1] == ("ok" if found.works else "NO")
+    assert found.describe() in doctor_line
 
 
-def test_start_up_line_names_the_cgroup(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_start_up_line_names_the_cgroup() -> None:
     found = CgroupSupport(
         1, (Hierarchy("memory", Path("/x")),), swap_accounting=True, reason="cgroup v1 under /x"
     )
-    monkeypatch.setattr(process_module, "cgroup_support", lambda: found)
-    line = ProcessSandbox(bwrap=False).describe()
+    line = ProcessSandbox(bwrap=False, cgroup_support=found).describe()
     assert "cgroup v1 (memory incl. shared memory and tmpfs, no swap" in line
     assert "no pids group" in line and "no CPU quota" in line
     if IS_ROOT:
-        sandbox = ProcessSandbox(bwrap=False)
+        sandbox = ProcessSandbox(bwrap=False, cgroup_support=found)
         sandbox._setpriv = None
         assert "setpriv" in sandbox.describe()
 

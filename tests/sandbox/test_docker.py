@@ -1,5 +1,9 @@
 """The Docker sandbox against the real engine, with small hostile bots.
 
+What every backend does is the conformance suite's (test_conformance.py); here is what only
+this backend does: the attach socket's framing and backpressure, the hardening (network,
+read-only root, tmpfs, pids), images by permission, containers always removed.
+
 The tests marked ``docker`` skip when no daemon answers or the bot image is missing, except
 under CI (``CI=true``), where that is a failure: CI installs and starts Docker on purpose.
 Each test checks that it left no container behind. Containers are matched by the owner
@@ -181,76 +185,8 @@ def test_demux_notes_unknown_streams_and_truncation() -> None:
 
 
 # --- against the engine --------------------------------------------------------------
-
-ECHO_BOT = """
-    import sys
-    for line in sys.stdin:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-        sys.stderr.write("log: " + str(len(line)) + "\\n")
-        sys.stderr.flush()
-    sys.exit(0)
-"""
-
-
-@pytest.mark.docker
-def test_round_trip_separates_stdout_and_stderr(sandbox_client: Any, tmp_path: Path) -> None:
-    bot = single_file_bot(tmp_path, "echo", ECHO_BOT)
-
-    async def body(process: BotProcess) -> None:
-        for request_id in range(1, 4):
-            request = {"type": "act", "id": request_id, "kind": "play"}
-            await process.write(json.dumps(request).encode() + b"\n")
-            assert await read_json(process) == request
-            assert (await read_line(process, "stderr")).startswith(b"log: ")
-        # A line larger than one frame and than the reader's limit: demux and backpressure.
-        big = b"x" * 300_000 + b"\n"
-        writer = asyncio.create_task(process.write(big))
-        echoed = await asyncio.wait_for(process.stdout.readexactly(len(big)), LINE_TIMEOUT_S)
-        await writer
-        assert echoed == big
-        assert await read_line(process, "stderr") == b"log: 300001\n"
-        await process.close_stdin()
-        assert await asyncio.wait_for(process.stdout.read(), LINE_TIMEOUT_S) == b""
-        info = await process.wait(LINE_TIMEOUT_S)
-        assert info is not None and info.returncode == 0 and not info.oom_killed
-
-    _, info = run(drive(sandbox_client, bot, LIMITS, body))
-    assert info.returncode == 0 and info.signal is None
-
-
-@pytest.mark.docker
-def test_exit_code_is_reported(sandbox_client: Any, tmp_path: Path) -> None:
-    bot = single_file_bot(tmp_path, "three", "import sys\nprint('bye', flush=True)\nsys.exit(3)\n")
-
-    async def body(process: BotProcess) -> ExitInfo | None:
-        assert await read_line(process) == b"bye\n"
-        return await process.wait(LINE_TIMEOUT_S)
-
-    waited, info = run(drive(sandbox_client, bot, LIMITS, body))
-    assert waited == info
-    assert info.returncode == 3 and info.signal is None and info.describe() == "exit code 3"
-
-
-@pytest.mark.docker
-def test_kill_reports_the_signal_and_writes_then_fail(sandbox_client: Any, tmp_path: Path) -> None:
-    bot = single_file_bot(
-        tmp_path, "sleeper", "import time\nprint('up', flush=True)\ntime.sleep(600)\n"
-    )
-
-    async def body(process: BotProcess) -> None:
-        assert await read_line(process) == b"up\n"
-        assert await process.wait(0.1) is None
-        await process.kill()
-        await process.kill()
-        info = await process.wait(LINE_TIMEOUT_S)
-        assert info is not None and info.signal == 9 and "killed by the referee" in info.detail
-        with pytest.raises(ConnectionError):
-            for _ in range(100):
-                await process.write(b"{}\n" * 10_000)
-                await asyncio.sleep(0.01)
-
-    run(drive(sandbox_client, bot, LIMITS, body))
+# (Lines, stderr, exit codes, signals, kill, writes after the end, closed stdout and the
+# memory limit, common to every backend: test_conformance.py.)
 
 
 @pytest.mark.docker

@@ -725,11 +725,27 @@ def test_the_sweep_touches_only_dead_staging_roots_of_its_own(tmp_path: Path) ->
 
 
 def test_remove_staging_root_removes_and_lets_go(tmp_path: Path) -> None:
+    """Removing a root lets go of its lease and of nothing else: not of this process's
+    other roots, and not of another referee's lease when it removes that one's root."""
     fds = len(os.listdir("/proc/self/fd"))
+    kept = make_staging_root(tmp_path)
     root = make_staging_root(tmp_path)
     assert stat.S_IMODE(root.stat().st_mode) == 0o711
     assert stat.S_IMODE((root / ".lease").stat().st_mode) == 0o600
+    assert (root / ".lease").read_text().split()[0] == str(os.getpid())  # names its holder
     stage_bot(load_bot(folder_bot(tmp_path, 'command = "python3 bot.py"\n')), root)
     remove_staging_root(root)
     assert not root.exists()
+    remove_staging_root(make_staging_root(tmp_path))  # its sweep finds kept's lease held
+    assert kept.is_dir()
+    holder, theirs = start_holder(tmp_path)
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        remove_staging_root(theirs)
+        assert not theirs.exists()
+        assert len(os.listdir("/proc/self/fd")) == before  # theirs is not ours to close
+    finally:
+        holder.kill()
+        holder.communicate()  # reaped, its pipes closed
+    remove_staging_root(kept)
     assert len(os.listdir("/proc/self/fd")) == fds

@@ -14,6 +14,7 @@ import pytest
 
 from referee.ranking.intervals import deal_scores, order_confidence
 from referee.ranking.playoff import ROUND_SHARE, plan_round, uncertain_pairs
+from referee.ranking.ratings import Rater
 from referee.specs import (
     MatchSpec,
     PlayoffSettings,
@@ -52,6 +53,7 @@ def _plan(
     specs: list[MatchSpec],
     matches: list[StoredMatch],
     field: dict[str, float] = STRENGTH,
+    rater: Rater | None = None,
     **settings: float,
 ):
     return plan_round(
@@ -65,17 +67,18 @@ def _plan(
         table_size=3,
         seed=4,
         secret=SECRET,
+        rater=rater,
     )
 
 
 def _until_over(
-    field: dict[str, float] = STRENGTH, **settings: float
+    field: dict[str, float] = STRENGTH, rater: Rater | None = None, **settings: float
 ) -> tuple[list[MatchSpec], list[StoredMatch], list]:
     specs = round_robin(list(field), 3, 2, seed=4, secret=SECRET)
     matches = [_play(s) for s in specs]
     plans = []
     for round_no in range(200):
-        plan = _plan(round_no, specs, matches, field, **settings)
+        plan = _plan(round_no, specs, matches, field, rater, **settings)
         plans.append(plan)
         if not plan.specs:
             break
@@ -115,6 +118,16 @@ def test_play_offs_stop_when_the_top_is_ordered_with_the_confidence_asked() -> N
     assert not uncertain
     for upper, lower in itertools.pairwise(order[:3]):
         assert order_confidence(deal_scores(matches), upper, lower, resamples=200).significant(0.9)
+
+
+def test_the_loops_rater_plans_the_same_rounds_and_rates_each_result_once() -> None:
+    """A rater kept across rounds (as the coordinator keeps one) changes no plan; it rates
+    each result once over the whole play-off, where fresh replays rate them every round."""
+    specs, matches, plans = _until_over(top=2, budget=31)
+    rater = Rater()
+    again, _, with_rater = _until_over(rater=rater, top=2, budget=31)
+    assert len(plans) == 5 and with_rater == plans and again == specs
+    assert rater.steps == len(matches)
 
 
 def test_play_offs_stop_at_the_budget_when_twins_cannot_be_ordered() -> None:

@@ -6,11 +6,19 @@ import itertools
 import random
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from referee.errors import UsageError
-from referee.ranking.ratings import make_environment, rate, rating_places, replay_order
+from referee.ranking.ratings import (
+    EntrantRating,
+    Rater,
+    make_environment,
+    rate,
+    rating_places,
+    replay_order,
+)
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.specs import EntrantRecord, RatingSettings, StoredMatch, StoredSeat
 from referee.tournament.scheduler import round_robin
@@ -313,24 +321,10 @@ def test_a_snapshot_sees_one_state_while_the_run_commits_results(tmp_path: Path)
         assert reader.counts()["done"] == 1 and len(reader.completed()) == 1
 
 
-def test_a_replay_goes_on_from_the_last_only_over_the_same_results(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Ratings are re-computed after every play-off round; rate() goes on from its last
+def test_a_rater_goes_on_from_its_last_replay_only_over_the_same_results() -> None:
+    """The play-off loop re-rates after every round: its rater goes on from its last
     replay when that replay's matches start the new one, result for result, and replays
     from the start otherwise. Either way the ratings are those of a fresh replay."""
-    from referee.ranking import ratings as ratings_module
-    steps: list[str] = []
-    real_step = ratings_module._step
-
-    def counting_step(env, current, match):  # type: ignore[no-untyped-def]
-        steps.append(match.spec.key)
-        real_step(env, current, match)
-
-    def fresh(matches: list[StoredMatch], names: list[str], **kw):  # type: ignore[no-untyped-def]
-        monkeypatch.setattr(ratings_module, "_last_replay", None)
-        return rate(matches, names, **kw)
-
     rng = random.Random(11)
     matches = []
     for i in range(60):
@@ -338,15 +332,19 @@ def test_a_replay_goes_on_from_the_last_only_over_the_same_results(
         matches.append(
             _stored(f"k{i:03d}", dict(zip(table, rng.sample([1, 2, 3], 3), strict=True)))
         )
-    monkeypatch.setattr(ratings_module, "_step", counting_step)
-    monkeypatch.setattr(ratings_module, "_last_replay", None)
+    rater = Rater()
 
-    rate(matches[:40], NAMES)
-    steps.clear()
-    grown = rate(matches, NAMES)
-    assert steps == [m.spec.key for m in matches[40:]]  # only the new results
-    steps.clear()
-    assert fresh(matches, NAMES) == grown and len(steps) == 60
+    def replayed(*args: Any, **kw: Any) -> tuple[int, list[EntrantRating]]:
+        """How many matches ``rater`` replayed for this call, and what it returned."""
+        before = rater.steps
+        result = rater.rate(*args, **kw)
+        return rater.steps - before, result
+
+    assert replayed(matches[:40], NAMES)[0] == 40
+    steps, grown = replayed(matches, NAMES)
+    assert steps == 20  # only the new results
+    assert grown == rate(matches, NAMES)
+    assert replayed(list(reversed(matches)), NAMES) == (0, grown)  # the replay order is its own
 
     changed = list(matches)
     first = changed[5]
@@ -356,10 +354,9 @@ def test_a_replay_goes_on_from_the_last_only_over_the_same_results(
         ([*NAMES, "e"], None),  # other entrants
         ([*NAMES, "e"], make_environment(RatingSettings(beta=3.0))),  # another environment
     ]:
-        steps.clear()
-        result = rate(changed, names, env=env)
-        assert len(steps) == 60
-        assert result == fresh(changed, names, env=env)
-    steps.clear()
-    shorter = rate(matches[:10], NAMES)  # fewer results than the last replay: from the start
-    assert len(steps) == 10 and shorter == fresh(matches[:10], NAMES)
+        steps, result = replayed(changed, names, env=env)
+        assert steps == 60
+        assert result == rate(changed, names, env=env)
+    steps, shorter = replayed(matches[:10], NAMES)  # fewer results than the last: from the start
+    assert steps == 10 and shorter == rate(matches[:10], NAMES)
+
