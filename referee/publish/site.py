@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.errors import InfrastructureError, UsageError
+from referee.installation import install_hint
 from referee.publish.folder import SITE_MARKER, SiteFolder, check_target
 from referee.publish.history import history_chart
 from referee.publish.leaderboard import (
@@ -152,9 +153,10 @@ class SiteReport:
 def _environment() -> jinja2.Environment:
     try:
         import jinja2
-    except ImportError:
+    except ImportError:  # a dependency, so only in an installation that lost it
         raise UsageError(
-            "publishing a site needs Jinja2: pip install 'arschloch-referee[site]'"
+            f"publishing a site needs Jinja2, which is missing here; "
+            f"{install_hint('jinja2', extra='site')}"
         ) from None
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_HERE / "templates"),
