@@ -396,6 +396,7 @@ class TournamentRun:
                     secret=secret.key,
                     duplicate=t.file.duplicate,
                     authors=t.authors_apart(),
+                    fingerprints={name: bot.sha256 for name, bot in self.staged.items()},
                 )
                 uncertain = tuple((p.upper, p.lower, p.confidence, p.deals) for p in plan.uncertain)
                 if not plan.specs:

@@ -17,6 +17,7 @@ the same types without importing each other.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -37,6 +38,7 @@ __all__ = [
     "StoredSeat",
     "TimeControl",
     "deal_key",
+    "identical_groups",
     "playoff_round",
 ]
 
@@ -152,6 +154,16 @@ class EntrantRecord:
     sha256: str
     path: str
     author: str = ""
+
+
+def identical_groups(fingerprints: Mapping[str, str]) -> list[tuple[str, ...]]:
+    """Groups of two or more entrants whose files have the same SHA-256 (``fingerprints``:
+    name to ``sha256``; an empty one matches nothing), in the mapping's order."""
+    groups: dict[str, list[str]] = {}
+    for name, sha in fingerprints.items():
+        if sha:
+            groups.setdefault(sha, []).append(name)
+    return [tuple(names) for names in groups.values() if len(names) > 1]
 
 
 @dataclass(frozen=True)

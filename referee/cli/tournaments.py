@@ -49,6 +49,7 @@ from referee.resources import demo_tournament, sample_bot
 from referee.sandbox import (
     BotSpec,
     Sandbox,
+    bot_sha256,
     make_staging_root,
     read_bot_files,
     remove_staging_root,
@@ -601,6 +602,7 @@ def submit(bot: Path, file: Path, name: str | None, author: str | None) -> None:
         files = read_bot_files(candidate)
     except UsageError as exc:
         raise Refused(f"bot refused: {exc}") from None
+    _refuse_a_twin(spec, bot_sha256(files))
     out = Console(stderr=True, highlight=False)
     announce(sandbox, spec.time_control, spec.limits)
     out.print(
@@ -620,6 +622,18 @@ def submit(bot: Path, file: Path, name: str | None, author: str | None) -> None:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     click.echo(f"accepted: {display} entered in {file} as {entry_path}")
+
+
+def _refuse_a_twin(spec: Tournament, sha256: str) -> None:
+    """Refuse a bot whose files are an entrant's, byte for byte, unless the file allows
+    twins (see :func:`referee.tournament.file.load_tournament`)."""
+    same = [bot.name for bot in spec.bots if bot.sha256 == sha256]
+    if same and not spec.file.allow_twins:
+        raise Refused(
+            f"bot refused: its files are byte-identical to the entrant {printable(same[0])!r} "
+            f"(sha256 {sha256[:12]}…): the same program cannot be entered twice, unless "
+            f"{printable(str(spec.path))} sets allow_twins = true"
+        )
 
 
 def _smoke_match(spec: Tournament, sandbox: Sandbox, staged: BotSpec, staging: Path) -> None:

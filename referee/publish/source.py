@@ -30,6 +30,7 @@ __all__ = [
     "Ranking",
     "StoredTournament",
     "entrant_authors",
+    "entrant_fingerprints",
     "load_results",
     "rank",
     "tournament_settings",
@@ -137,8 +138,18 @@ def rank(results: StoredTournament) -> Ranking:
         settings=tournament_settings(t, results.entrants, results.records.values()),
         observe=history,
         authors=entrant_authors(results.entrants),
+        fingerprints=entrant_fingerprints(t, results.entrants),
     )
     return Ranking(board, history)
+
+
+def entrant_fingerprints(
+    tournament: Tournament, stored: Mapping[str, EntrantRecord]
+) -> dict[str, str]:
+    """Each entrant's SHA-256: the one its results were played with, else its files' now."""
+    found = {bot.name: bot.sha256 for bot in tournament.bots}
+    found.update({name: record.sha256 for name, record in stored.items()})
+    return found
 
 
 def entrant_authors(entrants: Mapping[str, EntrantRecord]) -> dict[str, str]:

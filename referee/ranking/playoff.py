@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PlayoffPlan",
     "PlayoffState",
+    "identical",
     "plan_round",
     "playoff_rounds",
     "uncertain_pairs",
@@ -89,14 +90,32 @@ def uncertain_pairs(
     settings: PlayoffSettings,
     ratings: RatingSettings,
     rules: ResolvedRules | None = None,
+    fingerprints: Mapping[str, str] | None = None,
 ) -> tuple[list[str], list[OrderConfidence]]:
-    """The leaderboard order (rated bots) and the adjacent pairs of its top not yet sure."""
+    """The leaderboard order (rated bots) and the adjacent pairs of its top not yet sure.
+
+    A pair of byte-identical entrants (the same ``fingerprints``, entrant to SHA-256 of
+    its files) is never uncertain: no number of matches can order two copies of one
+    program, and a play-off for them would spend the whole budget on nothing.
+    """
     order = [
         r.name for r in rate(matches, entrants, env=make_environment(ratings, rules)) if r.rated
     ]
     top = order[: settings.top]
     pairs = adjacent_confidences(top, deal_scores(matches), resamples=ratings.resamples)
-    return order, [pair for pair in pairs if not pair.significant(settings.until)]
+    return order, [
+        pair
+        for pair in pairs
+        if not pair.significant(settings.until) and not identical(pair, fingerprints)
+    ]
+
+
+def identical(pair: OrderConfidence, fingerprints: Mapping[str, str] | None) -> bool:
+    """Whether the two bots of ``pair`` are byte-identical (see :func:`uncertain_pairs`)."""
+    if not fingerprints:
+        return False
+    upper, lower = fingerprints.get(pair.upper), fingerprints.get(pair.lower)
+    return bool(upper) and upper == lower
 
 
 def plan_round(
@@ -113,16 +132,18 @@ def plan_round(
     secret: bytes,
     duplicate: Duplicate = "tables",
     authors: Mapping[str, str] | None = None,
+    fingerprints: Mapping[str, str] | None = None,
 ) -> PlayoffPlan:
     """Plan play-off round ``round_no`` from the finished ``matches``.
 
     ``specs`` are every match scheduled so far (they say how much of the budget is spent
     and how many deals each table has played); new deals are dealt with ``secret``, shared
     as ``duplicate`` says (:func:`referee.tournament.scheduler.deal_tables`). With
-    ``authors`` (kept apart), no table seats two entrants of one author.
+    ``authors`` (kept apart), no table seats two entrants of one author. ``fingerprints``
+    (entrant to SHA-256) name byte-identical entrants, whose pair is never played off.
     """
     spent = sum(spec.key.startswith(PLAYOFF_PREFIX) for spec in specs)
-    order, uncertain = uncertain_pairs(matches, entrants, settings, ratings, rules)
+    order, uncertain = uncertain_pairs(matches, entrants, settings, ratings, rules, fingerprints)
     if not uncertain:
         return PlayoffPlan(round_no, "settled", (), (), spent)
     left = settings.budget - spent

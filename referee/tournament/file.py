@@ -41,9 +41,9 @@ from pydantic import ValidationError
 from referee.errors import UsageError
 from referee.names import check_name, confusable_with, lookalike_note, skeleton
 from referee.rules import ResolvedRules
-from referee.sandbox import BotSpec, Limits, load_bot
+from referee.sandbox import BotSpec, Limits, bot_sha256, load_bot, read_bot_files
 from referee.sandbox.image import allowed_images, check_bot_image
-from referee.specs import TimeControl
+from referee.specs import TimeControl, identical_groups
 from referee.tournament.design import design_size
 from referee.tournament.model import (
     AuthorSettings,
@@ -168,12 +168,21 @@ class Tournament:
                 "channels of the shared kernel such as file locks or the page cache) reads "
                 "the other hands. Use it with trusted bots only"
             )
+        for group in self.twins():
+            found.append(
+                f"{' and '.join(repr(n) for n in group)} are byte-identical (allow_twins = "
+                "true): no match can order them, and the play-offs never try"
+            )
         if not f.authors.apart:
             found.append(
                 "[authors] apart = false: entrants of one author may share a table and a "
                 "deal, and so what they see"
             )
         return found
+
+    def twins(self) -> list[tuple[str, ...]]:
+        """Groups of byte-identical entrants (same SHA-256 of their files), in file order."""
+        return identical_groups({bot.name: bot.sha256 for bot in self.bots})
 
     def author(self, name: str) -> str:
         """Who wrote the entrant called ``name`` (itself, when nobody is named)."""
@@ -284,6 +293,7 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
         where = f"{path}: bots[{i}]"
         try:
             spec = load_bot(base / entry.path)
+            spec = dataclasses.replace(spec, sha256=bot_sha256(read_bot_files(spec)))
             if entry.name is not None:
                 spec = dataclasses.replace(spec, name=check_display_name(entry.name))
             if entry.author is not None:
@@ -312,11 +322,44 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
                 check_bot_image(spec, tournament.images, tournament.image_hint(spec.image))
             except UsageError as exc:
                 raise UsageError(f"{path}: bots[{i}]: {exc}") from None
+    _check_twins(path, tournament)
     _check_format(path, model, list(first_seen))
     _check_authors(path, tournament)
     _check_size(path, model)
     _check_playoff(path, model)
     return tournament
+
+
+def _check_twins(path: Path, tournament: Tournament) -> None:
+    """Refuse byte-identical entrants unless the file sets ``allow_twins = true``.
+
+    Two entrants with the same files (the same SHA-256) are one program entered twice. In a
+    competition that is never an accident worth running silently: a double submission, a
+    copy of someone else's bot, or a pair that recognises itself at a table and plays for
+    its copy (under two author names, ``[authors] apart`` does not see it). And no number of
+    matches can order two copies: the play-offs, which spend their budget on the pairs
+    whose order is in doubt, would spend all of it on them (they now skip such pairs,
+    :mod:`referee.ranking.playoff`). So loading refuses, naming both and what to do; a file
+    that means it (a control experiment, a reference bot entered twice on purpose) sets
+    ``allow_twins = true``, and every run then says so before it starts, and the
+    leaderboard says which entrants are identical.
+    """
+    twins = tournament.twins()
+    if not twins or tournament.file.allow_twins:
+        return
+    index = {name: i for i, name in enumerate(tournament.entrants)}
+    first = twins[0]
+    sha = tournament.bot(first[0]).sha256
+    listed = [f"bots[{index[n]}] ({n!r})" for n in first]
+    named = " and ".join(listed) if len(listed) <= 3 else (
+        f"{', '.join(listed[:2])} and {len(listed) - 2} more"
+    )
+    more = f" (and {len(twins) - 1} more such groups)" if len(twins) > 1 else ""
+    raise UsageError(
+        f"{path}: {named} are byte-identical (sha256 {sha[:12]}…): the same program entered "
+        f"twice{more}; no match can order two copies, and the play-offs never try. Remove "
+        "one, or set allow_twins = true at the top of the file to run them anyway"
+    )
 
 
 def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
