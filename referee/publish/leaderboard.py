@@ -85,14 +85,16 @@ class OverNext:
     which this one outscores the next. TrueSkill's own certainty of the order would be
     ``Phi((mu_a - mu_b) / sqrt(sigma_a**2 + sigma_b**2))`` (with ``2 beta**2`` added under
     the root it becomes the chance that ``a`` places above ``b`` in one match, 0.5 to 0.6
-    for any two bots of a tournament: a prediction, not a certainty). Measured on the
-    ranking benchmark's ladder of eight bots of known order (24 seeded round robins of
-    one-round matches, the adjacent pairs of the published order after 1, 2 and 3 deals,
-    168 pairs each), the shared-deal figure predicts which bot of a pair is truly better
-    at least as well as TrueSkill's: Brier scores 0.220, 0.183 and 0.146 against 0.230,
-    0.194 and 0.148; and where the two disagree (the figure below 0.5: 22, 10 and 7 of the
-    168 pairs), the bot ranked lower was the better one three times in four or more. The
-    play-offs stop on this figure too (``until``), and the twins controls
+    for any two bots of a tournament: a prediction, not a certainty). Measured by
+    ``python -m bench.certainty_bench`` on the ranking benchmark's ladder of eight bots of
+    known order, over the adjacent pairs of the published order: in 24 seeded round robins
+    of one-round matches after 1, 2 and 3 deals (168 pairs each) the shared-deal figure
+    predicts which bot of a pair is truly the better one a little better than TrueSkill's
+    (Brier scores 0.220, 0.183 and 0.146 against 0.230, 0.194 and 0.148), in 12 round
+    robins of matches to 15 points (84 pairs each) about as well (0.156 and 0.094 against
+    0.152 and 0.097); and where it disagrees with the rank (below 0.5: 39 of the 504
+    one-round pairs), the bot ranked lower was truly the better one in 31. The play-offs
+    stop on this figure too (``until``), and the twins controls
     (``bench/ranking_bench.py``, ``tests/tournament/test_fairness.py``) check that it calls
     two copies of one bot ordered no more often than its level says. So it stays, and every
     format says plainly which is which (:func:`leaderboard_notes`).
