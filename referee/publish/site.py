@@ -14,6 +14,9 @@ files. Layout::
     matches/<table>_dNNN_rN.html|.js|.jsonl   a match: its page, its log as data, the log
     static/                 style.css, site.js (sorting, filter, chart), replay.js
     leaderboard.md|json|csv the leaderboard in the other formats
+    verification/           what ``referee verify SITE`` checks it with: the plan, the
+                            deals, a manifest of every match, the results chain
+                            (:mod:`referee.publish.evidence`)
 
 Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoescaping
 everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
@@ -45,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from referee.errors import InfrastructureError, UsageError
 from referee.installation import install_hint
+from referee.publish.evidence import EVIDENCE, verification_files
 from referee.publish.folder import SITE_MARKER, SiteFolder, check_target
 from referee.publish.history import history_chart
 from referee.publish.leaderboard import (
@@ -62,6 +66,7 @@ from referee.publish.stats import PairRecord, pair_records, place_counts
 from referee.ranking.collusion import LEVEL, MIN_DEALS, MIN_EXCESS, CollusionCheck
 from referee.specs import MatchSpec, StoredFault, StoredMatch, playoff_round
 from referee.text import ordinal
+from referee.tournament.chain import log_digest
 
 if TYPE_CHECKING:
     import jinja2
@@ -192,6 +197,8 @@ class _Site:
         self.complete_deals = _complete_deals(results)
         self.views: dict[str, MatchView] = {}
         self.replays = self.withheld = self.missing = 0
+        self.logs: dict[str, tuple[str, str]] = {}
+        """The logs published: key to (file name in ``matches/``, SHA-256)."""
         self.ranking: Ranking | None = None
         self.sizes: dict[str, int] = {}
         """Bytes of every file written, by its path in the site."""
@@ -304,6 +311,7 @@ class _Site:
             return "unreadable", f"its log cannot be read ({exc})", {}
         self.write("matches", stem, ".js", data.script.encode("utf-8"))
         self.write("matches", stem, ".jsonl", raw)  # a copy: see referee.publish.folder
+        self.logs[key] = (f"{stem}.jsonl", log_digest(raw))
         self.replays += 1
         return "ok", "", data.fault_lines
 
@@ -417,6 +425,12 @@ class _Site:
             slug=self.slugs,
         )
 
+    def verification_files(self) -> None:
+        """What ``referee verify SITE`` needs (:mod:`referee.publish.evidence`)."""
+        files = verification_files(self.results, self.logs, self.complete_deals)
+        for stem, data in files.items():
+            self.write(EVIDENCE, stem, ".json", data)
+
     def leaderboard_files(self) -> None:
         board = self.board
         for suffix, text in (
@@ -458,6 +472,7 @@ def publish_site(
             site.index_page()
             site.collusion_page()
             site.leaderboard_files()
+            site.verification_files()
             folder.commit()
     except OSError as exc:  # the disk, not the results: say so, in one line
         kept = "the site published before is unchanged" if existed else "nothing was kept"
