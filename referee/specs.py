@@ -181,9 +181,10 @@ class StoredSeat:
 
 @dataclass(frozen=True)
 class StoredFault:
-    """A stored fault with its evidence: the request the bot failed (``None`` before any),
-    the offending reply line (cut to 200 bytes; ``None`` for a timeout or a crash), how long
-    the bot took, and its stderr report (start-up output, then this match's; at most 4 KiB).
+    """A stored fault with its evidence: the request the bot failed (its id, ``None`` before
+    any, and the request itself), the offending reply line (cut to 200 bytes; ``None`` for
+    a timeout or a crash), how long the bot took, and its stderr report (start-up output,
+    then this match's; at most 4 KiB).
     """
 
     key: str
@@ -195,6 +196,11 @@ class StoredFault:
     reply: str | None
     elapsed_ms: int | None
     stderr: str | None
+    request: dict[str, Any] | None = None
+    """The last request written to the bot (the one it failed when its ``id`` is
+    ``request_id``), as sent; ``None`` before any, and in stores older than schema 5."""
+    round: int | None = None
+    """The round it was asked in."""
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ Publishing again when the deal is played adds them.
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -64,7 +65,7 @@ from referee.publish.settings import format_time
 from referee.publish.source import Ranking, StoredTournament, rank
 from referee.publish.stats import PairRecord, pair_records, place_counts
 from referee.ranking.collusion import LEVEL, MIN_DEALS, MIN_EXCESS, CollusionCheck
-from referee.specs import MatchSpec, StoredFault, StoredMatch, playoff_round
+from referee.specs import MatchSpec, StoredFault, StoredMatch, deal_key, playoff_round
 from referee.text import ordinal
 from referee.tournament.chain import log_digest
 
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SITE_MARKER",
     "WITHHELD_NOTE",
+    "FaultGroup",
     "FaultView",
     "MatchView",
     "SeatView",
@@ -117,6 +119,23 @@ class FaultView:
     detail: str | None
     reply: str | None
     stderr: str | None
+    request: str | None = None
+    """The request it answered (the last written to the bot), as the bot read it: one JSON
+    line; ``None`` before any request, in an older store, or while held."""
+    request_label: str = ""
+    """``act 12 (play), round 3``, and whether it is the request failed or the last one
+    before the fault (a crash between requests)."""
+
+
+@dataclass(frozen=True)
+class FaultGroup:
+    """A bot's faults of one kind with the same reply (or none): listed once, with every
+    occurrence under it. Faults held back (an open deal) form groups of their own."""
+
+    kind: str
+    reply: str | None
+    held: bool
+    faults: tuple[tuple[FaultView, MatchView | None], ...]
 
 
 @dataclass(frozen=True)
@@ -137,6 +156,9 @@ class MatchView:
     replay_note: str
     filter_keys: str
     """The bots' slugs, space-separated, for the match list's filter."""
+    deal_id: str = ""
+    table_deal: str = ""
+    """The table deal it is a rotation of (:func:`referee.specs.deal_key`)."""
 
 
 @dataclass(frozen=True)
@@ -242,11 +264,23 @@ class _Site:
     # -- matches -----------------------------------------------------------------------
 
     def match_pages(self, progress: Callable[[int, int], None] | None) -> None:
-        """A page per finished match, with its log as a script when it may be shown."""
+        """A page per finished match, with its log as a script when it may be shown, and
+        links to the other matches of its deal (the same cards, at other tables) and of its
+        table deal (the other seat rotations)."""
         matches = self.results.matches
+        by_deal: dict[str, list[str]] = {}
+        by_table_deal: dict[str, list[str]] = {}
+        for match in matches:
+            by_deal.setdefault(match.spec.deal_id, []).append(match.spec.key)
+            by_table_deal.setdefault(deal_key(match.spec.key), []).append(match.spec.key)
         for done, match in enumerate(matches, start=1):
-            view = self._match_view(match)
-            self.views[match.spec.key] = view
+            self.views[match.spec.key] = self._match_view(match)
+            if progress is not None:
+                progress(done, 2 * len(matches))
+        for done, match in enumerate(matches, start=len(matches) + 1):
+            view = self.views[match.spec.key]
+            same_cards = [self.views[k] for k in by_deal[view.deal_id] if k != view.key]
+            rotations = [self.views[k] for k in by_table_deal[view.table_deal] if k != view.key]
             self.render(
                 "match.html",
                 "matches",
@@ -254,9 +288,11 @@ class _Site:
                 root="../",
                 match=view,
                 bot_slug=self.slugs,
+                same_cards=[v for v in same_cards if v not in rotations],
+                rotations=rotations,
             )
             if progress is not None:
-                progress(done, len(matches))
+                progress(done, 2 * len(matches))
 
     def _match_view(self, match: StoredMatch) -> MatchView:
         key = match.spec.key
@@ -290,6 +326,8 @@ class _Site:
             replay=replay,
             replay_note=note,
             filter_keys=" ".join(self.slugs[name] for name in match.spec.table),
+            deal_id=match.spec.deal_id,
+            table_deal=deal_key(key),
         )
 
     def _replay(self, spec: MatchSpec, stem: str) -> tuple[str, str, dict[int, int]]:
@@ -382,7 +420,9 @@ class _Site:
                 matches=mine.get(name, []),
                 places=_place_rows(places.get(name), size),
                 head_to_head=list(self._head_to_head(name, pairs)),
-                faults=[(self._fault(f), self.views.get(f.key)) for f in faults.get(name, [])],
+                faults=_fault_groups(
+                    [(self._fault(f), self.views.get(f.key)) for f in faults.get(name, [])]
+                ),
                 slug=self.slugs,
             )
 
@@ -401,6 +441,8 @@ class _Site:
             detail=None if held else fault.detail,
             reply=None if held else fault.reply,
             stderr=None if held else fault.stderr,
+            request=None if held or fault.request is None else _request_line(fault.request),
+            request_label="" if fault.request is None else _request_label(fault),
         )
 
     def _head_to_head(
@@ -556,6 +598,40 @@ def _complete_deals(results: StoredTournament) -> set[str]:
         if record.status != "done" and key in results.specs
     }
     return {m.spec.deal_id for m in results.matches} - open_deals
+
+
+def _fault_groups(
+    faults: list[tuple[FaultView, MatchView | None]],
+) -> list[FaultGroup]:
+    """``faults`` grouped by kind and reply (see :class:`FaultGroup`), the largest group
+    first, each in match order."""
+    groups: dict[tuple[str, str | None, bool], list[tuple[FaultView, MatchView | None]]] = {}
+    for fault, view in faults:
+        groups.setdefault((fault.kind, fault.reply, fault.held), []).append((fault, view))
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0][0], item[0][2]))
+    return [
+        FaultGroup(kind, reply, held, tuple(members))
+        for (kind, reply, held), members in ordered
+    ]
+
+
+def _request_line(request: dict[str, Any]) -> str:
+    """A request as the bot read it: one JSON line."""
+    return json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+
+
+def _request_label(fault: StoredFault) -> str:
+    """``act 12 (play), round 3``; says when it is not the request the bot failed."""
+    request = fault.request or {}
+    kind = request.get("kind")
+    label = f"{request.get('type', 'request')} {request.get('id', '?')}"
+    if isinstance(kind, str):
+        label += f" ({kind})"
+    if fault.round is not None and request.get("type") == "act":
+        label += f", round {fault.round}"
+    if fault.request_id is None or request.get("id") != fault.request_id:
+        label = f"the last request before the fault: {label}"
+    return label
 
 
 def _p_text(p: float | None) -> str:
