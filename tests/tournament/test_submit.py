@@ -281,6 +281,9 @@ def test_an_author_is_entered_and_limited_by_the_file(tmp_path: Path) -> None:
     assert code == 2 and "'Ann Author' already has 1 entrant ('mine')" in output
     assert "max_entrants allows 1" in output
     # --author overrides the bot.toml, written into the entry; look-alikes are one author.
+    # (Another version of the program: the same bytes again would be a twin of "mine".)
+    with (bot / "main.py").open("a") as main_py:
+        main_py.write("# Bob's version\n")
     code, output = _submit(str(bot), "--to", str(path), "--name", "mine3", "--author", "Bob")
     assert code == 0, output
     assert 'author = "Bob"' in path.read_text()
