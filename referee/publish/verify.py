@@ -68,7 +68,7 @@ from referee.specs import EntrantRecord, MatchSpec, StoredMatch, StoredSeat, pla
 from referee.tournament import chain
 from referee.tournament.deals import commitment as commitment_of
 from referee.tournament.deals import deal_seed, redeal_seed
-from referee.tournament.model import Plan
+from referee.tournament.model import Plan, schedule_size_problem
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import DATABASE, ChainLink, DealSecret, MatchStatus, Store
 from referee.validation import describe
@@ -403,6 +403,10 @@ class _Check:
         self, plan: Plan, specs: dict[str, MatchSpec], statuses: dict[str, MatchStatus]
     ) -> None:
         """Every scheduled key stored, played, at its table, on its deal; nothing else."""
+        too_big = schedule_size_problem(plan.file)
+        if too_big is not None:  # a plan from someone else's site could ask for billions
+            self.problem(f"the stored plan cannot be scheduled: {too_big}")
+            return
         try:
             expected = {s.key: s for s in schedule(plan, _STRUCTURE_ONLY)}
         except (ValueError, RefereeError) as exc:
@@ -444,6 +448,13 @@ class _Check:
         if settings is None:
             for round_no in sorted(stored_rounds):
                 self.problem(f"play-off round {round_no + 1} is stored, but the file has none")
+            return
+        if set(stored_rounds) != set(range(len(stored_rounds))):
+            # (Planning each missing round again would re-rate every match that often.)
+            self.problem(
+                f"the stored play-off rounds are not rounds 1 to {len(stored_rounds)} "
+                f"(round numbers {', '.join(str(r + 1) for r in sorted(stored_rounds)[:5])}…)"
+            )
             return
         rules = plan.file.ruleset().resolve(plan.file.table_size)
         last = max(stored_rounds, default=-1)
@@ -688,6 +699,8 @@ def _logged_match(spec: MatchSpec, lines: list[dict[str, Any]]) -> StoredMatch |
 # --------------------------------------------------------------------------- a published site
 
 _LOG_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,199}\.jsonl")
+_KEY = re.compile(r"(?:rr|g|po/[0-9]{1,6})(?:/[A-Za-z0-9_.-]{1,64}){1,6}")
+"""A match key as the scheduler makes them (``rr/…``, ``g/…``, ``po/<round>/…``)."""
 _SEED = re.compile(r"[0-9]{1,40}")
 _HEX = re.compile(r"(?:[0-9a-f]{2}){16,256}")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -825,6 +838,8 @@ class PublishedSite:
         names: set[str] = set()
         for entry in self._manifest.matches:
             key = entry.key
+            if not _KEY.fullmatch(key):
+                raise self._bad(f"{key[:80]!r} is not a match key the referee makes")
             if key in self._specs:
                 raise self._bad(f"the match {key!r} is listed twice")
             for seed in (entry.deal_seed, entry.seed):

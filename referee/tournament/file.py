@@ -30,7 +30,6 @@ what is allowed (:class:`~referee.errors.UsageError`).
 from __future__ import annotations
 
 import dataclasses
-import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,6 @@ from referee.rules import ResolvedRules
 from referee.sandbox import BotSpec, Limits, bot_sha256, load_bot, read_bot_files
 from referee.sandbox.image import allowed_images, check_bot_image
 from referee.specs import TimeControl, identical_groups
-from referee.tournament.design import design_size
 from referee.tournament.model import (
     AuthorSettings,
     BotEntry,
@@ -52,6 +50,7 @@ from referee.tournament.model import (
     SandboxSettings,
     TournamentFile,
     explain,
+    schedule_size_problem,
 )
 
 __all__ = [
@@ -70,9 +69,6 @@ __all__ = [
 ]
 
 RESULTS_SUFFIX = ".results"
-MAX_SCHEDULED = 1_000_000
-"""The most scheduled matches one tournament may have (play-offs come on top, within their
-budget)."""
 
 
 @dataclass(frozen=True)
@@ -422,28 +418,10 @@ def _check_authors(path: Path, tournament: Tournament) -> None:
 
 def _check_size(path: Path, model: TournamentFile) -> None:
     """Refuse a schedule of more than :data:`MAX_SCHEDULED` matches before anything is
-    built: 64 bots at tables of 6 make 75 million tables, which would exhaust memory while
-    the schedule is listed."""
-    n, k, deals = len(model.bots), model.table_size, model.deals
-    balanced = min(design_size(n, k).tables, math.comb(n, k))
-    if model.format == "gauntlet":
-        assert model.matches is not None  # _check_format
-        tables, what = model.matches, f"{model.matches:,} tables"
-    elif model.tables == "balanced":
-        tables, what = balanced, f"{balanced:,} balanced tables"
-    else:
-        tables, what = math.comb(n, k), f"C({n}, {k}) = {math.comb(n, k):,} tables"
-    total = tables * deals * k
-    if total <= MAX_SCHEDULED:
-        return
-    hint = "fewer deals or bots"
-    if model.format == "round-robin" and model.tables == "all":
-        hint = f'tables = "balanced" ({balanced:,} tables a deal), fewer deals, or a gauntlet'
-    raise UsageError(
-        f"{path}: the schedule would be {total:,} matches ({what} x {deals:,} "
-        f"deal{'s' if deals != 1 else ''} x {k} seat rotations); at most "
-        f"{MAX_SCHEDULED:,} fit in one tournament: use {hint}"
-    )
+    built (:func:`referee.tournament.model.schedule_size_problem`)."""
+    problem = schedule_size_problem(model)
+    if problem is not None:
+        raise UsageError(f"{path}: {problem}")
 
 
 def _check_playoff(path: Path, model: TournamentFile) -> None:

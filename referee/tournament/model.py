@@ -10,6 +10,7 @@ anywhere, without the bots. Loading a file into bots ready to run is
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +28,25 @@ from referee.specs import (
     RatingSettings,
     TimeControl,
 )
+from referee.tournament.design import design_size
 from referee.validation import bounds_text, describe, shown
 
 __all__ = [
+    "MAX_SCHEDULED",
     "AuthorSettings",
     "BotEntry",
     "Plan",
     "SandboxSettings",
     "TournamentFile",
     "explain",
+    "schedule_size_problem",
 ]
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+MAX_SCHEDULED = 1_000_000
+"""The most scheduled matches one tournament may have (play-offs come on top, within their
+budget)."""
 
 
 class _Strict(BaseModel):
@@ -156,6 +164,32 @@ class Plan:
         except ValidationError as exc:
             raise UsageError(explain(where, exc)) from None
         return cls(model, entrants, authors, source)
+
+
+def schedule_size_problem(model: TournamentFile) -> str | None:
+    """Why the schedule of ``model`` is too large to list (more than :data:`MAX_SCHEDULED`
+    matches: 64 bots at tables of 6 make 75 million tables, which would exhaust memory while
+    the schedule is listed), or ``None``; counted, never built."""
+    n, k, deals = len(model.bots), model.table_size, model.deals
+    balanced = min(design_size(n, k).tables, math.comb(n, k))
+    if model.format == "gauntlet":
+        tables = model.matches or 0
+        what = f"{tables:,} tables"
+    elif model.tables == "balanced":
+        tables, what = balanced, f"{balanced:,} balanced tables"
+    else:
+        tables, what = math.comb(n, k), f"C({n}, {k}) = {math.comb(n, k):,} tables"
+    total = tables * deals * k
+    if total <= MAX_SCHEDULED:
+        return None
+    hint = "fewer deals or bots"
+    if model.format == "round-robin" and model.tables == "all":
+        hint = f'tables = "balanced" ({balanced:,} tables a deal), fewer deals, or a gauntlet'
+    return (
+        f"the schedule would be {total:,} matches ({what} x {deals:,} "
+        f"deal{'s' if deals != 1 else ''} x {k} seat rotations); at most "
+        f"{MAX_SCHEDULED:,} fit in one tournament: use {hint}"
+    )
 
 
 _SECTIONS: dict[str, type[BaseModel]] = {

@@ -128,9 +128,7 @@ def test_a_log_swapped_for_another_matchs_fails(site: Path) -> None:
 def test_a_tampered_manifest_fails(site: Path) -> None:
     data = _manifest(site)
     entry = data["matches"][5]
-    first, second = entry["seats"][0], entry["seats"][1]
-    first["place"], second["place"] = second["place"], first["place"]
-    first["score"], second["score"] = second["score"], first["score"]
+    entry["seats"][1]["score"] += 7  # a better result than its log's
     _write_manifest(site, data)
     problems = verify_site(site).problems
     assert any(p.startswith(entry["key"]) and "stored standings" in p for p in problems), problems
@@ -303,3 +301,60 @@ def test_a_fifo_in_place_of_a_log_is_refused_without_blocking(site: Path) -> Non
     os.mkfifo(log)
     problems = verify_site(site).problems
     assert any(p.startswith(entry["key"]) and "not a regular file" in p for p in problems)
+
+
+def test_a_site_with_play_offs_and_a_gauntlet_verifies(tmp_path: Path) -> None:
+    """Play-off rounds are planned again from the site's manifest; a gauntlet's
+    schedule is recomputed from its plan (the candidate, the draws)."""
+    playoffs = play_fake(
+        write_fake_tournament(tmp_path / "po", deals=1, extra="playoff = { top = 3, until = 0.99, budget = 12 }")
+    )
+    results = load_results(playoffs)
+    assert any(key.startswith("po/") for key in results.specs)
+    publish_site(results, tmp_path / "po-site")
+    found = verify_site(tmp_path / "po-site")
+    assert found.ok, found.problems
+    assert found.matches > found.scheduled
+    gauntlet = play_fake(
+        write_fake_tournament(
+            tmp_path / "g", deals=1, extra='format = "gauntlet"\ncandidate = "polite"\nmatches = 2'
+        )
+    )
+    publish_site(load_results(gauntlet), tmp_path / "g-site")
+    assert verify_site(tmp_path / "g-site").ok
+
+
+def test_a_plan_too_large_to_schedule_is_a_problem_not_a_hang(site: Path) -> None:
+    path = site / "verification" / "plan.json"
+    plan = json.loads(path.read_text())
+    bots = "".join(f'[[bots]]\npath = "b{i}.py"\n' for i in range(64))
+    plan["file"] = f'name = "fake"\ntable_size = 6\nallow_twins = true\n{bots}'
+    plan["entrants"] = [f"b{i}" for i in range(64)]
+    path.write_text(json.dumps(plan))
+    problems = verify_site(site).problems
+    assert any(p.startswith("the stored plan cannot be scheduled: the schedule would be") for p in problems)
+
+
+def test_play_off_round_numbers_with_a_gap_are_refused_without_planning_each(
+    site: Path,
+) -> None:
+    path = site / "verification" / "plan.json"
+    plan = json.loads(path.read_text())
+    plan["file"] = plan["file"].replace("\n", "\nplayoff = { top = 3, budget = 30 }\n", 1)
+    path.write_text(json.dumps(plan))
+    data = _manifest(site)
+    extra = dict(data["matches"][0], key="po/099999/324ae57865d2/d009/r0", status="pending")
+    extra.update(seats=[], log=None, log_sha256=None)
+    data["matches"].append(extra)
+    _write_manifest(site, data)
+    problems = verify_site(site).problems
+    assert any("play-off rounds are not rounds 1 to 1" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("key", ["po/x/1/d0/r0", "../../etc", "rr/" + "a" * 300, "rr/a b/c"])
+def test_a_key_the_referee_never_makes_is_refused(site: Path, key: str) -> None:
+    data = _manifest(site)
+    data["matches"][0]["key"] = key
+    _write_manifest(site, data)
+    with pytest.raises(UsageError, match="is not a match key the referee makes"):
+        verify_site(site)
