@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rich import box
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -644,11 +645,14 @@ def terminal_text(text: str) -> str:
     return printable(text)
 
 
-def to_rich_table(board: Leaderboard) -> Table:
-    """The terminal table, narrow enough for 80 columns.
+def to_rich_table(board: Leaderboard) -> Group:
+    """The terminal table, narrow enough for 80 columns, and the notes under it.
 
     Average places and first places are left to the other formats: at one table size the
-    mean score says what the average place does (``mean = (k - avg) / (k - 1)``).
+    mean score says what the average place does (``mean = (k - avg) / (k - 1)``). The
+    notes follow the table rather than being its caption: a caption is wrapped to the
+    width rich computes for the table, which with collapsed padding can exceed the
+    terminal by a column, and the last letter of a line was cut off.
     """
     notes = [terminal_text(note) for note in leaderboard_notes(board)]
     if board.deals:
@@ -665,8 +669,6 @@ def to_rich_table(board: Leaderboard) -> Table:
             f"{terminal_text(board.tournament)} · {terminal_text(board.rules)} · "
             f"{board.matches} matches"
         ),
-        caption=Text("\n".join(notes)),
-        caption_justify="left",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         collapse_padding=True,
@@ -678,7 +680,7 @@ def to_rich_table(board: Leaderboard) -> Table:
     for column in ("score", "mu ± sigma", f"mean [{level}]"):
         table.add_column(column, justify="right", no_wrap=True)
     # "≈ 0.13 (next ahead)" may wrap at its spaces on a narrow terminal, never mid-word.
-    table.add_column("over next", justify="right", min_width=9)
+    table.add_column("over next", justify="right", min_width=6)
     table.add_column("played", justify="right", no_wrap=True)
     table.add_column("forfeits", overflow="fold", min_width=8)
     for e in board.entries:
@@ -700,4 +702,4 @@ def to_rich_table(board: Leaderboard) -> Table:
         )
     for name in board.unrated:
         table.add_row("", Text(terminal_text(name)), "", "", "unrated", "", "", "")
-    return table
+    return Group(table, Text("\n".join(notes)))

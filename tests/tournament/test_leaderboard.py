@@ -344,3 +344,17 @@ def test_twins_are_named_in_every_format_and_never_keep_the_play_offs_open() -> 
     note = "Byte-identical entrants (the same sha256; the file allows twins): a and b."
     assert note in to_markdown(board) and note in " ".join(render(board, "table").split())
     assert any(n.startswith(note) for n in data["notes"])
+
+
+def test_on_an_80_column_terminal_no_letter_of_the_notes_is_cut_off() -> None:
+    from rich.console import Console
+
+    from referee.publish.leaderboard import how_to_read, to_rich_table
+
+    board = _disagreeing_board(shared_deals=6)
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    console.print(to_rich_table(board))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert how_to_read(board) in " ".join(out.split())
+    assert "— 6 shared deals" in " ".join(out.split())
