@@ -399,6 +399,7 @@ class TournamentRun:
                     duplicate=t.file.duplicate,
                     authors=t.authors_apart(),
                     rater=rater,
+                    fingerprints={name: bot.sha256 for name, bot in self.staged.items()},
                 )
                 uncertain = tuple((p.upper, p.lower, p.confidence, p.deals) for p in plan.uncertain)
                 if not plan.specs:

@@ -95,11 +95,21 @@ def read_log(path: Path | str) -> list[dict[str, Any]]:
     """
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8")  # not read_text: it would split at a lone \r
+        data = p.read_bytes()  # not read_text: it would split at a lone \r
     except FileNotFoundError:
         raise UsageError(f"no such match log: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise UsageError(f"cannot read match log {p}: {exc}") from None
+    return parse_log(data, str(p))
+
+
+def parse_log(data: bytes, name: str) -> list[dict[str, Any]]:
+    """The lines of a match log read already (``name`` for messages), as :func:`read_log`."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"cannot read match log {name}: {exc}") from None
+    p = name
     rows: list[dict[str, Any]] = []
     for no, raw in enumerate(text.split("\n"), start=1):
         line = raw.removesuffix("\r")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from referee.errors import InfrastructureError, UsageError
+from referee.installation import installation
 
 __all__ = [
     "asset_root",
@@ -39,11 +40,13 @@ __all__ = [
     "spec",
 ]
 
-_REINSTALL = "reinstall the referee (pip install arschloch-referee, or pip install -e . in a clone)"
+def _reinstall() -> str:
+    """How to put the referee back the way it was installed (:mod:`referee.installation`)."""
+    return f"reinstall the referee: {installation().reinstall()}"
 
 
 def _incomplete(path: Path) -> InfrastructureError:
-    return InfrastructureError(f"{path} is missing: the installation is incomplete; {_REINSTALL}")
+    return InfrastructureError(f"{path} is missing: the installation is incomplete; {_reinstall()}")
 
 
 def _package() -> Path:
@@ -51,7 +54,7 @@ def _package() -> Path:
     package = files("referee")
     if not isinstance(package, Path):  # e.g. imported from a zip archive
         raise InfrastructureError(
-            f"the referee is installed as {package}, not as files on disk; {_REINSTALL}"
+            f"the referee is installed as {package}, not as files on disk; {_reinstall()}"
         )
     return package
 

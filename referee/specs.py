@@ -17,6 +17,7 @@ the same types without importing each other.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -37,6 +38,7 @@ __all__ = [
     "StoredSeat",
     "TimeControl",
     "deal_key",
+    "identical_groups",
     "playoff_round",
 ]
 
@@ -154,6 +156,16 @@ class EntrantRecord:
     author: str = ""
 
 
+def identical_groups(fingerprints: Mapping[str, str]) -> list[tuple[str, ...]]:
+    """Groups of two or more entrants whose files have the same SHA-256 (``fingerprints``:
+    name to ``sha256``; an empty one matches nothing), in the mapping's order."""
+    groups: dict[str, list[str]] = {}
+    for name, sha in fingerprints.items():
+        if sha:
+            groups.setdefault(sha, []).append(name)
+    return [tuple(names) for names in groups.values() if len(names) > 1]
+
+
 @dataclass(frozen=True)
 class StoredSeat:
     """One seat's stored result."""
@@ -169,9 +181,10 @@ class StoredSeat:
 
 @dataclass(frozen=True)
 class StoredFault:
-    """A stored fault with its evidence: the request the bot failed (``None`` before any),
-    the offending reply line (cut to 200 bytes; ``None`` for a timeout or a crash), how long
-    the bot took, and its stderr report (start-up output, then this match's; at most 4 KiB).
+    """A stored fault with its evidence: the request the bot failed (its id, ``None`` before
+    any, and the request itself), the offending reply line (cut to 200 bytes; ``None`` for
+    a timeout or a crash), how long the bot took, and its stderr report (start-up output,
+    then this match's; at most 4 KiB).
     """
 
     key: str
@@ -183,6 +196,11 @@ class StoredFault:
     reply: str | None
     elapsed_ms: int | None
     stderr: str | None
+    request: dict[str, Any] | None = None
+    """The last request written to the bot (the one it failed when its ``id`` is
+    ``request_id``), as sent; ``None`` before any, and in stores older than schema 5."""
+    round: int | None = None
+    """The round it was asked in."""
 
 
 @dataclass(frozen=True)

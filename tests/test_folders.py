@@ -200,7 +200,7 @@ def test_a_planted_results_folder_is_refused_before_any_bot_runs(
     polite = BOTS / "polite.py"
     tournament = shared / "t.toml"
     tournament.write_text(
-        'name = "t"\ntable_size = 3\n[sandbox]\nmemory_mb = 64\n'
+        'name = "t"\ntable_size = 3\nallow_twins = true\n[sandbox]\nmemory_mb = 64\n'
         + "".join(f'[[bots]]\npath = "{polite}"\nname = "p{i}"\n' for i in range(3))
     )
     expected = plant(shared / "t.results")

@@ -224,7 +224,7 @@ def write_docker_tournament(folder: Path) -> Path:
     path = folder / "t.toml"
     path.write_text(
         'name = "t"\nrules = { preset = "arschloch", target = 3 }\ntable_size = 3\n'
-        "deals = 2\nseed = 1\n\n[time]\nmove_ms = 600000\nbank_ms = 0\nhello_ms = 60000\n\n"
+        "deals = 2\nseed = 1\nallow_twins = true\n\n[time]\nmove_ms = 600000\nbank_ms = 0\nhello_ms = 60000\n\n"
         '[sandbox]\nbackend = "docker"\nmemory_mb = 128\n\n'
         '[[bots]]\npath = "bots/sleeps.py"\n\n'
         '[[bots]]\npath = "bots/polite.py"\nname = "polite-1"\n\n'

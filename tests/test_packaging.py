@@ -198,10 +198,11 @@ def test_the_installed_referee_is_the_wheels_and_knows_its_version(installed: In
     assert dockerfile.read_bytes() == (ROOT / "sandbox" / "Dockerfile").read_bytes()
 
 
-def test_tournament_demo_runs_and_keeps_its_results_out_of_the_installation(
+def test_tournament_demo_runs_publishes_and_keeps_its_results_out_of_the_installation(
     installed: Installed,
 ) -> None:
-    out = installed.referee("tournament", "demo", "--workers", "1")
+    # Installed with nothing but the wheel, as the README says: publishing needs no extra.
+    out = installed.referee("tournament", "demo", "--workers", "1", "--publish")
     found = re.search(r"(\d+)/(\d+) matches done .*; results in (\S+)", out.stderr)
     assert found is not None, out.stderr
     results = Path(found[3])
@@ -211,8 +212,24 @@ def test_tournament_demo_runs_and_keeps_its_results_out_of_the_installation(
         for name in SAMPLE_BOTS:
             assert name in out.stdout
         assert "mu ± sigma" in out.stdout  # the leaderboard
+        index = Path(out.stdout.strip().splitlines()[-1])
+        assert index == results.parent / "site" / "index.html" and index.is_file()
+        page = index.read_text(encoding="utf-8")
+        assert all(name in page for name in SAMPLE_BOTS)
+        assert len(list((index.parent / "matches").glob("*.jsonl"))) == int(found[1])
+        # ... and anyone can check the published site with the installed referee alone.
+        installed.referee("verify", str(index.parent))
     finally:
         shutil.rmtree(results.parent, ignore_errors=True)
+
+
+def test_install_hints_name_this_environments_interpreter(installed: Installed) -> None:
+    python = installed.venv / "bin" / "python"
+    probe = "from referee.installation import install_hint as h; print(h('docker', 'docker'))"
+    out = installed.run(str(python), "-c", probe)
+    assert out.returncode == 0, out.stderr
+    # A venv made --without-pip, as here: pip pointed at it; never the unindexed extra.
+    assert out.stdout == f"install it with: pip --python {python} install docker\n"
 
 
 def test_bot_new_check_play_and_submit(installed: Installed) -> None:

@@ -49,6 +49,7 @@ from referee.resources import demo_tournament, sample_bot
 from referee.sandbox import (
     BotSpec,
     Sandbox,
+    bot_sha256,
     make_staging_root,
     read_bot_files,
     remove_staging_root,
@@ -471,16 +472,21 @@ def leaderboard(file: Path, fmt: str) -> None:
 def verify(
     results: Path, commitment: str | None, heads: tuple[str, ...], tournament_file: Path | None
 ) -> None:
-    """Check a tournament from its RESULTS folder (or its .toml file).
+    """Check a tournament from its RESULTS folder, its .toml file, or a published site.
 
-    The schedule is recomputed from the tournament plan stored with the results (and checked
-    against --file); every scheduled match must be there and played, at its table, on its
-    deal. Every deal is re-derived from the deal secret (and its beacon), every log replayed
+    RESULTS is the organiser's results folder (NAME.results), the tournament's .toml file,
+    or a folder written by referee publish (anyone can check that: it carries the plan, the
+    deals, a manifest of every match, the results chain and every log). The schedule is
+    recomputed from the tournament plan stored with the results (and checked against
+    --file); every scheduled match must be there and played, at its table, on its deal.
+    Every deal is re-derived from the deal secret (and its beacon), every log replayed
     through the engine and compared with the stored results (players, places, scores,
-    forfeits, faults), and the results chain recomputed. Exit code 0 when all agree, 1 when
-    something does not (each problem is listed).
+    forfeits, faults), and the results chain recomputed; a site's leaderboard is derived
+    again from its logs and compared with its leaderboard.json. Exit code 0 when all agree,
+    1 when something does not (each problem is listed) or when a site published mid-run
+    cannot be fully checked yet.
     """
-    from referee.publish.verify import verify_results
+    from referee.publish.verify import verify_folder
 
     folder = results
     plan = None
@@ -491,10 +497,15 @@ def verify(
         plan = load_tournament(tournament_file).plan()
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     with Progress(
-        TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), console=err, transient=True
+        TextColumn("verifying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,  # off a terminal it would only leave a blank line
     ) as progress:
         task = progress.add_task("verify", total=None)
-        found = verify_results(
+        found = verify_folder(
             folder,
             plan=plan,
             commitment=commitment,
@@ -520,18 +531,22 @@ def verify(
             f"results chain: {found.chain_results} results, head {found.chain_head}",
             markup=False,
         )
-    if found.problems:
+    if found.problems or found.incomplete:
         for problem in found.problems[:50]:
             out.print(f"FAIL {printable(problem)}", markup=False)
         if len(found.problems) > 50:
             out.print(f"… and {len(found.problems) - 50} more", markup=False)
+        for why in found.incomplete:
+            out.print(f"NOT FULLY CHECKED: {printable(why)}", markup=False)
         raise SystemExit(1)
     extra = found.matches - found.scheduled
     playoffs = f", {extra} of them play-offs" if extra > 0 else ""
+    board = ", and the leaderboard is the one its logs give" if found.leaderboard else ""
+    what = "the published site" if found.source == "site" else "the results"
     out.print(
-        f"ok: {found.matches} matches verified{playoffs}: the schedule is the file's, every "
-        "deal is the secret's, every log replays, every stored result is its log's, and the "
-        "results chain holds them all",
+        f"ok: {found.matches} matches of {what} verified{playoffs}: the schedule is the "
+        "file's, every deal is the secret's, every log replays, every stored result is its "
+        f"log's, the results chain holds them all{board}",
         markup=False,
     )
 
@@ -601,6 +616,7 @@ def submit(bot: Path, file: Path, name: str | None, author: str | None) -> None:
         files = read_bot_files(candidate)
     except UsageError as exc:
         raise Refused(f"bot refused: {exc}") from None
+    _refuse_a_twin(spec, bot_sha256(files))
     out = Console(stderr=True, highlight=False)
     announce(sandbox, spec.time_control, spec.limits)
     out.print(
@@ -620,6 +636,18 @@ def submit(bot: Path, file: Path, name: str | None, author: str | None) -> None:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     click.echo(f"accepted: {display} entered in {file} as {entry_path}")
+
+
+def _refuse_a_twin(spec: Tournament, sha256: str) -> None:
+    """Refuse a bot whose files are an entrant's, byte for byte, unless the file allows
+    twins (see :func:`referee.tournament.file.load_tournament`)."""
+    same = [bot.name for bot in spec.bots if bot.sha256 == sha256]
+    if same and not spec.file.allow_twins:
+        raise Refused(
+            f"bot refused: its files are byte-identical to the entrant {printable(same[0])!r} "
+            f"(sha256 {sha256[:12]}…): the same program cannot be entered twice, unless "
+            f"{printable(str(spec.path))} sets allow_twins = true"
+        )
 
 
 def _smoke_match(spec: Tournament, sandbox: Sandbox, staged: BotSpec, staging: Path) -> None:

@@ -49,7 +49,7 @@ __all__ = ["SITE_MARKER", "SiteFolder", "check_target"]
 SITE_MARKER = ".referee-site"
 """A file in every published folder: ``publish`` replaces such a folder, no other."""
 _MARKER_TEXT = b"written by referee publish; publishing again replaces it\n"
-_SUBFOLDERS = ("bots", "matches", "static")
+_SUBFOLDERS = ("bots", "matches", "static", "verification")
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _RENAME_EXCHANGE = 2

@@ -1,11 +1,12 @@
 """The leaderboard: data from the ratings, and renderers for a terminal, Markdown, JSON, CSV.
 
 Each rated entry carries its TrueSkill rating (the rank is by ``mu - 3 sigma``), its mean
-normalised finishing score with a bootstrap interval (:mod:`referee.ranking.intervals`), and how
-sure its order over the next entry is; every format marks the adjacent pairs whose order is
-not significant at the tournament's confidence level. Entrants without a match are listed
-apart, unrated. With play-offs, the leaderboard says how many were played and why they
-stopped.
+normalised finishing score with a bootstrap interval (:mod:`referee.ranking.intervals`), and
+**over next**: how sure it is, from the deals both played, that it does better than the next
+entry (:class:`OverNext`, whose docstring says why that figure and not TrueSkill's, and how
+every format words it). Entrants without a match are listed apart, unrated. With
+play-offs, the leaderboard says how many were played and why they stopped; byte-identical
+entrants (``allow_twins``) are named.
 
 Every format also carries the tournament's settings (:mod:`referee.publish.settings`): the
 rules with every override, table size, format, deals, seed, clock, sandbox, each bot's
@@ -26,9 +27,10 @@ import io
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rich import box
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -42,10 +44,16 @@ from referee.ranking.intervals import (
     deal_scores,
     score_intervals,
 )
-from referee.ranking.playoff import PlayoffState, playoff_rounds
+from referee.ranking.playoff import PlayoffState, identical, playoff_rounds
 from referee.ranking.ratings import EntrantRating, make_environment, rate
 from referee.rules import ResolvedRules
-from referee.specs import PLAYOFF_PREFIX, PlayoffSettings, RatingSettings, StoredMatch
+from referee.specs import (
+    PLAYOFF_PREFIX,
+    PlayoffSettings,
+    RatingSettings,
+    StoredMatch,
+    identical_groups,
+)
 from referee.text import printable
 
 __all__ = [
@@ -53,6 +61,7 @@ __all__ = [
     "DealCommitment",
     "Leaderboard",
     "LeaderboardEntry",
+    "OverNext",
     "PlayoffSummary",
     "build_leaderboard",
     "render",
@@ -64,6 +73,70 @@ __all__ = [
 
 FORMATS = ("table", "md", "json", "csv")
 _DIGITS = 3
+
+
+@dataclass(frozen=True)
+class OverNext:
+    """How sure it is that an entry does better than the next one: the **over next** cell.
+
+    **Which estimate, and why.** The rank is TrueSkill's (``mu - 3 sigma``, every match,
+    the opponents weighed); the figure beside it is not: it is the paired comparison of the
+    two bots on the deal blocks both played (the same cards, every seat,
+    :func:`referee.ranking.intervals.order_confidence`), the share of bootstrap resamples in
+    which this one outscores the next. TrueSkill's own certainty of the order would be
+    ``Phi((mu_a - mu_b) / sqrt(sigma_a**2 + sigma_b**2))`` (with ``2 beta**2`` added under
+    the root it becomes the chance that ``a`` places above ``b`` in one match, 0.5 to 0.6
+    for any two bots of a tournament: a prediction, not a certainty). Measured by
+    ``python -m bench.certainty_bench`` on the ranking benchmark's ladder of eight bots of
+    known order, over the adjacent pairs of the published order: in 24 seeded round robins
+    of one-round matches after 1, 2 and 3 deals (168 pairs each) the shared-deal figure
+    predicts which bot of a pair is truly the better one a little better than TrueSkill's
+    (Brier scores 0.220, 0.183 and 0.146 against 0.230, 0.194 and 0.148), in 12 round
+    robins of matches to 15 points (84 pairs each) about as well (0.156 and 0.094 against
+    0.152 and 0.097); and where it disagrees with the rank (below 0.5: 39 of the 504
+    one-round pairs), the bot ranked lower was truly the better one in 31. The play-offs
+    stop on this figure too (``until``), and the twins controls
+    (``bench/ranking_bench.py``, ``tests/tournament/test_fairness.py``) check that it calls
+    two copies of one bot ordered no more often than its level says. So it stays, and every
+    format says plainly which is which (:func:`leaderboard_notes`).
+
+    **How it reads**, the same words in every format (:meth:`text`):
+
+    * ``0.98``: significant at the leaderboard's confidence;
+    * ``≈ 0.81``: this bot is ahead on the shared deals, but not surely;
+    * ``≈ 0.13 (next ahead)``: the shared deals favour the *next* bot (87 % of resamples),
+      though TrueSkill, weighing every match and opponent, ranks this one higher;
+    * ``— 6 shared deals``: fewer than :data:`MIN_SHARED_DEALS`, too few for any figure
+      (a bootstrap of a handful of deals reads 1.00 from two won deals); ``confidence`` is
+      then ``None``.
+    """
+
+    confidence: float | None
+    deals: int
+    significant: bool
+    favours: Literal["this", "next", "even"] | None
+    """Which bot the shared deals favour; ``None`` when they are too few."""
+
+    @classmethod
+    def of(cls, pair: OrderConfidence, level: float) -> OverNext:
+        if pair.deals < MIN_SHARED_DEALS:
+            return cls(None, pair.deals, False, None)
+        c = pair.confidence
+        favours: Literal["this", "next", "even"] = (
+            "this" if c > 0.5 else "next" if c < 0.5 else "even"
+        )
+        return cls(c, pair.deals, pair.significant(level), favours)
+
+    def text(self) -> str:
+        """The cell, as every format shows it (see the class)."""
+        if self.confidence is None:
+            if self.deals == 0:
+                return "— no shared deal"
+            return f"— {self.deals} shared deal{'s' if self.deals != 1 else ''}"
+        figure = f"{self.confidence:.2f}"
+        if self.significant:
+            return figure
+        return f"≈ {figure} (next ahead)" if self.favours == "next" else f"≈ {figure}"
 
 
 @dataclass(frozen=True)
@@ -83,15 +156,23 @@ class LeaderboardEntry:
     interval: ScoreInterval | None = None
     """Mean normalised finishing score and its bootstrap interval."""
     over_next: OrderConfidence | None = None
-    """How sure it is that this entry is better than the next one (``None`` for the last)."""
+    """The shared-deal comparison with the next entry (``None`` for the last)."""
     significant: bool | None = None
     """Whether ``over_next`` is significant at the leaderboard's confidence."""
     playoff_matches: int = 0
+    certainty: OverNext | None = None
+    """``over_next`` as every format shows it (:class:`OverNext`)."""
 
     @property
     def mark(self) -> str:
         """``≈`` when the order over the next entry is not significant, else nothing."""
         return "≈" if self.significant is False else ""
+
+    @property
+    def over_next_text(self) -> str:
+        """The over-next cell: ``0.98``, ``≈ 0.81``, ``≈ 0.13 (next ahead)``,
+        ``— 6 shared deals``, or nothing for the last entry."""
+        return "" if self.certainty is None else self.certainty.text()
 
 
 @dataclass(frozen=True)
@@ -148,10 +229,12 @@ class Leaderboard:
     """How the tournament was played (``None`` when the caller has no tournament file)."""
     collusion: CollusionCheck | None = None
     """The collusion check of every pair that met (:mod:`referee.ranking.collusion`)."""
+    twins: tuple[tuple[str, ...], ...] = ()
+    """Groups of byte-identical entrants (the same SHA-256), allowed by ``allow_twins``."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape: tournament, rules, settings, matches, confidence, deals, playoff,
-        entries, unrated, collusion."""
+        entries, unrated, twins, notes, collusion."""
         playoff = None
         if self.playoff is not None:
             p = self.playoff
@@ -173,13 +256,15 @@ class Leaderboard:
             "playoff": playoff,
             "entries": [_entry_dict(e) for e in self.entries],
             "unrated": list(self.unrated),
+            "twins": [list(group) for group in self.twins],
+            "notes": leaderboard_notes(self),
             "collusion": None if self.collusion is None else self.collusion.as_dict(),
         }
 
 
 def _entry_dict(e: LeaderboardEntry) -> dict[str, Any]:
     interval = e.interval
-    over = e.over_next
+    over = e.certainty
     return {
         "rank": e.rank,
         "name": e.name,
@@ -198,9 +283,11 @@ def _entry_dict(e: LeaderboardEntry) -> dict[str, Any]:
         "over_next": None
         if over is None
         else {
-            "confidence": round(over.confidence, _DIGITS),
+            "confidence": None if over.confidence is None else round(over.confidence, _DIGITS),
             "deals": over.deals,
-            "significant": e.significant,
+            "significant": over.significant,
+            "favours": over.favours,
+            "text": over.text(),
         },
         "playoff_matches": e.playoff_matches,
     }
@@ -220,6 +307,7 @@ def build_leaderboard(
     settings: TournamentSettings | None = None,
     observe: Callable[[StoredMatch, Mapping[str, Any]], None] | None = None,
     authors: Mapping[str, str] | None = None,
+    fingerprints: Mapping[str, str] | None = None,
 ) -> Leaderboard:
     """Rate ``matches`` (in canonical order), rank ``entrants`` by ``mu - 3 sigma``, and
     add each one's score interval and the confidence of each adjacent pair.
@@ -228,7 +316,9 @@ def build_leaderboard(
     decides the default draw probability; ``playoff`` and ``table_size`` say whether more
     play-offs are due; ``settings`` are published with the ranking; ``observe`` is called
     with every match and the ratings after it (:func:`referee.ranking.ratings.rate`);
-    ``authors`` (entrant to author, where known) go into the collusion check's rows.
+    ``authors`` (entrant to author, where known) go into the collusion check's rows;
+    ``fingerprints`` (entrant to the SHA-256 of its files) name byte-identical entrants,
+    which the play-offs never separate.
     """
     rating = ratings or RatingSettings()
     rated = rate(matches, entrants, env=make_environment(rating, ruleset), observe=observe)
@@ -252,11 +342,14 @@ def build_leaderboard(
                 over_next=over,
                 significant=None if over is None else over.significant(rating.confidence),
                 playoff_matches=in_playoffs.get(r.name, 0),
+                certainty=None if over is None else OverNext.of(over, rating.confidence),
             )
         )
     summary = None
     if playoff is not None:
-        summary = _playoff_summary(matches, playoff, pairs, table_size or len(entrants))
+        summary = _playoff_summary(
+            matches, playoff, pairs, table_size or len(entrants), fingerprints
+        )
     return Leaderboard(
         tournament=tournament,
         rules=rules,
@@ -268,6 +361,7 @@ def build_leaderboard(
         playoff=summary,
         settings=settings,
         collusion=collusion_check(matches, order=entrants, authors=authors),
+        twins=tuple(identical_groups({n: (fingerprints or {}).get(n, "") for n in entrants})),
     )
 
 
@@ -276,12 +370,16 @@ def _playoff_summary(
     settings: PlayoffSettings,
     pairs: Sequence[OrderConfidence],
     table_size: int,
+    fingerprints: Mapping[str, str] | None = None,
 ) -> PlayoffSummary:
-    """How far the play-offs went, and whether more are due (as :func:`plan_round` sees it)."""
+    """How far the play-offs went, and whether more are due (as :func:`plan_round` sees it:
+    a pair of byte-identical entrants is never waited for)."""
     played = sum(m.spec.key.startswith(PLAYOFF_PREFIX) for m in matches)
     state: PlayoffState = "open"
     top_pairs = pairs[: settings.top - 1]
-    if top_pairs and all(p.significant(settings.until) for p in top_pairs):
+    if top_pairs and all(
+        p.significant(settings.until) or identical(p, fingerprints) for p in top_pairs
+    ):
         state = "settled"
     elif settings.budget - played < table_size:
         state = "budget"
@@ -310,6 +408,7 @@ def _entry(
     over_next: OrderConfidence | None,
     significant: bool | None,
     playoff_matches: int,
+    certainty: OverNext | None,
 ) -> LeaderboardEntry:
     return LeaderboardEntry(
         rank=rank,
@@ -326,6 +425,19 @@ def _entry(
         over_next=over_next,
         significant=significant,
         playoff_matches=playoff_matches,
+        certainty=certainty,
+    )
+
+
+def how_to_read(board: Leaderboard) -> str:
+    """The one line under the table of every format: which figure comes from what."""
+    level = f"{board.confidence * 100:g} %"
+    return (
+        "Rank: TrueSkill, mu - 3 sigma over every match, opponents weighed. Over next: "
+        "how sure it is, on the deals both bots played (same cards, every seat), that this "
+        f"bot does better than the next; ≈ below {level}, “next ahead” where those deals "
+        f"favour the next bot, “— N shared deals” where fewer than {MIN_SHARED_DEALS} are "
+        "too few to say."
     )
 
 
@@ -333,15 +445,20 @@ def leaderboard_notes(board: Leaderboard) -> list[str]:
     """The sentences under every format: how to read the marks, play-offs, unrated."""
     level = f"{board.confidence * 100:g} %"
     notes = [
-        f"Ranked by TrueSkill score = mu - 3 sigma. Mean score: normalised finishing score "
-        f"(1 first, 0 last) with its {level} bootstrap interval over whole deals. "
-        f"≈ marks a bot whose order over the next one is not significant at {level} "
-        f"(the two compared on the deals both played, at least {MIN_SHARED_DEALS})."
+        how_to_read(board),
+        f"Mean score: the normalised finishing score (1 first, 0 last) with its {level} "
+        "bootstrap interval over whole deals; a plain average that does not weigh the "
+        "opponents (nor the play-offs' stronger tables), so it may disagree with the rank.",
     ]
     if board.playoff is not None:
         notes.append(board.playoff.text())
     if board.unrated:
         notes.append(f"Unrated (no match yet): {', '.join(board.unrated)}.")
+    for group in board.twins:
+        notes.append(
+            f"Byte-identical entrants (the same sha256; the file allows twins): "
+            f"{' and '.join(group)}. No match can order them, and the play-offs never try."
+        )
     if board.collusion is not None and board.collusion.flagged:
         notes.append(collusion_note(board.collusion))
     return notes
@@ -361,12 +478,6 @@ def collusion_note(check: CollusionCheck) -> str:
 def _interval_text(e: LeaderboardEntry) -> str:
     i = e.interval
     return "—" if i is None else f"{i.mean:.3f} [{i.low:.3f}, {i.high:.3f}]"
-
-
-def _over_next_text(e: LeaderboardEntry) -> str:
-    if e.over_next is None:
-        return ""
-    return f"{e.mark} {e.over_next.confidence:.2f}".strip()
 
 
 def render(board: Leaderboard, fmt: str) -> str:
@@ -422,24 +533,25 @@ def markdown_escape(text: str) -> str:
 
 
 def to_markdown(board: Leaderboard) -> str:
+    """The ranking first (a heading, one line, the table), then how to read it, the notes,
+    the deals and the settings."""
     deals = f"{_deals_text(board)}\n\n" if board.deals else ""
     notes = "".join(f"{markdown_escape(note)}\n\n" for note in leaderboard_notes(board))
     head = (
         f"## Leaderboard: {markdown_escape(board.tournament)}\n\n"
         f"Rules {markdown_escape(board.rules)}, {board.matches} matches.\n\n"
-        f"{_markdown_settings(board.settings)}{notes}{deals}"
         "| rank | bot | score | mu | sigma | mean score [interval] | over next | matches "
         "| avg place | firsts | forfeits | faults |\n"
         "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n"
     )
     rows = [
         f"| {e.rank} | {markdown_escape(e.name)} | {e.score:.2f} | {e.mu:.2f} | {e.sigma:.2f} "
-        f"| {_interval_text(e)} | {_over_next_text(e)} "
+        f"| {_interval_text(e)} | {e.over_next_text} "
         f"| {e.matches} | {_avg(e.avg_place)} | {e.firsts} | {e.forfeits} "
         f"| {markdown_escape(_faults_text(e.faults))} |\n"
         for e in board.entries
     ]
-    return head + "".join(rows)
+    return head + "".join(rows) + f"\n{notes}{deals}{_markdown_settings(board.settings)}"
 
 
 def _markdown_settings(settings: TournamentSettings | None) -> str:
@@ -471,7 +583,9 @@ _CSV_COLUMNS = (
     "interval_low",
     "interval_high",
     "over_next",
+    "over_next_deals",
     "significant",
+    "over_next_text",
     "playoff_matches",
 )
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -480,6 +594,16 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def csv_text_cell(text: str) -> str:
     """A text cell a spreadsheet will not evaluate (OWASP "CSV injection")."""
     return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def _csv_over_next(e: LeaderboardEntry) -> tuple[str, str, str, str]:
+    """The over-next cells: the figure (empty when the shared deals are too few), the
+    shared deals, significant or not, and the text every format shows."""
+    c = e.certainty
+    if c is None:
+        return ("", "", "", "")
+    figure = "" if c.confidence is None else f"{c.confidence:.4f}"
+    return (figure, str(c.deals), "yes" if c.significant else "no", c.text())
 
 
 def to_csv(board: Leaderboard) -> str:
@@ -504,8 +628,7 @@ def to_csv(board: Leaderboard) -> str:
                     if e.interval is None
                     else (f"{x:.4f}" for x in (e.interval.mean, e.interval.low, e.interval.high))
                 ),
-                "" if e.over_next is None else f"{e.over_next.confidence:.4f}",
-                "" if e.significant is None else ("yes" if e.significant else "no"),
+                *_csv_over_next(e),
                 e.playoff_matches,
             ]
         )
@@ -522,14 +645,16 @@ def terminal_text(text: str) -> str:
     return printable(text)
 
 
-def to_rich_table(board: Leaderboard) -> Table:
-    """The terminal table, narrow enough for 80 columns.
+def to_rich_table(board: Leaderboard) -> Group:
+    """The terminal table, narrow enough for 80 columns, and the notes under it.
 
     Average places and first places are left to the other formats: at one table size the
-    mean score says what the average place does (``mean = (k - avg) / (k - 1)``).
+    mean score says what the average place does (``mean = (k - avg) / (k - 1)``). The
+    notes follow the table rather than being its caption: a caption is wrapped to the
+    width rich computes for the table, which with collapsed padding can exceed the
+    terminal by a column, and the last letter of a line was cut off.
     """
     notes = [terminal_text(note) for note in leaderboard_notes(board)]
-    notes.insert(1, "next: how sure the order over the next bot is.")
     if board.deals:
         notes.append(terminal_text(_deals_text(board)))
     if board.settings is not None:
@@ -544,8 +669,6 @@ def to_rich_table(board: Leaderboard) -> Table:
             f"{terminal_text(board.tournament)} · {terminal_text(board.rules)} · "
             f"{board.matches} matches"
         ),
-        caption=Text("\n".join(notes)),
-        caption_justify="left",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         collapse_padding=True,
@@ -554,8 +677,11 @@ def to_rich_table(board: Leaderboard) -> Table:
     table.add_column("#", justify="right", min_width=1, no_wrap=True)
     table.add_column("bot", overflow="fold", min_width=10)
     level = f"{board.confidence * 100:g}%"
-    for column in ("score", "mu ± sigma", f"mean [{level}]", "next", "played"):
+    for column in ("score", "mu ± sigma", f"mean [{level}]"):
         table.add_column(column, justify="right", no_wrap=True)
+    # "≈ 0.13 (next ahead)" may wrap at its spaces on a narrow terminal, never mid-word.
+    table.add_column("over next", justify="right", min_width=6)
+    table.add_column("played", justify="right", no_wrap=True)
     table.add_column("forfeits", overflow="fold", min_width=8)
     for e in board.entries:
         forfeits = str(e.forfeits)
@@ -570,10 +696,10 @@ def to_rich_table(board: Leaderboard) -> Table:
             f"{e.score:.2f}",
             f"{e.mu:.2f}±{e.sigma:.2f}",
             interval,
-            "" if e.over_next is None else f"{e.mark}{e.over_next.confidence:.2f}",
+            e.over_next_text,
             str(e.matches),
             Text(forfeits),
         )
     for name in board.unrated:
         table.add_row("", Text(terminal_text(name)), "", "", "unrated", "", "", "")
-    return table
+    return Group(table, Text("\n".join(notes)))

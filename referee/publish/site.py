@@ -14,6 +14,9 @@ files. Layout::
     matches/<table>_dNNN_rN.html|.js|.jsonl   a match: its page, its log as data, the log
     static/                 style.css, site.js (sorting, filter, chart), replay.js
     leaderboard.md|json|csv the leaderboard in the other formats
+    verification/           what ``referee verify SITE`` checks it with: the plan, the
+                            deals, a manifest of every match, the results chain
+                            (:mod:`referee.publish.evidence`)
 
 Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoescaping
 everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
@@ -34,6 +37,7 @@ Publishing again when the deal is played adds them.
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -44,6 +48,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.errors import InfrastructureError, UsageError
+from referee.installation import install_hint
+from referee.publish.evidence import EVIDENCE, verification_files
 from referee.publish.folder import SITE_MARKER, SiteFolder, check_target
 from referee.publish.history import history_chart
 from referee.publish.leaderboard import (
@@ -59,8 +65,9 @@ from referee.publish.settings import format_time
 from referee.publish.source import Ranking, StoredTournament, rank
 from referee.publish.stats import PairRecord, pair_records, place_counts
 from referee.ranking.collusion import LEVEL, MIN_DEALS, MIN_EXCESS, CollusionCheck
-from referee.specs import MatchSpec, StoredFault, StoredMatch, playoff_round
+from referee.specs import MatchSpec, StoredFault, StoredMatch, deal_key, playoff_round
 from referee.text import ordinal
+from referee.tournament.chain import log_digest
 
 if TYPE_CHECKING:
     import jinja2
@@ -68,6 +75,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SITE_MARKER",
     "WITHHELD_NOTE",
+    "FaultGroup",
     "FaultView",
     "MatchView",
     "SeatView",
@@ -111,6 +119,23 @@ class FaultView:
     detail: str | None
     reply: str | None
     stderr: str | None
+    request: str | None = None
+    """The request it answered (the last written to the bot), as the bot read it: one JSON
+    line; ``None`` before any request, in an older store, or while held."""
+    request_label: str = ""
+    """``act 12 (play), round 3``, and whether it is the request failed or the last one
+    before the fault (a crash between requests)."""
+
+
+@dataclass(frozen=True)
+class FaultGroup:
+    """A bot's faults of one kind with the same reply (or none): listed once, with every
+    occurrence under it. Faults held back (an open deal) form groups of their own."""
+
+    kind: str
+    reply: str | None
+    held: bool
+    faults: tuple[tuple[FaultView, MatchView | None], ...]
 
 
 @dataclass(frozen=True)
@@ -131,6 +156,9 @@ class MatchView:
     replay_note: str
     filter_keys: str
     """The bots' slugs, space-separated, for the match list's filter."""
+    deal_id: str = ""
+    table_deal: str = ""
+    """The table deal it is a rotation of (:func:`referee.specs.deal_key`)."""
 
 
 @dataclass(frozen=True)
@@ -152,9 +180,10 @@ class SiteReport:
 def _environment() -> jinja2.Environment:
     try:
         import jinja2
-    except ImportError:
+    except ImportError:  # a dependency, so only in an installation that lost it
         raise UsageError(
-            "publishing a site needs Jinja2: pip install 'arschloch-referee[site]'"
+            f"publishing a site needs Jinja2, which is missing here; "
+            f"{install_hint('jinja2', extra='site')}"
         ) from None
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_HERE / "templates"),
@@ -190,6 +219,8 @@ class _Site:
         self.complete_deals = _complete_deals(results)
         self.views: dict[str, MatchView] = {}
         self.replays = self.withheld = self.missing = 0
+        self.logs: dict[str, tuple[str, str]] = {}
+        """The logs published: key to (file name in ``matches/``, SHA-256)."""
         self.ranking: Ranking | None = None
         self.sizes: dict[str, int] = {}
         """Bytes of every file written, by its path in the site."""
@@ -233,11 +264,23 @@ class _Site:
     # -- matches -----------------------------------------------------------------------
 
     def match_pages(self, progress: Callable[[int, int], None] | None) -> None:
-        """A page per finished match, with its log as a script when it may be shown."""
+        """A page per finished match, with its log as a script when it may be shown, and
+        links to the other matches of its deal (the same cards, at other tables) and of its
+        table deal (the other seat rotations)."""
         matches = self.results.matches
+        by_deal: dict[str, list[str]] = {}
+        by_table_deal: dict[str, list[str]] = {}
+        for match in matches:
+            by_deal.setdefault(match.spec.deal_id, []).append(match.spec.key)
+            by_table_deal.setdefault(deal_key(match.spec.key), []).append(match.spec.key)
         for done, match in enumerate(matches, start=1):
-            view = self._match_view(match)
-            self.views[match.spec.key] = view
+            self.views[match.spec.key] = self._match_view(match)
+            if progress is not None:
+                progress(done, 2 * len(matches))
+        for done, match in enumerate(matches, start=len(matches) + 1):
+            view = self.views[match.spec.key]
+            same_cards = [self.views[k] for k in by_deal[view.deal_id] if k != view.key]
+            rotations = [self.views[k] for k in by_table_deal[view.table_deal] if k != view.key]
             self.render(
                 "match.html",
                 "matches",
@@ -245,9 +288,11 @@ class _Site:
                 root="../",
                 match=view,
                 bot_slug=self.slugs,
+                same_cards=[v for v in same_cards if v not in rotations],
+                rotations=rotations,
             )
             if progress is not None:
-                progress(done, len(matches))
+                progress(done, 2 * len(matches))
 
     def _match_view(self, match: StoredMatch) -> MatchView:
         key = match.spec.key
@@ -281,6 +326,8 @@ class _Site:
             replay=replay,
             replay_note=note,
             filter_keys=" ".join(self.slugs[name] for name in match.spec.table),
+            deal_id=match.spec.deal_id,
+            table_deal=deal_key(key),
         )
 
     def _replay(self, spec: MatchSpec, stem: str) -> tuple[str, str, dict[int, int]]:
@@ -302,6 +349,7 @@ class _Site:
             return "unreadable", f"its log cannot be read ({exc})", {}
         self.write("matches", stem, ".js", data.script.encode("utf-8"))
         self.write("matches", stem, ".jsonl", raw)  # a copy: see referee.publish.folder
+        self.logs[key] = (f"{stem}.jsonl", log_digest(raw))
         self.replays += 1
         return "ok", "", data.fault_lines
 
@@ -372,7 +420,9 @@ class _Site:
                 matches=mine.get(name, []),
                 places=_place_rows(places.get(name), size),
                 head_to_head=list(self._head_to_head(name, pairs)),
-                faults=[(self._fault(f), self.views.get(f.key)) for f in faults.get(name, [])],
+                faults=_fault_groups(
+                    [(self._fault(f), self.views.get(f.key)) for f in faults.get(name, [])]
+                ),
                 slug=self.slugs,
             )
 
@@ -391,6 +441,8 @@ class _Site:
             detail=None if held else fault.detail,
             reply=None if held else fault.reply,
             stderr=None if held else fault.stderr,
+            request=None if held or fault.request is None else _request_line(fault.request),
+            request_label="" if fault.request is None else _request_label(fault),
         )
 
     def _head_to_head(
@@ -414,6 +466,12 @@ class _Site:
             margin=MIN_EXCESS,
             slug=self.slugs,
         )
+
+    def verification_files(self) -> None:
+        """What ``referee verify SITE`` needs (:mod:`referee.publish.evidence`)."""
+        files = verification_files(self.results, self.logs, self.complete_deals)
+        for stem, data in files.items():
+            self.write(EVIDENCE, stem, ".json", data)
 
     def leaderboard_files(self) -> None:
         board = self.board
@@ -456,6 +514,7 @@ def publish_site(
             site.index_page()
             site.collusion_page()
             site.leaderboard_files()
+            site.verification_files()
             folder.commit()
     except OSError as exc:  # the disk, not the results: say so, in one line
         kept = "the site published before is unchanged" if existed else "nothing was kept"
@@ -539,6 +598,40 @@ def _complete_deals(results: StoredTournament) -> set[str]:
         if record.status != "done" and key in results.specs
     }
     return {m.spec.deal_id for m in results.matches} - open_deals
+
+
+def _fault_groups(
+    faults: list[tuple[FaultView, MatchView | None]],
+) -> list[FaultGroup]:
+    """``faults`` grouped by kind and reply (see :class:`FaultGroup`), the largest group
+    first, each in match order."""
+    groups: dict[tuple[str, str | None, bool], list[tuple[FaultView, MatchView | None]]] = {}
+    for fault, view in faults:
+        groups.setdefault((fault.kind, fault.reply, fault.held), []).append((fault, view))
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0][0], item[0][2]))
+    return [
+        FaultGroup(kind, reply, held, tuple(members))
+        for (kind, reply, held), members in ordered
+    ]
+
+
+def _request_line(request: dict[str, Any]) -> str:
+    """A request as the bot read it: one JSON line."""
+    return json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+
+
+def _request_label(fault: StoredFault) -> str:
+    """``act 12 (play), round 3``; says when it is not the request the bot failed."""
+    request = fault.request or {}
+    kind = request.get("kind")
+    label = f"{request.get('type', 'request')} {request.get('id', '?')}"
+    if isinstance(kind, str):
+        label += f" ({kind})"
+    if fault.round is not None and request.get("type") == "act":
+        label += f", round {fault.round}"
+    if fault.request_id is None or request.get("id") != fault.request_id:
+        label = f"the last request before the fault: {label}"
+    return label
 
 
 def _p_text(p: float | None) -> str:

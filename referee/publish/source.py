@@ -11,7 +11,7 @@ leaderboards and the static site all start here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,15 +21,18 @@ from referee.publish.history import RatingHistory
 from referee.publish.leaderboard import DealCommitment, Leaderboard, build_leaderboard
 from referee.publish.settings import BotRecord, TournamentSettings
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch
-from referee.tournament.store import DATABASE, MatchRecord, Store
+from referee.tournament.model import Plan
+from referee.tournament.store import DATABASE, ChainLink, MatchRecord, Store
 
 if TYPE_CHECKING:
     from referee.tournament.file import Tournament
 
 __all__ = [
     "Ranking",
+    "SecretRecord",
     "StoredTournament",
     "entrant_authors",
+    "entrant_fingerprints",
     "load_results",
     "rank",
     "tournament_settings",
@@ -52,6 +55,21 @@ class StoredTournament:
     deals: tuple[DealCommitment, ...]
     entrants: dict[str, EntrantRecord]
     """The entrants as their results were played (version, SHA-256), by name."""
+    plan: Plan | None = None
+    """The tournament plan stored with the results (what the schedule is computed from)."""
+    secrets: tuple[SecretRecord, ...] = ()
+    """Every deal secret as it may be published: an unrevealed one without its secret."""
+    attempts: dict[str, int] = field(default_factory=dict)
+    """The deal attempt each finished match was played on (0: its scheduled deal)."""
+    secret_of: dict[str, int] = field(default_factory=dict)
+    """Which secret dealt each stored match, by key."""
+    chain: tuple[ChainLink, ...] = ()
+    """The results chain, in the order the results were stored."""
+
+    @property
+    def chain_entries(self) -> dict[str, str]:
+        """Each chained result's entry text (:mod:`referee.tournament.chain`), by key."""
+        return {link.key: link.entry for link in self.chain}
 
     @property
     def logs_dir(self) -> Path:
@@ -71,6 +89,18 @@ class StoredTournament:
         """Matches are still to be played (or retried), or the deals are not revealed yet."""
         done = sum(r.status == "done" for r in self.records.values())
         return done < len(self.records) or not self.deals_revealed
+
+
+@dataclass(frozen=True)
+class SecretRecord:
+    """A deal secret as a publication may show it: ``secret_hex`` only once revealed (the
+    unrevealed secret never leaves the store)."""
+
+    id: int
+    commitment: str
+    secret_hex: str | None
+    committed_before_run: bool
+    beacon: str | None
 
 
 @dataclass(frozen=True)
@@ -99,6 +129,11 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         records = store.match_records()
         specs = store.specs()
         entrants = store.entrants()
+        stored_plan = store.plan()
+        attempts = store.deal_attempts()
+        secret_of = store.secret_of()
+        links = store.chain()
+    plan = None if stored_plan is None else Plan.from_json(stored_plan, folder / DATABASE)
     return StoredTournament(
         tournament=tournament,
         results_dir=folder,
@@ -111,6 +146,20 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
             for s in secrets
         ),
         entrants=entrants,
+        plan=plan,
+        secrets=tuple(
+            SecretRecord(
+                s.id,
+                s.commitment,
+                s.secret.hex() if s.revealed is not None else None,
+                s.committed_before_run,
+                s.beacon,
+            )
+            for s in secrets
+        ),
+        attempts=attempts,
+        secret_of=secret_of,
+        chain=tuple(links),
     )
 
 
@@ -137,8 +186,18 @@ def rank(results: StoredTournament) -> Ranking:
         settings=tournament_settings(t, results.entrants, results.records.values()),
         observe=history,
         authors=entrant_authors(results.entrants),
+        fingerprints=entrant_fingerprints(t, results.entrants),
     )
     return Ranking(board, history)
+
+
+def entrant_fingerprints(
+    tournament: Tournament, stored: Mapping[str, EntrantRecord]
+) -> dict[str, str]:
+    """Each entrant's SHA-256: the one its results were played with, else its files' now."""
+    found = {bot.name: bot.sha256 for bot in tournament.bots}
+    found.update({name: record.sha256 for name, record in stored.items()})
+    return found
 
 
 def entrant_authors(entrants: Mapping[str, EntrantRecord]) -> dict[str, str]:

@@ -21,32 +21,78 @@ its leaderboard rests on, and that the organiser dealt fairly and reported hones
   log were chained in the order they were stored, and each head printed during the run
   (``--head``) is in the chain: a result changed, removed or added afterwards, or a log
   made up afterwards from the stored seed, breaks it.
+
+The same checks read either of two sources of the same data, behind one small interface
+(:class:`Evidence`): the organiser's **results folder** (:class:`ResultsFolder`, its
+database and logs) or a **published site** (:class:`PublishedSite`, its ``verification/``
+files and the logs in ``matches/``, :mod:`referee.publish.evidence`), which anyone may
+have. A site is someone else's files: every file is opened without following a link (a
+symbolic link anywhere is refused), only regular files are read, each within a size
+limit, and a file that is not what ``referee publish`` writes is refused in one line. On a
+site, verify also **re-derives the leaderboard from the logs alone** (each log's standings
+and faults, rated with the plan's settings) and compares it with the published
+``leaderboard.json`` and ``leaderboard.csv``, and checks each log's SHA-256 and seed
+against the manifest. A site published while the tournament was played cannot be checked
+in full (its secret is not revealed, and the logs of open deals are held back): verify
+checks what it can and says so, and does not pass it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
+import json
+import os
+import re
 import sqlite3
+import stat
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from referee.errors import RefereeError, ReplayMismatch, UsageError
-from referee.matchlog import read_log
+from referee.matchlog import parse_log
+from referee.publish.evidence import EVIDENCE, Chain, Deals, Manifest, PublishedPlan
+from referee.publish.folder import SITE_MARKER
+from referee.publish.leaderboard import DealCommitment, build_leaderboard, to_csv, to_json
+from referee.publish.source import entrant_authors
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater
 from referee.rules import replay
 from referee.rules.engine import SHUFFLE_ID
-from referee.specs import MatchSpec, StoredMatch, playoff_round
+from referee.specs import EntrantRecord, MatchSpec, StoredMatch, StoredSeat, playoff_round
 from referee.tournament import chain
 from referee.tournament.deals import commitment as commitment_of
 from referee.tournament.deals import deal_seed, redeal_seed
-from referee.tournament.model import Plan
+from referee.tournament.model import Plan, schedule_size_problem
 from referee.tournament.scheduler import schedule
-from referee.tournament.store import DATABASE, ChainLink, DealSecret, MatchRecord, Store
+from referee.tournament.store import DATABASE, ChainLink, DealSecret, MatchStatus, Store
+from referee.validation import describe
 
-__all__ = ["Verification", "verify_results"]
+__all__ = [
+    "MAX_EVIDENCE_BYTES",
+    "MAX_LOG_BYTES",
+    "Evidence",
+    "PublishedSite",
+    "ResultsFolder",
+    "Verification",
+    "is_site",
+    "verify_folder",
+    "verify_results",
+    "verify_site",
+]
+
+MAX_EVIDENCE_BYTES = 512 * 1024 * 1024
+"""The largest ``verification/`` file or leaderboard a site may give verify (a manifest of a
+million matches is about 400 MiB)."""
+MAX_LOG_BYTES = 64 * 1024 * 1024
+"""The largest match log verify reads from a site (the longest logs of 10,000-round
+matches stay well below it)."""
 
 _STRUCTURE_ONLY = bytes(32)
 """Schedules are recomputed for their keys, tables and deal ids, which no secret decides."""
@@ -65,10 +111,111 @@ class Verification:
     chain_results: int = 0
     chain_head: str | None = None
     problems: list[str] = field(default_factory=list)
+    source: str = "results"
+    """``results`` (a results folder) or ``site`` (a published site)."""
+    incomplete: list[str] = field(default_factory=list)
+    """Why the source cannot be checked in full (a site published mid-run): never ok."""
+    leaderboard: bool = False
+    """Whether the published leaderboard was re-derived from the logs and compared."""
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.incomplete
+
+
+class Unavailable(Exception):
+    """A log the source cannot give (missing, unreadable, held back): the reason."""
+
+
+class Evidence(Protocol):
+    """What a verification reads: the stored tournament, from a results folder or a site.
+
+    Both hold the same data: the plan, the entrants' fingerprints, the deal secrets, every
+    stored match (spec, status, result, deal attempt, secret), the results chain, and
+    each finished match's log.
+    """
+
+    where: Path
+
+    def plan(self) -> Plan: ...
+
+    def fingerprints(self) -> dict[str, str]:
+        """Each entrant's SHA-256, as its results were played."""
+        ...
+
+    def secrets(self) -> list[DealSecret]: ...
+
+    def hidden_secrets(self) -> set[int]:
+        """The ids of secrets the source has only the commitment of (not revealed yet)."""
+        ...
+
+    def specs(self) -> dict[str, MatchSpec]: ...
+
+    def statuses(self) -> dict[str, MatchStatus]: ...
+
+    def completed(self) -> list[StoredMatch]:
+        """Every finished match with its stored result, in key order."""
+        ...
+
+    def deal_attempts(self) -> dict[str, int]: ...
+
+    def secret_of(self) -> dict[str, int]: ...
+
+    def chain(self) -> list[ChainLink]:
+        """The chain's links; a link's ``entry`` is ``""`` where the source has heads only."""
+        ...
+
+    def log(self, key: str) -> tuple[str, bytes]:
+        """The log of ``key``: its file name and bytes; :class:`Unavailable` if none."""
+        ...
+
+
+class ResultsFolder:
+    """:class:`Evidence` from a results folder: its database (opened read-only) and logs."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.where = store.results_dir
+
+    def plan(self) -> Plan:
+        stored = self.store.plan()
+        if self.store.settings() is None or stored is None:
+            raise UsageError(f"{self.where}: no tournament has run there yet")
+        return Plan.from_json(stored, self.store.path)
+
+    def fingerprints(self) -> dict[str, str]:
+        return {name: e.sha256 for name, e in self.store.entrants().items()}
+
+    def secrets(self) -> list[DealSecret]:
+        return self.store.deal_secrets()
+
+    def hidden_secrets(self) -> set[int]:
+        return set()  # the organiser's copy holds every secret
+
+    def specs(self) -> dict[str, MatchSpec]:
+        return self.store.specs()
+
+    def statuses(self) -> dict[str, MatchStatus]:
+        return {key: r.status for key, r in self.store.match_records().items()}
+
+    def completed(self) -> list[StoredMatch]:
+        return self.store.completed()
+
+    def deal_attempts(self) -> dict[str, int]:
+        return self.store.deal_attempts()
+
+    def secret_of(self) -> dict[str, int]:
+        return self.store.secret_of()
+
+    def chain(self) -> list[ChainLink]:
+        return self.store.chain()
+
+    def log(self, key: str) -> tuple[str, bytes]:
+        path = self.store.log_path(key)
+        try:
+            return path.name, path.read_bytes()
+        except OSError as exc:
+            raise Unavailable(f"cannot read {path.name}: {exc.strerror or exc}") from None
 
 
 def verify_results(
@@ -91,18 +238,68 @@ def verify_results(
         raise UsageError(f"{results_dir} holds no tournament results ({DATABASE} is missing)")
     try:
         with Store(results_dir, readonly=True) as store:
-            return _Check(store, results_dir).run(plan, commitment, heads, progress)
+            return _Check(ResultsFolder(store)).run(plan, commitment, heads, progress)
     except sqlite3.DatabaseError as exc:
         raise UsageError(f"{results_dir / DATABASE} cannot be read: {exc}") from None
 
 
-class _Check:
-    """One verification: reads the store once, collects every problem found."""
+def verify_site(
+    site_dir: Path,
+    *,
+    plan: Plan | None = None,
+    commitment: str | None = None,
+    heads: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> Verification:
+    """Check the tournament a site published in ``site_dir`` shows (module docstring):
+    everything :func:`verify_results` checks, from the site's own files, and its
+    leaderboard re-derived from the logs. Raises ``UsageError`` for a folder that is no
+    site, or whose verification files are not what ``referee publish`` writes."""
+    with PublishedSite(site_dir) as site:
+        check = _Check(site)
+        found = check.run(plan, commitment, heads, progress)
+        found.source = "site"
+        site.check_published(check)
+        return found
 
-    def __init__(self, store: Store, results_dir: Path) -> None:
-        self.store = store
-        self.results_dir = results_dir
+
+def is_site(folder: Path) -> bool:
+    """Whether ``folder`` looks like a published site (rather than a results folder)."""
+    return (folder / EVIDENCE).is_dir() or (folder / SITE_MARKER).exists()
+
+
+def verify_folder(
+    folder: Path,
+    *,
+    plan: Plan | None = None,
+    commitment: str | None = None,
+    heads: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> Verification:
+    """:func:`verify_results` or :func:`verify_site`, whichever ``folder`` is."""
+    if (folder / DATABASE).is_file():
+        return verify_results(
+            folder, plan=plan, commitment=commitment, heads=heads, progress=progress
+        )
+    if is_site(folder):
+        return verify_site(folder, plan=plan, commitment=commitment, heads=heads, progress=progress)
+    raise UsageError(
+        f"{folder} is neither a tournament's results folder ({DATABASE} is missing) nor a "
+        f"published site (it has no {EVIDENCE}/ folder): name one of them, or the .toml file"
+    )
+
+
+class _Check:
+    """One verification: reads the source once, collects every problem found."""
+
+    def __init__(self, source: Evidence) -> None:
+        self.source = source
         self.found = Verification()
+        self.from_logs: dict[str, StoredMatch] = {}
+        """Each finished match as its log tells it (for the site's leaderboard check)."""
+        self.unplayed: list[str] = []
+        """Scheduled matches not played to the end: problems, unless the source was taken
+        while the tournament ran (a site published mid-run)."""
 
     def problem(self, text: str) -> None:
         self.found.problems.append(text)
@@ -114,44 +311,63 @@ class _Check:
         heads: Sequence[str],
         progress: Callable[[int, int], None] | None,
     ) -> Verification:
-        store = self.store
-        settings = store.settings()
-        stored_plan = store.plan()
-        if settings is None or stored_plan is None:
-            raise UsageError(f"{self.results_dir}: no tournament has run there yet")
-        plan = Plan.from_json(stored_plan, store.path)
+        source = self.source
+        plan = source.plan()
         if given is not None:
             self._compare_plans(given, plan)
         secrets = self._secrets(commitment)
-        specs = store.specs()
-        records = store.match_records()
-        done = {key for key, record in records.items() if record.status == "done"}
-        self._schedule(plan, specs, records)
-        matches = store.completed()
-        self._playoffs(plan, specs, matches)
-        attempts = store.deal_attempts()
-        secret_of = store.secret_of()
+        hidden = source.hidden_secrets()
+        specs = source.specs()
+        statuses = source.statuses()
+        done = {key for key, status in statuses.items() if status == "done"}
+        self._schedule(plan, specs, statuses)
+        matches = source.completed()
+        if not hidden:  # play-off rounds are planned from every result: all must be known
+            self._playoffs(plan, specs, matches)
+        attempts = source.deal_attempts()
+        secret_of = source.secret_of()
         seed = plan.file.seed
         rules = plan.file.ruleset().resolve(plan.file.table_size).as_protocol()
         digests: dict[str, str] = {}
+        unchecked = 0
         for count, match in enumerate(matches, start=1):
             key = match.spec.key
             dealt_by = secrets.get(secret_of.get(key, -1))
             if dealt_by is None:
                 self.problem(f"{key}: no deal secret is stored for it")
+            elif dealt_by.id in hidden:
+                unchecked += 1
+                with contextlib.suppress(Unavailable):  # held back while its deal is open
+                    name, data = source.log(key)
+                    issue = _unsealed_log(match, rules, name, data)
+                    if issue:
+                        self.problem(f"{key}: {issue}")
             else:
                 self.found.unrevealed += dealt_by.revealed is None
-                issue, digest = _check_match(
-                    match, dealt_by, seed, attempts.get(key, 0), rules, store.log_path(key)
+                issue, digest, logged = _check_match(
+                    match, dealt_by, seed, attempts.get(key, 0), rules, source
                 )
                 digests[key] = digest
+                if logged is not None:
+                    self.from_logs[key] = logged
                 if issue:
                     self.problem(f"{key}: {issue}")
             self.found.matches += 1
             if progress is not None:
                 progress(count, len(matches))
+        if hidden:
+            left = f", {len(self.unplayed)} scheduled matches still to play" * bool(self.unplayed)
+            self.found.incomplete.append(
+                f"the deal secret is not revealed yet (the tournament was still being played "
+                f"when this was published{left}): {unchecked} of {len(matches)} finished "
+                "matches cannot be re-dealt, the logs of deals still open are held back, and "
+                "the play-offs and the results chain cannot be recomputed; publish the site "
+                "again once the tournament is over, and check that"
+            )
+            return self.found
+        self.found.problems[:0] = self.unplayed
         self._deals(plan, [specs[key] for key in done if key in specs], attempts)
-        self._chain(store.chain(), matches, attempts, secrets, secret_of, seed, digests, heads)
+        self._chain(source.chain(), matches, attempts, secrets, secret_of, seed, digests, heads)
         return self.found
 
     # -- the plan, the secrets and the schedule -----------------------------------------
@@ -168,10 +384,11 @@ class _Check:
             self.problem("the authors of the file given are not the stored ones")
 
     def _secrets(self, published: str | None) -> dict[int, DealSecret]:
-        secrets = {s.id: s for s in self.store.deal_secrets()}
+        secrets = {s.id: s for s in self.source.secrets()}
+        hidden = self.source.hidden_secrets()
         self.found.secrets = list(secrets.values())
         for secret in secrets.values():
-            if commitment_of(secret.secret) != secret.commitment:
+            if secret.id not in hidden and commitment_of(secret.secret) != secret.commitment:
                 self.problem(
                     f"secret {secret.id}: its SHA-256 is not the commitment {secret.commitment}"
                 )
@@ -184,9 +401,13 @@ class _Check:
         return secrets
 
     def _schedule(
-        self, plan: Plan, specs: dict[str, MatchSpec], records: dict[str, MatchRecord]
+        self, plan: Plan, specs: dict[str, MatchSpec], statuses: dict[str, MatchStatus]
     ) -> None:
         """Every scheduled key stored, played, at its table, on its deal; nothing else."""
+        too_big = schedule_size_problem(plan.file)
+        if too_big is not None:  # a plan from someone else's site could ask for billions
+            self.problem(f"the stored plan cannot be scheduled: {too_big}")
+            return
         try:
             expected = {s.key: s for s in schedule(plan, _STRUCTURE_ONLY)}
         except (ValueError, RefereeError) as exc:
@@ -198,9 +419,9 @@ class _Check:
             if got is None:
                 self.problem(f"{key}: scheduled, but not in the results")
                 continue
-            record = records[key]
-            if record.status != "done":
-                self.problem(f"{key}: scheduled, but {record.status} (not played to the end)")
+            status = statuses.get(key, "pending")
+            if status != "done":
+                self.unplayed.append(f"{key}: scheduled, but {status} (not played to the end)")
             self._same_structure(key, want, got)
         for key in sorted(set(specs) - set(expected)):
             if playoff_round(key) is None:
@@ -229,6 +450,13 @@ class _Check:
             for round_no in sorted(stored_rounds):
                 self.problem(f"play-off round {round_no + 1} is stored, but the file has none")
             return
+        if set(stored_rounds) != set(range(len(stored_rounds))):
+            # (Planning each missing round again would re-rate every match that often.)
+            self.problem(
+                f"the stored play-off rounds are not rounds 1 to {len(stored_rounds)} "
+                f"(round numbers {', '.join(str(r + 1) for r in sorted(stored_rounds)[:5])}…)"
+            )
+            return
         rules = plan.file.ruleset().resolve(plan.file.table_size)
         last = max(stored_rounds, default=-1)
         finished = all(s.revealed is not None for s in self.found.secrets)
@@ -251,6 +479,7 @@ class _Check:
                 duplicate=plan.file.duplicate,
                 authors=plan.authors_apart(),
                 rater=rater,
+                fingerprints=self.source.fingerprints(),
             )
             want = {s.key: s for s in planned.specs}
             got = stored_rounds.get(round_no, {})
@@ -325,7 +554,7 @@ class _Check:
                 digests.get(link.key, ""),
                 [(s.seat, s.name, s.place, s.score, s.forfeit, s.fault_kind) for s in match.seats],
             )
-            if entry != link.entry:
+            if link.entry and entry != link.entry:  # a site publishes heads only
                 self.problem(
                     f"results chain {link.position}: {link.key} is not the result (or the "
                     "log) that was chained when it was stored"
@@ -369,52 +598,440 @@ def _check_match(
     seed: int,
     attempt: int,
     rules: dict[str, Any],
-    log_path: Path,
-) -> tuple[str | None, str]:
-    """What is wrong with one stored match (or ``None``), and its log's SHA-256."""
+    source: Evidence,
+) -> tuple[str | None, str, StoredMatch | None]:
+    """What is wrong with one stored match (or ``None``), its log's SHA-256, and the match
+    as its log tells it (``None`` when the log could not be read)."""
     spec = match.spec
     key = spec.key
     if spec.deal_seed != deal_seed(secret.key, "deal", seed, spec.deal_id):
-        return "its stored deal seed is not the one the secret gives", ""
+        return "its stored deal seed is not the one the secret gives", "", None
     try:
-        data = log_path.read_bytes()
-    except OSError as exc:
-        return f"log: cannot read {log_path.name}: {exc.strerror or exc}", ""
+        name, data = source.log(key)
+    except Unavailable as exc:
+        return f"log: {exc}", "", None
     digest = chain.log_digest(data)
     try:
-        lines = read_log(log_path)
+        lines = parse_log(data, name)
     except UsageError as exc:
-        return f"log: {exc}", digest
+        return f"log: {exc}", digest, None
+    logged = _logged_match(spec, lines)
+    issue = _compare_log(match, secret, seed, attempt, rules, lines)
+    return issue, digest, logged
+
+
+def _unsealed_log(match: StoredMatch, rules: dict[str, Any], name: str, data: bytes) -> str | None:
+    """What is wrong with the log of a match whose secret is not known (a site published
+    mid-run): everything but its seed, which only the secret can confirm."""
+    try:
+        lines = parse_log(data, name)
+    except UsageError as exc:
+        return f"log: {exc}"
+    return _compare_log(match, None, 0, 0, rules, lines)
+
+
+def _compare_log(
+    match: StoredMatch,
+    secret: DealSecret | None,
+    seed: int,
+    attempt: int,
+    rules: dict[str, Any],
+    lines: list[dict[str, Any]],
+) -> str | None:
+    """What is wrong with one match's log against its stored result (or ``None``); its
+    seed is checked against the ``secret`` when there is one."""
+    spec = match.spec
+    key = spec.key
     header = lines[0]
     if header.get("match") != key:
-        return f"the log is of another match ({header.get('match')!r})", digest
-    if header.get("seed") != _played_seed(spec, secret, seed, attempt):
-        return "the log was dealt from another seed than the secret gives", digest
+        return f"the log is of another match ({header.get('match')!r})"
+    if secret is not None and header.get("seed") != _played_seed(spec, secret, seed, attempt):
+        return "the log was dealt from another seed than the secret gives"
     if header.get("shuffle") != SHUFFLE_ID:
-        return "the log brings its own deals instead of dealing from its seed", digest
+        return "the log brings its own deals instead of dealing from its seed"
     if header.get("players") != list(spec.table):
-        return "the log seats other players than the stored table", digest
+        return "the log seats other players than the stored table"
     if header.get("rules") != rules:
-        return "the log was played under other rules than the tournament's", digest
+        return "the log was played under other rules than the tournament's"
     try:
         replay(lines)
     except ReplayMismatch as exc:
-        return f"the log does not replay: {exc}", digest
+        return f"the log does not replay: {exc}"
     except RefereeError as exc:
-        return f"the log cannot be replayed: {exc}", digest
-    logged = {
-        (st["seat"], st["name"], st["place"], st["score"], bool(st["forfeit"]))
-        for st in lines[-1].get("standings", [])
-    }
+        return f"the log cannot be replayed: {exc}"
+    told = _logged_match(spec, lines)
+    if told is None:
+        return "the log's standings or faults cannot be read"
+    logged = {(st.seat, st.name, st.place, st.score, st.forfeit) for st in told.seats}
     stored = {(st.seat, st.name, st.place, st.score, st.forfeit) for st in match.seats}
     if len(match.seats) != len(spec.table):
-        return "the stored result does not cover every seat", digest
+        return "the stored result does not cover every seat"
     if logged != stored:
-        return (
-            "the stored standings (names, places, scores or forfeits) differ from the log's",
-            digest,
-        )
-    faults = {line["seat"]: line["kind"] for line in lines if line.get("type") == "fault"}
+        return "the stored standings (names, places, scores or forfeits) differ from the log's"
+    faults = {st.seat: st.fault_kind for st in told.seats if st.fault_kind is not None}
     if faults != {st.seat: st.fault_kind for st in match.seats if st.fault_kind is not None}:
-        return "the stored faults differ from the log's", digest
-    return None, digest
+        return "the stored faults differ from the log's"
+    return None
+
+
+def _logged_match(spec: MatchSpec, lines: list[dict[str, Any]]) -> StoredMatch | None:
+    """The match as its log tells it: the last line's standings, each seat's fault kind
+    from the fault lines (``None`` when the log does not say them in the usual shape)."""
+    try:
+        faults = {
+            int(line["seat"]): str(line["kind"]) for line in lines if line.get("type") == "fault"
+        }
+        seats = [
+            StoredSeat(
+                int(st["seat"]),
+                str(st["name"]),
+                int(st["place"]),
+                int(st["score"]),
+                bool(st["forfeit"]),
+                faults.get(int(st["seat"])),
+                None,
+            )
+            for st in lines[-1].get("standings", [])
+        ]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    seats.sort(key=lambda st: (st.place, st.seat))
+    return StoredMatch(spec, tuple(seats))
+
+
+# --------------------------------------------------------------------------- a published site
+
+_LOG_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,199}\.jsonl")
+_KEY = re.compile(r"(?:rr|g|po/[0-9]{1,6})(?:/[A-Za-z0-9_.-]{1,64}){1,6}")
+"""A match key as the scheduler makes them (``rr/…``, ``g/…``, ``po/<round>/…``)."""
+_SEED = re.compile(r"[0-9]{1,40}")
+_HEX = re.compile(r"(?:[0-9a-f]{2}){16,256}")
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+M = TypeVar("M", bound=BaseModel)
+
+
+class PublishedSite:
+    """:class:`Evidence` from a site ``referee publish`` wrote (:mod:`referee.publish.evidence`).
+
+    The folder is untrusted: files are read relative to descriptors of their folders, never
+    through a symbolic link (one anywhere is refused), only regular files, each within
+    :data:`MAX_EVIDENCE_BYTES` or :data:`MAX_LOG_BYTES`; a verification file that is not
+    valid JSON, or not of the shape ``publish`` writes, is refused in one line. Use it as a
+    context manager (it holds the folders open).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.where = folder
+        self.problems: list[str] = []
+        """What reading the logs found besides :class:`_Check` (a log not the manifest's)."""
+        try:
+            self._root = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise UsageError(f"cannot open the site {folder}: {exc.strerror or exc}") from None
+        self._dirs: dict[str, int] = {}
+        try:
+            self._plan = self._document("plan", PublishedPlan)
+            self._deals = self._document("deals", Deals)
+            self._manifest = self._document("manifest", Manifest)
+            self._chain = self._document("chain", Chain)
+            self._index()
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> PublishedSite:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for fd in [*self._dirs.values(), self._root]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._dirs.clear()
+
+    # -- reading, carefully ------------------------------------------------------------
+
+    def _folder(self, name: str) -> int:
+        """A descriptor of the site's subfolder ``name`` (``""``: the site itself)."""
+        if not name:
+            return self._root
+        if name not in self._dirs:
+            self._refuse_link(self._root, name, name)
+            try:
+                self._dirs[name] = os.open(name, _DIR_FLAGS, dir_fd=self._root)
+            except OSError as exc:
+                raise OSError(exc.errno, f"{name}/: {exc.strerror or exc}") from None
+        return self._dirs[name]
+
+    def _refuse_link(self, folder: int, name: str, shown: str) -> None:
+        try:
+            mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            raise OSError(2, f"{shown} is missing") from None
+        if stat.S_ISLNK(mode):
+            raise OSError(40, f"{shown} is a symbolic link; a published site holds files only")
+
+    def _read(self, folder: str, name: str, limit: int) -> bytes:
+        """The bytes of ``folder/name``; ``OSError`` (its text says why) when it cannot be
+        read safely: missing, a link, not a regular file, or over ``limit`` bytes."""
+        shown = f"{folder}/{name}" if folder else name
+        at = self._folder(folder)
+        self._refuse_link(at, name, shown)
+        fd = os.open(name, _FILE_FLAGS, dir_fd=at)
+        with open(fd, "rb", closefd=True) as handle:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(21, f"{shown} is not a regular file")
+            if info.st_size > limit:
+                raise OSError(27, f"{shown} has {info.st_size:,} bytes; at most {limit:,} are read")
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(27, f"{shown} grew past {limit:,} bytes while read")
+        return data
+
+    def _json(self, folder: str, name: str) -> Any:
+        shown = self.where / folder / name
+        try:
+            data = self._read(folder, name, MAX_EVIDENCE_BYTES)
+        except OSError as exc:
+            raise UsageError(f"{self.where}: {exc.strerror or exc}") from None
+        try:
+            return json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise UsageError(
+                f"{shown}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+            ) from None
+        except (ValueError, RecursionError) as exc:  # bad UTF-8, numbers too long, nesting
+            raise UsageError(f"{shown}: not valid JSON ({exc})") from None
+
+    def _document(self, stem: str, shape: type[M]) -> M:
+        raw = self._json(EVIDENCE, f"{stem}.json")
+        try:
+            return shape.model_validate(raw)
+        except ValidationError as exc:
+            errors = exc.errors()
+            first = errors[0]
+            where = "".join(
+                f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]
+            ).lstrip(".")
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            what = describe(first["type"], first.get("input"), dict(first.get("ctx") or {}))
+            if first["type"] == "extra_forbidden":
+                what = "a key referee publish never writes"
+            raise UsageError(
+                f"{self.where / EVIDENCE / (stem + '.json')}: not what referee publish writes: "
+                f"{where or 'the file'}: {what}{more}"
+            ) from None
+
+    def _bad(self, text: str) -> UsageError:
+        return UsageError(f"{self.where / EVIDENCE / 'manifest.json'}: {text}")
+
+    def _index(self) -> None:
+        """Everything :class:`Evidence` gives, from the documents (checked as it goes)."""
+        self._specs: dict[str, MatchSpec] = {}
+        self._statuses: dict[str, MatchStatus] = {}
+        self._completed: list[StoredMatch] = []
+        self._attempts: dict[str, int] = {}
+        self._secret_of: dict[str, int] = {}
+        self._logs: dict[str, tuple[str, str | None]] = {}
+        self._claimed_seeds: dict[str, int] = {}
+        names: set[str] = set()
+        for entry in self._manifest.matches:
+            key = entry.key
+            if not _KEY.fullmatch(key):
+                raise self._bad(f"{key[:80]!r} is not a match key the referee makes")
+            if key in self._specs:
+                raise self._bad(f"the match {key!r} is listed twice")
+            for seed in (entry.deal_seed, entry.seed):
+                if seed is not None and not _SEED.fullmatch(seed):
+                    raise self._bad(f"{key}: {seed[:50]!r} is not a deal seed")
+            try:
+                spec = MatchSpec(
+                    key=key,
+                    table=tuple(entry.table),
+                    deal=entry.deal,
+                    rotation=entry.rotation,
+                    deal_seed=int(entry.deal_seed or 0),
+                    match_seed=int(entry.deal_seed or 0),
+                    deal_id=entry.deal_id,
+                )
+            except ValidationError:
+                raise self._bad(f"{key}: not a match spec") from None
+            self._specs[key] = spec
+            self._statuses[key] = entry.status
+            self._secret_of[key] = entry.secret
+            if entry.seed is not None:
+                self._claimed_seeds[key] = int(entry.seed)
+            if entry.log is not None:
+                if not _LOG_NAME.fullmatch(entry.log) or entry.log in names:
+                    raise self._bad(f"{key}: {entry.log[:80]!r} is not a log name the site uses")
+                names.add(entry.log)
+                self._logs[key] = (entry.log, entry.log_sha256)
+            if entry.status == "done":
+                seats = sorted(
+                    (
+                        StoredSeat(s.seat, s.name, s.place, s.score, s.forfeit, s.fault, None)
+                        for s in entry.seats
+                    ),
+                    key=lambda st: (st.place, st.seat),
+                )
+                self._completed.append(StoredMatch(spec, tuple(seats)))
+                self._attempts[key] = entry.attempt or 0
+        self._completed.sort(key=lambda m: m.spec.key)
+        self._secrets = []
+        for secret in self._deals.secrets:
+            if secret.secret is not None and not _HEX.fullmatch(secret.secret):
+                raise UsageError(
+                    f"{self.where / EVIDENCE / 'deals.json'}: secret {secret.id} is not "
+                    "a secret in hexadecimal"
+                )
+            self._secrets.append(
+                DealSecret(
+                    secret.id,
+                    bytes.fromhex(secret.secret or ""),
+                    secret.commitment,
+                    1.0 if secret.secret is not None else None,
+                    secret.committed_before_run,
+                    secret.beacon,
+                )
+            )
+        self._hidden = {s.id for s in self._deals.secrets if s.secret is None}
+
+    # -- Evidence ----------------------------------------------------------------------
+
+    def plan(self) -> Plan:
+        doc = self._plan
+        text = json.dumps({"file": doc.file, "entrants": doc.entrants, "authors": doc.authors})
+        return Plan.from_json(text, self.where / EVIDENCE / "plan.json")
+
+    def records(self) -> dict[str, EntrantRecord]:
+        """The entrants' records as published (no local path)."""
+        return {
+            r.name: EntrantRecord(r.name, r.version, r.sha256, "", r.author)
+            for r in self._plan.records
+        }
+
+    def fingerprints(self) -> dict[str, str]:
+        return {r.name: r.sha256 for r in self._plan.records}
+
+    def secrets(self) -> list[DealSecret]:
+        return list(self._secrets)
+
+    def hidden_secrets(self) -> set[int]:
+        return set(self._hidden)
+
+    def specs(self) -> dict[str, MatchSpec]:
+        return dict(self._specs)
+
+    def statuses(self) -> dict[str, MatchStatus]:
+        return dict(self._statuses)
+
+    def completed(self) -> list[StoredMatch]:
+        return list(self._completed)
+
+    def deal_attempts(self) -> dict[str, int]:
+        return dict(self._attempts)
+
+    def secret_of(self) -> dict[str, int]:
+        return dict(self._secret_of)
+
+    def chain(self) -> list[ChainLink]:
+        return [ChainLink(link.position, link.key, "", link.head) for link in self._chain.links]
+
+    def log(self, key: str) -> tuple[str, bytes]:
+        listed = self._logs.get(key)
+        if listed is None:
+            raise Unavailable("its log is not published (held back while its deal was open)")
+        name, claimed = listed
+        try:
+            data = self._read("matches", name, MAX_LOG_BYTES)
+        except OSError as exc:
+            raise Unavailable(f"cannot read matches/{name}: {exc.strerror or exc}") from None
+        digest = chain.log_digest(data)
+        if claimed is not None and digest != claimed:
+            self.problems.append(
+                f"{key}: matches/{name} is not the log the manifest lists (its SHA-256 is "
+                f"{digest[:16]}…, the manifest's {claimed[:16]}…)"
+            )
+        return name, data
+
+    # -- what only a site has ----------------------------------------------------------
+
+    def check_published(self, check: _Check) -> None:
+        """The manifest's seeds, and the leaderboard re-derived from the logs alone."""
+        found = check.found
+        found.problems.extend(self.problems)
+        if found.incomplete:
+            return
+        plan = self.plan()
+        secrets = {s.id: s for s in self._secrets}
+        seed = plan.file.seed
+        for key, claimed in sorted(self._claimed_seeds.items()):
+            secret = secrets.get(self._secret_of.get(key, -1))
+            if secret is None or key not in self._attempts:
+                continue
+            if claimed != _played_seed(self._specs[key], secret, seed, self._attempts[key]):
+                found.problems.append(
+                    f"{key}: the manifest's seed is not the one the secret gives it"
+                )
+        self._leaderboard(check, plan)
+
+    def _leaderboard(self, check: _Check, plan: Plan) -> None:
+        found = check.found
+        matches = [check.from_logs.get(m.spec.key, m) for m in self._completed]
+        rules = plan.file.ruleset().resolve(plan.file.table_size)
+        board = build_leaderboard(
+            plan.file.name,
+            rules.name,
+            matches,
+            list(plan.entrants),
+            deals=[
+                DealCommitment(s.commitment, s.secret.hex() if s.revealed is not None else None)
+                for s in self._secrets
+            ],
+            ratings=plan.file.ratings,
+            ruleset=rules,
+            playoff=plan.file.playoff,
+            table_size=plan.file.table_size,
+            authors=entrant_authors(self.records()),
+            fingerprints=self.fingerprints(),
+        )
+        want = json.loads(to_json(board))
+        published = self._json("", "leaderboard.json")
+        if not isinstance(published, dict):
+            found.problems.append("leaderboard.json: not a leaderboard (not a JSON object)")
+            return
+        for name in want:
+            if name == "settings":  # when it was published and by which referee: no result
+                continue
+            if published.get(name) != want[name]:
+                found.problems.append(
+                    f"leaderboard.json: its {name} are not what the logs give"
+                    + _first_difference(published.get(name), want[name])
+                )
+        try:
+            text = self._read("", "leaderboard.csv", MAX_EVIDENCE_BYTES)
+        except OSError as exc:
+            found.problems.append(f"leaderboard.csv: {exc.strerror or exc}")
+        else:
+            if text != to_csv(board).encode("utf-8"):
+                rows = list(csv.reader(io.StringIO(text.decode("utf-8", "replace"))))
+                found.problems.append(
+                    "leaderboard.csv: it is not what the logs give"
+                    + _first_difference(rows, list(csv.reader(io.StringIO(to_csv(board)))))
+                )
+        found.leaderboard = True
+
+
+def _first_difference(got: Any, want: Any) -> str:
+    """`` (first at entries[2]: ...)``, saying where a published value departs."""
+    if isinstance(got, list) and isinstance(want, list):
+        for i, (a, b) in enumerate(zip(got, want, strict=False)):
+            if a != b:
+                label = b.get("name") if isinstance(b, dict) else None
+                return f" (first at row {i + 1}{f', {label!r}' if label else ''})"
+        return f" ({len(got)} rows published, {len(want)} from the logs)"
+    return ""

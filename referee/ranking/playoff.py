@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PlayoffPlan",
     "PlayoffState",
+    "identical",
     "plan_round",
     "playoff_rounds",
     "uncertain_pairs",
@@ -89,19 +90,36 @@ def uncertain_pairs(
     settings: PlayoffSettings,
     ratings: RatingSettings,
     rules: ResolvedRules | None = None,
+    fingerprints: Mapping[str, str] | None = None,
     *,
     rater: Rater | None = None,
 ) -> tuple[list[str], list[OrderConfidence]]:
     """The leaderboard order (rated bots) and the adjacent pairs of its top not yet sure.
 
     With ``rater`` (the play-off loop's own) the ratings go on from its last replay; the
-    order is the same either way."""
+    order is the same either way. A pair of byte-identical entrants (the same
+    ``fingerprints``, entrant to SHA-256 of its files) is never uncertain: no number of
+    matches can order two copies of one program, and a play-off for them would spend the
+    whole budget on nothing.
+    """
     env = make_environment(ratings, rules)
     rated = (rater.rate if rater is not None else rate)(matches, entrants, env=env)
     order = [r.name for r in rated if r.rated]
     top = order[: settings.top]
     pairs = adjacent_confidences(top, deal_scores(matches), resamples=ratings.resamples)
-    return order, [pair for pair in pairs if not pair.significant(settings.until)]
+    return order, [
+        pair
+        for pair in pairs
+        if not pair.significant(settings.until) and not identical(pair, fingerprints)
+    ]
+
+
+def identical(pair: OrderConfidence, fingerprints: Mapping[str, str] | None) -> bool:
+    """Whether the two bots of ``pair`` are byte-identical (see :func:`uncertain_pairs`)."""
+    if not fingerprints:
+        return False
+    upper, lower = fingerprints.get(pair.upper), fingerprints.get(pair.lower)
+    return bool(upper) and upper == lower
 
 
 def plan_round(
@@ -119,6 +137,7 @@ def plan_round(
     duplicate: Duplicate = "tables",
     authors: Mapping[str, str] | None = None,
     rater: Rater | None = None,
+    fingerprints: Mapping[str, str] | None = None,
 ) -> PlayoffPlan:
     """Plan play-off round ``round_no`` from the finished ``matches``.
 
@@ -128,10 +147,13 @@ def plan_round(
     ``authors`` (kept apart), no table seats two entrants of one author. ``rater``: the
     loop's own :class:`~referee.ranking.ratings.Rater`, kept from round to round so that
     each round rates only the results new since the last (without one, every round
-    replays every result; the plan is the same).
+    replays every result; the plan is the same). ``fingerprints`` (entrant to SHA-256)
+    name byte-identical entrants, whose pair is never played off.
     """
     spent = sum(spec.key.startswith(PLAYOFF_PREFIX) for spec in specs)
-    order, uncertain = uncertain_pairs(matches, entrants, settings, ratings, rules, rater=rater)
+    order, uncertain = uncertain_pairs(
+        matches, entrants, settings, ratings, rules, fingerprints, rater=rater
+    )
     if not uncertain:
         return PlayoffPlan(round_no, "settled", (), (), spent)
     left = settings.budget - spent

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from referee.errors import RulesError
 from referee.rules.cards import DECKS, DeckName, split_card
+from referee.validation import describe
 
 TABLE_SIZES = range(3, 7)
 
@@ -231,15 +232,17 @@ class ResolvedRules(BaseModel):
 
 
 def _explain(exc: ValidationError) -> str:
-    """One line naming the field and what is allowed, from a pydantic error."""
+    """One line naming each parameter and what is allowed, in the referee's words
+    (:func:`referee.validation.describe`; a validator's own message as it wrote it)."""
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "literal_error":
-            msg = f"got {err['input']!r}, {msg[0].lower()}{msg[1:]}"
+        if err["type"] == "value_error":
+            msg = err["msg"].removeprefix("Value error, ")
         elif err["type"] == "extra_forbidden":
             msg = "unknown parameter"
+        else:
+            msg = describe(err["type"], err.get("input"), dict(err.get("ctx") or {}))
         parts.append(f"rules.{loc}: {msg}" if loc else f"rules: {msg}")
     return "; ".join(parts)
 

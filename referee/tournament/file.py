@@ -30,7 +30,6 @@ what is allowed (:class:`~referee.errors.UsageError`).
 from __future__ import annotations
 
 import dataclasses
-import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +40,9 @@ from pydantic import ValidationError
 from referee.errors import UsageError
 from referee.names import check_name, confusable_with, lookalike_note, skeleton
 from referee.rules import ResolvedRules
-from referee.sandbox import BotSpec, Limits, load_bot
+from referee.sandbox import BotSpec, Limits, bot_sha256, load_bot, read_bot_files
 from referee.sandbox.image import allowed_images, check_bot_image
-from referee.specs import TimeControl
-from referee.tournament.design import design_size
+from referee.specs import TimeControl, identical_groups
 from referee.tournament.model import (
     AuthorSettings,
     BotEntry,
@@ -52,6 +50,7 @@ from referee.tournament.model import (
     SandboxSettings,
     TournamentFile,
     explain,
+    schedule_size_problem,
 )
 
 __all__ = [
@@ -70,9 +69,6 @@ __all__ = [
 ]
 
 RESULTS_SUFFIX = ".results"
-MAX_SCHEDULED = 1_000_000
-"""The most scheduled matches one tournament may have (play-offs come on top, within their
-budget)."""
 
 
 @dataclass(frozen=True)
@@ -168,12 +164,21 @@ class Tournament:
                 "channels of the shared kernel such as file locks or the page cache) reads "
                 "the other hands. Use it with trusted bots only"
             )
+        for group in self.twins():
+            found.append(
+                f"{' and '.join(repr(n) for n in group)} are byte-identical (allow_twins = "
+                "true): no match can order them, and the play-offs never try"
+            )
         if not f.authors.apart:
             found.append(
                 "[authors] apart = false: entrants of one author may share a table and a "
                 "deal, and so what they see"
             )
         return found
+
+    def twins(self) -> list[tuple[str, ...]]:
+        """Groups of byte-identical entrants (same SHA-256 of their files), in file order."""
+        return identical_groups({bot.name: bot.sha256 for bot in self.bots})
 
     def author(self, name: str) -> str:
         """Who wrote the entrant called ``name`` (itself, when nobody is named)."""
@@ -284,6 +289,7 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
         where = f"{path}: bots[{i}]"
         try:
             spec = load_bot(base / entry.path)
+            spec = dataclasses.replace(spec, sha256=bot_sha256(read_bot_files(spec)))
             if entry.name is not None:
                 spec = dataclasses.replace(spec, name=check_display_name(entry.name))
             if entry.author is not None:
@@ -312,11 +318,44 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
                 check_bot_image(spec, tournament.images, tournament.image_hint(spec.image))
             except UsageError as exc:
                 raise UsageError(f"{path}: bots[{i}]: {exc}") from None
+    _check_twins(path, tournament)
     _check_format(path, model, list(first_seen))
     _check_authors(path, tournament)
     _check_size(path, model)
     _check_playoff(path, model)
     return tournament
+
+
+def _check_twins(path: Path, tournament: Tournament) -> None:
+    """Refuse byte-identical entrants unless the file sets ``allow_twins = true``.
+
+    Two entrants with the same files (the same SHA-256) are one program entered twice. In a
+    competition that is never an accident worth running silently: a double submission, a
+    copy of someone else's bot, or a pair that recognises itself at a table and plays for
+    its copy (under two author names, ``[authors] apart`` does not see it). And no number of
+    matches can order two copies: the play-offs, which spend their budget on the pairs
+    whose order is in doubt, would spend all of it on them (they now skip such pairs,
+    :mod:`referee.ranking.playoff`). So loading refuses, naming both and what to do; a file
+    that means it (a control experiment, a reference bot entered twice on purpose) sets
+    ``allow_twins = true``, and every run then says so before it starts, and the
+    leaderboard says which entrants are identical.
+    """
+    twins = tournament.twins()
+    if not twins or tournament.file.allow_twins:
+        return
+    index = {name: i for i, name in enumerate(tournament.entrants)}
+    first = twins[0]
+    sha = tournament.bot(first[0]).sha256
+    listed = [f"bots[{index[n]}] ({n!r})" for n in first]
+    named = " and ".join(listed) if len(listed) <= 3 else (
+        f"{', '.join(listed[:2])} and {len(listed) - 2} more"
+    )
+    more = f" (and {len(twins) - 1} more such groups)" if len(twins) > 1 else ""
+    raise UsageError(
+        f"{path}: {named} are byte-identical (sha256 {sha[:12]}…): the same program entered "
+        f"twice{more}; no match can order two copies, and the play-offs never try. Remove "
+        "one, or set allow_twins = true at the top of the file to run them anyway"
+    )
 
 
 def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
@@ -379,28 +418,10 @@ def _check_authors(path: Path, tournament: Tournament) -> None:
 
 def _check_size(path: Path, model: TournamentFile) -> None:
     """Refuse a schedule of more than :data:`MAX_SCHEDULED` matches before anything is
-    built: 64 bots at tables of 6 make 75 million tables, which would exhaust memory while
-    the schedule is listed."""
-    n, k, deals = len(model.bots), model.table_size, model.deals
-    balanced = min(design_size(n, k).tables, math.comb(n, k))
-    if model.format == "gauntlet":
-        assert model.matches is not None  # _check_format
-        tables, what = model.matches, f"{model.matches:,} tables"
-    elif model.tables == "balanced":
-        tables, what = balanced, f"{balanced:,} balanced tables"
-    else:
-        tables, what = math.comb(n, k), f"C({n}, {k}) = {math.comb(n, k):,} tables"
-    total = tables * deals * k
-    if total <= MAX_SCHEDULED:
-        return
-    hint = "fewer deals or bots"
-    if model.format == "round-robin" and model.tables == "all":
-        hint = f'tables = "balanced" ({balanced:,} tables a deal), fewer deals, or a gauntlet'
-    raise UsageError(
-        f"{path}: the schedule would be {total:,} matches ({what} x {deals:,} "
-        f"deal{'s' if deals != 1 else ''} x {k} seat rotations); at most "
-        f"{MAX_SCHEDULED:,} fit in one tournament: use {hint}"
-    )
+    built (:func:`referee.tournament.model.schedule_size_problem`)."""
+    problem = schedule_size_problem(model)
+    if problem is not None:
+        raise UsageError(f"{path}: {problem}")
 
 
 def _check_playoff(path: Path, model: TournamentFile) -> None:

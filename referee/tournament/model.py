@@ -10,6 +10,7 @@ anywhere, without the bots. Loading a file into bots ready to run is
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,17 +28,25 @@ from referee.specs import (
     RatingSettings,
     TimeControl,
 )
+from referee.tournament.design import design_size
+from referee.validation import bounds_text, describe, shown
 
 __all__ = [
+    "MAX_SCHEDULED",
     "AuthorSettings",
     "BotEntry",
     "Plan",
     "SandboxSettings",
     "TournamentFile",
     "explain",
+    "schedule_size_problem",
 ]
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+MAX_SCHEDULED = 1_000_000
+"""The most scheduled matches one tournament may have (play-offs come on top, within their
+budget)."""
 
 
 class _Strict(BaseModel):
@@ -97,6 +106,9 @@ class TournamentFile(_Strict):
     ratings: RatingSettings = RatingSettings()
     playoff: PlayoffSettings | None = None
     authors: AuthorSettings = AuthorSettings()
+    allow_twins: bool = False
+    """Whether two entrants may be byte-identical (the same SHA-256 of their files):
+    refused by default (:func:`referee.tournament.file.load_tournament` says why)."""
 
     def ruleset(self) -> RuleSet:
         """The preset named by ``rules`` with its overrides applied."""
@@ -154,6 +166,32 @@ class Plan:
         return cls(model, entrants, authors, source)
 
 
+def schedule_size_problem(model: TournamentFile) -> str | None:
+    """Why the schedule of ``model`` is too large to list (more than :data:`MAX_SCHEDULED`
+    matches: 64 bots at tables of 6 make 75 million tables, which would exhaust memory while
+    the schedule is listed), or ``None``; counted, never built."""
+    n, k, deals = len(model.bots), model.table_size, model.deals
+    balanced = min(design_size(n, k).tables, math.comb(n, k))
+    if model.format == "gauntlet":
+        tables = model.matches or 0
+        what = f"{tables:,} tables"
+    elif model.tables == "balanced":
+        tables, what = balanced, f"{balanced:,} balanced tables"
+    else:
+        tables, what = math.comb(n, k), f"C({n}, {k}) = {math.comb(n, k):,} tables"
+    total = tables * deals * k
+    if total <= MAX_SCHEDULED:
+        return None
+    hint = "fewer deals or bots"
+    if model.format == "round-robin" and model.tables == "all":
+        hint = f'tables = "balanced" ({balanced:,} tables a deal), fewer deals, or a gauntlet'
+    return (
+        f"the schedule would be {total:,} matches ({what} x {deals:,} "
+        f"deal{'s' if deals != 1 else ''} x {k} seat rotations); at most "
+        f"{MAX_SCHEDULED:,} fit in one tournament: use {hint}"
+    )
+
+
 _SECTIONS: dict[str, type[BaseModel]] = {
     "": TournamentFile,
     "authors": AuthorSettings,
@@ -166,37 +204,76 @@ _SECTIONS: dict[str, type[BaseModel]] = {
 
 
 def explain(path: Path, exc: ValidationError) -> str:
-    """One line naming the file, each bad key, and what is allowed there."""
+    """One line naming the file, each bad key, and what is allowed there, in the referee's
+    words (never pydantic's: "List should have at least 3 items after validation" is
+    "bots: at least 3 bots are needed, the file lists 2").
+
+    :func:`referee.validation.describe` words each error; here the file's own knowledge is
+    added: the keys allowed in a section, a number's whole range (from the model's
+    bounds), which section a table belongs in, and what the required keys are for.
+    """
     parts = []
     for err in exc.errors():
         loc = list(err["loc"])
         key = _key(loc)
+        kind, given = err["type"], err.get("input")
         if loc and loc[0] == "rules":
             parts.append(
-                f"rules: got {err['input']!r}; use a preset name or a table like "
+                f"rules: got {shown(given)}; use a preset name or a table like "
                 '{ preset = "arschloch", target = 10 }'
             )
             continue
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
+        if kind == "extra_forbidden":
             section = ".".join(str(p) for p in loc[:-1] if isinstance(p, str))
             model = _SECTIONS.get(section)
             allowed = ", ".join(model.model_fields) if model is not None else "none"
             parts.append(f"unknown key {key!r} (allowed: {allowed})")
             continue
-        if err["type"] == "missing":
-            msg = "required key is missing"
-        elif err["type"] == "literal_error":
-            msg = f"got {err['input']!r}; {msg[0].lower()}{msg[1:]}"
-        elif err["type"] == "string_pattern_mismatch":
-            msg = (
-                f"got {err['input']!r}; use 1 to 64 letters, digits, '.', '_' or '-' "
-                "(it names the results folder)"
-            )
-        elif "input" in err and not isinstance(err["input"], dict | list):
-            msg = f"got {err['input']!r}; {msg[0].lower()}{msg[1:]}"
-        parts.append(f"{key}: {msg}" if key else msg)
+        parts.append(f"{key}: {_described(kind, loc, given, dict(err.get('ctx') or {}))}")
     return f"{path}: " + "; ".join(dict.fromkeys(parts))
+
+
+def _described(kind: str, loc: list[Any], given: Any, ctx: dict[str, Any]) -> str:
+    if kind == "missing" and loc == ["bots"]:
+        return "the file lists no bots; add at least 3 [[bots]] tables, each with a path"
+    if kind == "missing" and loc == ["name"]:
+        return "required: the tournament's name (it names the results folder)"
+    if kind == "string_pattern_mismatch":
+        return (
+            f"got {shown(given)}; use 1 to 64 letters, digits, '.', '_' or '-', starting "
+            "with a letter or a digit (it names the results folder)"
+        )
+    bounds = [
+        (name, getattr(item, name))
+        for item in _field_metadata(loc)
+        for name in ("ge", "gt", "le", "lt")
+        if getattr(item, name, None) is not None
+    ]
+    section = loc[-1] if loc and isinstance(loc[-1], str) and loc[-1] in _SECTIONS else None
+    return describe(
+        kind,
+        given,
+        ctx,
+        noun="bots" if loc == ["bots"] else "entries",
+        table=None if section is None else ("[bots]" if section == "bots" else section),
+        bounds=bounds_text(bounds) if bounds else None,
+    )
+
+
+def _field_metadata(loc: list[Any]) -> list[Any]:
+    """The constraints (``annotated_types`` objects) of the field at ``loc``, walking the
+    models from the file down (list indices skipped); ``[]`` when ``loc`` is no field."""
+    model: type[BaseModel] | None = TournamentFile
+    metadata: list[Any] = []
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if model is None or part not in model.model_fields:
+            return []
+        info = model.model_fields[part]
+        metadata = list(info.metadata)
+        model = _SECTIONS.get(part) if part in _SECTIONS else None
+    return metadata
 
 
 def _key(loc: list[Any]) -> str:

@@ -55,7 +55,8 @@ __all__ = [
 DATABASE = "results.sqlite"
 LOGS = "logs"
 LOCK = ".lock"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+"""5: a fault keeps the request it answered (``fault_request``, ``fault_round``)."""
 
 MatchStatus = Literal["pending", "running", "done", "failed"]
 
@@ -108,6 +109,8 @@ CREATE TABLE IF NOT EXISTS results (
     fault_reply TEXT,
     fault_elapsed_ms INTEGER,
     stderr_tail TEXT,
+    fault_request TEXT,
+    fault_round INTEGER,
     PRIMARY KEY (match_key, seat)
 );
 CREATE TABLE IF NOT EXISTS chain (
@@ -488,6 +491,7 @@ class Store:
                 int(st.forfeit),
                 *_fault_columns(st.fault),
                 result.stderr_tails.get(st.seat) if st.fault else None,
+                *_request_columns(st.fault),
             )
             for st in result.standings
         ]
@@ -582,11 +586,21 @@ class Store:
         """Every fault of a ``done`` match with its evidence, by key then seat."""
         rows = self._db.execute(
             "SELECT r.match_key, r.seat, r.name, r.fault_kind, r.fault_detail, "
-            "r.fault_request_id, r.fault_reply, r.fault_elapsed_ms, r.stderr_tail "
-            "FROM results r JOIN matches m ON m.key = r.match_key "
+            "r.fault_request_id, r.fault_reply, r.fault_elapsed_ms, r.stderr_tail, "
+            "r.fault_request, r.fault_round FROM results r JOIN matches m ON m.key = r.match_key "
             "WHERE m.status = 'done' AND r.fault_kind IS NOT NULL ORDER BY r.match_key, r.seat"
         )
-        return [StoredFault(*row) for row in rows]
+        found = []
+        for row in rows:
+            key, seat, name, kind, detail, request_id, reply, elapsed, stderr = row[:9]
+            request = _request_of(row[9])
+            found.append(
+                StoredFault(
+                    key, seat, name, kind, detail, request_id, reply, elapsed, stderr,
+                    request=request, round=row[10],
+                )
+            )
+        return found
 
     def match_records(self) -> dict[str, MatchRecord]:
         """Every stored match's status and timings, by key."""
@@ -625,7 +639,7 @@ class RunLock:
             self._fd = None
 
 
-_RESULT_SLOTS = ", ".join("?" * 12)
+_RESULT_SLOTS = ", ".join("?" * 14)
 
 
 def _fault_columns(fault: FaultInfo | None) -> tuple[Any, ...]:
@@ -633,6 +647,37 @@ def _fault_columns(fault: FaultInfo | None) -> tuple[Any, ...]:
     if fault is None:
         return (None,) * 5
     return (fault.kind, fault.detail, fault.request_id, fault.reply, fault.elapsed_ms)
+
+
+MAX_REQUEST_BYTES = 8192
+"""A fault's request is kept whole up to this size (as JSON); a larger one (an ``act``
+with hundreds of legal plays in a 52-card deck) keeps every key but ``legal``, which
+becomes a count."""
+
+
+def _request_columns(fault: FaultInfo | None) -> tuple[str | None, int | None]:
+    """The request a fault answered (the last one written to the bot), as compact JSON,
+    and the round then: what the published fault explains it with."""
+    if fault is None or fault.request is None:
+        return (None, None if fault is None else fault.round)
+    text = json.dumps(fault.request, ensure_ascii=False, separators=(",", ":"))
+    if len(text.encode("utf-8")) > MAX_REQUEST_BYTES:
+        cut = {k: v for k, v in fault.request.items() if k != "legal"}
+        legal = fault.request.get("legal")
+        if isinstance(legal, list):
+            cut["legal"] = f"{len(legal)} legal plays (left out of a request this long)"
+        text = json.dumps(cut, ensure_ascii=False, separators=(",", ":"))[:MAX_REQUEST_BYTES]
+    return (text, fault.round)
+
+
+def _request_of(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:  # cut in the middle of a value: keep what it was, as text
+        return {"request": text}
+    return value if isinstance(value, dict) else None
 
 
 _SECRET_COLUMNS = "id, secret, commitment, revealed, committed_before_run, beacon"

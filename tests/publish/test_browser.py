@@ -32,6 +32,8 @@ from referee.text import ordinal
 from referee.tournament.file import load_tournament
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
+PLAIN_NAMES = ("heuristic", "nodebot", "Montecarlo with a long name")
+"""Single words that once broke mid-word ("heuristi|c", "nodebo|t"), and words to wrap at."""
 STARTUP_STDERR = "starting up </pre><script>alert(2)</script>"
 HOSTILE_REPLY = "</script><img src=x onerror=alert(3)>"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "site"
@@ -126,7 +128,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     entries = []
     for i, pick in enumerate((0, -1, 1)):
         (folder / f"plain{i}.py").write_text(PLAIN_BOT.format(pick=pick))
-        entries.append(f'[[bots]]\npath = "plain{i}.py"\nname = "plain {i}"\n')
+        entries.append(f'[[bots]]\npath = "plain{i}.py"\nname = "{PLAIN_NAMES[i]}"\n')
     (folder / "hostile.py").write_text(HOSTILE_BOT)
     entries.append(f'[[bots]]\npath = "hostile.py"\nname = "{HOSTILE_NAME}"\n')
     path = folder / "web.toml"
@@ -241,8 +243,16 @@ def test_a_bot_page_opens_from_the_table_and_shows_its_faults_with_stderr(
     assert page.page.locator("h1 .bot-name").text_content() == HOSTILE_NAME
     faults = page.page.locator("details.fault")
     assert faults.count() == 9  # 3 tables x 3 rotations, a fault in each
+    groups = page.page.locator("section.fault-group")
+    assert groups.count() == 1  # the same kind and the same reply each time: one group
+    assert groups.first.locator("pre.reply").count() == 1  # the reply, shown once
+    assert groups.first.locator("pre.reply").text_content() == HOSTILE_REPLY
+    assert "\u00d7 9" in str(groups.first.locator("h3").text_content())
     first = faults.first
-    assert first.locator("pre.reply").text_content() == HOSTILE_REPLY
+    request = json.loads(str(first.locator("pre.request").text_content()))
+    assert request["type"] == "act" and request["id"] == int(
+        str(first.locator("dl.evidence dd").nth(1).text_content())
+    )
     stderr = str(first.locator("pre.stderr").text_content())
     assert STARTUP_STDERR in stderr and "about to fail at request" in stderr
     assert page.page.locator("img, script:not([src])").count() == 0
@@ -345,26 +355,142 @@ def test_the_collusion_check_opens_from_the_menu_and_sorts(site: Path, page: Wat
 def test_a_mid_run_bot_page_holds_back_the_evidence_of_an_open_deal(
     tmp_path: Path, page: Watched
 ) -> None:
-    from referee.tournament.store import Store
+    import sqlite3
+
     from tests.publish.conftest import HOSTILE_NAME as FAKE_HOSTILE
     from tests.publish.conftest import play_fake, write_fake_tournament
 
     # Played in a thread of its own: Playwright's event loop runs in this one.
     with ThreadPoolExecutor(1) as thread:
-        spec = thread.submit(play_fake, write_fake_tournament(tmp_path / "t", deals=1)).result()
+        # Rotations share their deal (at four bots, tables of three share none otherwise).
+        written = write_fake_tournament(tmp_path / "t", deals=1, extra='duplicate = "rotations"')
+        spec = thread.submit(play_fake, written).result()
     results = load_results(spec)
     faulted = next(f for f in results.faults if f.name == FAKE_HOSTILE)
     deal = results.specs[faulted.key].deal_id
     other = next(k for k, s in results.specs.items() if s.deal_id == deal and k != faulted.key)
-    with Store(spec.results_dir) as store:
-        store.mark_running(other)  # the deal is being played again: it is open
+    db = sqlite3.connect(spec.results_dir / "results.sqlite")
+    with db:  # the deal is still being played: it is open
+        db.execute("UPDATE matches SET status = 'running' WHERE key = ?", (other,))
+    db.close()
     out = tmp_path / "site"
     publish_site(load_results(spec), out)
     page.open(out / "bots" / "img-src-x-onerror-alert-1.html")
-    held = page.page.locator("details.fault", has=page.page.locator("p.held"))
-    assert held.count() >= 1
-    assert held.first.locator("pre.reply, pre.stderr").count() == 0
+    held = page.page.locator("section.fault-group", has=page.page.locator("p.held"))
+    assert held.count() >= 1 and held.first.locator("details.fault").count() >= 1
+    assert held.first.locator("pre.reply, pre.stderr, pre.request").count() == 0
     assert page.page.locator("img, script:not([src])").count() == 0
     page.shot("bot-mid-run")
     page.open(out / "collusion.html")
     assert page.page.locator("#collusion tbody tr").count() == 6
+
+
+# --------------------------------------------------------------------------- any screen
+
+# Every word of every name-bearing element, as a Range: a word whose rectangles sit on more
+# than one line was broken inside it. Words end at spaces and hyphens (a line may break
+# after a hyphen: that is between words).
+_BROKEN_WORDS = """
+(selector) => {
+  const broken = [];
+  for (const el of document.querySelectorAll(selector)) {
+    if (el.getClientRects().length === 0) continue;  // not displayed (a closed <details>)
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const words = /[^\\s-]+/g;
+      for (let m = words.exec(node.textContent); m; m = words.exec(node.textContent)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const lines = new Set(
+          [...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top))
+        );
+        if (lines.size > 1) broken.push(m[0]);
+      }
+    }
+  }
+  return broken;
+}
+"""
+_NAMES = ".bot, .bot-name, .match-name, .seat-name, .legend-name, #leaderboard td:nth-child(2)"
+_WIDTHS = {"phone": (390, 844), "desktop": (1366, 900)}
+
+
+def _lines(page: Any, selector: str) -> list[int]:
+    """How many lines each element's text takes."""
+    return page.evaluate(
+        """(selector) => [...document.querySelectorAll(selector)].map(el => {
+            const range = document.createRange();
+            range.selectNodeContents(el);
+            return new Set([...range.getClientRects()].filter(r => r.width > 0)
+                .map(r => Math.round(r.top))).size;
+        })""",
+        selector,
+    )
+
+
+@pytest.mark.parametrize("screen", sorted(_WIDTHS))
+def test_names_never_break_inside_a_word_and_no_page_scrolls_sideways(
+    site: Path, page: Watched, screen: str
+) -> None:
+    width, height = _WIDTHS[screen]
+    page.page.set_viewport_size({"width": width, "height": height})
+    match = sorted((site / "matches").glob("*.html"))[0]
+    hostile_page = site / "bots" / "img-src-x-onerror-alert-1.html"
+    for path in (site / "index.html", site / "matches.html", site / "collusion.html",
+                 site / "bots" / "heuristic.html", hostile_page, match):  # fmt: skip
+        page.open(path)
+        assert page.page.evaluate(_BROKEN_WORDS, _NAMES) == [], (screen, path.name)
+        scroll = page.page.evaluate("document.documentElement.scrollWidth")
+        assert scroll <= width, f"{path.name} scrolls sideways at {width} px ({scroll} px)"
+        page.shot(f"{screen}-{path.relative_to(site).with_suffix('').as_posix().replace('/', '--')}")
+    assert page.problems == []
+
+
+def test_on_a_phone_the_leaderboard_scrolls_in_its_frame_keeping_the_names(
+    site: Path, page: Watched
+) -> None:
+    page.page.set_viewport_size({"width": 390, "height": 844})
+    page.open(site / "index.html")
+    frame = page.page.locator("#leaderboard-section .scroll").first
+    sizes = frame.evaluate("f => [f.scrollWidth, f.clientWidth]")
+    assert sizes[0] > sizes[1], "at 390 px the table is wider than its frame: it must scroll"
+    names = page.page.locator("#leaderboard tbody td:nth-child(2)")
+    assert names.count() == 4
+    # A single word is one line; each name takes at most two lines (it wraps at spaces).
+    assert all(n <= 2 for n in _lines(page.page, "#leaderboard tbody td:nth-child(2) .bot"))
+    frame.evaluate("f => { f.scrollLeft = f.scrollWidth; }")
+    assert frame.evaluate("f => f.scrollLeft") > 0
+    box = frame.bounding_box()
+    assert box is not None
+    for i in range(names.count()):
+        cell = names.nth(i).bounding_box()
+        assert cell is not None
+        assert box["x"] - 1 <= cell["x"] and cell["x"] + cell["width"] <= box["x"] + box["width"] + 1
+        # Nothing scrolled over it: the name is what the screen shows at its middle.
+        shown = page.page.evaluate(
+            "([x, y]) => document.elementFromPoint(x, y).closest('td')?.cellIndex",
+            [cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2],
+        )
+        assert shown == 1, f"row {i + 1}: the name is covered after scrolling"
+    # ... while the columns at the right end came into view.
+    last = page.page.locator("#leaderboard thead th").last.bounding_box()
+    assert last is not None and last["x"] + last["width"] <= box["x"] + box["width"] + 1
+    page.shot("phone-index-scrolled")
+
+
+def test_on_a_desktop_the_leaderboard_fits_without_scrolling(
+    site: Path, page: Watched
+) -> None:
+    page.page.set_viewport_size({"width": 1366, "height": 900})
+    page.open(site / "index.html")
+    frame = page.page.locator("#leaderboard-section .scroll").first
+    scroll, client = frame.evaluate("f => [f.scrollWidth, f.clientWidth]")
+    assert scroll <= client, "at 1366 px the leaderboard fits without scrolling"
+    lines = dict(zip(_names(page.page, "#leaderboard tbody td:nth-child(2)"),
+                     _lines(page.page, "#leaderboard tbody td:nth-child(2) .bot"), strict=True))  # fmt: skip
+    assert lines["heuristic"] == lines["nodebot"] == 1  # one word, one line
+    assert max(lines.values()) <= 2  # the others wrap at their spaces, if at all
+    # The over-next cells say what they are, and the line under the table says which is which.
+    assert "Rank: TrueSkill" in str(page.page.locator("p.how-to-read").text_content())
+    page.shot("desktop-index")

@@ -40,7 +40,7 @@ NAME_SETS = {
     "paths": ("../../etc/passwd", "a\\b/..", "-rf --no-preserve-root", "CON", "nul.txt"),
     "look-alikes": ("Ålice", "alice", "日本語", "bot", "x" * 64, "Bot!"),
 }
-SAFE_PATH = re.compile(r"(bots|matches|static)/[a-z0-9][a-z0-9_-]*\.[a-z]+|[a-z0-9][a-z.]*")
+SAFE_PATH = re.compile(r"(bots|matches|static|verification)/[a-z0-9][a-z0-9_-]*\.[a-z]+|[a-z0-9][a-z.]*")
 
 
 def _handlers(names: tuple[str, ...]) -> dict[str, Callable[[], Handler]]:
@@ -98,7 +98,7 @@ def test_every_name_in_the_site_is_one_safe_component_and_no_file_is_a_stored_on
     for path in out.rglob("*"):
         name = path.relative_to(out).as_posix()
         if path.is_dir():
-            assert name in ("bots", "matches", "static")
+            assert name in ("bots", "matches", "static", "verification")
             continue
         assert name == SITE_MARKER or SAFE_PATH.fullmatch(name), name
         assert ".." not in name and "\\" not in name

@@ -18,9 +18,11 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
+from referee.publish.paths import match_names
 from referee.publish.site import SITE_MARKER, WITHHELD_NOTE, publish_site
 from referee.publish.source import load_results, rank
 from referee.results import FaultInfo, MatchResult, SeatResult
+from referee.specs import deal_key
 from referee.testing import polite_bot
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.scheduler import schedule
@@ -250,7 +252,8 @@ def test_without_jinja_the_error_says_what_to_install(
     fake_tournament: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "jinja2", None)
-    with pytest.raises(UsageError, match=r"pip install 'arschloch-referee\[site\]'"):
+    # The command of this installation (tests/test_installation.py has each way's).
+    with pytest.raises(UsageError, match=r"needs Jinja2, .*; install it with: \S+pip install"):
         publish_site(load_results(fake_tournament), tmp_path / "site")
     assert not (tmp_path / "site").exists()
 
@@ -385,3 +388,36 @@ def test_the_collusion_page_shows_authors_once_the_store_has_them(
     rows = _rows(tmp_path / "site" / "collusion.html", "collusion")
     [same] = [row for row in rows if {row[0], row[1]} == {"polite", "steady"}]
     assert same[2] == "ann · ann same"
+
+
+def test_a_replay_links_the_other_rotations_and_the_same_cards_at_other_tables(
+    tmp_path: Path,
+) -> None:
+    from referee.testing import lowest_bot, polite_bot
+
+    names = ("a1", "b2", "c3", "d4", "e5", "f6")  # two disjoint tables share each deal
+    handlers = {
+        n: (lambda n=n, i=i: (polite_bot if i % 2 else lowest_bot)(n)) for i, n in enumerate(names)
+    }
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1, names=names), handlers)
+    results = load_results(spec)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    stems = match_names({m.spec.key: m.spec.table for m in results.matches})
+    shared = 0
+    for match in results.matches:
+        page = (out / "matches" / f"{stems[match.spec.key]}.html").read_text()
+        related = page.split('<nav class="related"', 1)[1].split("</nav>", 1)[0]
+        rotations = {
+            stems[m.spec.key] for m in results.matches
+            if deal_key(m.spec.key) == deal_key(match.spec.key) and m is not match
+        }  # fmt: skip
+        same_cards = {
+            stems[m.spec.key] for m in results.matches
+            if m.spec.deal_id == match.spec.deal_id and m is not match
+        } - rotations  # fmt: skip
+        linked = set(re.findall(r'href="([^"]+)\.html"', related))
+        assert linked == rotations | same_cards, match.spec.key
+        assert len(rotations) == 2  # three seats, three rotations
+        shared += bool(same_cards)
+    assert shared == len(results.matches)  # every deal was dealt at two tables

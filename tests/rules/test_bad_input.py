@@ -63,7 +63,7 @@ def test_resolved_rules_match_the_protocol_example() -> None:
         (lambda: RuleSet.preset("arschloch", target=0), "rules.target"),
         (
             lambda: RuleSet.preset("arschloch", deal="some"),
-            "rules.deal: got 'some', input should be 'equal' or 'all'",
+            "rules.deal: got 'some'; allowed: 'equal' or 'all'",
         ),
         (lambda: RuleSet.preset("arschloch", colour="red"), "unknown parameter 'colour'"),
         (lambda: RuleSet.preset("arschloch", no_finish_on=["2"]), "no_finish_on: '2'"),

@@ -168,7 +168,7 @@ def test_an_extended_tournament_deals_new_matches_with_a_new_secret(tmp_path: Pa
 def test_verify_confirms_a_finished_tournament(finished: Path) -> None:
     result = CliRunner().invoke(main, ["verify", str(finished)])
     assert result.exit_code == 0, result.output
-    assert "ok: 8 matches verified" in result.output
+    assert "ok: 8 matches of the results verified" in result.output
     with Store(finished.parent / "t.results") as store:
         commitment = store.deal_secrets()[0].commitment
     good = CliRunner().invoke(
@@ -214,4 +214,4 @@ def test_verify_detects_a_changed_seed_and_a_changed_result(finished: Path, tmp_
 
 def test_verify_refuses_a_folder_without_results(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["verify", str(tmp_path)])
-    assert result.exit_code == 2 and "holds no tournament results" in result.output
+    assert result.exit_code == 2 and "is neither a tournament's results folder" in result.output

@@ -38,7 +38,8 @@ def _twins(folder: Path) -> tuple[ScoreInterval, ScoreInterval, float]:
     entries = [("heuristic", None), ("random", None), ("lowest", "lowest"), ("lowest", "js-lowest")]
     text = (
         'name = "twins"\nrules = { preset = "trou-du-cul", target = 8 }\ntable_size = 4\n'
-        f'deals = {DEALS}\nseed = 1\n[sandbox]\nbackend = "process"\n'
+        f'deals = {DEALS}\nseed = 1\nallow_twins = true  # the control: one program twice\n'
+        '[sandbox]\nbackend = "process"\n'
     )
     for bot, name in entries:
         text += f'[[bots]]\npath = "{samples / bot}"\n' + (f'name = "{name}"\n' if name else "")

@@ -47,6 +47,8 @@ def test_json_has_exactly_the_documented_shape() -> None:
         "playoff",
         "entries",
         "unrated",
+        "twins",
+        "notes",
         "collusion",
     ]
     assert (data["tournament"], data["rules"], data["matches"]) == ("spring", "arschloch", 6)
@@ -74,8 +76,13 @@ def test_json_has_exactly_the_documented_shape() -> None:
         low, high = entry["interval"]
         assert 0 <= low <= entry["mean_score"] <= high <= 1
     for entry in data["entries"][:-1]:
-        assert list(entry["over_next"]) == ["confidence", "deals", "significant"]
-        assert entry["over_next"]["significant"] is False  # 6 matches: nothing is sure
+        over = entry["over_next"]
+        assert list(over) == ["confidence", "deals", "significant", "favours", "text"]
+        # 6 matches: too few shared deals for any figure, and the cell says so.
+        assert over["confidence"] is None and over["favours"] is None
+        assert over["significant"] is False and over["deals"] < 8
+        assert over["text"] == f"— {over['deals']} shared deal{'s' if over['deals'] != 1 else ''}" or over["text"] == "— no shared deal"
+    assert data["twins"] == [] and data["notes"][0].startswith("Rank: TrueSkill")
     assert data["entries"][-1]["over_next"] is None
     assert {e["name"] for e in data["entries"]} == set(NAMES)
     assert sum(e["matches"] for e in data["entries"]) == 18
@@ -109,7 +116,7 @@ def test_markdown_escapes_names_so_they_cannot_break_the_table_or_inject_html() 
     assert "<script>" not in md and "&lt;script&gt;" in md
     assert "=cmd\\|x" in md
     assert "\\*bold\\*\\_it\\_\\`code\\`" in md
-    table = [line for line in md.splitlines() if line.startswith("|")]
+    table = [line for line in md.splitlines() if line.startswith("|") and "sha256" not in line]
     assert len(table) == 2 + 5
     for line in table:  # every row has exactly the 12 cells of the header
         unescaped_pipes = line.replace("\\|", "").count("|")
@@ -131,10 +138,14 @@ def test_csv_quotes_every_cell_and_defuses_formulas() -> None:
         "interval_low",
         "interval_high",
         "over_next",
+        "over_next_deals",
         "significant",
+        "over_next_text",
         "playoff_matches",
     ]
-    assert [row[14] for row in rows[1:]] == ["no"] * 4 + [""]
+    assert [row[15] for row in rows[1:]] == ["no"] * 4 + [""]
+    assert [row[13] for row in rows[1:]] == [""] * 5  # too few shared deals: no figure
+    assert all(row[16].startswith("— ") for row in rows[1:5])
 
 
 def test_terminal_table_strips_control_characters_and_markup() -> None:
@@ -178,12 +189,14 @@ def test_a_significant_order_is_not_marked_and_an_uncertain_one_is() -> None:
     a, b, c = board.entries
     assert a.significant and b.significant and c.significant is None
     assert a.mark == "" and a.interval is not None and a.interval.mean == 1.0
-    assert "≈" not in render(board, "table").split("Ranked by")[0]
+    assert (a.over_next_text, b.over_next_text, c.over_next_text) == ("1.00", "1.00", "")
+    assert "≈" not in render(board, "table").split("Rank: TrueSkill")[0]
     unsure = _board()
     marked = [e for e in unsure.entries if e.mark == "≈"]
     assert marked and all(not e.significant for e in marked)
-    assert "≈" in to_markdown(unsure).split("| rank |")[1]
-    assert "≈" in render(unsure, "table").split("Ranked by")[0]
+    # Too few shared deals: no figure at all, and no "≈1.00" either.
+    assert all(e.over_next_text.startswith("— ") for e in marked)
+    assert "≈ 1.00" not in to_markdown(unsure) and "≈ 1.00" not in render(unsure, "table")
 
 
 def test_play_offs_are_summarised_in_every_format() -> None:
@@ -230,3 +243,118 @@ def test_a_flagged_pair_is_a_sentence_in_every_format_with_its_names_escaped() -
     assert data["flagged"] == 1 and data["pairs"][0]["flagged"] is True
     assert {data["pairs"][0]["a"], data["pairs"][0]["b"]} == set(hostile.values())
     assert "Collusion" not in to_markdown(_board())  # nothing flagged: no line
+
+
+def _disagreeing_board(shared_deals: int = 10, **kwargs):  # type: ignore[no-untyped-def]
+    """Ratings and shared deals disagree, as they do when strengths are not transitive:
+    ``b`` beats ``a`` on every deal both played (tables of b, a and x), but ``a`` wins all
+    its many other matches (a, y, z) and ``b`` is second to ``y`` in all of its (y, b, z):
+    TrueSkill, weighing every match and opponent, ranks ``a`` just above ``b``."""
+    matches = []
+
+    def table_deal(tag: str, deal: int, order: tuple[str, ...]) -> None:
+        for rotation in range(3):
+            table = order[rotation:] + order[:rotation]
+            spec = MatchSpec(
+                key=f"rr/{tag}/d{deal:03d}/r{rotation}",
+                table=table,
+                deal=deal,
+                rotation=rotation,
+                deal_seed=1,
+                match_seed=1,
+            )
+            place = {name: i + 1 for i, name in enumerate(order)}
+            seats = tuple(
+                StoredSeat(i, n, place[n], 0, False, None, None) for i, n in enumerate(table)
+            )
+            matches.append(StoredMatch(spec, seats))
+
+    for deal in range(shared_deals):
+        table_deal("bax", deal, ("b", "a", "x"))
+    for deal in range(40):
+        table_deal("ayz", deal, ("a", "y", "z"))
+    for deal in range(20):
+        table_deal("ybz", deal, ("y", "b", "z"))
+    return build_leaderboard("split", "arschloch", matches, ["a", "b", "x", "y", "z"], **kwargs)
+
+
+def test_where_shared_deals_favour_the_next_bot_every_format_says_next_ahead() -> None:
+    board = _disagreeing_board()
+    order = [e.name for e in board.entries]
+    assert order.index("a") + 1 == order.index("b"), order  # TrueSkill: a just above b
+    a = board.entries[order.index("a")]
+    assert a.over_next is not None and a.over_next.lower == "b"
+    assert a.over_next.confidence == 0.0 and a.over_next.deals == 10  # b won every one
+    assert a.over_next_text == "≈ 0.00 (next ahead)" and a.mark == "≈"
+    data = {e["name"]: e for e in json.loads(to_json(board))["entries"]}
+    assert data["a"]["over_next"] == {
+        "confidence": 0.0,
+        "deals": 10,
+        "significant": False,
+        "favours": "next",
+        "text": "≈ 0.00 (next ahead)",
+    }
+    row = next(r for r in csv.reader(io.StringIO(to_csv(board))) if r[1] == "a")
+    assert row[13:17] == ["0.0000", "10", "no", "≈ 0.00 (next ahead)"]
+    assert "| ≈ 0.00 (next ahead) |" in to_markdown(board)
+    assert "≈ 0.00 (next ahead)" in " ".join(render(board, "table").split())
+    # The page says which figure comes from what, right under the table, in every format.
+    line = "Rank: TrueSkill, mu - 3 sigma over every match"
+    md = to_markdown(board)
+    assert md.index("| rank |") < md.index(line) < md.index("Mean score:")
+    assert line in " ".join(render(board, "table").split())
+    assert json.loads(to_json(board))["notes"][0].startswith(line)
+
+
+def test_fewer_shared_deals_than_the_minimum_give_no_figure_in_any_format() -> None:
+    board = _disagreeing_board(shared_deals=6)
+    b = next(e for e in board.entries if e.name == "b")
+    assert b.over_next is not None and b.over_next.lower == "x" and b.over_next.deals == 6
+    assert b.over_next.confidence == 1.0  # what would read "≈1.00" before
+    assert b.certainty is not None and b.certainty.confidence is None
+    assert b.over_next_text == "— 6 shared deals" and b.mark == "≈"
+    entry = next(e for e in json.loads(to_json(board))["entries"] if e["name"] == "b")
+    assert entry["over_next"]["confidence"] is None
+    assert entry["over_next"]["text"] == "— 6 shared deals"
+    row = next(r for r in csv.reader(io.StringIO(to_csv(board))) if r[1] == "b")
+    assert row[13:17] == ["", "6", "no", "— 6 shared deals"]
+    assert "| — 6 shared deals |" in to_markdown(board)
+    assert "— 6 shared deals" in " ".join(render(board, "table").split())
+    x = next(e for e in board.entries if e.name == "x")
+    assert x.over_next_text == "— no shared deal"
+
+
+def test_markdown_starts_with_the_ranking() -> None:
+    md = to_markdown(_sure_board())
+    lines = md.splitlines()
+    assert lines[0] == "## Leaderboard: sure"
+    assert lines[4].startswith("| rank | bot |")  # heading, a line, then the table
+    assert md.index("| 1 | a |") < md.index("Rank: TrueSkill")
+
+
+def test_twins_are_named_in_every_format_and_never_keep_the_play_offs_open() -> None:
+    from referee.specs import PlayoffSettings
+
+    fingerprints = {"a": "1" * 64, "b": "1" * 64, "c": "2" * 64}
+    settings = PlayoffSettings(top=3, until=0.9, budget=30)
+    board = _sure_board(playoff=settings, table_size=3, fingerprints=fingerprints)
+    assert board.twins == (("a", "b"),)
+    data = json.loads(to_json(board))
+    assert data["twins"] == [["a", "b"]]
+    note = "Byte-identical entrants (the same sha256; the file allows twins): a and b."
+    assert note in to_markdown(board) and note in " ".join(render(board, "table").split())
+    assert any(n.startswith(note) for n in data["notes"])
+
+
+def test_on_an_80_column_terminal_no_letter_of_the_notes_is_cut_off() -> None:
+    from rich.console import Console
+
+    from referee.publish.leaderboard import how_to_read, to_rich_table
+
+    board = _disagreeing_board(shared_deals=6)
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    console.print(to_rich_table(board))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert how_to_read(board) in " ".join(out.split())
+    assert {"shared", "deals", "(next", "ahead)"} <= set(out.split())  # cells wrap at spaces

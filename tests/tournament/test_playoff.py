@@ -172,3 +172,34 @@ def test_rounds_grow_with_the_matches_played_and_keep_each_tables_deals_in_seque
     assert len(cut.specs) == 3 * (len(tables) + 1)
     counts = [sum(frozenset(s.table) == t for s in cut.specs) // 3 for t in tables]
     assert sorted(counts) == [1] * (len(tables) - 1) + [2]
+
+
+def test_byte_identical_entrants_are_never_played_off() -> None:
+    """The twins of the test above, known to be byte-identical: no round is spent on them,
+    and the leaderboard says the play-offs are settled, not open."""
+    from referee.publish import build_leaderboard
+
+    specs = round_robin(list(STRENGTH), 3, 6, seed=4, secret=SECRET)
+    matches = [_play(s) for s in specs]
+    fingerprints = {name: name for name in STRENGTH} | {"a": "same", "b": "same"}
+    settings = PlayoffSettings(top=2, until=0.95, budget=31)
+    common = {
+        "settings": settings,
+        "ratings": RatingSettings(resamples=200),
+        "rules": None,
+        "table_size": 3,
+        "seed": 4,
+        "secret": SECRET,
+    }
+    blind = plan_round(0, matches, specs, list(STRENGTH), **common)  # type: ignore[arg-type]
+    assert blind.specs and {blind.uncertain[0].upper, blind.uncertain[0].lower} == {"a", "b"}
+    plan = plan_round(
+        0, matches, specs, list(STRENGTH), fingerprints=fingerprints, **common  # type: ignore[arg-type]
+    )
+    assert plan.state == "settled" and not plan.specs and not plan.uncertain
+    board = build_leaderboard(
+        "t", "arschloch", matches, list(STRENGTH), playoff=settings, table_size=3,
+        ratings=RatingSettings(resamples=200), fingerprints=fingerprints,
+    )  # fmt: skip
+    assert board.playoff is not None and board.playoff.state == "settled"
+    assert board.twins == (("a", "b"),)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import sqlite3
 from pathlib import Path
@@ -305,7 +306,7 @@ def test_a_store_of_the_previous_schema_is_refused_with_the_restart_hint(tmp_pat
     db.execute("INSERT INTO meta VALUES ('schema', '2')")
     db.commit()
     db.close()
-    with pytest.raises(UsageError, match=r"schema 2, this one reads 4\); run with --restart"):
+    with pytest.raises(UsageError, match=r"schema 2, this one reads 5\); run with --restart"):
         Store(tmp_path)
 
 
@@ -360,3 +361,31 @@ def test_a_rater_goes_on_from_its_last_replay_only_over_the_same_results() -> No
     steps, shorter = replayed(matches[:10], NAMES)  # fewer results than the last: from the start
     assert steps == 10 and shorter == rate(matches[:10], NAMES)
 
+
+def test_a_fault_keeps_the_request_it_answered_and_cuts_a_huge_one(tmp_path: Path) -> None:
+    from referee.tournament.store import MAX_REQUEST_BYTES
+
+    specs = round_robin(NAMES, 3, 1, seed=1, secret=bytes(32))[:2]
+    small = {"type": "act", "id": 12, "kind": "play", "hand": ["7C", "8H"], "legal": [["7C"]]}
+    huge = {**small, "legal": [[f"{i}C"] for i in range(4000)]}
+    with Store(tmp_path) as store:
+        store.add_matches(specs, store.deal_secret())
+        for spec, request in zip(specs, (small, huge), strict=True):
+            fault = FaultInfo(kind="illegal", detail="x", request_id=12, reply="{}",
+                              elapsed_ms=1, request=request, round=3)  # fmt: skip
+            standings = [
+                SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=s == 0,
+                           fault=fault if s == 0 else None)
+                for s, n in enumerate(spec.table)
+            ]  # fmt: skip
+            result = MatchResult(match=spec.key, seed=1, rules="arschloch", rounds=1,
+                                 log=None, standings=standings)  # fmt: skip
+            store.record_result(spec.key, result, spec.table)
+    with Store(tmp_path) as store:
+        kept = {f.key: f for f in store.fault_reports()}
+    first, second = (kept[spec.key] for spec in specs)
+    assert first.request == small and first.round == 3
+    assert second.request is not None and second.round == 3
+    assert second.request["hand"] == ["7C", "8H"] and second.request["id"] == 12
+    assert second.request["legal"].startswith("4000 legal plays (left out")
+    assert len(json.dumps(second.request)) < MAX_REQUEST_BYTES

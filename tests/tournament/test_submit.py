@@ -281,8 +281,25 @@ def test_an_author_is_entered_and_limited_by_the_file(tmp_path: Path) -> None:
     assert code == 2 and "'Ann Author' already has 1 entrant ('mine')" in output
     assert "max_entrants allows 1" in output
     # --author overrides the bot.toml, written into the entry; look-alikes are one author.
+    # (Another version of the program: the same bytes again would be a twin of "mine".)
+    with (bot / "main.py").open("a") as main_py:
+        main_py.write("# Bob's version\n")
     code, output = _submit(str(bot), "--to", str(path), "--name", "mine3", "--author", "Bob")
     assert code == 0, output
     assert 'author = "Bob"' in path.read_text()
     code, output = _submit(str(bot), "--to", str(path), "--name", "mine4", "--author", "BOB")
     assert code == 2 and "'BOB' already has 1 entrant ('mine3')" in output
+
+
+def test_a_byte_identical_copy_of_an_entrant_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    path = write_tournament(tmp_path)
+    code, output = _submit(str(TEST_BOTS / "polite.py"), "--to", str(path))
+    assert code == 0, output
+    before = path.read_text()
+    code, output = _submit(str(TEST_BOTS / "polite.py"), "--to", str(path), "--name", "again")
+    assert code == 1, output
+    assert "byte-identical to the entrant 'polite'" in output and "allow_twins = true" in output
+    assert "smoke match" not in output  # refused before it played
+    assert path.read_text() == before and not (tmp_path / "bots" / "again").exists()

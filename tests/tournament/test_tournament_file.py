@@ -64,7 +64,7 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
         (
             "table_size = 3",
             "table_size = 7",
-            "table_size: got 7; input should be less than or equal to 6",
+            "table_size: got 7; allowed: 3 to 6",
         ),
         (
             'preset = "arschloch"',
@@ -80,7 +80,7 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
         (
             'backend = "process"',
             'backend = "vm"',
-            "sandbox.backend: got 'vm'; input should be 'process', 'docker' or 'auto'",
+            "sandbox.backend: got 'vm'; allowed: 'process', 'docker' or 'auto'",
         ),
         ('name = "t"', 'name = "../x"', "name: got '../x'; use 1 to 64 letters"),
         ('format = "round-robin"', 'format = "swiss"', "format: got 'swiss'"),
@@ -121,12 +121,12 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
         (
             "seed = 7",
             "seed = 7\n[ratings]\ntau = -0.5",
-            "ratings.tau: got -0.5; input should be greater than or equal to 0",
+            "ratings.tau: got -0.5; allowed: 0 to 10000",
         ),
         (
             "seed = 7",
             "seed = 7\n[ratings]\nconfidence = 0.4",
-            "ratings.confidence: got 0.4; input should be greater than 0.5",
+            "ratings.confidence: got 0.4; allowed: above 0.5 and below 1",
         ),
         (
             "seed = 7",
@@ -136,12 +136,12 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
         (
             "seed = 7",
             "seed = 7\nplayoff = { top = 3 }",
-            "playoff.budget: required key is missing",
+            "playoff.budget: required, and missing",
         ),
         (
             "seed = 7",
             "seed = 7\nplayoff = { top = 3, until = 1.5, budget = 30 }",
-            "playoff.until: got 1.5; input should be less than 1",
+            "playoff.until: got 1.5; allowed: above 0.5 and below 1",
         ),
         (
             "seed = 7",
@@ -354,11 +354,14 @@ def test_an_image_list_entry_must_be_a_name(tmp_path: Path) -> None:
 
 
 def _many_bots(folder: Path, bots: int, extra: str) -> Path:
-    """A tournament of ``bots`` entries of one bot file, named b000, b001, ..."""
+    """A tournament of ``bots`` entries of one bot file, named b000, b001, ... (twins,
+    allowed: what is measured here is the schedule)."""
     (folder / "bot.py").write_text("print('never run')\n", encoding="utf-8")
     entries = "".join(f'[[bots]]\npath = "bot.py"\nname = "b{i:03d}"\n' for i in range(bots))
     path = folder / "big.toml"
-    path.write_text(f'name = "big"\ntable_size = 6\n{extra}\n{entries}', encoding="utf-8")
+    path.write_text(
+        f'name = "big"\ntable_size = 6\nallow_twins = true\n{extra}\n{entries}', encoding="utf-8"
+    )
     return path
 
 
@@ -389,3 +392,38 @@ def test_a_schedule_too_large_to_list_is_refused_at_load(
 def test_a_large_field_on_balanced_tables_loads(tmp_path: Path) -> None:
     tournament = load_tournament(_many_bots(tmp_path, 64, 'tables = "balanced"'))
     assert len(tournament.entrants) == 64
+
+
+def test_byte_identical_entrants_are_refused_unless_the_file_allows_twins(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path, bots=4)
+    text = path.read_text()
+    copy = tmp_path / "bots" / "copy"
+    copy.mkdir()
+    # The same file under the same name in another folder: byte-identical, another entrant.
+    (copy / f"{MARKER}-a.py").write_bytes((tmp_path / "bots" / f"{MARKER}-a.py").read_bytes())
+    twin = f'\n[[bots]]\npath = "bots/copy/{MARKER}-a.py"\nname = "Copy"\n'
+    path.write_text(text + twin)
+    with pytest.raises(UsageError) as refused:
+        load_tournament(path)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: bots[0] ('{MARKER}-a') and bots[4] ('Copy') are ")
+    assert "byte-identical (sha256 " in message and "allow_twins = true" in message
+    assert "\n" not in message
+    # Allowed: it loads, and a run says so before it starts.
+    path.write_text("allow_twins = true\n" + text + twin)
+    loaded = load_tournament(path)
+    assert loaded.twins() == [(f"{MARKER}-a", "Copy")]
+    assert any("byte-identical" in w and "'Copy'" in w for w in loaded.warnings())
+    assert loaded.bot("Copy").sha256 == loaded.bot(f"{MARKER}-a").sha256 != ""
+    # Different files (the other bots) are no twins.
+    assert len({b.sha256 for b in loaded.bots}) == 4
+
+
+def test_a_long_list_of_twins_is_named_briefly(tmp_path: Path) -> None:
+    path = _many_bots(tmp_path, 9, "")
+    path.write_text(path.read_text().replace("allow_twins = true\n", ""))
+    with pytest.raises(UsageError) as refused:
+        load_tournament(path)
+    message = str(refused.value)
+    assert "bots[0] ('b000'), bots[1] ('b001') and 7 more are byte-identical" in message
+    assert len(message) < 400
