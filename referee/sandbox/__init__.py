@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from referee.errors import UsageError
+from referee.installation import install_hint
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
 from referee.sandbox.budget import protect_referee
 from referee.sandbox.process import ProcessSandbox
@@ -78,8 +79,8 @@ def _docker_module() -> Any:
         from referee.sandbox import docker
     except ImportError as exc:
         raise UsageError(
-            f"the docker sandbox is not available ({exc}); install it with "
-            "pip install 'arschloch-referee[docker]'"
+            f"the docker sandbox is not available ({exc}); "
+            f"{install_hint('docker', extra='docker')}"
         ) from None
     return docker
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from referee.errors import UsageError
+from referee.installation import install_hint
 
 __all__ = [
     "LABEL",
@@ -46,15 +47,14 @@ LABEL_BOT = f"{LABEL}.bot"
 """Label of a bot's container: the bot's name."""
 RUN_ENV = "REFEREE_RUN_ID"
 
-_INSTALL_HINT = "the docker extra is not installed: pip install 'arschloch-referee[docker]'"
-
-
 def docker_sdk() -> Any:
     """The Docker SDK (``import docker``), imported lazily: it is an optional extra."""
     try:
         import docker
     except ImportError as exc:
-        raise UsageError(_INSTALL_HINT) from exc
+        raise UsageError(
+            f"the docker extra is not installed; {install_hint('docker', extra='docker')}"
+        ) from exc
     return docker
 
 
