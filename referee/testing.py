@@ -89,6 +89,12 @@ class FakeBotProcess(BotProcess):
         self._exit: ExitInfo | None = None
         self._done = asyncio.Event()
 
+    @property
+    def ended(self) -> ExitInfo | None:
+        """How the fake bot ended, ``None`` while it runs (read without awaiting, so from
+        outside the loop that runs it)."""
+        return self._exit
+
     async def write(self, data: bytes) -> None:
         if self._exit is not None:
             raise BrokenPipeError("fake bot is gone")
