@@ -7,7 +7,7 @@ would: the scheduler's round robin of the one table
 so every deal is played in all 4 seat rotations and the base order of each deal cycles
 through the balanced seatings of :mod:`referee.tournament.seating`. The bots run in the process
 sandbox with the default time control, and processes are reused between matches through a
-:class:`~referee.protocol.session.SessionPool` (never within one deal's rotations), like a worker.
+:class:`~referee.protocol.seats.SessionPool` (never within one deal's rotations), like a worker.
 
 Figures, with their targets (issue 13):
 

@@ -64,7 +64,8 @@ class Table:
     time_control: TimeControl
     """The time control the bots were greeted under: the only one a match may play them on."""
     request_ids: itertools.count[int]
-    """Request ids, going on from the ``hello`` ids (one count per process's lifetime)."""
+    """Request ids, going on from the ``hello`` ids: the pool's count for borrowed bots
+    (a process never sees an id twice), else the table's own."""
     clock: Clock
 
 
