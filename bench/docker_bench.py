@@ -137,7 +137,7 @@ def bench_round_trip(count: int = 2000) -> dict[str, float]:
 def bench_reuse(matches: int = 20) -> dict[str, float]:
     """A sequence of short matches of 4 instant bots: containers reused vs one per match."""
     from referee.match.runner import play_match
-    from referee.protocol.session import SessionPool
+    from referee.protocol.seats import SessionPool, seated
     from referee.rules import RuleSet
     from referee.sandbox import load_bot, make_staging_root, remove_staging_root, stage_bot
     from referee.specs import TimeControl
@@ -153,9 +153,8 @@ def bench_reuse(matches: int = 20) -> dict[str, float]:
         pool = SessionPool(sandbox, Limits(), tc)
         start = time.perf_counter()
         for i in range(matches):
-            await play_match(
-                sandbox, bots, rules, i, match_id=f"reuse-{i}", deal_key=f"deal-{i}", pool=pool
-            )
+            async with seated(bots, pool=pool, deal_key=f"deal-{i}") as table:
+                await play_match(table, rules, i, match_id=f"reuse-{i}")
         await pool.aclose()
         elapsed = time.perf_counter() - start
         await sandbox.aclose()
@@ -165,7 +164,8 @@ def bench_reuse(matches: int = 20) -> dict[str, float]:
         sandbox = DockerSandbox(client=connect())
         start = time.perf_counter()
         for i in range(matches):
-            await play_match(sandbox, bots, rules, i, match_id=f"fresh-{i}", time_control=tc)
+            async with seated(bots, sandbox=sandbox, time_control=tc) as table:
+                await play_match(table, rules, i, match_id=f"fresh-{i}")
         elapsed = time.perf_counter() - start
         await sandbox.aclose()
         return elapsed

@@ -11,11 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from referee.match.runner import run_match
-from referee.protocol.session import start_sessions
+from referee.match.runner import play_match
+from referee.protocol.seats import seated
 from referee.rules import RuleSet
 from referee.sandbox import (
-    Limits,
     ProcessSandbox,
     load_bot,
     make_staging_root,
@@ -69,11 +68,9 @@ async def _referee_match(sandbox: ProcessSandbox, staging: Path) -> tuple[float,
     bots = [stage_bot(load_bot(POLITE), staging) for _ in range(4)]
     rules = RuleSet.preset("arschloch", target=150, max_rounds=150).resolve(4)
     tc = TimeControl(move_ms=2000, bank_ms=10_000, hello_ms=20_000)
-    sessions = await start_sessions(sandbox, bots, Limits(), tc)
-    try:
-        result = await run_match(sessions, rules, 1, "bench", tc, log_path=staging / "bench.jsonl")
-    finally:
-        await asyncio.gather(*(s.close() for s in sessions))
+    async with seated(bots, sandbox=sandbox, time_control=tc) as table:
+        log = staging / "bench.jsonl"
+        result = await play_match(table, rules, 1, match_id="bench", log_path=log)
     assert not any(s.forfeit for s in result.standings)
     lines = (staging / "bench.jsonl").read_text().splitlines()
     public = sum(1 for line in lines[1:] if '"type":"deal"' not in line)
@@ -98,10 +95,9 @@ async def _startup(
     for _ in range(rounds):
         for name, sandbox in sandboxes.items():
             start = time.perf_counter()
-            sessions = await start_sessions(sandbox, [bot], Limits(), tc)
-            ready = time.perf_counter()
-            assert sessions[0].fault is None
-            await sessions[0].close()
+            async with seated([bot], sandbox=sandbox, time_control=tc) as table:
+                ready = time.perf_counter()
+                assert table.bots[0].fault is None
             samples[name].append((ready - start, time.perf_counter() - ready))
     return {
         name: (

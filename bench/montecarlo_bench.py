@@ -7,7 +7,7 @@ would: the scheduler's round robin of the one table
 so every deal is played in all 4 seat rotations and the base order of each deal cycles
 through the balanced seatings of :mod:`referee.tournament.seating`. The bots run in the process
 sandbox with the default time control, and processes are reused between matches through a
-:class:`~referee.protocol.session.SessionPool` (never within one deal's rotations), like a worker.
+:class:`~referee.protocol.seats.SessionPool` (never within one deal's rotations), like a worker.
 
 Figures, with their targets (issue 13):
 
@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.match.runner import run_match
-from referee.protocol.session import BotSession, SessionPool
+from referee.match.runner import play_match
+from referee.protocol.seats import SessionPool, seated
+from referee.protocol.session import BotSession
 from referee.ranking.intervals import deal_scores, score_intervals
 from referee.results import MatchResult
 from referee.rules import PRESETS, RuleSet
@@ -150,19 +151,13 @@ async def _play_all(
 
     async def one(spec: MatchSpec) -> None:
         seat = spec.table.index(CANDIDATE)
-
-        async def play(sessions: Sequence[BotSession]) -> MatchResult:
-            undo = _timed(sessions[seat], outcome.replies)
+        table = [bots[name] for name in spec.table]
+        async with gate, seated(table, pool=pool, deal_key=deal_key(spec.key)) as seats:
+            undo = _timed(seats.bots[seat], outcome.replies)
             try:
-                return await run_match(
-                    sessions, rules, spec.match_seed, spec.key, pool.time_control,
-                    request_ids=pool.ids,
-                )  # fmt: skip
+                result = await play_match(seats, rules, spec.match_seed, match_id=spec.key)
             finally:
                 undo()
-
-        async with gate:
-            result = await pool.lend([bots[name] for name in spec.table], deal_key(spec.key), play)
         outcome.matches.append(_stored(spec, result))
         for st in result.standings:
             if st.fault is not None:

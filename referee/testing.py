@@ -1,21 +1,27 @@
-"""Test helpers shipped with the package: scripted bots and an in-memory sandbox.
+"""Test helpers shipped with the package: scripted bots, an in-memory sandbox, a fake clock.
 
 :class:`FakeSandbox` starts no process: each bot is a Python callable that receives every
 message the referee writes (as a dict) and returns its reply (a dict, raw bytes, or None
 for no reply). It makes match-runner tests fast and exact; the real sandboxes have their
 own integration tests. :class:`InProcessExecutor` plays a whole tournament's matches that way,
 in this process, through the real coordinator and store.
+
+:class:`FakeClock` is virtual time, in the spirit of trio's ``MockClock`` with autojump: a
+match seated on it (``seated(..., clock=clock)``) and run on its loop (``clock.run(...)``)
+waits out every timeout (a bot that never answers, ``hello_ms``, a bank spent) in no time
+at all, with the same verdicts as on the real clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import selectors
 import signal as signals
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
 
@@ -49,11 +55,13 @@ class Exit:
 Reply: TypeAlias = dict[str, Any] | bytes | Stderr | CloseStdout | Exit
 Replies: TypeAlias = Reply | Sequence[Reply] | None
 Handler = Callable[[dict[str, Any]], Replies]
+_T = TypeVar("_T")
 
 __all__ = [
     "CloseStdout",
     "Exit",
     "FakeBotProcess",
+    "FakeClock",
     "FakeSandbox",
     "Handler",
     "InProcessExecutor",
@@ -99,7 +107,6 @@ def lowest_bot(name: str = "lowest") -> Handler:
 
 def spec(name: str) -> BotSpec:
     """A BotSpec for a fake bot (nothing on disk)."""
-    from pathlib import Path
 
     return BotSpec(name=name, folder=Path("/nonexistent"), command=("fake",))
 
@@ -121,6 +128,12 @@ class FakeBotProcess(BotProcess):
         self._stdout_open = True
         self._exit: ExitInfo | None = None
         self._done = asyncio.Event()
+
+    @property
+    def ended(self) -> ExitInfo | None:
+        """How the fake bot ended, ``None`` while it runs (read without awaiting, so from
+        outside the loop that runs it)."""
+        return self._exit
 
     async def write(self, data: bytes) -> None:
         """Hand every complete line to the handler; ``BrokenPipeError`` once the bot ended."""
@@ -227,7 +240,11 @@ class FakeSandbox(Sandbox):
 class InProcessExecutor:
     """An executor (:class:`referee.executors.base.Executor`) that plays every task here, one
     after the other, with fake bots: ``handlers`` maps an entrant's name to its handler
-    factory. The matches are real (engine, match runner, logs); only the bots are not."""
+    factory. The matches are real (engine, match runner, logs, the worker's own
+    :class:`~referee.executors.worker.Worker`); only the bots are not. A task that fails on
+    our side is a final :class:`~referee.executors.base.MatchFailed` (one attempt each), a
+    ``UsageError`` stops the run, and a bug is raised here, with the worker's traceback,
+    rather than recorded: a test must not pass over it."""
 
     max_attempts = 1
 
@@ -235,26 +252,116 @@ class InProcessExecutor:
         self.handlers = handlers
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
-        from referee.executors.base import MatchFinished, MatchStarted
-        from referee.match.runner import play_match
+        from referee.errors import UsageError
+        from referee.executors.base import MatchFailed, MatchFinished, MatchStarted
+        from referee.executors.worker import Worker
+        from referee.results import MatchResult
 
         sandbox = FakeSandbox(self.handlers)
-        with asyncio.Runner() as runner:
+        with Worker(sandboxes=lambda name, images: sandbox) as worker:
             for task in tasks:
                 key = task.spec.key
                 on_event(MatchStarted(key, 1))
-                result = runner.run(
-                    play_match(
-                        sandbox,
-                        task.bots,
-                        task.rules,
-                        task.spec.match_seed,
-                        match_id=key,
-                        time_control=task.time_control,
-                        limits=task.limits,
-                        log_path=Path(task.log_path),
-                        deal_key=task.spec.deal_id,
-                    )
-                )
+                outcome = worker.play(task)
                 sandbox.started.clear()
-                on_event(MatchFinished(key, result))
+                if outcome.status == "done":
+                    assert outcome.result is not None
+                    on_event(MatchFinished(key, MatchResult.model_validate(outcome.result)))
+                elif outcome.status == "usage":
+                    raise UsageError(outcome.error or "the match could not start")
+                elif outcome.status == "bug":
+                    raise AssertionError(f"match {key} hit a bug in the referee:\n{outcome.error}")
+                else:
+                    on_event(MatchFailed(key, outcome.error or outcome.status, 1, True))
+
+
+class FakeClock:
+    """Virtual time for tests, in the spirit of trio's ``MockClock`` with autojump.
+
+    Time stands still while anything can run, and jumps to the next timer (a request's
+    budget, ``hello_ms``, a sleep) as soon as every task is waiting: a bot that never
+    answers times out at once, after exactly its budget of virtual time. :meth:`advance`
+    moves time by hand, as a bot or the referee that blocks the loop would (``time.sleep``
+    in a handler becomes ``clock.advance``).
+
+    asyncio's own timeouts read the loop's clock (:mod:`referee.clock`), so the fake clock
+    comes with its own event loop, whose ``time()`` is the fake time and whose selector does
+    the jumping: run the test's coroutine with :meth:`run` (or a ``Runner`` made with
+    ``loop_factory=clock.new_event_loop``) and seat it on the same clock. Its
+    :meth:`timeout` and :meth:`sleep` refuse to run on another loop. Before jumping it polls
+    the real file descriptors once, so a pipe that is ready is served first; it never
+    waits for threads or real processes, which would see time jump past them: it is for
+    the in-memory sandbox, not the real ones.
+    """
+
+    def __init__(self, start: float = 0.0, *, autojump: bool = True) -> None:
+        self._now = start
+        self.autojump = autojump
+        """Jump to the next timer when every task waits (else only :meth:`advance` moves)."""
+
+    def monotonic(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` of virtual time pass now (never backwards)."""
+        if seconds < 0:
+            raise ValueError(f"time does not go backwards: advance({seconds})")
+        self._now += seconds
+
+    def timeout(self, delay: float | None) -> asyncio.Timeout:
+        self._on_own_loop()
+        return asyncio.timeout(delay)
+
+    async def sleep(self, seconds: float) -> None:
+        self._on_own_loop()
+        await asyncio.sleep(seconds)
+
+    def new_event_loop(self) -> asyncio.AbstractEventLoop:
+        """An event loop running on this clock (a ``loop_factory`` for ``asyncio.Runner``)."""
+        return _FakeClockLoop(self)
+
+    def run(self, main: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``main`` to its end on a fresh loop of this clock, as :func:`asyncio.run`."""
+        with asyncio.Runner(loop_factory=self.new_event_loop) as runner:
+            return runner.run(main)
+
+    def _on_own_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        if not (isinstance(loop, _FakeClockLoop) and loop.fake_clock is self):
+            raise RuntimeError(
+                "this FakeClock's waits run on its own event loop: run the coroutine with "
+                "clock.run(...) (asyncio's timeouts read the loop's time)"
+            )
+
+    def __repr__(self) -> str:
+        return f"FakeClock(now={self._now!r})"
+
+
+class _JumpingSelector(selectors.DefaultSelector):
+    """The fake clock's selector: where the loop would wait for its next timer, it polls
+    the real descriptors once and, when none is ready, moves the clock to that timer."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.fake_clock = clock
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        # ``timeout`` is the loop's time to its next timer: None when there is none (then
+        # only real I/O can wake the loop), 0 when something is ready to run.
+        if timeout is None or timeout <= 0 or not self.fake_clock.autojump:
+            return super().select(timeout)
+        ready = super().select(0)
+        if not ready:
+            self.fake_clock.advance(timeout)
+        return ready
+
+
+class _FakeClockLoop(asyncio.SelectorEventLoop):
+    """An event loop whose time is a :class:`FakeClock`'s."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(_JumpingSelector(clock))
+        self.fake_clock = clock
+
+    def time(self) -> float:
+        return self.fake_clock.monotonic()

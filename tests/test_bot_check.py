@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from referee.match.compliance import SEEDS
-from tests.match.emulated_bots import emulated_run
+from tests.match.emulated_bots import emulated_run, on_its_clock
 
 ROOT = Path(__file__).resolve().parent.parent
 BOTS = ROOT / "tests" / "bots"
@@ -40,17 +40,16 @@ def check(bot: Path | str, *options: str) -> subprocess.CompletedProcess[str]:
 
 
 def _emulated_asked(preset: str, seats: int, seeds: list[int]) -> dict[str, int]:
-    import asyncio
+    run = emulated_run("template")
 
     async def go() -> dict[str, int]:
-        run = emulated_run("template")
         try:
             step = await run.preset(preset, seats, seeds=seeds)
         finally:
             await run.pool.aclose()
         return dict(step.asked)
 
-    return asyncio.run(go())
+    return on_its_clock(run, go())
 
 
 def test_a_new_python_bot_passes_and_meets_the_deals_the_seeds_were_chosen_on(

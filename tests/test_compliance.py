@@ -7,7 +7,6 @@ processes and the command line are in ``tests/test_bot_check.py``.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -25,8 +24,8 @@ from referee.match.compliance import (
 from referee.rules import PRESETS, RuleSet
 from referee.sandbox import Limits
 from referee.specs import TimeControl
-from referee.testing import FakeSandbox, Handler, polite_bot, spec
-from tests.match.emulated_bots import CANDIDATES, covered, emulated_run, handler
+from referee.testing import FakeClock, FakeSandbox, Handler, polite_bot, spec
+from tests.match.emulated_bots import CANDIDATES, covered, emulated_run, handler, on_its_clock
 
 
 @pytest.mark.parametrize("candidate", CANDIDATES)
@@ -50,7 +49,7 @@ def _report(tc: TimeControl | None = None) -> CheckReport:
 
 
 def _run(run: ComplianceRun, keep_going: bool = False) -> CheckReport:
-    asyncio.run(run.run(list(PRESETS), keep_going))
+    on_its_clock(run, run.run(list(PRESETS), keep_going))
     return run.report
 
 
@@ -75,7 +74,7 @@ def _scripted(make: Callable[[], Handler], tc: TimeControl | None = None) -> Com
     factories["scripted"] = make
     sandbox = FakeSandbox(factories)
     opponents = {name: spec(name) for name in OPPONENTS}
-    return ComplianceRun(sandbox, spec("scripted"), opponents, _report(tc))
+    return ComplianceRun(sandbox, spec("scripted"), opponents, _report(tc), clock=FakeClock())
 
 
 def _one_card_on_pairs() -> Handler:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,12 @@ from referee.match.human import LineReader, PersonSession, TableView, read_answe
 from referee.match.runner import play_match
 from referee.matchlog import read_log
 from referee.protocol import messages as m
-from referee.protocol.session import SessionPool
+from referee.protocol.seats import SessionPool, seated
 from referee.rules import RuleSet, replay
 from referee.rules.ruleset import PRESETS
 from referee.sandbox import Limits
 from referee.specs import TimeControl
-from referee.testing import FakeSandbox, lowest_bot, spec
+from referee.testing import FakeClock, FakeSandbox, lowest_bot, spec
 
 FAST = TimeControl(move_ms=50, bank_ms=50, hello_ms=1000)
 
@@ -281,11 +280,13 @@ class ScriptedPerson:
         by_kind: dict[str, list[str | None]] | None = None,
         delay_s: float = 0.0,
         slow_answers: int = 0,
+        clock: FakeClock | None = None,
     ) -> None:
         self.script = list(script or [])
         self.by_kind = by_kind or {}
         self.delay_s = delay_s
         self.slow_answers = slow_answers
+        self.clock = clock
         self.screen = ""
         self.prompts: list[str] = []
 
@@ -297,7 +298,8 @@ class ScriptedPerson:
         assert found is not None, f"no prompt on screen: {self.screen[-300:]!r}"
         self.prompts.append(found.group(1))
         if len(self.prompts) <= self.slow_answers:
-            await asyncio.sleep(self.delay_s)
+            assert self.clock is not None, "a slow person takes time on a (fake) clock"
+            await self.clock.sleep(self.delay_s)
         kind, choices = found.groups()
         if self.script:
             return self.script.pop(0)
@@ -324,19 +326,19 @@ def play_with(
 ) -> Any:
     rules = RuleSet.preset(preset, max_rounds=max_rounds).resolve(len(bots) + 1)
     sandbox = FakeSandbox({name: lowest_bot for name in bots})
-    seated = PersonSession("you", reader=person, write=person.write, symbols=True)
-    return asyncio.run(
-        play_match(
-            sandbox,
-            [spec(b) for b in bots],
-            rules,
-            seed,
-            match_id="human-test",
-            time_control=tc,
-            log_path=tmp_path / "m.jsonl",
-            people={seat: seated},
-        )
-    )
+    you = PersonSession("you", reader=person, write=person.write, symbols=True)
+    clock = FakeClock()
+
+    async def go() -> Any:
+        specs = [spec(b) for b in bots]
+        async with seated(
+            specs, sandbox=sandbox, time_control=tc, occupied={seat: you}, clock=clock
+        ) as table:
+            return await play_match(
+                table, rules, seed, match_id="human-test", log_path=tmp_path / "m.jsonl"
+            )
+
+    return clock.run(go())
 
 
 def test_a_person_plays_a_whole_match(tmp_path: Path) -> None:
@@ -416,22 +418,21 @@ def mute_bot() -> Any:
 
 def test_the_person_has_no_time_limit_while_the_bots_keep_theirs(tmp_path: Path) -> None:
     # Each of the person's first two answers takes 150 ms, past move_ms + bank (50 + 50).
-    person = ScriptedPerson(delay_s=0.15, slow_answers=2)
+    clock = FakeClock()
+    person = ScriptedPerson(delay_s=0.15, slow_answers=2, clock=clock)
     rules = RuleSet.preset("arschloch", max_rounds=1).resolve(3)
     sandbox = FakeSandbox({"lowest": lowest_bot, "mute": mute_bot})
-    started = time.monotonic()
-    result = asyncio.run(
-        play_match(
-            sandbox,
-            [spec("lowest"), spec("mute")],
-            rules,
-            1,
-            match_id="human-clock",
-            time_control=FAST,
-            people={0: PersonSession(reader=person, write=person.write)},
-        )
-    )
-    assert time.monotonic() - started > 0.3
+    you = PersonSession(reader=person, write=person.write)
+
+    async def go() -> Any:
+        bots = [spec("lowest"), spec("mute")]
+        async with seated(
+            bots, sandbox=sandbox, time_control=FAST, occupied={0: you}, clock=clock
+        ) as table:
+            return await play_match(table, rules, 1, match_id="human-clock")
+
+    result = clock.run(go())
+    assert result.duration_s > 0.3  # the person's two answers took that long
     assert len(person.prompts) > 2
     faults = {st.name: st.fault.kind if st.fault else None for st in result.standings}
     assert faults == {"you": None, "lowest": None, "mute": "timeout"}
@@ -499,23 +500,38 @@ def test_play_help_explains_the_human_seat() -> None:
 
 
 def test_people_sit_at_free_seats_of_the_table(tmp_path: Path) -> None:
-    rules = RuleSet.preset("arschloch").resolve(3)
+    sandbox = FakeSandbox({"lowest": lowest_bot})
 
-    def attempt(seat: int, **kwargs: Any) -> None:
-        asyncio.run(
-            play_match(
-                FakeSandbox({"lowest": lowest_bot}),
-                [spec("lowest"), spec("lowest")],
-                rules,
-                1,
-                match_id="x",
-                people={seat: PersonSession(reader=ScriptedPerson())},
-                **kwargs,
-            )
-        )
+    async def attempt(seat: int) -> None:
+        person = PersonSession(reader=ScriptedPerson())
+        async with seated([spec("lowest")] * 2, sandbox=sandbox, occupied={seat: person}):
+            pass
 
-    with pytest.raises(ValueError, match="people must sit at seats 0 to 2"):
-        attempt(3)
-    pool = SessionPool(FakeSandbox({}), Limits(), FAST)
-    with pytest.raises(ValueError, match="a pooled match seats bots only"):
-        attempt(0, pool=pool)
+    with pytest.raises(ValueError, match=r"the seats taken must be among 0 to 2: \[3\]"):
+        asyncio.run(attempt(3))
+    assert sandbox.started == [], "refused before any bot was started"
+
+
+def test_a_person_sits_among_bots_borrowed_from_a_pool(tmp_path: Path) -> None:
+    """People are seated the one way too: around pooled bots, who go back to the pool."""
+    sandbox = FakeSandbox({"lowest": lowest_bot, "other": lowest_bot})
+    rules = RuleSet.preset("arschloch", max_rounds=1).resolve(3)
+    pool = SessionPool(sandbox, Limits(), FAST)
+
+    async def go() -> list[Any]:
+        results = []
+        for n in (1, 2):
+            person = ScriptedPerson()
+            you = PersonSession(reader=person, write=person.write)
+            bots = [spec("lowest"), spec("other")]
+            async with seated(bots, pool=pool, deal_key=f"d{n}", occupied={1: you}) as table:
+                assert table.seats[1] is you and table.seats[0] is table.bots[0]
+                results.append(await play_match(table, rules, n, match_id=f"m{n}"))
+        await pool.aclose()
+        return results
+
+    results = asyncio.run(go())
+    assert len(sandbox.started) == 2, "the second match borrowed the first one's bots"
+    for result in results:
+        assert [st.seat for st in result.standings if st.name == "you"] == [1]
+        assert not any(st.forfeit for st in result.standings)

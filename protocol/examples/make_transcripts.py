@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.match.runner import play_match
+from referee.protocol.seats import seated
 from referee.rules import RuleSet
 from referee.specs import TimeControl
 from referee.testing import FakeSandbox, lowest_bot, polite_bot, spec
@@ -36,9 +37,12 @@ def record_short_match() -> list[dict[str, Any]]:
     rules = RuleSet.preset(SHORT_MATCH["preset"], **SHORT_MATCH["overrides"]).resolve(3)
     tc = TimeControl(**SHORT_MATCH["time"])
     bots = [spec("you"), spec("left"), spec("right")]
-    asyncio.run(
-        play_match(sandbox, bots, rules, SHORT_MATCH["seed"], match_id="short", time_control=tc)
-    )
+
+    async def go() -> None:
+        async with seated(bots, sandbox=sandbox, time_control=tc) as table:
+            await play_match(table, rules, SHORT_MATCH["seed"], match_id="short")
+
+    asyncio.run(go())
     seat0 = sandbox.started[0]
     handler = lowest_bot("you")
     lines: list[dict[str, Any]] = []

@@ -1,7 +1,8 @@
 """Where matches run: the executor interface, the worker's side, and the local pool.
 
 * :mod:`.base`: :class:`MatchTask`, the attempt events and the :class:`Executor` protocol;
-* :mod:`.worker`: :func:`play_task`, what a worker process does with a task;
+* :mod:`.worker`: :class:`Worker`, what a worker does with a task (and :func:`play_task`,
+  one task on a worker of its own);
 * :mod:`.local`: :class:`~referee.executors.local.LocalExecutor`, worker processes here.
 
 The coordinator that schedules, stores and rates is :mod:`referee.coordinator`.
@@ -16,7 +17,7 @@ from referee.executors.base import (
     MatchTask,
     TaskOutcome,
 )
-from referee.executors.worker import PARTIAL_SUFFIX, close_reused, enable_reuse, play_task
+from referee.executors.worker import PARTIAL_SUFFIX, Worker, play_task
 
 __all__ = [
     "PARTIAL_SUFFIX",
@@ -27,7 +28,6 @@ __all__ = [
     "MatchStarted",
     "MatchTask",
     "TaskOutcome",
-    "close_reused",
-    "enable_reuse",
+    "Worker",
     "play_task",
 ]

@@ -27,9 +27,19 @@ when the coordinator dies, even by SIGKILL (``PR_SET_PDEATHSIG`` signals the wor
 thread polls the parent where that is missing); otherwise a ``ProcessPoolExecutor`` worker
 waits forever for work from a dead coordinator. A worker in a match cancels it: the match's
 cleanup removes its containers and kills its processes, including those still starting
-(:func:`referee.match.runner.start_sessions` stops a bot interrupted while greeted), and then the
+(:func:`referee.protocol.seats.seated` stops a bot interrupted while greeted), and then the
 bots kept for reuse. Workers ignore Ctrl-C itself: a terminal sends it to the whole process
 group, and the coordinator decides.
+
+In each worker process the pool's initializer (:func:`_init_worker`) builds one
+:class:`_PoolProcess`: the process's :class:`~referee.executors.worker.Worker` (its event
+loop, sandboxes and kept bots) and its stop state, with the signal handlers and the watch
+thread as its bound methods. The function each task runs, :func:`_play_in_worker`, finds it
+in :data:`_THIS_PROCESS`, the one slot of process state here: ``concurrent.futures`` keeps
+nothing of an initializer but its effects, and a task is pickled in the coordinator, where
+the worker does not exist, so nothing can hand the object over (a ``functools.partial``
+would be pickled with the task, a fresh copy each time). A process has exactly one worker:
+the slot is filled once, by the initializer, and never replaced.
 """
 
 from __future__ import annotations
@@ -59,7 +69,7 @@ from referee.executors.base import (
     MatchTask,
     TaskOutcome,
 )
-from referee.executors.worker import close_reused, enable_reuse, play_task
+from referee.executors.worker import Worker
 from referee.results import MatchResult
 from referee.sandbox import Limits
 from referee.sandbox.budget import (
@@ -229,74 +239,112 @@ class LocalExecutor:
         return fresh
 
 
-_coordinator = 0
-_in_match = threading.Event()
-_stopping = threading.Event()
-_exiting = threading.Event()
+class _PoolProcess:
+    """One process of the local pool: its :class:`Worker` and how it stops (module docstring).
+
+    ``coordinator`` is the pid of the process that made the pool; ``stop`` the event it sets
+    when its run ends early.
+    """
+
+    def __init__(self, coordinator: int, stop: EventType, idle_bots: int | None) -> None:
+        self.coordinator = coordinator
+        self.stop = stop
+        # Bots stay up between this worker's matches; they are stopped when the worker exits.
+        self.worker = Worker(reuse=True, idle_cap=idle_bots)
+        self.in_match = threading.Event()
+        self.stopping = threading.Event()
+        self.exiting = threading.Event()
+
+    def start(self) -> None:
+        """Stop the bots and exit when told to; let the kernel's OOM killer take bots first
+        (:func:`referee.sandbox.budget.protect_referee`)."""
+        protect_referee()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, self.on_stop)
+        signal.signal(_ORPHAN_SIGNAL, self.on_stop)
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, _ORPHAN_SIGNAL)
+        if os.getppid() != self.coordinator:  # the coordinator died before prctl took effect
+            os._exit(1)
+        threading.Thread(target=self.watch_coordinator, daemon=True).start()
+        multiprocessing.util.Finalize(None, self.worker.close, exitpriority=10)
+
+    def on_stop(self, signum: int, frame: FrameType | None) -> None:
+        """SIGTERM, or the coordinator is gone: stop this worker's bots, then exit.
+
+        In a match, its task is cancelled and :meth:`play` exits once the match has cleaned
+        up. Idle, the bots kept for reuse are stopped here and the worker exits at once: an
+        exception raised from here could be swallowed by the pool's own code (it catches
+        everything while it sends a result back), leaving the worker waiting for work forever.
+        """
+        if self.exiting.is_set():
+            return
+        self.stopping.set()
+        if interrupts.cancel_main_task() or self.in_match.is_set():
+            return
+        self.exiting.set()
+        self.worker.close()
+        os._exit(128 + signum)
+
+    def play(self, task: MatchTask) -> TaskOutcome:
+        """:meth:`Worker.play`, then exit if this worker was told to stop meanwhile."""
+        self.in_match.set()
+        try:
+            return self.worker.play(task)
+        finally:
+            # Checked before the match flag is cleared: a stop from then on is handled as idle.
+            if self.stopping.is_set() or os.getppid() != self.coordinator:
+                self.exiting.set()
+                self.worker.close()
+                os._exit(1)
+            self.in_match.clear()
+
+    def watch_coordinator(self) -> None:
+        """Turn a stop request, or the coordinator's death, into SIGTERM; exit if it hangs.
+
+        The death is noticed here too on systems without ``PR_SET_PDEATHSIG``. SIGTERM is
+        repeated each second, for a stop that arrives just as a match ends.
+        """
+        while os.getppid() == self.coordinator and not self.stop.wait(1.0):
+            pass
+        deadline = time.monotonic() + _STOP_GRACE_S
+        while time.monotonic() < deadline:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1.0)
+        os._exit(1)
+
+
+class _WorkerSlot:
+    """Where a pool process keeps its one :class:`_PoolProcess` (see the module docstring):
+    filled once by :func:`_init_worker`, read by every task the process runs."""
+
+    __slots__ = ("_process",)
+
+    def __init__(self) -> None:
+        self._process: _PoolProcess | None = None
+
+    def fill(self, process: _PoolProcess) -> None:
+        if self._process is not None:
+            raise RuntimeError("this process is a worker already: a process has exactly one")
+        self._process = process
+
+    def get(self) -> _PoolProcess:
+        if self._process is None:
+            raise RuntimeError("not a process of the local pool (its initializer did not run)")
+        return self._process
+
+
+_THIS_PROCESS = _WorkerSlot()
 
 
 def _init_worker(coordinator: int, stop: EventType, idle_bots: int | None = None) -> None:
-    """Make this worker stop its bots and exit when told to (see the module docstring);
-    keep at most ``idle_bots`` idle bot processes; let the kernel's OOM killer take bots
-    before it (:func:`referee.sandbox.budget.protect_referee`)."""
-    global _coordinator
-    _coordinator = coordinator
-    protect_referee()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _on_stop)
-    signal.signal(_ORPHAN_SIGNAL, _on_stop)
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, _ORPHAN_SIGNAL)
-    if os.getppid() != coordinator:  # the coordinator died before prctl took effect
-        os._exit(1)
-    threading.Thread(target=_watch_coordinator, args=(stop,), daemon=True).start()
-    # Bots stay up between this worker's matches; they are stopped when the worker exits.
-    enable_reuse(idle_bots)
-    multiprocessing.util.Finalize(None, close_reused, exitpriority=10)
-
-
-def _on_stop(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM, or the coordinator is gone: stop this worker's bots, then exit.
-
-    In a match, its task is cancelled and :func:`_play_in_worker` exits once the match has
-    cleaned up. Idle, the bots kept for reuse are stopped here and the worker exits at once:
-    an exception raised from here could be swallowed by the pool's own code (it catches
-    everything while it sends a result back), leaving the worker waiting for work forever.
-    """
-    if _exiting.is_set():
-        return
-    _stopping.set()
-    if interrupts.cancel_main_task() or _in_match.is_set():
-        return
-    _exiting.set()
-    close_reused()
-    os._exit(128 + signum)
+    """The pool's initializer: this process's worker, which stops its bots and exits when
+    told to (see the module docstring) and keeps at most ``idle_bots`` idle bot processes."""
+    process = _PoolProcess(coordinator, stop, idle_bots)
+    _THIS_PROCESS.fill(process)
+    process.start()
 
 
 def _play_in_worker(task: MatchTask) -> TaskOutcome:
-    """:func:`play_task`, then exit if this worker was told to stop meanwhile."""
-    _in_match.set()
-    try:
-        return play_task(task)
-    finally:
-        # Checked before the match flag is cleared: a stop from then on is handled as idle.
-        if _stopping.is_set() or os.getppid() != _coordinator:
-            _exiting.set()
-            close_reused()
-            os._exit(1)
-        _in_match.clear()
-
-
-def _watch_coordinator(stop: EventType) -> None:
-    """Turn a stop request, or the coordinator's death, into SIGTERM; exit if it hangs.
-
-    The death is noticed here too on systems without ``PR_SET_PDEATHSIG``. SIGTERM is
-    repeated each second, for a stop that arrives just as a match ends.
-    """
-    while os.getppid() == _coordinator and not stop.wait(1.0):
-        pass
-    deadline = time.monotonic() + _STOP_GRACE_S
-    while time.monotonic() < deadline:
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(1.0)
-    os._exit(1)
+    """What the pool runs for each task: this process's worker plays it."""
+    return _THIS_PROCESS.get().play(task)

@@ -1,11 +1,21 @@
-"""What runs in a worker process: one task played, and bots kept between its tasks.
+"""What a worker does with a task: a :class:`Worker` plays it, keeping bots between tasks.
 
-:func:`play_task` plays a :class:`~referee.executors.base.MatchTask` and never raises for a
-match that went wrong: the blame decides the outcome (a bot fault is a result; our own
-``InfrastructureError`` is retried by the executor; a ``UsageError`` stops the run; an
-unexpected exception is a bug, recorded with its traceback). A worker process turns on bot
-reuse (:func:`enable_reuse`): its bots then stay up between its matches, within the rules of
-:class:`~referee.protocol.session.SessionPool`.
+A :class:`Worker` owns what a worker keeps from one task to the next: its event loop (an
+:class:`asyncio.Runner`), one sandbox backend per backend name and image list (bubblewrap
+is probed once), and, when it reuses bots, one
+:class:`~referee.protocol.seats.SessionPool` per sandbox, time control and limits. Nothing
+of it is process-wide: whoever needs a worker makes one and closes it.
+
+* Each process of the local pool makes one when it starts (:mod:`referee.executors.local`):
+  its bots then stay up between its matches, within the rules of the pool (never two
+  rotations of one deal on a process, a fault ends the process), and stop when it exits.
+* :func:`play_task` plays one task with a short-lived worker of its own (a task played in
+  the coordinator): its bots start and stop with the match.
+
+:meth:`Worker.play` never raises for a match that went wrong: the blame decides the outcome
+(a bot fault is a result; our own ``InfrastructureError`` is retried by the executor; a
+``UsageError`` stops the run; an unexpected exception is a bug, recorded with its
+traceback). The bots are seated the one way (:func:`~referee.protocol.seats.seated`).
 """
 
 from __future__ import annotations
@@ -15,131 +25,161 @@ import contextlib
 import os
 import tempfile
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from referee import interrupts
 from referee.errors import InfrastructureError, UsageError
 from referee.executors.base import MatchTask, TaskOutcome
 from referee.match.runner import play_match
-from referee.protocol.session import SessionPool
+from referee.protocol.seats import SessionPool, seated
+from referee.results import MatchResult
 from referee.sandbox import Limits, Sandbox, get_sandbox
 from referee.specs import TimeControl
 
-__all__ = ["PARTIAL_SUFFIX", "close_reused", "enable_reuse", "play_task"]
+__all__ = ["PARTIAL_SUFFIX", "SandboxFactory", "Worker", "play_task"]
 
 PARTIAL_SUFFIX = ".part"
 """A match log being written; renamed to its final name only when the match is complete."""
 
-_sandboxes: dict[tuple[str, tuple[str, ...]], Sandbox] = {}
+SandboxFactory = Callable[[str, tuple[str, ...]], Sandbox]
+"""Makes the backend a task names: ``(sandbox name, allowed images) -> Sandbox``."""
+
+_PoolKey = tuple[str, tuple[str, ...], TimeControl, Limits]
 
 
-def _sandbox(name: str, images: tuple[str, ...] = ()) -> Sandbox:
-    """One sandbox backend per worker process (bubblewrap is probed once)."""
-    if (name, images) not in _sandboxes:
-        _sandboxes[name, images] = get_sandbox(name, images=images)
-    return _sandboxes[name, images]
+def _named_sandbox(name: str, images: tuple[str, ...]) -> Sandbox:
+    return get_sandbox(name, images=images)
 
 
-class _Reuse:
-    """Bot process reuse inside one worker process: an event loop and pools that outlive a task.
+class Worker:
+    """Plays match tasks one after the other; owns its loop, sandboxes and bot pools.
 
-    Off by default (a task played in the coordinator starts and stops its own bots); a
-    worker turns it on with :func:`enable_reuse`. The pools follow :class:`SessionPool`'s
-    rules: never two rotations of one deal in the same process, a fault ends the process.
+    ``reuse`` keeps bots running between the tasks (a worker process of a pool), at most
+    ``idle_cap`` idle bot processes in all (the memory budget decides it:
+    :func:`referee.sandbox.budget.plan_workers`; ``None`` keeps a table's worth).
+    ``sandboxes`` makes the backend a task names (default: :func:`referee.sandbox.get_sandbox`;
+    tests hand in their fake). A context manager: :meth:`close` at the end.
     """
 
-    enabled = False
-    idle_cap: int | None = None
-    """Idle bot processes kept in all (``None``: as many as a table has seats)."""
-    runner: asyncio.Runner | None = None
-    pools: dict[tuple[str, tuple[str, ...], TimeControl, Limits], SessionPool] = {}
+    def __init__(
+        self,
+        *,
+        reuse: bool = False,
+        idle_cap: int | None = None,
+        sandboxes: SandboxFactory | None = None,
+    ) -> None:
+        self.reuse = reuse
+        self.idle_cap = idle_cap
+        self._make_sandbox = sandboxes or _named_sandbox
+        self._runner: asyncio.Runner | None = None
+        self._sandboxes: dict[tuple[str, tuple[str, ...]], Sandbox] = {}
+        self._pools: dict[_PoolKey, SessionPool] = {}
 
-    @classmethod
-    def pool(cls, task: MatchTask) -> SessionPool:
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what it keeps ---------------------------------------------------------------------
+
+    def sandbox(self, name: str, images: tuple[str, ...] = ()) -> Sandbox:
+        """The worker's backend ``name`` allowing ``images``, made on first use."""
+        if (name, images) not in self._sandboxes:
+            self._sandboxes[name, images] = self._make_sandbox(name, images)
+        return self._sandboxes[name, images]
+
+    def pool(self, task: MatchTask) -> SessionPool:
+        """The pool of bots kept for tasks with this task's sandbox, time control and limits."""
         key = (task.sandbox, task.images, task.time_control, task.limits)
-        if key not in cls.pools:
-            sandbox = _sandbox(task.sandbox, task.images)
-            cls.pools[key] = SessionPool(
-                sandbox, task.limits, task.time_control, max_idle_total=cls.idle_cap
+        if key not in self._pools:
+            self._pools[key] = SessionPool(
+                self.sandbox(task.sandbox, task.images),
+                task.limits,
+                task.time_control,
+                max_idle_total=self.idle_cap,
             )
-        return cls.pools[key]
+        return self._pools[key]
 
-    @classmethod
-    def loop_runner(cls) -> asyncio.Runner:
-        if cls.runner is None:
-            cls.runner = asyncio.Runner()
-        return cls.runner
+    def _loop(self) -> asyncio.Runner:
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+        return self._runner
 
-    @classmethod
-    def close(cls) -> None:
-        """Stop every pooled bot, then anything the backends still run (at worker exit)."""
-        if cls.runner is None:
+    # -- a task ----------------------------------------------------------------------------
+
+    def play(self, task: MatchTask) -> TaskOutcome:
+        """Play one match on this worker's loop; never raises for a match that went wrong.
+
+        The log is written to a private ``.part`` file and renamed to ``task.log_path`` only
+        when the match is complete, so an attempt that dies (or a worker that outlives a
+        killed coordinator) never mixes its lines into another attempt's log. SIGTERM (or
+        :func:`referee.interrupts.cancel_main_task`) cancels the match; its seating stops
+        its bots.
+        """
+        final = Path(task.log_path)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(
+            prefix=final.stem + ".", suffix=PARTIAL_SUFFIX, dir=final.parent
+        )
+        os.close(fd)
+        partial = Path(name)
+        try:
+            result = interrupts.run(self._match(task, partial), self._loop())
+            os.replace(partial, final)
+        except InfrastructureError as exc:
+            return TaskOutcome("infrastructure", error=str(exc))
+        except UsageError as exc:
+            return TaskOutcome("usage", error=str(exc))
+        except Exception:  # a bug of ours: recorded with its traceback, the run goes on
+            return TaskOutcome("bug", error=traceback.format_exc())
+        finally:
+            partial.unlink(missing_ok=True)
+        return TaskOutcome(
+            "done", result=result.model_copy(update={"log": str(final)}).model_dump(mode="json")
+        )
+
+    async def _match(self, task: MatchTask, log_path: Path) -> MatchResult:
+        if self.reuse:
+            seating = seated(task.bots, pool=self.pool(task), deal_key=task.spec.deal_id)
+        else:
+            seating = seated(
+                task.bots,
+                sandbox=self.sandbox(task.sandbox, task.images),
+                time_control=task.time_control,
+                limits=task.limits,
+            )
+        async with seating as table:
+            return await play_match(
+                table, task.rules, task.spec.match_seed, match_id=task.spec.key, log_path=log_path
+            )
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop every pooled bot, then anything the backends still run; close the loop.
+
+        Called when the worker is done (a pool's process at exit, or after its SIGTERM);
+        closing again does nothing. Not while a task plays (it runs on the same loop).
+        """
+        runner, self._runner = self._runner, None
+        pools = list(self._pools.values())
+        sandboxes = list(self._sandboxes.values())
+        self._pools.clear()
+        self._sandboxes.clear()
+        if runner is None:
             return
-        pools = list(cls.pools.values())
-        cls.pools.clear()
         for pool in pools:
             with contextlib.suppress(Exception):
-                cls.runner.run(pool.aclose())
-        for sandbox in list(_sandboxes.values()):
+                runner.run(pool.aclose())
+        for sandbox in sandboxes:
             with contextlib.suppress(Exception):
-                cls.runner.run(sandbox.aclose())
-        cls.runner.close()
-        cls.runner = None
-
-
-def enable_reuse(idle_cap: int | None = None) -> None:
-    """Keep bots running between the matches this process plays (worker processes only).
-
-    ``idle_cap`` bounds the idle bot processes kept (the memory budget decides it:
-    :func:`referee.sandbox.budget.plan_workers`); ``None`` keeps a table's worth.
-    """
-    _Reuse.enabled = True
-    _Reuse.idle_cap = idle_cap
-
-
-def close_reused() -> None:
-    """Stop the bots kept for reuse in this process."""
-    _Reuse.close()
+                runner.run(sandbox.aclose())
+        runner.close()
 
 
 def play_task(task: MatchTask) -> TaskOutcome:
-    """Play one match in this process; never raises for a match that went wrong.
-
-    The log is written to a private ``.part`` file and renamed to ``task.log_path`` only
-    when the match is complete, so an attempt that dies (or a worker that outlives a killed
-    coordinator) never mixes its lines into another attempt's log.
-    """
-    final = Path(task.log_path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=final.stem + ".", suffix=PARTIAL_SUFFIX, dir=final.parent)
-    os.close(fd)
-    partial = Path(name)
-    try:
-        sandbox = _sandbox(task.sandbox, task.images)
-        match = play_match(
-            sandbox,
-            task.bots,
-            task.rules,
-            task.spec.match_seed,
-            match_id=task.spec.key,
-            time_control=task.time_control,
-            limits=task.limits,
-            log_path=partial,
-            pool=_Reuse.pool(task) if _Reuse.enabled else None,
-            deal_key=task.spec.deal_id,
-        )
-        result = interrupts.run(match, _Reuse.loop_runner() if _Reuse.enabled else None)
-        os.replace(partial, final)
-    except InfrastructureError as exc:
-        return TaskOutcome("infrastructure", error=str(exc))
-    except UsageError as exc:
-        return TaskOutcome("usage", error=str(exc))
-    except Exception:  # a bug of ours: recorded with its traceback, the run goes on
-        return TaskOutcome("bug", error=traceback.format_exc())
-    finally:
-        partial.unlink(missing_ok=True)
-    return TaskOutcome(
-        "done", result=result.model_copy(update={"log": str(final)}).model_dump(mode="json")
-    )
-
-
+    """Play one task on a worker of its own (its bots start and stop with the match)."""
+    with Worker() as worker:
+        return worker.play(task)

@@ -16,10 +16,13 @@ smallest and the largest table, and plays a second match on the same process. Th
 
 The sample bots are deterministic (the random one seeds itself from the match id and its
 seat), so a given bot meets the same deals and the same replies every time it is checked.
-The opponents' processes are pooled across the run (:class:`~referee.protocol.session.SessionPool`);
-the bot under test gets a fresh process per step, so one failure does not spill into the
-next step. By default the run stops at the first failed step (a bot that never flushes would
-otherwise wait out every step's clock); ``keep_going`` runs them all.
+The opponents' processes are pooled across the run
+(:class:`~referee.protocol.seats.SessionPool`); the bot under test gets a fresh process per
+step, so one failure does not spill into the next step. Both are seated the one way
+(:func:`~referee.protocol.seats.seated`): the bot under test's process is seated alone for
+its step, then takes seat 0 of each match of the step, an occupied seat among the borrowed
+opponents. By default the run stops at the first failed step (a bot that never flushes
+would otherwise wait out every step's clock); ``keep_going`` runs them all.
 
 Every problem is told by :func:`referee.protocol.explain.explain_fault`, the words ``play`` and
 ``submit`` use too. The report also gives the bot's reply times against ``move_ms`` and its
@@ -33,16 +36,18 @@ import functools
 import itertools
 import math
 import statistics
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.match.runner import run_match, seat_of
+from referee.clock import Clock, MonotonicClock
+from referee.match.runner import play_match, run_in_command, seat_of
 from referee.protocol.explain import explain_fault
-from referee.protocol.session import BotSession, SessionPool, distinct_names, start_sessions
+from referee.protocol.seats import SessionPool, Table, seated
+from referee.protocol.session import BotSession
 from referee.results import FaultInfo, MatchResult
 from referee.rules import PRESETS, RuleSet
 from referee.rules.ruleset import ResolvedRules
@@ -215,7 +220,8 @@ Progress = Callable[[Step], None]
 
 class ComplianceRun:
     """One check: the sandbox, the bots (staged, or fakes in tests), the opponents' pool and
-    the report it fills; :meth:`run` plays the steps, each step is a method too."""
+    the report it fills; :meth:`run` plays the steps, each step is a method too. Every
+    process and step is timed on ``clock`` (a test's fake clock, or the real one)."""
 
     def __init__(
         self,
@@ -225,6 +231,8 @@ class ComplianceRun:
         report: CheckReport,
         log_dir: Path | None = None,
         progress: Progress | None = None,
+        *,
+        clock: Clock | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.bot = bot
@@ -234,17 +242,23 @@ class ComplianceRun:
         self.limits = report.limits
         self.log_dir = log_dir
         self.progress = progress or (lambda step: None)
-        self.pool = SessionPool(sandbox, report.limits, report.time_control)
+        self.clock: Clock = clock if clock is not None else MonotonicClock()
+        self.pool = SessionPool(sandbox, report.limits, report.time_control, clock=self.clock)
         self.ids: itertools.count[int] = self.pool.ids
 
     # -- the bot under test ----------------------------------------------------------------
 
-    async def start(self) -> BotSession:
-        """A fresh, greeted process of the bot (its fault set when ``hello`` failed)."""
-        (session,) = await start_sessions(
-            self.sandbox, [self.bot], self.limits, self.tc, request_ids=self.ids
+    def own_process(self) -> AbstractAsyncContextManager[Table]:
+        """A fresh, greeted process of the bot, alone at its table (``table.bots[0]``; its
+        fault set when ``hello`` failed), stopped when the block ends."""
+        return seated(
+            [self.bot],
+            sandbox=self.sandbox,
+            time_control=self.tc,
+            limits=self.limits,
+            request_ids=self.ids,
+            clock=self.clock,
         )
-        return session
 
     async def stop(self, session: BotSession) -> bool:
         """Note its peak memory, say ``bye``; True when it had to be killed after ``bye``."""
@@ -259,23 +273,24 @@ class ComplianceRun:
 
     async def handshake(self) -> Step:
         step = Step("handshake")
-        started = time.monotonic()
-        session = await self.start()
-        try:
-            if session.fault is not None:
-                self._fail(step, _fault_info(session), session.stderr_report())
-                return step
-            self.report.ready_ms = ready = session.ready_ms
-            step.note = f"ready in {ready} ms (hello_ms {self.tc.hello_ms})"
-            if session.ready_name is not None and session.ready_name != self.bot.name:
-                step.note += (
-                    f"; its ready names it {session.ready_name!r}, shown: {self.bot.name!r}"
-                )
-            if ready is not None and ready > self.tc.hello_ms // 2:
-                step.note += "; over half of hello_ms: a loaded machine may time it out"
-        finally:
-            killed = await asyncio.shield(self.stop(session))
-            step.seconds = time.monotonic() - started
+        started = self.clock.monotonic()
+        async with self.own_process() as table:
+            session = table.bots[0]
+            try:
+                if session.fault is not None:
+                    self._fail(step, _fault_info(session), session.stderr_report())
+                    return step
+                self.report.ready_ms = ready = session.ready_ms
+                step.note = f"ready in {ready} ms (hello_ms {self.tc.hello_ms})"
+                if session.ready_name is not None and session.ready_name != self.bot.name:
+                    step.note += (
+                        f"; its ready names it {session.ready_name!r}, shown: {self.bot.name!r}"
+                    )
+                if ready is not None and ready > self.tc.hello_ms // 2:
+                    step.note += "; over half of hello_ms: a loaded machine may time it out"
+            finally:
+                killed = await asyncio.shield(self.stop(session))
+                step.seconds = self.clock.monotonic() - started
         if killed:
             step.note += "; it did not exit within 1 s of bye and was killed"
         return step
@@ -286,19 +301,21 @@ class ComplianceRun:
         rules = RuleSet.preset(preset, max_rounds=CHECK_ROUNDS).resolve(seats)
         wanted = kinds_for(rules)
         step = Step(f"{preset} at {seats} seats", preset=preset, seats=seats)
-        started = time.monotonic()
+        started = self.clock.monotonic()
         for seed in seeds or SEEDS[(preset, seats)]:
             step.seeds.append(seed)
-            session = await self.start()
-            try:
-                await self._play(step, session, rules, seed, f"check-{preset}-{seats}-{seed}")
-            finally:
-                await asyncio.shield(self.stop(session))
+            async with self.own_process() as table:
+                session = table.bots[0]
+                try:
+                    match_id = f"check-{preset}-{seats}-{seed}"
+                    await self._play(step, session, rules, seed, match_id)
+                finally:
+                    await asyncio.shield(self.stop(session))
             if not step.ok or all(step.asked[k] for k in wanted):
                 break
         if step.ok:
             step.missing = [k for k in wanted if not step.asked[k]]
-        step.seconds = time.monotonic() - started
+        step.seconds = self.clock.monotonic() - started
         if step.ok:
             step.note = _asked_note(step, wanted)
         return step
@@ -308,19 +325,20 @@ class ComplianceRun:
         preset, seats, seeds = REUSE
         rules = RuleSet.preset(preset, max_rounds=CHECK_ROUNDS).resolve(seats)
         step = Step("reuse: two matches on one process", preset=preset, seats=seats)
-        started = time.monotonic()
-        session = await self.start()
-        try:
-            for n, seed in enumerate(seeds, 1):
-                step.seeds.append(seed)
-                await self._play(step, session, rules, seed, f"check-reuse{n}-{seed}")
-                if not step.ok:
-                    if n > 1:
-                        _second_match(step, n)
-                    break
-        finally:
-            await asyncio.shield(self.stop(session))
-        step.seconds = time.monotonic() - started
+        started = self.clock.monotonic()
+        async with self.own_process() as table:
+            session = table.bots[0]
+            try:
+                for n, seed in enumerate(seeds, 1):
+                    step.seeds.append(seed)
+                    await self._play(step, session, rules, seed, f"check-reuse{n}-{seed}")
+                    if not step.ok:
+                        if n > 1:
+                            _second_match(step, n)
+                        break
+            finally:
+                await asyncio.shield(self.stop(session))
+        step.seconds = self.clock.monotonic() - started
         if step.ok:
             step.note = f"{len(seeds)} matches on one process; asked {_counts(step.asked)}"
         return step
@@ -350,24 +368,13 @@ class ComplianceRun:
     async def _match(
         self, session: BotSession, rules: ResolvedRules, seed: int, match_id: str
     ) -> MatchResult:
+        """The bot's process at seat 0, the opponents borrowed from the pool around it."""
         n = rules.players
         assert n is not None  # a resolved ruleset knows its table
         specs = [self.opponents[OPPONENTS[i % len(OPPONENTS)]] for i in range(n - 1)]
-        others = await self.pool.acquire(specs, None)
-        names = distinct_names([self.bot.name, *(s.name for s in specs)])
-        for one, name in zip([session, *others], names, strict=True):
-            one.name = name
         log = None if self.log_dir is None else self.log_dir / f"{match_id}.jsonl"
-        try:
-            result = await run_match(
-                [session, *others], rules, seed, match_id, self.tc, log_path=log,
-                request_ids=self.ids,
-            )  # fmt: skip
-        except BaseException:
-            await self.pool.discard(others)
-            raise
-        await asyncio.shield(self.pool.release(others))
-        return result
+        async with seated(specs, pool=self.pool, occupied={0: session}) as table:
+            return await play_match(table, rules, seed, match_id=match_id, log_path=log)
 
     def _fail(self, step: Step, fault: FaultInfo, stderr: str | None) -> None:
         step.ok = False
@@ -499,7 +506,6 @@ def run_check(
     Match logs go to ``log_dir`` when given. ``on_start`` is called with the empty report
     (what is checked, where), ``progress`` with each finished step.
     """
-    from referee import interrupts
     from referee.resources import sample_bot
     from referee.sandbox import load_bot, make_staging_root, remove_staging_root, stage_bot
 
@@ -512,19 +518,14 @@ def run_check(
     )
     if on_start is not None:
         on_start(report)
+    # One staging folder for the whole run, not one per table: the pooled opponents serve
+    # many steps, and the bot under test plays the same bytes in every step.
     staging = make_staging_root()
     try:
         staged = stage_bot(bot, staging)
         opponents = {name: stage_bot(load_bot(sample_bot(name)), staging) for name in OPPONENTS}
         check = ComplianceRun(sandbox, staged, opponents, report, log_dir, progress)
-
-        async def go() -> None:
-            try:
-                await check.run(list(presets or PRESETS), keep_going)
-            finally:
-                await asyncio.shield(sandbox.aclose())
-
-        interrupts.run(go())
+        run_in_command(lambda: check.run(list(presets or PRESETS), keep_going), sandbox)
     finally:
         remove_staging_root(staging)
     return report

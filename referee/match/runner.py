@@ -19,9 +19,10 @@ Events are queued per bot and written with that bot's next request (or at the en
 match): one write per request instead of one per event, and a bot that does not read its
 stdin can only stall its own request, which its time limit bounds.
 
-:func:`play_match` is the one way to play one match: start the bots (or borrow them from a
-:class:`~referee.protocol.session.SessionPool`), play, always stop them. :func:`play_once` adds what
-a command needs around it: staging the bots and stopping cleanly on Ctrl-C or SIGTERM.
+:func:`play_match` plays one match at a table seated by :func:`referee.protocol.seats.seated`
+(the one way to start or borrow bots, greet them and clean up), on the time control and the
+clock they were greeted with. :func:`play_once` is a command's match: seated, played, the
+sandbox closed, stopping cleanly on Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -29,22 +30,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
+from referee.clock import Clock, MonotonicClock
 from referee.errors import BotFault, IllegalMove, InfrastructureError
 from referee.matchlog import LogWriter
 from referee.protocol import messages as m
-from referee.protocol.session import (
-    BotSession,
-    SeatSession,
-    SessionPool,
-    close_all,
-    distinct_names,
-    start_sessions,
-)
+from referee.protocol.seats import Table, seated
+from referee.protocol.session import SeatSession
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.rules import events as ev
 from referee.rules.engine import GIVE, LEFTOVER, PLAY, Game, roles_for
@@ -52,9 +47,10 @@ from referee.rules.ruleset import ResolvedRules
 from referee.sandbox.base import BotSpec, Limits, Sandbox
 from referee.specs import TimeControl
 
-__all__ = ["EventTranslator", "Match", "play_match", "play_once", "run_match"]
+__all__ = ["EventTranslator", "Match", "play_match", "play_once", "run_in_command"]
 
 _STDERR_REPORT = 4096
+_T = TypeVar("_T")
 _Messages = list[tuple[int | None, bytes]]
 
 
@@ -178,7 +174,12 @@ def _cards_json(cards: list[str]) -> str:
 
 
 class Match:
-    """One match with started (and greeted) bots, one session per seat (see the module)."""
+    """One match with started (and greeted) bots, one session per seat (see the module).
+
+    ``time_control`` must be the one the bots were greeted under, ``request_ids`` go on
+    from their ``hello`` ids, and ``clock`` is the one their sessions are timed on (it
+    times the match's duration): :func:`play_match` takes all three from the table.
+    """
 
     def __init__(
         self,
@@ -190,6 +191,7 @@ class Match:
         *,
         log_path: Path | str | None = None,
         request_ids: itertools.count[int] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.sessions = list(sessions)
         self.rules = rules
@@ -201,6 +203,7 @@ class Match:
         self.banks = [time_control.bank_ms] * len(sessions)
         self.faults: dict[int, FaultInfo] = {}
         self._ids = request_ids or itertools.count(1)
+        self.clock: Clock = clock if clock is not None else MonotonicClock()
         self._writer = LogWriter(log_path, self.game, match_id)
         self._translator = EventTranslator(self.game)
         self._sent = 0  # engine events already broadcast
@@ -213,7 +216,7 @@ class Match:
 
     async def play(self) -> MatchResult:
         """Play the match to its end and return the result; the log is always closed."""
-        started = time.monotonic()
+        started = self.clock.monotonic()
         try:
             await self._start()
             channels = [s.channel for s in self.sessions]
@@ -224,7 +227,7 @@ class Match:
             await self._deliver_the_rest()
         finally:
             self._writer.close()
-        return self._result(time.monotonic() - started)
+        return self._result(self.clock.monotonic() - started)
 
     # -- the steps -------------------------------------------------------------------------
 
@@ -407,89 +410,30 @@ class Match:
         return m.encode(act)
 
 
-async def run_match(
-    sessions: Sequence[SeatSession],
+async def play_match(
+    table: Table,
     rules: ResolvedRules,
     seed: int,
-    match_id: str,
-    time_control: TimeControl,
     *,
+    match_id: str,
     log_path: Path | str | None = None,
-    request_ids: itertools.count[int] | None = None,
 ) -> MatchResult:
-    """Play one match with already started (and greeted) bots, one per seat."""
+    """Play one match at a seated ``table`` (:func:`~referee.protocol.seats.seated`).
+
+    The match plays on the table's time control (the one its bots were greeted under), goes
+    on with its request ids and times on its clock; the seating owns the bots' cleanup.
+    """
     match = Match(
-        sessions, rules, seed, match_id, time_control, log_path=log_path, request_ids=request_ids
+        table.seats,
+        rules,
+        seed,
+        match_id,
+        table.time_control,
+        log_path=log_path,
+        request_ids=table.request_ids,
+        clock=table.clock,
     )
     return await match.play()
-
-
-async def play_match(
-    sandbox: Sandbox,
-    bots: Sequence[BotSpec],
-    rules: ResolvedRules,
-    seed: int,
-    *,
-    match_id: str,
-    time_control: TimeControl | None = None,
-    limits: Limits | None = None,
-    log_path: Path | str | None = None,
-    pool: SessionPool | None = None,
-    deal_key: str | None = None,
-    people: Mapping[int, SeatSession] | None = None,
-) -> MatchResult:
-    """The one way to play one match: start the bots, play, and always stop every process.
-
-    ``bots`` are staged (:func:`~referee.sandbox.stage_bot`), one per seat. With a ``pool``
-    the bots are borrowed from it and given back after the match (never for another seat
-    rotation of ``deal_key``); its time control and limits then apply. ``people`` seats
-    someone other than a bot (a person at the terminal) by seat number; the ``bots`` then
-    fill the other seats in order.
-    """
-    if pool is not None and people:
-        raise ValueError("a pooled match seats bots only")
-    if pool is not None:
-        return await pool.lend(
-            bots,
-            deal_key,
-            lambda sessions: run_match(
-                sessions,
-                rules,
-                seed,
-                match_id,
-                pool.time_control,
-                log_path=log_path,
-                request_ids=pool.ids,
-            ),
-        )
-    tc = time_control or TimeControl()
-    ids = itertools.count(1)
-    people = people or {}
-    seated = _seat_names(bots, people)
-    sessions: list[BotSession] = []
-    try:
-        sessions = await start_sessions(
-            sandbox, bots, limits or Limits(), tc, names=seated, request_ids=ids
-        )
-        bot_seats = iter(sessions)
-        table = [
-            people[s] if s in people else next(bot_seats)
-            for s in range(len(sessions) + len(people))
-        ]
-        return await run_match(table, rules, seed, match_id, tc, log_path=log_path, request_ids=ids)
-    finally:
-        await asyncio.shield(close_all(sessions))
-
-
-def _seat_names(bots: Sequence[BotSpec], people: Mapping[int, SeatSession]) -> list[str]:
-    """The bots' seat names, made distinct from each other and from the people's names."""
-    n = len(bots) + len(people)
-    if any(not 0 <= s < n for s in people):
-        raise ValueError(f"people must sit at seats 0 to {n - 1}: {sorted(people)}")
-    specs = iter(bots)
-    names = [people[s].name if s in people else next(specs).name for s in range(n)]
-    distinct = distinct_names(names)
-    return [distinct[s] for s in range(n) if s not in people]
 
 
 def play_once(
@@ -505,40 +449,46 @@ def play_once(
     people: Mapping[int, SeatSession] | None = None,
     stage: bool = True,
 ) -> MatchResult:
-    """A command's match: stage ``bots`` (as loaded), play, stop everything, unstage.
+    """A command's match: stage ``bots`` (as loaded), seat, play, stop everything, unstage.
 
     Ctrl-C and SIGTERM stop the match with every bot and the staging folder cleaned up
-    (:mod:`referee.interrupts`); the backend's own leftovers are removed too. ``people``
-    as in :func:`play_match`. ``stage=False`` plays ``bots`` as given: the caller staged
-    them and plays exactly that copy (``submit`` enters the bytes it tested).
+    (:mod:`referee.interrupts`); the backend's own leftovers are removed too (the sandbox
+    is closed at the end). ``people`` seats someone other than a bot (a person at the
+    terminal) by seat number; the ``bots`` fill the other seats in order. ``stage=False``
+    plays ``bots`` as given: the caller staged them and plays exactly that copy (``submit``
+    enters the bytes it tested).
+    """
+
+    async def go() -> MatchResult:
+        async with seated(
+            bots,
+            sandbox=sandbox,
+            time_control=time_control,
+            limits=limits,
+            occupied=people,
+            stage=stage,
+        ) as table:
+            return await play_match(table, rules, seed, match_id=match_id, log_path=log_path)
+
+    return run_in_command(go, sandbox)
+
+
+def run_in_command(main: Callable[[], Awaitable[_T]], sandbox: Sandbox) -> _T:
+    """A command's asyncio part: ``main()`` as the main task, then ``sandbox`` closed.
+
+    Ctrl-C and SIGTERM cancel it, its cleanup runs (every seating stops its bots), and the
+    command stops with :class:`~referee.interrupts.Terminated` or ``KeyboardInterrupt``
+    (:mod:`referee.interrupts`); the backend's own leftovers go with the sandbox.
     """
     from referee import interrupts
-    from referee.sandbox import make_staging_root, remove_staging_root, stage_bot
 
-    async def go(staged: list[BotSpec]) -> MatchResult:
+    async def go() -> _T:
         try:
-            return await play_match(
-                sandbox,
-                staged,
-                rules,
-                seed,
-                match_id=match_id,
-                time_control=time_control,
-                limits=limits,
-                log_path=log_path,
-                people=people,
-            )
+            return await main()
         finally:
             await asyncio.shield(sandbox.aclose())
 
-    if not stage:
-        return interrupts.run(go(list(bots)))
-    staging = make_staging_root()
-    try:
-        staged = [stage_bot(bot, staging) for bot in bots]
-        return interrupts.run(go(staged))
-    finally:
-        remove_staging_root(staging)
+    return interrupts.run(go())
 
 
 def seat_of(result: MatchResult, seat: int) -> SeatResult:

@@ -12,16 +12,19 @@ awaits it is *unasked*: it is counted, only the first is kept as evidence, and p
 :data:`UNASKED_CAP` the reader stops framing and only counts, so a flooding bot cannot grow
 the referee's memory. Writes are batched: :meth:`queue` keeps lines until :meth:`flush` (or
 the next :meth:`send`) writes them in one go.
+
+Arrival times and the wait for a line written just before an exit come from the channel's
+:class:`~referee.clock.Clock` (the real one unless a test gives a fake).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
+from referee.clock import Clock, MonotonicClock
 from referee.protocol.messages import MAX_LINE_BYTES
 from referee.sandbox.base import BotProcess, ExitInfo
 
@@ -47,14 +50,15 @@ EOF = Marker("end of stdout")
 EXITED = Marker("the process exited")
 
 Item = tuple[bytes, float] | Marker
-"""A line and the ``time.monotonic()`` it arrived at, or a marker."""
+"""A line and the moment it arrived (the channel's ``clock.monotonic()``), or a marker."""
 
 
 class LineChannel:
     """The framed streams of one bot process (see the module docstring)."""
 
-    def __init__(self, proc: BotProcess) -> None:
+    def __init__(self, proc: BotProcess, clock: Clock | None = None) -> None:
         self.proc = proc
+        self.clock: Clock = clock if clock is not None else MonotonicClock()
         self.exit_info: ExitInfo | None = None
         self.unasked = 0
         self.unasked_line: bytes | None = None
@@ -65,6 +69,7 @@ class LineChannel:
         self._stderr = bytearray()
         self._stderr_dropped = 0
         self._startup_stderr: bytes | None = None
+        self._closed: ExitInfo | None = None
         self._tasks = [
             asyncio.create_task(self._read_stdout()),
             asyncio.create_task(self._read_stderr()),
@@ -95,11 +100,12 @@ class LineChannel:
     async def _read_stdout(self) -> None:
         buf = bytearray()
         reader = self.proc.stdout
+        now = self.clock.monotonic
         discard = flooded = False
         try:
             while True:
                 chunk = await reader.read(_READ_SIZE)
-                arrived = time.monotonic()
+                arrived = now()
                 if not chunk:
                     self._items.put_nowait(EOF)
                     return
@@ -164,7 +170,7 @@ class LineChannel:
         self.exit_info = info
         # Let a line written just before the exit reach the queue first.
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_EXIT_SETTLE_S):
+            async with self.clock.timeout(_EXIT_SETTLE_S):
                 await asyncio.shield(self._tasks[0])
         self._items.put_nowait(EXITED)
 
@@ -224,7 +230,12 @@ class LineChannel:
     # -- the end -------------------------------------------------------------------------
 
     async def close(self) -> ExitInfo:
-        """Kill and reap the process, stop the readers; returns how the process ended."""
+        """Kill and reap the process, stop the readers; returns how the process ended.
+
+        Closing again returns the same: whoever owns the channel may close it once more.
+        """
+        if self._closed is not None:
+            return self._closed
         info = await self.proc.cleanup()
         for task in self._tasks:
             task.cancel()
@@ -233,4 +244,5 @@ class LineChannel:
                 await task
         if self.exit_info is None:
             self.exit_info = info
+        self._closed = info
         return info

@@ -15,7 +15,7 @@ defences:
    file cache the kernel can drop), or the machine's ``MemAvailable``, whichever is
    smaller. :func:`plan_workers` compares it with the limits that can be alive at once in a
    tournament: each worker's table, plus the idle copies its
-   :class:`~referee.protocol.session.SessionPool` keeps (``max_idle_total``), plus a reserve
+   :class:`~referee.protocol.seats.SessionPool` keeps (``max_idle_total``), plus a reserve
    for the referee's own processes; it runs fewer workers and keeps fewer idle copies,
    saying so, or refuses with the numbers and what to change. :func:`check_room` does the
    same for the few bots of ``play``, ``bot check`` and ``submit``. Bots of the Docker

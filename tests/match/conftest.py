@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from referee.match.runner import run_match
+from referee.match.runner import play_match
 from referee.matchlog import read_log
-from referee.protocol.session import BotSession, start_sessions
+from referee.protocol.seats import seated
+from referee.protocol.session import BotSession
 from referee.results import MatchResult
 from referee.rules import RuleSet
 from referee.sandbox import (
@@ -113,15 +114,14 @@ def _player(sandbox: Any, staging: Path, tmp_path: Path):  # type: ignore[no-unt
         time_control = tc or TimeControl(move_ms=1000, bank_ms=1000, hello_ms=10000)
 
         async def go() -> Played:
-            sessions = await start_sessions(sandbox, specs, limits or Limits(), time_control)
-            try:
-                result = await run_match(
-                    sessions, rules, seed, f"test-{seed}", time_control, log_path=log_path
+            async with seated(
+                specs, sandbox=sandbox, time_control=time_control, limits=limits
+            ) as table:
+                result = await play_match(
+                    table, rules, seed, match_id=f"test-{seed}", log_path=log_path
                 )
-                stderr = [s.channel.stderr_tail() for s in sessions]
-            finally:
-                await asyncio.gather(*(s.close() for s in sessions))
-            return Played(result, stderr, read_log(log_path), sessions)
+                stderr = [s.channel.stderr_tail() for s in table.bots]
+            return Played(result, stderr, read_log(log_path), list(table.bots))
 
         return asyncio.run(go())
 

@@ -9,19 +9,19 @@ a match (``python -m tests.match.emulated_bots`` searches them again).
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from referee.cli.bots import _PY_TEMPLATE
 from referee.match.compliance import OPPONENTS, SEEDS, TABLES, CheckReport, ComplianceRun, kinds_for
 from referee.rules import PRESETS, RuleSet
-from referee.testing import FakeSandbox, Handler, spec
+from referee.testing import FakeClock, FakeSandbox, Handler, spec
 
+_T = TypeVar("_T")
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ROOT / "protocol" / "kits" / "python" / "botkit.py"
 SAMPLES = ROOT / "sample_bots"
@@ -69,7 +69,8 @@ def handler(name: str) -> Callable[[], Handler]:
 
 
 def emulated_run(candidate: str, report: CheckReport | None = None) -> ComplianceRun:
-    """A :class:`ComplianceRun` of the emulated ``candidate`` against emulated sample bots."""
+    """A :class:`ComplianceRun` of the emulated ``candidate`` against emulated sample bots,
+    on a :class:`FakeClock` (run it with ``run.clock.run(...)``)."""
     names = {*OPPONENTS, f"under-test-{candidate}"}
     factories = {n: handler(n.removeprefix("under-test-")) for n in names}
     sandbox = FakeSandbox(factories)
@@ -77,7 +78,8 @@ def emulated_run(candidate: str, report: CheckReport | None = None) -> Complianc
     report = report or CheckReport(
         bot=bot.name, path="-", sandbox="fake", time_control=_tc(), limits=_limits()
     )
-    return ComplianceRun(sandbox, bot, {n: spec(n) for n in OPPONENTS}, report)
+    opponents = {n: spec(n) for n in OPPONENTS}
+    return ComplianceRun(sandbox, bot, opponents, report, clock=FakeClock())
 
 
 def _tc() -> Any:
@@ -95,8 +97,9 @@ def _limits() -> Any:
 def asked_on(candidate: str, preset: str, seats: int, seed: int) -> dict[str, int]:
     """The requests ``candidate`` is asked in the check's match of ``preset`` on ``seed``."""
 
+    run = emulated_run(candidate)
+
     async def go() -> dict[str, int]:
-        run = emulated_run(candidate)
         try:
             step = await run.preset(preset, seats, seeds=[seed])
         finally:
@@ -104,7 +107,13 @@ def asked_on(candidate: str, preset: str, seats: int, seed: int) -> dict[str, in
         assert step.ok, step.problem
         return dict(step.asked)
 
-    return asyncio.run(go())
+    return on_its_clock(run, go())
+
+
+def on_its_clock(run: ComplianceRun, main: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``main`` on the loop of ``run``'s fake clock."""
+    assert isinstance(run.clock, FakeClock)
+    return run.clock.run(main)
 
 
 def kinds_asked(candidate: str, preset: str, seats: int, seed: int) -> frozenset[str]:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from referee.match.runner import run_match
+from referee.match.runner import play_match
 from referee.matchlog import read_log
-from referee.protocol.session import SessionPool
+from referee.protocol.seats import SessionPool, seated
 from referee.rules import RuleSet, replay
 from referee.sandbox import Limits, load_bot, stage_bot
 from referee.specs import TimeControl
@@ -287,20 +287,19 @@ async def idle_spinner_between_matches(
     rules = RuleSet.preset("arschloch", target=3).resolve(3)
     pool = SessionPool(sandbox, Limits(), tc)
     try:
-        sessions = await pool.acquire(specs, "deal-1")
-        await run_match(sessions, rules, 1, "idle-1", tc, log_path=tmp_path / "m1.jsonl")
-        spinner = sessions[0]
-        await pool.release(sessions)
+        async with seated(specs, pool=pool, deal_key="deal-1") as table:
+            await play_match(table, rules, 1, match_id="idle-1", log_path=tmp_path / "m1.jsonl")
+        spinner = table.bots[0]
         start = cpu_seconds(pids(spinner.channel.proc))
         await asyncio.sleep(1.0)
         idle = cpu_seconds(pids(spinner.channel.proc)) - start
-        again = await pool.acquire(specs, "deal-2")
-        assert again[0] is spinner, "the pool started a fresh process"
-        start = cpu_seconds(pids(spinner.channel.proc))
-        await asyncio.sleep(1.0)
-        lent = cpu_seconds(pids(spinner.channel.proc)) - start
-        result = await run_match(again, rules, 2, "idle-2", tc, log_path=tmp_path / "m2.jsonl")
-        await pool.release(again)
+        async with seated(specs, pool=pool, deal_key="deal-2") as again:
+            assert again.bots[0] is spinner, "the pool started a fresh process"
+            start = cpu_seconds(pids(spinner.channel.proc))
+            await asyncio.sleep(1.0)
+            lent = cpu_seconds(pids(spinner.channel.proc)) - start
+            log = tmp_path / "m2.jsonl"
+            result = await play_match(again, rules, 2, match_id="idle-2", log_path=log)
     finally:
         await pool.aclose()
     replay(read_log(tmp_path / "m2.jsonl"))

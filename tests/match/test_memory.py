@@ -36,6 +36,7 @@ import pytest
 
 from referee.errors import InfrastructureError
 from referee.match.runner import play_match
+from referee.protocol.seats import seated
 from referee.results import MatchResult
 from referee.rules import RuleSet
 from referee.sandbox import Limits, ProcessSandbox, load_bot, stage_bot
@@ -173,18 +174,13 @@ def test_an_oom_kill_is_the_bots_only_at_its_own_limit(
     sandbox = _sandbox_under(memory_group(200))
     bots = [stage_bot(load_bot(BOTS / name), staging) for name in (bot, "polite.py", "polite.py")]
 
+    async def go() -> MatchResult:
+        limits = Limits(memory_mb=memory_mb)
+        async with seated(bots, sandbox=sandbox, time_control=TC, limits=limits) as table:
+            return await play_match(table, RULES, 1, match_id="memory")
+
     def play() -> MatchResult:
-        return asyncio.run(
-            play_match(
-                sandbox,
-                bots,
-                RULES,
-                1,
-                match_id="memory",
-                time_control=TC,
-                limits=Limits(memory_mb=memory_mb),
-            )
-        )
+        return asyncio.run(go())
 
     if whose == "ours":
         with pytest.raises(InfrastructureError) as failed:

@@ -1,12 +1,15 @@
-"""Fast match-runner tests with in-memory bots (referee.testing.FakeSandbox)."""
+"""Fast match-runner tests with in-memory bots (referee.testing.FakeSandbox).
+
+They run in virtual time (referee.testing.FakeClock): a timeout is waited out at once, and
+a bot that takes its time says so by moving the clock.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,40 +18,49 @@ from click.testing import CliRunner
 
 from referee.cli import main as cli_main
 from referee.errors import InfrastructureError
-from referee.match.runner import EventTranslator, _act_play_line, play_match, run_match
+from referee.match.runner import EventTranslator, _act_play_line, play_match
 from referee.matchlog import read_log
 from referee.protocol import messages as m
 from referee.protocol.channel import UNASKED_CAP
-from referee.protocol.session import BotSession, SessionPool, distinct_names, start_sessions
+from referee.protocol.seats import SessionPool, seated
+from referee.protocol.session import BotSession, distinct_names
 from referee.results import MatchResult
 from referee.rules import RuleSet, replay
 from referee.rules import events as ev
 from referee.rules.engine import Game
-from referee.sandbox import ExitInfo, Limits
+from referee.sandbox import BotSpec, ExitInfo, Limits
 from referee.specs import TimeControl
-from referee.testing import FakeBotProcess, FakeSandbox, lowest_bot, polite_bot, spec
+from referee.testing import FakeBotProcess, FakeClock, FakeSandbox, lowest_bot, polite_bot, spec
 
 RULES3 = RuleSet.preset("arschloch", target=5).resolve(3)
 FAST = TimeControl(move_ms=200, bank_ms=200, hello_ms=1000)
 
 
 def run(
-    handlers: dict[str, Any], tc: TimeControl = FAST, rules: Any = RULES3, tmp: Any = None
+    handlers: dict[str, Any],
+    tc: TimeControl = FAST,
+    rules: Any = RULES3,
+    tmp: Any = None,
+    clock: FakeClock | None = None,
 ) -> Any:
     sandbox = FakeSandbox(handlers)
     log = tmp / "m.jsonl" if tmp is not None else None
-    result = asyncio.run(
-        play_match(
-            sandbox,
-            [spec(n) for n in handlers],
-            rules,
-            3,
-            match_id="test-3",
-            time_control=tc,
-            log_path=log,
-        )
-    )
-    return result, sandbox
+    clock = clock or FakeClock()
+
+    async def go() -> MatchResult:
+        bots = [spec(n) for n in handlers]
+        async with seated(bots, sandbox=sandbox, time_control=tc, clock=clock) as table:
+            return await play_match(table, rules, 3, match_id="test-3", log_path=log)
+
+    return clock.run(go()), sandbox
+
+
+async def pooled(
+    pool: SessionPool, bots: Sequence[BotSpec], seed: int, match_id: str, deal_key: str
+) -> MatchResult:
+    """One match of ``bots`` borrowed from ``pool`` (and given back)."""
+    async with seated(bots, pool=pool, deal_key=deal_key) as table:
+        return await play_match(table, RULES3, seed, match_id=match_id)
 
 
 def test_act_play_line_matches_the_model() -> None:
@@ -115,29 +127,43 @@ def test_each_seat_sees_only_its_own_hand() -> None:
 
 
 def test_slow_replies_spend_the_bank_then_time_out() -> None:
-    import time
-
-    calls = {"n": 0}
+    clock = FakeClock()
 
     def slow() -> Any:
         inner = polite_bot("slow")
 
         def handle(msg: dict[str, Any]) -> Any:
             if msg.get("type") == "act":
-                calls["n"] += 1
-                time.sleep(0.12)  # 120 ms of a 100 ms move: 20 ms from the bank each time
+                clock.advance(0.12)  # 120 ms of a 100 ms move: 20 ms from the bank each time
             return inner(msg)
 
         return handle
 
     tc = TimeControl(move_ms=100, bank_ms=50, hello_ms=1000)
-    result, sandbox = run({"slow": slow, "b": polite_bot, "c": polite_bot}, tc=tc)
+    result, sandbox = run({"slow": slow, "b": polite_bot, "c": polite_bot}, tc=tc, clock=clock)
     seat0 = result.standings[-1]
     assert seat0.seat == 0 and seat0.fault is not None
-    # FakeSandbox answers synchronously inside write(), so the reply is late, not missing.
+    # The third reply's 120 ms pass inside write(), past the 110 ms left: the budget's
+    # timer goes off before the line is read.
     assert seat0.fault.kind == "timeout"
+    assert seat0.fault.detail == "no reply within 110 ms (move_ms + bank left)"
+    assert seat0.fault.elapsed_ms == 120
     banks = [msg["bank_ms"] for msg in sandbox.started[0].received if msg.get("kind") == "play"]
-    assert banks[0] == 50 and banks[1] < 50
+    assert banks == [50, 30, 10]
+
+
+def test_a_bot_that_never_answers_times_out_after_move_ms_plus_its_bank() -> None:
+    def greets_only() -> Any:
+        greet = polite_bot("mute")
+        return lambda msg: greet(msg) if msg.get("type") == "hello" else None
+
+    clock = FakeClock()
+    result, _ = run({"mute": greets_only, "b": polite_bot, "c": polite_bot}, clock=clock)
+    seat0 = next(s for s in result.standings if s.seat == 0)
+    assert seat0.fault is not None and seat0.fault.kind == "timeout"
+    assert seat0.fault.detail == "no reply within 400 ms (move_ms + bank left)"
+    assert seat0.fault.elapsed_ms == 400  # to the millisecond: the clock waited it out
+    assert clock.monotonic() >= 0.4
 
 
 def test_unsolicited_line_is_a_protocol_fault() -> None:
@@ -162,10 +188,12 @@ def test_hello_without_ready_is_a_fault_and_the_match_still_runs() -> None:
     def mute() -> Any:
         return lambda msg: None
 
-    result, _ = run({"mute": mute, "b": polite_bot, "c": polite_bot})
+    clock = FakeClock()
+    result, _ = run({"mute": mute, "b": polite_bot, "c": polite_bot}, clock=clock)
     seat0 = next(s for s in result.standings if s.seat == 0)
     assert seat0.forfeit and seat0.fault is not None
     assert seat0.fault.detail == "timed out answering hello after 1000 ms"
+    assert seat0.fault.elapsed_ms == 1000
     assert result.rounds >= 1
 
 
@@ -182,19 +210,11 @@ def test_session_pool_reuses_processes_but_never_across_rotations_of_a_deal() ->
 
     async def go() -> None:
         pool = SessionPool(sandbox, Limits(), FAST)
-        await play_match(pool.sandbox, bots, RULES3, 1, match_id="m1", deal_key="deal-1", pool=pool)
+        await pooled(pool, bots, 1, "m1", "deal-1")
         assert len(sandbox.started) == 3
-        await play_match(pool.sandbox, bots, RULES3, 2, match_id="m2", deal_key="deal-2", pool=pool)
+        await pooled(pool, bots, 2, "m2", "deal-2")
         assert len(sandbox.started) == 3, "a new deal reuses the processes"
-        await play_match(
-            pool.sandbox,
-            bots[1:] + bots[:1],
-            RULES3,
-            1,
-            match_id="m1r",
-            deal_key="deal-1",
-            pool=pool,
-        )
+        await pooled(pool, bots[1:] + bots[:1], 1, "m1r", "deal-1")
         assert len(sandbox.started) == 6, "another rotation of deal-1 needs fresh processes"
         await pool.aclose()
 
@@ -226,7 +246,7 @@ def test_session_pool_freezes_idle_bots_and_thaws_them_before_the_next_match(
     async def go() -> None:
         pool = SessionPool(sandbox, Limits(), FAST)
         for n in (1, 2):
-            await play_match(sandbox, bots, RULES3, n, match_id=f"m{n}", deal_key=f"d{n}", pool=pool)
+            await pooled(pool, bots, n, f"m{n}", f"d{n}")
         await pool.aclose()
 
     asyncio.run(go())
@@ -263,11 +283,9 @@ def test_session_pool_drops_a_faulted_process() -> None:
 
     async def go() -> None:
         pool = SessionPool(sandbox, Limits(), FAST)
-        result = await play_match(
-            pool.sandbox, bots, RULES3, 1, match_id="m1", deal_key="d1", pool=pool
-        )
+        result = await pooled(pool, bots, 1, "m1", "d1")
         assert result.standings[-1].fault is not None
-        await play_match(pool.sandbox, bots, RULES3, 2, match_id="m2", deal_key="d2", pool=pool)
+        await pooled(pool, bots, 2, "m2", "d2")
         await pool.aclose()
 
     asyncio.run(go())
@@ -283,9 +301,7 @@ def test_session_pool_keeps_every_seat_of_a_bot_that_fills_the_table() -> None:
     async def go() -> None:
         pool = SessionPool(sandbox, Limits(), FAST, max_idle=1)
         for i in range(3):
-            await play_match(
-                pool.sandbox, bots, RULES3, i, match_id=f"m{i}", deal_key=f"d{i}", pool=pool
-            )
+            await pooled(pool, bots, i, f"m{i}", f"d{i}")
         await pool.aclose()
 
     asyncio.run(go())
@@ -305,7 +321,7 @@ def test_session_pool_keeps_at_most_max_idle_total_closing_the_longest_idle() ->
         pool = SessionPool(sandbox, Limits(), FAST, max_idle_total=4)
         for i, first in enumerate((0, 3, 6)):
             table = [spec(n) for n in names[first : first + 3]]
-            await play_match(sandbox, table, RULES3, i, match_id=f"m{i}", deal_key=f"d{i}", pool=pool)
+            await pooled(pool, table, i, f"m{i}", f"d{i}")
             assert await alive() == min(4, 3 * (i + 1))
         kept = [p.spec.name for p in sandbox.started if await p.wait(0) is None]
         assert kept == ["b5", "b6", "b7", "b8"], "the longest idle went first"
@@ -313,7 +329,7 @@ def test_session_pool_keeps_at_most_max_idle_total_closing_the_longest_idle() ->
         default = SessionPool(sandbox, Limits(), FAST)
         for i, first in enumerate((0, 3)):
             table = [spec(n) for n in names[first : first + 3]]
-            await play_match(sandbox, table, RULES3, i, match_id=f"n{i}", deal_key=f"e{i}", pool=default)
+            await pooled(default, table, i, f"n{i}", f"e{i}")
         assert await alive() == 4 + 3
         await default.aclose()
         await pool.aclose()
@@ -364,7 +380,7 @@ def test_a_bot_killed_for_memory_outside_its_limit_fails_the_match_on_our_side(
 
     async def go() -> MatchResult:
         try:
-            return await play_match(sandbox, bots, RULES3, 1, match_id="m", deal_key="d", pool=pool)
+            return await pooled(pool, bots, 1, "m", "d")
         finally:
             await pool.aclose()
 
@@ -385,20 +401,19 @@ def test_a_bot_killed_for_memory_outside_its_limit_fails_the_match_on_our_side(
 
 
 def _sessions_and_result(
-    handlers: dict[str, Any], tc: TimeControl = FAST, log: Any = None
+    handlers: dict[str, Any], tc: TimeControl = FAST, log: Any = None, clock: Any = None
 ) -> tuple[list[BotSession], MatchResult]:
-    """Like ``run``, but keeps the sessions so a test can look inside them."""
+    """Like ``run``, but keeps the sessions (closed) so a test can look inside them."""
     sandbox = FakeSandbox(handlers)
+    clock = clock or FakeClock()
 
     async def go() -> tuple[list[BotSession], MatchResult]:
-        sessions = await start_sessions(sandbox, [spec(n) for n in handlers], Limits(), tc)
-        try:
-            result = await run_match(sessions, RULES3, 3, "m", tc, log_path=log)
-        finally:
-            await asyncio.gather(*(s.close() for s in sessions))
-        return sessions, result
+        bots = [spec(n) for n in handlers]
+        async with seated(bots, sandbox=sandbox, time_control=tc, clock=clock) as table:
+            result = await play_match(table, RULES3, 3, match_id="m", log_path=log)
+        return list(table.bots), result
 
-    return asyncio.run(go())
+    return clock.run(go())
 
 
 def _on_first_act(answer: Callable[[dict[str, Any], Any], Any]) -> Callable[[], Any]:
@@ -455,16 +470,17 @@ def test_a_referee_stall_after_the_line_arrived_is_not_charged_to_the_bot() -> N
     The bot answered at once; with 200 + 200 ms to answer it must be neither timed out nor
     charged: its next ``act`` still shows the whole bank.
     """
+    clock = FakeClock()
 
     def stall(_msg: dict[str, Any], out: dict[str, Any]) -> bytes:
         loop = asyncio.get_running_loop()
         # Runs after the reader has taken the line (its wake-up is queued first) and
-        # before the runner gets it back.
-        loop.call_soon(loop.call_soon, time.sleep, 0.6)
+        # before the runner gets it back; 0.6 s pass meanwhile, as in a blocked loop.
+        loop.call_soon(loop.call_soon, clock.advance, 0.6)
         return json.dumps(out).encode() + b"\n"
 
     sessions, result = _sessions_and_result(
-        {"a": _on_first_act(stall), "b": polite_bot, "c": polite_bot}
+        {"a": _on_first_act(stall), "b": polite_bot, "c": polite_bot}, clock=clock
     )
     assert not any(s.forfeit for s in result.standings), result.standings
     proc = sessions[0].channel.proc

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.match.runner import play_match
+from referee.protocol.seats import seated
 from referee.rules import RuleSet
 from referee.specs import TimeControl
 from referee.testing import FakeSandbox, polite_bot, spec
@@ -49,16 +50,14 @@ def test_short_match_transcript_replays_against_the_referee() -> None:
 
     sandbox = FakeSandbox({"you": transcript_bot, "left": polite_bot, "right": polite_bot})
     rules = RuleSet.preset(setup["preset"], **setup["overrides"]).resolve(3)
-    result = asyncio.run(
-        play_match(
-            sandbox,
-            [spec("you"), spec("left"), spec("right")],
-            rules,
-            setup["seed"],
-            match_id="short",
-            time_control=TimeControl(**setup["time"]),
-        )
-    )
+
+    async def go() -> Any:
+        bots = [spec("you"), spec("left"), spec("right")]
+        tc = TimeControl(**setup["time"])
+        async with seated(bots, sandbox=sandbox, time_control=tc) as table:
+            return await play_match(table, rules, setup["seed"], match_id="short")
+
+    result = asyncio.run(go())
     assert seen == expected
     assert next(replies, None) is None, "the referee asked fewer questions than the transcript"
     assert not any(s.forfeit for s in result.standings)

@@ -28,6 +28,7 @@ import pytest
 
 from referee.errors import UsageError
 from referee.match.runner import play_match
+from referee.protocol.seats import seated
 from referee.rules import RuleSet
 from referee.sandbox import load_bot, make_staging_root, stage_bot
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits
@@ -578,7 +579,8 @@ def test_a_bot_file_named_with_a_colon_plays_a_docker_match(
         try:
             staged = [stage_bot(bot, staging) for bot in (bots[0], bots[1], bots[1])]
             rules = RuleSet.preset("arschloch").with_overrides(target=2).resolve(3)
-            return await play_match(sandbox, staged, rules, 5, match_id="evil-colon")
+            async with seated(staged, sandbox=sandbox) as table:
+                return await play_match(table, rules, 5, match_id="evil-colon")
         finally:
             await sandbox.aclose()
 

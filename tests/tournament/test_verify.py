@@ -201,6 +201,8 @@ def test_a_log_made_up_from_the_stored_seed_breaks_the_chain_seen_during_the_run
     import asyncio
 
     from referee.match.runner import play_match
+    from referee.protocol.seats import seated
+    from referee.results import MatchResult
     from referee.testing import FakeSandbox, spec
 
     results = copy(finished, tmp_path)
@@ -212,16 +214,13 @@ def test_a_log_made_up_from_the_stored_seed_breaks_the_chain_seen_during_the_run
         swapped = {n: (lambda n=n: _passer(n)) for n in NAMES}  # other decisions
         log = store.log_path(key)
         before = log.read_bytes()
-        result = asyncio.run(
-            play_match(
-                FakeSandbox(swapped),
-                [spec(n) for n in target.spec.table],
-                rules,
-                target.spec.match_seed,
-                match_id=key,
-                log_path=log,
-            )
-        )
+
+        async def go() -> MatchResult:
+            bots = [spec(n) for n in target.spec.table]
+            async with seated(bots, sandbox=FakeSandbox(swapped)) as table:
+                return await play_match(table, rules, target.spec.match_seed, match_id=key, log_path=log)
+
+        result = asyncio.run(go())
     assert log.read_bytes() != before
     places = {st.seat: st for st in result.standings}
     rows = [(places[s].place, places[s].score, key, s) for s in places]

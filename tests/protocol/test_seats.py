@@ -1,0 +1,152 @@
+"""Seating a table (referee.protocol.seats.seated): what it refuses, what it cleans up.
+
+In-memory bots (referee.testing.FakeSandbox) on a fake clock: a bot that never answers is
+waited out in virtual time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee.match.runner import play_match
+from referee.protocol.seats import SessionPool, seated
+from referee.rules import RuleSet
+from referee.sandbox import Limits, load_bot
+from referee.specs import TimeControl
+from referee.testing import FakeClock, FakeSandbox, polite_bot, spec
+
+RULES3 = RuleSet.preset("arschloch", target=3).resolve(3)
+TC = TimeControl(move_ms=200, bank_ms=200, hello_ms=1000)
+POLITE = Path(__file__).resolve().parents[1] / "bots" / "polite.py"
+
+
+def _ended(sandbox: FakeSandbox) -> list[bool]:
+    return [proc.ended is not None for proc in sandbox.started]
+
+
+class _Broken(Exception):
+    """Raised inside a seated block: the match broke off."""
+
+
+def test_a_pooled_table_has_the_pools_settings_and_refuses_others() -> None:
+    sandbox = FakeSandbox({"a": polite_bot})
+    pool = SessionPool(sandbox, Limits(), TC)
+    refusals = [
+        ({"time_control": TimeControl(move_ms=999)}, "a pooled match plays on the pool's time"),
+        ({"limits": Limits(memory_mb=64)}, "the pool's bots run with memory 512 MiB"),
+        ({"clock": FakeClock()}, "runs on the pool's clock"),
+        ({"stage": True}, "a pool's bots outlive the table"),
+        ({"sandbox": sandbox}, "either from a sandbox or from a pool"),
+    ]
+
+    async def go() -> None:
+        for kwargs, says in refusals:
+            with pytest.raises(ValueError, match=says):
+                async with seated([spec("a")] * 3, pool=pool, **kwargs):
+                    pass
+        async with seated([spec("a")] * 3, pool=pool, time_control=TC, limits=Limits()) as table:
+            assert table.time_control is pool.time_control and table.request_ids is pool.ids
+        await pool.aclose()
+
+    asyncio.run(go())
+    assert len(sandbox.started) == 3, "the refusals started nothing"
+
+
+def test_a_table_needs_a_sandbox_or_a_pool() -> None:
+    async def go() -> None:
+        async with seated([spec("a")] * 3):
+            pass
+
+    with pytest.raises(ValueError, match="either from a sandbox or from a pool"):
+        asyncio.run(go())
+
+
+def test_bots_borrowed_for_a_match_that_broke_off_are_stopped_not_kept() -> None:
+    sandbox = FakeSandbox({"a": polite_bot, "b": polite_bot, "c": polite_bot})
+    bots = [spec("a"), spec("b"), spec("c")]
+    pool = SessionPool(sandbox, Limits(), TC)
+
+    async def go() -> None:
+        with pytest.raises(_Broken):
+            async with seated(bots, pool=pool, deal_key="d1"):
+                raise _Broken()
+        assert _ended(sandbox) == [True] * 3
+        async with seated(bots, pool=pool, deal_key="d2") as table:
+            await play_match(table, RULES3, 2, match_id="m2")
+        assert len(sandbox.started) == 6, "fresh processes for the next match"
+        assert _ended(sandbox)[3:] == [False] * 3, "given back, still running"
+        await pool.aclose()
+
+    asyncio.run(go())
+    assert all(_ended(sandbox))
+
+
+def test_bots_started_for_a_table_are_told_bye_and_stopped_however_the_block_ends() -> None:
+    sandbox = FakeSandbox({"a": polite_bot, "b": polite_bot, "c": polite_bot})
+    bots = [spec("a"), spec("b"), spec("c")]
+
+    async def broken() -> None:
+        async with seated(bots, sandbox=sandbox, time_control=TC):
+            raise _Broken()
+
+    with pytest.raises(_Broken):
+        asyncio.run(broken())
+    assert all(_ended(sandbox))
+    assert [proc.received[-1]["type"] for proc in sandbox.started] == ["bye"] * 3
+
+
+def _never_answers(what: str) -> Any:
+    """A bot that greets (unless ``what`` is ``hello``) and then never answers."""
+
+    def factory() -> Any:
+        greet = polite_bot("silent")
+        return lambda msg: greet(msg) if msg["type"] == "hello" and what != "hello" else None
+
+    return factory
+
+
+@pytest.mark.parametrize("during", ["hello", "act"])
+def test_a_cancelled_table_stops_every_bot_even_one_being_greeted(during: str) -> None:
+    """Ctrl-C and SIGTERM cancel the main task (referee.interrupts): the seating's cleanup
+    must stop every bot, the one still answering ``hello`` included."""
+    sandbox = FakeSandbox({"silent": _never_answers(during), "b": polite_bot, "c": polite_bot})
+    clock = FakeClock()
+    patient = TimeControl(move_ms=60_000, bank_ms=0, hello_ms=60_000)
+
+    async def go() -> None:
+        async def play() -> None:
+            bots = [spec("silent"), spec("b"), spec("c")]
+            async with seated(bots, sandbox=sandbox, time_control=patient, clock=clock) as t:
+                await play_match(t, RULES3, 1, match_id="cut")
+
+        match = asyncio.create_task(play())
+        await clock.sleep(5)  # long enough to be waiting for the silent bot
+        assert len(sandbox.started) == 3 and not match.done()
+        match.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await match
+
+    clock.run(go())
+    assert clock.monotonic() == 5
+    assert all(_ended(sandbox))
+
+
+def test_a_staged_table_plays_private_copies_and_removes_them() -> None:
+    bot = load_bot(POLITE)
+    sandbox = FakeSandbox({bot.name: polite_bot})
+    seen: list[Path] = []
+
+    async def go() -> None:
+        async with seated([bot] * 3, sandbox=sandbox, stage=True, time_control=TC) as table:
+            seen.extend(s.spec.folder for s in table.bots)
+            assert all(folder.is_dir() and folder != bot.folder for folder in seen)
+            assert len(set(seen)) == 3, "one copy per seat"
+            await play_match(table, RULES3, 1, match_id="staged")
+
+    asyncio.run(go())
+    assert seen and not any(folder.exists() for folder in seen)
+    assert POLITE.is_file(), "the original is untouched"
