@@ -67,8 +67,12 @@ read-only (a bot wrote 384 MiB to /dev/shm and 128 MiB to /dev before). Without 
 (bubblewrap before 0.5) there is no /dev/shm to write to.
 
 Zombies: bubblewrap's outer process may exit before reaping its pid-1 helper, which is then
-reaped by the machine's init. Where pid 1 does not reap (a container without ``--init``),
-such zombies pile up; a uid with zombies is not lent again until they are gone.
+reaped by the machine's init. Some inits reap late (a firecracker VM's init left dozens for
+seconds under a busy tournament, enough to use up a test run's block of 50 uids) or never (a
+container without ``--init``). A zombie with no thread left holds nothing but its pid, so a
+uid held only by such zombies is lent again, after every uid with none: until it is reaped, a
+zombie counts against the new bot's ``RLIMIT_NPROC``. A zombie thread-group leader whose
+other threads still run is alive, and is killed like any live process.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -218,26 +222,46 @@ def _is_zombie(fields: dict[str, str]) -> bool:
     return fields.get("State", "").startswith(("Z", "X"))
 
 
-def pids_of_uid(uid: int) -> list[int]:
-    """Live (non-zombie) processes running with ``uid`` as any of their uids."""
-    pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        fields = _proc_status(entry.name)
-        if fields is not None and not _is_zombie(fields) and uid in _status_uids(fields):
-            pids.append(int(entry.name))
-    return pids
+def _is_dead(fields: dict[str, str]) -> bool:
+    """A zombie with no thread left: it holds a pid until reaped, and nothing else.
+
+    A thread-group leader that exits while its other threads run is a zombie too, but its
+    ``Threads`` count stays above 1 and those threads (absent from a listing of ``/proc``)
+    still run: such a process is alive.
+    """
+    if not _is_zombie(fields):
+        return False
+    try:
+        return int(fields.get("Threads", "1")) <= 1
+    except ValueError:
+        return False
 
 
-def _uids_in_use() -> set[int]:
-    uids: set[int] = set()
+def _processes() -> Iterator[tuple[int, dict[str, str]]]:
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             fields = _proc_status(entry.name)
             if fields is not None:
-                uids |= _status_uids(fields)
-    return uids
+                yield int(entry.name), fields
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    """Processes running with ``uid`` as any of their uids and not dead (see :func:`_is_dead`)."""
+    return [
+        pid
+        for pid, fields in _processes()
+        if uid in _status_uids(fields) and not _is_dead(fields)
+    ]
+
+
+def _uids_in_use() -> tuple[set[int], set[int]]:
+    """The uids of live processes, and those held only by dead zombies (see the module
+    docstring: where pid 1 reaps late or never, a uid may keep a zombie for a while)."""
+    live: set[int] = set()
+    dead: set[int] = set()
+    for _, fields in _processes():
+        (dead if _is_dead(fields) else live).update(_status_uids(fields))
+    return live, dead - live
 
 
 def _kill_pid_of_uid(pid: int, uid: int) -> None:
@@ -308,9 +332,14 @@ class UidPool:
     def acquire(self) -> UidLease:
         """Lease the lowest free uid; raises ``InfrastructureError`` when all are taken."""
         self._open_lock_dir()
-        busy = _uids_in_use()
-        for uid in self.uids:
-            if uid in busy or _has_passwd_entry(uid):
+        live, zombies = _uids_in_use()
+        # A uid whose only processes are dead zombies is lent last: harmless, but each zombie
+        # counts against RLIMIT_NPROC of that uid until it is reaped.
+        order = [uid for uid in self.uids if uid not in zombies] + [
+            uid for uid in self.uids if uid in zombies
+        ]
+        for uid in order:
+            if uid in live or _has_passwd_entry(uid):
                 continue
             path = self.lock_dir / str(uid)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

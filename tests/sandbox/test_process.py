@@ -23,8 +23,10 @@ import os
 import resource
 import signal
 import socket
+import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,6 +50,7 @@ from referee.sandbox.process import (
     ProcessBotProcess,
     ProcessSandbox,
     UidPool,
+    pids_of_uid,
     probe_bwrap,
 )
 from tests.conftest import run_uids
@@ -386,6 +389,63 @@ def test_uid_pool_exhaustion_is_an_infrastructure_error(tmp_path: Path) -> None:
     finally:
         lease.release()
     pool.acquire().release()
+
+
+def _exit_main_thread_only() -> subprocess.Popen[bytes]:
+    """A process whose main thread has exited while another thread runs: a zombie leader."""
+    code = (
+        "import ctypes, threading, time\n"
+        "threading.Thread(target=time.sleep, args=(30,)).start()\n"
+        "ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: this thread only\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def test_a_zombie_leader_whose_threads_run_is_alive_and_a_dead_zombie_is_not() -> None:
+    """The uid sweep kills a process whose main thread exited while others run (it shows
+    as a zombie), and ignores a zombie with no thread left (it holds only a pid)."""
+    leader = _exit_main_thread_only()
+    dead = subprocess.Popen(["true"])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            states = {pid: _status(str(pid)) for pid in (leader.pid, dead.pid)}
+            if all(s is not None and s["State"].startswith("Z") for s in states.values()):
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail(f"the processes never became zombies: {states}")
+        mine = pids_of_uid(os.geteuid())
+        assert leader.pid in mine
+        assert dead.pid not in mine
+    finally:
+        leader.kill()
+        leader.wait()
+        dead.wait()
+
+
+@needs_root
+def test_a_uid_held_only_by_a_dead_zombie_is_lent_last(tmp_path: Path) -> None:
+    """Where pid 1 reaps late, zombies of finished bots must not use up the uid range: a uid
+    whose only process is a dead zombie is lent, after every uid with none."""
+    first = TEST_UIDS.stop - 2
+    zombie = subprocess.Popen(["true"], user=first, group=first)
+    try:
+        deadline = time.monotonic() + 10
+        while (status := _status(str(zombie.pid))) is None or not status["State"].startswith("Z"):
+            assert time.monotonic() < deadline, "the child never became a zombie"
+            time.sleep(0.02)
+        pool = UidPool(range(first, first + 2), lock_dir=tmp_path / "locks")
+        clean = pool.acquire()
+        try:
+            assert clean.uid == first + 1
+            held = pool.acquire()
+            assert held.uid == first
+            held.release()
+        finally:
+            clean.release()
+    finally:
+        zombie.wait()
 
 
 @needs_root
