@@ -38,7 +38,7 @@ from referee.executors import (
 )
 from referee.ranking.playoff import PlayoffState, plan_round
 from referee.ranking.ratings import Rater
-from referee.sandbox import BotSpec, get_sandbox, make_staging_root, remove_staging_root, stage_bot
+from referee.sandbox import BotSpec, make_staging_root, remove_staging_root, stage_bot
 from referee.specs import EntrantRecord, MatchSpec, PlayoffSettings, playoff_round
 from referee.tournament.chain import log_digest
 from referee.tournament.deals import redeal_seed
@@ -212,7 +212,7 @@ class TournamentRun:
         self.executor = executor
         self.notify = notify
         self.images = tuple(sorted(tournament.images))
-        self.sandbox = get_sandbox(tournament.file.sandbox.backend, images=self.images)
+        self.sandbox = executor.prepare(tournament.file.sandbox.backend, self.images)
         self.staged: dict[str, BotSpec] = {}
         self.tables: dict[str, tuple[str, ...]] = {}
         self.summary = RunSummary(0, 0, 0, 0, 0, store.results_dir)
@@ -317,13 +317,13 @@ class TournamentRun:
                     self.summary.total,
                     self.summary.done,
                     len(tasks),
-                    self.sandbox.describe(),
+                    self.sandbox.description,
                     self.secret.commitment,
                     f"{self.tournament.time_control.describe()}; "
                     f"{self.tournament.limits.describe()}",
                     beacon=self.secret.beacon,
                     chain=(self.summary.chain_results, self.summary.chain_head),
-                    warnings=tuple(self.tournament.warnings()),
+                    warnings=(*self.tournament.warnings(), *self.sandbox.notes),
                 )
             )
         if tasks:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
 
 if TYPE_CHECKING:
-    from referee.executors.base import AttemptEvent, MatchTask
+    from referee.executors.base import AttemptEvent, MatchTask, SandboxPlan
 
 
 
@@ -250,6 +250,13 @@ class InProcessExecutor:
 
     def __init__(self, handlers: dict[str, Callable[[], Handler]]) -> None:
         self.handlers = handlers
+
+    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
+        """The fake sandbox stands in for whatever backend the tournament names."""
+        from referee.executors.base import SandboxPlan
+
+        name = "process" if backend == "auto" else backend
+        return SandboxPlan(name, "fake bots in the referee's own process (referee.testing)")
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         from referee.errors import UsageError

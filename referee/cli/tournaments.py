@@ -14,9 +14,11 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -41,8 +43,9 @@ from referee.coordinator import (
     run_tournament,
 )
 from referee.errors import InfrastructureError, Refused, UsageError
-from referee.executors import MatchFailed
-from referee.executors.local import LocalExecutor
+from referee.executors import Executor, MatchFailed
+from referee.executors.local import LocalExecutor, default_workers
+from referee.installation import install_hint
 from referee.names import check_name, confusable_with, lookalike_note
 from referee.publish import FORMATS, Leaderboard, render, to_rich_table
 from referee.resources import demo_tournament, sample_bot
@@ -65,6 +68,9 @@ from referee.tournament.file import (
     check_new_author,
     load_tournament,
 )
+
+if TYPE_CHECKING:
+    from referee.executors.cluster import DaskExecutor
 
 SMOKE_MAX_ROUNDS = 2
 _SMOKE_OPPONENTS = ("heuristic", "lowest", "random")
@@ -107,6 +113,21 @@ def tournament() -> None:
     "memory here (a bot the kernel then kills outside its own limit is not blamed: its "
     "match is played again).",
 )
+@click.option(
+    "--executor",
+    "executor_kind",
+    type=click.Choice(["local", "dask"]),
+    default=None,
+    help="Where the matches run: worker processes here (local, the default) or a Dask "
+    "cluster (dask; see --cluster). Overrides the file's executor.kind.",
+)
+@click.option(
+    "--cluster",
+    default=None,
+    metavar="ADDRESS",
+    help="The Dask scheduler to run on, e.g. tcp://10.0.0.5:8786 (implies --executor dask). "
+    "With --executor dask and no address, a local cluster of --workers processes is started.",
+)
 @friendly
 def run(
     file: Path,
@@ -115,6 +136,8 @@ def run(
     deal_secret_file: Path | None,
     beacon: str | None,
     overcommit_memory: bool,
+    executor_kind: str | None,
+    cluster: str | None,
 ) -> None:
     """Play every match of the tournament FILE not yet played, then print the leaderboard.
 
@@ -136,6 +159,7 @@ def run(
         deal_secret=secret,
         beacon=value,
         overcommit=overcommit_memory,
+        where=_Where.of(spec, executor_kind, cluster),
     )
     _print_board(_leaderboard(spec, summary.results_dir))
     _finish(summary)
@@ -219,6 +243,25 @@ def _read_secret(path: Path) -> bytes:
         raise UsageError(f"{path}: {exc}") from None
 
 
+@dataclass(frozen=True)
+class _Where:
+    """Which executor runs the matches: the command line's choice, else the file's."""
+
+    kind: str = "local"
+    cluster: str | None = None
+
+    @classmethod
+    def of(cls, spec: Tournament, kind: str | None, cluster: str | None) -> _Where:
+        chosen = spec.file.executor
+        if cluster is not None:
+            if kind == "local":
+                raise UsageError("--cluster names a Dask scheduler: it goes with --executor dask")
+            return cls("dask", cluster)
+        if kind is None:
+            return cls(chosen.kind, chosen.cluster if chosen.kind == "dask" else None)
+        return cls(kind, chosen.cluster if kind == "dask" else None)
+
+
 def _run(
     spec: Tournament,
     *,
@@ -228,17 +271,12 @@ def _run(
     deal_secret: bytes | None = None,
     beacon: str | None = None,
     overcommit: bool = False,
+    where: _Where = _Where(),
 ) -> RunSummary:
-    executor = LocalExecutor.within_memory(
-        workers,
-        seats=spec.file.table_size,
-        limits=spec.limits,
-        own_cgroup=_bots_in_own_cgroup(spec),
-        overcommit=overcommit,
-    )
-    for note in executor.memory.notes if executor.memory is not None else ():
-        say(note)
-    with _ProgressView(spec.name, executor.workers) as view:
+    with (
+        _executor(spec, workers, where, overcommit) as (executor, connected),
+        _ProgressView(spec.name, connected) as view,
+    ):
         return run_tournament(
             spec,
             executor,
@@ -248,6 +286,48 @@ def _run(
             deal_secret=deal_secret,
             beacon=beacon,
         )
+
+
+@contextlib.contextmanager
+def _executor(
+    spec: Tournament, workers: int | None, where: _Where, overcommit: bool
+) -> Iterator[tuple[Executor, Callable[[], int]]]:
+    """The executor ``where`` names, and how many workers it has (asked as the run goes)."""
+    if where.kind == "dask":
+        with _dask_executor(where, workers) as cluster:
+            yield cluster, cluster.connected
+        return
+    local = LocalExecutor.within_memory(
+        workers,
+        seats=spec.file.table_size,
+        limits=spec.limits,
+        own_cgroup=_bots_in_own_cgroup(spec),
+        overcommit=overcommit,
+    )
+    for note in local.memory.notes if local.memory is not None else ():
+        say(note)
+    yield local, lambda: local.workers
+
+
+@contextlib.contextmanager
+def _dask_executor(where: _Where, workers: int | None) -> Iterator[DaskExecutor]:
+    """The Dask executor, connected (or its local cluster started), saying where it is."""
+    try:
+        from referee.executors.cluster import DaskExecutor
+    except ImportError as exc:
+        raise UsageError(
+            f"the dask executor needs Dask distributed ({exc}); "
+            f"{install_hint('distributed', extra='dask')}"
+        ) from None
+    if where.cluster is None:
+        say(
+            f"starting a local Dask cluster of {workers or default_workers()} workers on this "
+            "machine (to try the cluster executor; give --cluster the address of a running "
+            "scheduler to use real machines)"
+        )
+    with DaskExecutor(where.cluster, workers=workers) as executor:
+        say(f"Dask scheduler {executor.scheduler_address}, dashboard {executor.dashboard}")
+        yield executor
 
 
 def _bots_in_own_cgroup(spec: Tournament) -> bool:
@@ -279,9 +359,10 @@ def _finish(summary: RunSummary) -> None:
 class _ProgressView:
     """A live progress bar on a terminal; a line every tenth of the run otherwise."""
 
-    def __init__(self, name: str, workers: int) -> None:
+    def __init__(self, name: str, workers: Callable[[], int]) -> None:
         self.name = name
         self.workers = workers
+        """How many workers there are now (a cluster's count changes as they come and go)."""
         self.console = Console(stderr=True, highlight=False, soft_wrap=True)
         self.live = self.console.is_terminal
         self.progress = Progress(
@@ -292,6 +373,7 @@ class _ProgressView:
             TextColumn("ETA"),
             TimeRemainingColumn(),
             TextColumn("faults {task.fields[faults]}"),
+            TextColumn("workers {task.fields[workers]}"),
             console=self.console,
             disable=not self.live,
             transient=False,
@@ -336,13 +418,18 @@ class _ProgressView:
             self.console.print(
                 printable(
                     f"{self.name}: {event.total} matches, {event.done} already done, "
-                    f"{event.to_play} to play with {self.workers} workers"
+                    f"{event.to_play} to play with {self.workers()} workers"
                 ),
                 markup=False,
             )
             self.started = time.monotonic()
             self.task = self.progress.add_task(
-                self.name, total=event.total, completed=event.done, rate="", faults=0
+                self.name,
+                total=event.total,
+                completed=event.done,
+                rate="",
+                faults=0,
+                workers=self.workers(),
             )
             self.next_report = max(1, event.to_play // 10)
             self.chain_every = max(1, event.to_play // 10)
@@ -374,6 +461,7 @@ class _ProgressView:
                 completed=counts.done,
                 rate=f"{rate:.1f}/s",
                 faults=counts.faults,
+                workers=self.workers(),
             )
         quiet = self.live or self.in_playoffs
         step = counts.played and counts.played % self.next_report == 0

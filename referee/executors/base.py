@@ -15,20 +15,29 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from referee.errors import UsageError
 from referee.results import MatchResult
 from referee.rules import ResolvedRules
-from referee.sandbox import BotSpec, Limits
+from referee.sandbox import BotSpec, Limits, get_sandbox
 from referee.specs import MatchSpec, TimeControl
 
 __all__ = [
+    "DEFAULT_ATTEMPTS",
     "AttemptEvent",
+    "Attempts",
     "Executor",
     "MatchFailed",
     "MatchFinished",
     "MatchStarted",
     "MatchTask",
+    "RunsHere",
+    "SandboxPlan",
     "TaskOutcome",
 ]
+
+
+DEFAULT_ATTEMPTS = 3
+"""Attempts of a match before it is recorded as failed on our side (each on fresh cards)."""
 
 
 @dataclass(frozen=True)
@@ -104,14 +113,75 @@ class MatchFailed:
 AttemptEvent = MatchStarted | MatchFinished | MatchFailed
 
 
+@dataclass(frozen=True)
+class SandboxPlan:
+    """The sandbox backend the bots of a run will get: its ``name`` (``process`` or
+    ``docker``, never ``auto``) and a line saying what it confines (printed at the start)."""
+
+    name: str
+    description: str
+    notes: tuple[str, ...] = ()
+    """What the run should say first (a worker that cannot run the backend, say)."""
+
+
 class Executor(Protocol):
     """Runs tasks somewhere and reports every attempt to ``on_event`` in the caller's thread.
 
-    ``run`` returns when every task has finished or failed for good, after at most
-    ``max_attempts`` attempts of each (attempt ``n`` plays ``task.attempt(n)``); an executor
-    may also be a context manager that keeps its workers from one ``run`` to the next.
+    :meth:`prepare` says which backend the tournament's ``sandbox`` setting resolves to
+    where the bots will run (and refuses at once when it cannot run there); ``run``
+    returns when every task has finished or failed for good, after at most
+    ``max_attempts`` attempts of each (attempt ``n`` plays ``task.attempt(n)``). An
+    executor may also be a context manager that keeps its workers from one ``run`` to the
+    next.
     """
 
     max_attempts: int
 
+    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan: ...
+
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None: ...
+
+
+class RunsHere:
+    """For executors whose workers run on this machine: the backend is the one found here."""
+
+    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
+        sandbox = get_sandbox(backend, images=images)
+        return SandboxPlan(sandbox.name, sandbox.describe())
+
+
+class Attempts:
+    """Counts the attempts of each task of a run and turns their outcomes into events.
+
+    An executor asks :meth:`next` for the number of a task's next attempt, reports it with
+    :meth:`started` once the attempt is on its way, and hands each outcome to
+    :meth:`settle`, which reports it to ``on_event`` and says whether to play the task again
+    (a failure on our side with attempts left). Every executor shares these rules: a bot
+    fault is a result, ``usage`` stops the run, a bug fails its match at once.
+    """
+
+    def __init__(self, max_attempts: int, on_event: Callable[[AttemptEvent], None]) -> None:
+        self.max_attempts = max_attempts
+        self.on_event = on_event
+        self.counts: dict[str, int] = {}
+
+    def next(self, task: MatchTask) -> int:
+        return self.counts.get(task.spec.key, 0) + 1
+
+    def started(self, task: MatchTask, number: int) -> None:
+        self.counts[task.spec.key] = number
+        self.on_event(MatchStarted(task.spec.key, number))
+
+    def settle(self, task: MatchTask, outcome: TaskOutcome) -> bool:
+        """Report ``outcome`` of the task's latest attempt; True when it is to run again."""
+        key = task.spec.key
+        number = self.counts[key]
+        if outcome.status == "done":
+            assert outcome.result is not None
+            self.on_event(MatchFinished(key, MatchResult.model_validate(outcome.result), number))
+            return False
+        if outcome.status == "usage":
+            raise UsageError(outcome.error or "the match could not start")
+        final = outcome.status == "bug" or number >= self.max_attempts
+        self.on_event(MatchFailed(key, outcome.error or outcome.status, number, final))
+        return not final

@@ -62,15 +62,14 @@ from types import FrameType
 from referee import interrupts
 from referee.errors import UsageError
 from referee.executors.base import (
+    DEFAULT_ATTEMPTS,
     AttemptEvent,
-    MatchFailed,
-    MatchFinished,
-    MatchStarted,
+    Attempts,
     MatchTask,
+    RunsHere,
     TaskOutcome,
 )
 from referee.executors.worker import Worker
-from referee.results import MatchResult
 from referee.sandbox import Limits
 from referee.sandbox.budget import (
     MemoryBudget,
@@ -82,7 +81,6 @@ from referee.sandbox.budget import (
 
 __all__ = ["DEFAULT_ATTEMPTS", "LocalExecutor", "default_workers"]
 
-DEFAULT_ATTEMPTS = 3
 _PR_SET_PDEATHSIG = 1
 _ORPHAN_SIGNAL = signal.SIGHUP
 _STOP_GRACE_S = 60.0
@@ -93,7 +91,7 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
-class LocalExecutor:
+class LocalExecutor(RunsHere):
     """Runs match tasks in ``workers`` local processes; see the module docstring."""
 
     def __init__(
@@ -168,7 +166,7 @@ class LocalExecutor:
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         """Play every task; return when each has finished or failed for good."""
         queue = deque(tasks)
-        attempts: dict[str, int] = {}
+        attempts = Attempts(self.max_attempts, on_event)
         in_flight: dict[Future[TaskOutcome], MatchTask] = {}
         if self._kept is not None:
             pool, stop = self._kept
@@ -179,21 +177,19 @@ class LocalExecutor:
             while queue or in_flight:
                 while queue and len(in_flight) <= self.workers:
                     task = queue.popleft()
-                    attempt = attempts.get(task.spec.key, 0) + 1
+                    number = attempts.next(task)
                     try:
-                        future = pool.submit(_play_in_worker, task.attempt(attempt))
+                        future = pool.submit(_play_in_worker, task.attempt(number))
                     except BrokenProcessPool:
                         queue.appendleft(task)
                         pool = self._replace(pool, stop)
                         continue
-                    attempts[task.spec.key] = attempt
-                    on_event(MatchStarted(task.spec.key, attempt))
+                    attempts.started(task, number)
                     in_flight[future] = task
                 done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                 broken = False
                 for future in done:
                     task = in_flight.pop(future)
-                    key = task.spec.key
                     try:
                         outcome = future.result()
                     except BrokenProcessPool:
@@ -201,17 +197,7 @@ class LocalExecutor:
                         outcome = TaskOutcome(
                             "infrastructure", error="a worker process died during the match"
                         )
-                    if outcome.status == "done":
-                        assert outcome.result is not None
-                        result = MatchResult.model_validate(outcome.result)
-                        on_event(MatchFinished(key, result, attempts[key]))
-                        continue
-                    if outcome.status == "usage":
-                        raise UsageError(outcome.error or "the match could not start")
-                    error = outcome.error or outcome.status
-                    final = outcome.status == "bug" or attempts[key] >= self.max_attempts
-                    on_event(MatchFailed(key, error, attempts[key], final))
-                    if not final:
+                    if attempts.settle(task, outcome):
                         queue.append(task)
                 if broken:
                     pool = self._replace(pool, stop)

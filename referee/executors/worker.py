@@ -27,6 +27,7 @@ import tempfile
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from referee import interrupts
 from referee.errors import InfrastructureError, UsageError
@@ -109,14 +110,17 @@ class Worker:
 
     # -- a task ----------------------------------------------------------------------------
 
-    def play(self, task: MatchTask) -> TaskOutcome:
+    def play(
+        self, task: MatchTask, *, on_start: Callable[[asyncio.Task[Any]], None] | None = None
+    ) -> TaskOutcome:
         """Play one match on this worker's loop; never raises for a match that went wrong.
 
         The log is written to a private ``.part`` file and renamed to ``task.log_path`` only
         when the match is complete, so an attempt that dies (or a worker that outlives a
         killed coordinator) never mixes its lines into another attempt's log. SIGTERM (or
         :func:`referee.interrupts.cancel_main_task`) cancels the match; its seating stops
-        its bots.
+        its bots; so does cancelling the task that ``on_start`` is handed when the match
+        starts (from another thread: through its loop's ``call_soon_threadsafe``).
         """
         final = Path(task.log_path)
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +130,7 @@ class Worker:
         os.close(fd)
         partial = Path(name)
         try:
-            result = interrupts.run(self._match(task, partial), self._loop())
+            result = interrupts.run(self._match(task, partial, on_start), self._loop())
             os.replace(partial, final)
         except InfrastructureError as exc:
             return TaskOutcome("infrastructure", error=str(exc))
@@ -140,7 +144,16 @@ class Worker:
             "done", result=result.model_copy(update={"log": str(final)}).model_dump(mode="json")
         )
 
-    async def _match(self, task: MatchTask, log_path: Path) -> MatchResult:
+    async def _match(
+        self,
+        task: MatchTask,
+        log_path: Path,
+        on_start: Callable[[asyncio.Task[Any]], None] | None = None,
+    ) -> MatchResult:
+        if on_start is not None:
+            current = asyncio.current_task()
+            assert current is not None
+            on_start(current)
         if self.reuse:
             seating = seated(task.bots, pool=self.pool(task), deal_key=task.spec.deal_id)
         else:

@@ -35,6 +35,7 @@ __all__ = [
     "MAX_SCHEDULED",
     "AuthorSettings",
     "BotEntry",
+    "ExecutorSettings",
     "Plan",
     "SandboxSettings",
     "TournamentFile",
@@ -84,6 +85,18 @@ class AuthorSettings(_Strict):
     apart: bool = True
 
 
+class ExecutorSettings(_Strict):
+    """Where the matches run (``--executor`` and ``--cluster`` on the command line win).
+
+    ``local``: worker processes on this machine. ``dask``: a Dask distributed cluster, the
+    scheduler at ``cluster`` (``tcp://host:8786``), or a local cluster started for the run
+    when none is named. Results do not depend on it: a run may resume on another executor.
+    """
+
+    kind: Literal["local", "dask"] = "local"
+    cluster: str | None = Field(default=None, min_length=1, max_length=512)
+
+
 class TournamentFile(_Strict):
     """The tournament file as written, checked key by key."""
 
@@ -106,6 +119,7 @@ class TournamentFile(_Strict):
     ratings: RatingSettings = RatingSettings()
     playoff: PlayoffSettings | None = None
     authors: AuthorSettings = AuthorSettings()
+    executor: ExecutorSettings = ExecutorSettings()
     allow_twins: bool = False
     """Whether two entrants may be byte-identical (the same SHA-256 of their files):
     refused by default (:func:`referee.tournament.file.load_tournament` says why)."""

@@ -15,6 +15,7 @@ import pytest
 from referee.coordinator import run_tournament
 from referee.errors import UsageError
 from referee.executors import AttemptEvent, MatchTask
+from referee.executors.base import SandboxPlan
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.design import balanced_design, design_size, pair_counts
 from referee.tournament.file import load_tournament
@@ -234,6 +235,9 @@ class _StopsAfter:
 
     def __init__(self, inner: InProcessExecutor, count: int) -> None:
         self.inner, self.count = inner, count
+
+    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
+        return self.inner.prepare(backend, images)
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         self.inner.run(tasks[: self.count], on_event)

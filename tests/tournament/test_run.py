@@ -402,7 +402,7 @@ def test_the_progress_view_shows_the_coordinators_counts(capsys: pytest.CaptureF
     from referee.cli.tournaments import _ProgressView
     from referee.coordinator import RunProgress, RunStarted
 
-    with _ProgressView("t", 2) as view:
+    with _ProgressView("t", lambda: 2) as view:
         view.update(RunStarted(20, 0, 20, "process sandbox", "ab" * 32, "limits"))
         for n in range(1, 21):
             view.update(RunProgress(20, n, n, n // 4, 0))

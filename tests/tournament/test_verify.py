@@ -21,7 +21,13 @@ from click.testing import CliRunner
 from referee.cli import main
 from referee.coordinator import ResultStored, commit_tournament, run_tournament
 from referee.errors import UsageError
-from referee.executors.base import AttemptEvent, MatchFailed, MatchStarted, MatchTask
+from referee.executors.base import (
+    AttemptEvent,
+    MatchFailed,
+    MatchStarted,
+    MatchTask,
+    SandboxPlan,
+)
 from referee.matchlog import read_log
 from referee.publish.verify import verify_results
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
@@ -296,6 +302,9 @@ class _FailsFirst:
         self.every = every
         self.seeds: dict[str, list[int]] = {}
 
+    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
+        return self.inner.prepare(backend, images)
+
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         played: list[MatchTask] = []
         for i, task in enumerate(tasks):
@@ -367,6 +376,9 @@ class _StopsAfter:
 
     def __init__(self, count: int) -> None:
         self.inner, self.count = InProcessExecutor(HANDLERS), count
+
+    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
+        return self.inner.prepare(backend, images)
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         self.inner.run(tasks[: self.count], on_event)
