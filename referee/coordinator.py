@@ -41,7 +41,7 @@ from referee.ranking.ratings import Rater
 from referee.sandbox import BotSpec, make_staging_root, remove_staging_root, stage_bot
 from referee.specs import EntrantRecord, MatchSpec, PlayoffSettings, playoff_round
 from referee.tournament.chain import log_digest
-from referee.tournament.deals import redeal_seed
+from referee.tournament.deals import BeaconDeclaration, redeal_seed
 from referee.tournament.file import Tournament
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import DealSecret, RunLock, Store, wipe
@@ -75,6 +75,8 @@ class RunStarted:
     """The clock and resource limits every bot runs under, in one line."""
     beacon: str | None = None
     """The public value mixed into the committed secret (``--beacon``), if any."""
+    beacon_source: str | None = None
+    """Where that value comes from, as declared with the commitment."""
     chain: tuple[int, str | None] = (0, None)
     """The results chain when the run starts: results stored so far and its head."""
     warnings: tuple[str, ...] = ()
@@ -179,14 +181,19 @@ def run_tournament(
 
 
 def commit_tournament(
-    tournament: Tournament, *, results_dir: Path | None = None, restart: bool = False
+    tournament: Tournament,
+    declared: BeaconDeclaration,
+    *,
+    results_dir: Path | None = None,
+    restart: bool = False,
 ) -> DealSecret:
     """Draw and store the deal secret before entries close (``referee tournament commit``).
 
-    Returns the secret whose commitment is to be published now; its matches are then dealt
-    only with a beacon (a public value revealed after entries closed) mixed in, so a secret
-    picked after seeing the entries is worth nothing. Committing again returns the same
-    secret until it has dealt.
+    Returns the secret whose commitment is to be published now, with ``declared`` (where
+    the beacon will come from, and its form) bound into it; its matches are then dealt only
+    with that beacon (a public value revealed after entries closed) mixed in, so a secret
+    picked after seeing the entries is worth nothing. Committing again with the same
+    declaration returns the same secret until it has dealt.
     """
     folder = results_dir or tournament.results_dir
     with RunLock(folder):
@@ -194,7 +201,7 @@ def commit_tournament(
             wipe(folder)
         with Store(folder) as store:
             store.check_settings(tournament.settings())
-            return store.commit_secret()
+            return store.commit_secret(declared)
 
 
 class TournamentRun:
@@ -255,7 +262,7 @@ class TournamentRun:
         records = [_record(t, self.staged[name]) for name in t.entrants]
         store.check_entrants(records)
         store.save_entrants(records)
-        store.save_plan(t.plan().to_json())
+        store.save_plan(t.plan())  # chained, before any result of this run
         self.secret = secret
         self.summary.chain_results, self.summary.chain_head = store.chain_head()
         return secret
@@ -322,6 +329,7 @@ class TournamentRun:
                     f"{self.tournament.time_control.describe()}; "
                     f"{self.tournament.limits.describe()}",
                     beacon=self.secret.beacon,
+                    beacon_source=self.secret.declared.source if self.secret.declared else None,
                     chain=(self.summary.chain_results, self.summary.chain_head),
                     warnings=(*self.tournament.warnings(), *self.sandbox.notes),
                 )

@@ -71,6 +71,8 @@ from referee.tournament.file import (
 
 if TYPE_CHECKING:
     from referee.executors.cluster import DaskExecutor
+    from referee.publish.verify import Verification
+    from referee.tournament.store import DealSecret
 
 SMOKE_MAX_ROUNDS = 2
 _SMOKE_OPPONENTS = ("heuristic", "lowest", "random")
@@ -103,8 +105,8 @@ def tournament() -> None:
 @click.option(
     "--beacon",
     default=None,
-    help="The public value revealed after entries closed, mixed into the secret committed "
-    "with 'referee tournament commit' (required by the first run then; recorded).",
+    help="The public value revealed after entries closed, from the source and in the form "
+    "declared with 'referee tournament commit' (required by the first run then; recorded).",
 )
 @click.option(
     "--overcommit-memory",
@@ -199,27 +201,52 @@ def demo(workers: int | None, site: bool) -> None:
 
 @tournament.command("commit")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--beacon-source",
+    required=True,
+    help="Where the beacon will come from, in words anyone can follow to look it up: a "
+    "beacon's round, or a rule naming one value (e.g. 'drand quicknet round 12345678, "
+    "randomness'; 'the first NIST beacon pulse after 2026-05-01 12:00 UTC, outputValue').",
+)
+@click.option(
+    "--beacon-form",
+    required=True,
+    help="How the beacon is written: hex:N (N bytes as 2N hex digits; drand's randomness is "
+    "hex:32, a NIST pulse's outputValue hex:64) or numbers:N (N whole numbers, a lottery "
+    "draw; sorted).",
+)
 @click.option("--restart", is_flag=True, help="Discard stored results and commit anew.")
 @friendly
-def commit(file: Path, restart: bool) -> None:
-    """Commit to the deal secret of the tournament FILE before entries close.
+def commit(file: Path, beacon_source: str, beacon_form: str, restart: bool) -> None:
+    """Commit to the deal secret of the tournament FILE, and to its beacon, before entries
+    close.
 
-    Draws the secret and keeps it in NAME.results/ (nothing is played); prints its SHA-256
-    and the tournament file's: publish both now. When entries have closed, run the
-    tournament with --beacon VALUE, a public value nobody could know now (a lottery draw,
-    a randomness beacon's round named in advance): the cards then depend on it, so a secret
-    picked after seeing the entries would gain nothing. referee verify checks both.
+    Draws the secret and keeps it in NAME.results/ (nothing is played); prints its
+    commitment, which binds the secret and where the beacon will come from and how it is
+    written, and the tournament file's SHA-256: publish them all now. When entries have
+    closed, run the tournament with --beacon VALUE, the value that source gives (nobody
+    knows it now): the cards then depend on it, and no other value or spelling is
+    accepted, so a secret picked after seeing the entries would gain nothing. referee
+    verify checks it all.
     """
     from referee.coordinator import commit_tournament
     from referee.tournament.chain import log_digest
+    from referee.tournament.deals import BeaconDeclaration
 
+    try:
+        declared = BeaconDeclaration.parse(beacon_source, beacon_form)
+    except ValueError as exc:
+        raise UsageError(f"commit: {exc}") from None
     spec = load_tournament(file)
-    secret = commit_tournament(spec, restart=restart)
+    secret = commit_tournament(spec, declared, restart=restart)
     click.echo(f"deal secret committed: sha256 {secret.commitment}")
+    click.echo(printable(f"beacon: {declared.source}"))
+    click.echo(f"beacon form: {declared.form} ({declared.describe()})")
     click.echo(f"tournament file: sha256 {log_digest(spec.source.encode('utf-8'))}")
     click.echo(
-        "publish both now; when entries close, run: referee tournament run "
-        f"{printable(str(file))} --beacon VALUE (a public value revealed only after entries close)"
+        "publish all four lines now (the commitment binds the beacon's source and form); when "
+        f"entries close, run: referee tournament run {printable(str(file))} --beacon VALUE "
+        "(the value the source gives)"
     )
 
 
@@ -402,7 +429,9 @@ class _ProgressView:
                 self.console.print(printable(f"warning: {warning}"), markup=False)
             self.console.print(printable(f"sandbox: {event.sandbox}"), markup=False)
             self.console.print(printable(f"limits: {event.limits}"), markup=False)
-            beacon = f", beacon {event.beacon!r} mixed in" if event.beacon is not None else ""
+            beacon = ""
+            if event.beacon is not None:
+                beacon = f", beacon {event.beacon!r} ({event.beacon_source}) mixed in"
             self.console.print(
                 printable(
                     f"deals: secret, committed to sha256 {event.commitment}{beacon} "
@@ -540,8 +569,18 @@ def leaderboard(file: Path, fmt: str) -> None:
 @click.argument("results", type=click.Path(path_type=Path))
 @click.option(
     "--commitment",
-    default=None,
-    help="The SHA-256 published when the run started; it must be the tournament's.",
+    "commitments",
+    multiple=True,
+    help="A deal commitment published before the run (repeatable): every stored match must "
+    "be dealt by a secret whose commitment is given.",
+)
+@click.option(
+    "--beacon",
+    "beacons",
+    multiple=True,
+    help="The beacon value, as you looked it up from the source declared with the "
+    "commitment (repeatable: one per committed secret, oldest first); it must be the one "
+    "the deals were made with.",
 )
 @click.option(
     "--head",
@@ -558,21 +597,26 @@ def leaderboard(file: Path, fmt: str) -> None:
 )
 @friendly
 def verify(
-    results: Path, commitment: str | None, heads: tuple[str, ...], tournament_file: Path | None
+    results: Path,
+    commitments: tuple[str, ...],
+    beacons: tuple[str, ...],
+    heads: tuple[str, ...],
+    tournament_file: Path | None,
 ) -> None:
     """Check a tournament from its RESULTS folder, its .toml file, or a published site.
 
     RESULTS is the organiser's results folder (NAME.results), the tournament's .toml file,
     or a folder written by referee publish (anyone can check that: it carries the plan, the
     deals, a manifest of every match, the results chain and every log). The schedule is
-    recomputed from the tournament plan stored with the results (and checked against
-    --file); every scheduled match must be there and played, at its table, on its deal.
-    Every deal is re-derived from the deal secret (and its beacon), every log replayed
-    through the engine and compared with the stored results (players, places, scores,
-    forfeits, faults), and the results chain recomputed; a site's leaderboard is derived
-    again from its logs and compared with its leaderboard.json. Exit code 0 when all agree,
-    1 when something does not (each problem is listed) or when a site published mid-run
-    cannot be fully checked yet.
+    recomputed from the tournament plan stored with the results, which the results chain
+    binds (and checked against --file, or the .toml given); every scheduled match must be
+    there and played, at its table, on its deal. Every deal is re-derived from the deal
+    secret (and its beacon: --beacon checks it against the value you looked up), every
+    log replayed through the engine and compared with the stored results (players, places,
+    scores, forfeits, faults), and the results chain recomputed; a site's leaderboard is
+    derived again from its logs and compared with its leaderboard.json. Exit code 0 when all
+    agree, 1 when something does not (each problem is listed) or when a site published
+    mid-run cannot be fully checked yet.
     """
     from referee.publish.verify import verify_folder
 
@@ -583,6 +627,8 @@ def verify(
         folder, plan = loaded.results_dir, loaded.plan()
     if tournament_file is not None:
         plan = load_tournament(tournament_file).plan()
+    for value in beacons:
+        _beacon(value)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     with Progress(
         TextColumn("verifying"),
@@ -596,22 +642,36 @@ def verify(
         found = verify_folder(
             folder,
             plan=plan,
-            commitment=commitment,
+            commitments=commitments,
+            beacons=beacons,
             heads=heads,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
+    _report(found)
+
+
+def _report(found: Verification) -> None:
+    """What verify found, one line each; exit code 1 unless everything agrees."""
     out = Console(highlight=False, soft_wrap=True)
     for secret in found.secrets:
-        state = "revealed" if secret.revealed is not None else "NOT revealed yet"
-        beacon = f", beacon {printable(repr(secret.beacon))}" if secret.beacon is not None else ""
-        out.print(
-            f"deal secret {secret.id}: commitment sha256 {secret.commitment} ({state}{beacon})",
-            markup=False,
-        )
+        out.print(printable(_secret_line(secret, found.dealt.get(secret.id, 0))), markup=False)
     if found.unrevealed:
         out.print(
             f"{found.unrevealed} matches were dealt by a secret not revealed yet (the "
             "tournament is not finished): checked with the organiser's copy",
+            markup=False,
+        )
+    if found.plan_given:
+        out.print(
+            f"tournament file: the one given (sha256 {found.file_sha256}) is the one the "
+            "results were played with",
+            markup=False,
+        )
+    else:
+        out.print(
+            f"tournament file: not given; checked against the plan stored with the results "
+            f"(file sha256 {found.file_sha256}), which the results chain binds: compare that "
+            "with the file as published, or give it with --file",
             markup=False,
         )
     if found.chain_head is not None:
@@ -633,10 +693,26 @@ def verify(
     what = "the published site" if found.source == "site" else "the results"
     out.print(
         f"ok: {found.matches} matches of {what} verified{playoffs}: the schedule is the "
-        "file's, every deal is the secret's, every log replays, every stored result is its "
+        "plan's, every deal is the secret's, every log replays, every stored result is its "
         f"log's, the results chain holds them all{board}",
         markup=False,
     )
+
+
+def _secret_line(secret: DealSecret, dealt: int) -> str:
+    """``deal secret 1: commitment sha256 … (revealed; …; dealt 280 matches)``."""
+    parts = ["revealed" if secret.revealed is not None else "NOT revealed yet"]
+    if secret.declared is None:
+        parts.append("drawn when its first run started")
+    else:
+        parts.append(
+            f"committed to before its run, the beacon declared: {secret.declared.source} "
+            f"({secret.declared.form})"
+        )
+    if secret.beacon is not None:
+        parts.append(f"beacon {secret.beacon!r} mixed in")
+    parts.append(f"dealt {dealt} matches")
+    return f"deal secret {secret.id}: commitment sha256 {secret.commitment} ({'; '.join(parts)})"
 
 
 # --------------------------------------------------------------------------- submit

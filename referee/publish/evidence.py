@@ -8,13 +8,17 @@ publishes everything ``referee verify`` needs, beside the match logs it already 
     verification/plan.json      the tournament plan stored with the results: the file's
                                 text, the entrants and their authors (the schedule is
                                 recomputed from it), and each entrant's version and SHA-256
-    verification/deals.json     every deal secret's commitment, its beacon, and the secret
-                                itself once revealed (never before)
+    verification/deals.json     every deal secret's commitment, the beacon declared with it
+                                (its source and form, bound into the commitment) and the
+                                beacon mixed in, and the secret itself once revealed (never
+                                before)
     verification/manifest.json  every stored match (the schedule's keys, with their state):
                                 its table, deal, deal id and secret, the deal attempt and
                                 seed it was played on, each seat's place, score, forfeit and
                                 fault kind, and its log's file name and SHA-256
-    verification/chain.json     the results chain: each link's position, key and head
+    verification/chain.json     the results chain: each link's position, key and head, and
+                                the entry of each plan link (a result's entry is
+                                recomputed from the manifest and its log)
 
 The shapes are the pydantic models below, one definition for the writer
 (:func:`verification_files`) and the reader (:mod:`referee.publish.verify`), which
@@ -55,8 +59,9 @@ __all__ = [
 EVIDENCE = "verification"
 """The site's folder of verification data."""
 
-FORMAT: Final = 1
-"""The version of these files' shapes: a later referee that changes them says so."""
+FORMAT: Final = 2
+"""The version of these files' shapes: a later referee that changes them says so. 2: a
+secret's declared beacon (``beacon_source``, ``beacon_form``), and plan links in the chain."""
 
 
 class _Shape(BaseModel):
@@ -75,7 +80,7 @@ class PublishedEntrant(_Shape):
 class PublishedPlan(_Shape):
     """``plan.json``: :class:`referee.tournament.model.Plan`, and the entrants' records."""
 
-    format: Literal[1]
+    format: Literal[2]
     file: str
     entrants: list[str]
     authors: dict[str, str]
@@ -83,20 +88,23 @@ class PublishedPlan(_Shape):
 
 
 class PublishedSecret(_Shape):
-    """A deal secret: ``secret`` (hex) only once revealed."""
+    """A deal secret: ``secret`` (hex) only once revealed. ``beacon_source`` and
+    ``beacon_form`` are the beacon declared when it was committed to before the run (both
+    ``None`` for a secret drawn by a run); ``beacon`` is the value mixed in."""
 
     id: int
     commitment: str
     secret: str | None
     revealed: bool
-    committed_before_run: bool
+    beacon_source: str | None
+    beacon_form: str | None
     beacon: str | None
 
 
 class Deals(_Shape):
     """``deals.json``."""
 
-    format: Literal[1]
+    format: Literal[2]
     secrets: list[PublishedSecret]
 
 
@@ -133,21 +141,25 @@ class PublishedMatch(_Shape):
 class Manifest(_Shape):
     """``manifest.json``: every stored match, in key order."""
 
-    format: Literal[1]
+    format: Literal[2]
     tournament: str
     matches: list[PublishedMatch]
 
 
 class PublishedLink(_Shape):
+    """A link of the results chain: a result's (``key``, its head) or a plan link's
+    (``key`` ``None``, with its ``entry``: hashes and settings, nothing of a deal)."""
+
     position: int
-    key: str
+    key: str | None
     head: str
+    entry: str | None
 
 
 class Chain(_Shape):
     """``chain.json``: the results chain's heads, in the order the results were stored."""
 
-    format: Literal[1]
+    format: Literal[2]
     links: list[PublishedLink]
 
 
@@ -191,12 +203,46 @@ def verification_files(
                 commitment=s.commitment,
                 secret=s.secret_hex,
                 revealed=s.secret_hex is not None,
-                committed_before_run=s.committed_before_run,
+                beacon_source=s.declared.source if s.declared else None,
+                beacon_form=s.declared.form if s.declared else None,
                 beacon=s.beacon,
             )
             for s in results.secrets
         ],
     )
+    manifest_doc = Manifest(
+        format=FORMAT,
+        tournament=results.tournament.name,
+        matches=_matches(results, logs, shown),
+    )
+    chain_doc = Chain(
+        format=FORMAT,
+        links=[
+            PublishedLink(
+                position=c.position,
+                key=c.key,
+                head=c.head,
+                entry=c.entry if c.key is None else None,
+            )
+            for c in results.chain
+        ],
+    )
+    return {
+        stem: _dump(doc)
+        for stem, doc in (
+            ("plan", plan_doc),
+            ("deals", deals_doc),
+            ("manifest", manifest_doc),
+            ("chain", chain_doc),
+        )
+    }
+
+
+def _matches(
+    results: StoredTournament, logs: Mapping[str, tuple[str, str]], shown: set[str]
+) -> list[PublishedMatch]:
+    """Every stored match of the manifest, in key order (an open deal's without its seeds
+    and log)."""
     done = {m.spec.key: m for m in results.matches}
     matches = []
     for key in sorted(results.specs):
@@ -223,20 +269,7 @@ def verification_files(
                 seats=[] if match is None else _seats(match),
             )
         )
-    manifest_doc = Manifest(format=FORMAT, tournament=results.tournament.name, matches=matches)
-    chain_doc = Chain(
-        format=FORMAT,
-        links=[PublishedLink(position=c.position, key=c.key, head=c.head) for c in results.chain],
-    )
-    return {
-        stem: _dump(doc)
-        for stem, doc in (
-            ("plan", plan_doc),
-            ("deals", deals_doc),
-            ("manifest", manifest_doc),
-            ("chain", chain_doc),
-        )
-    }
+    return matches
 
 
 def _played_seed(results: StoredTournament, key: str) -> str | None:

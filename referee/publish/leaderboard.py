@@ -201,10 +201,14 @@ class PlayoffSummary:
 
 @dataclass(frozen=True)
 class DealCommitment:
-    """A deal secret as published: its commitment, and the secret once revealed."""
+    """A deal secret as published: its commitment, and the secret once revealed; for a
+    secret committed to before its run, where its beacon comes from (declared with the
+    commitment) and the beacon mixed in."""
 
     commitment: str
     secret: str | None
+    beacon_source: str | None = None
+    beacon: str | None = None
 
 
 @dataclass(frozen=True)
@@ -252,7 +256,15 @@ class Leaderboard:
             "settings": None if self.settings is None else self.settings.as_dict(),
             "matches": self.matches,
             "confidence": self.confidence,
-            "deals": [{"commitment": d.commitment, "secret": d.secret} for d in self.deals],
+            "deals": [
+                {
+                    "commitment": d.commitment,
+                    "secret": d.secret,
+                    "beacon_source": d.beacon_source,
+                    "beacon": d.beacon,
+                }
+                for d in self.deals
+            ],
             "playoff": playoff,
             "entries": [_entry_dict(e) for e in self.entries],
             "unrated": list(self.unrated),
@@ -387,16 +399,22 @@ def _playoff_summary(
     return PlayoffSummary(settings.top, settings.until, settings.budget, played, rounds, state)
 
 
-def _deals_text(board: Leaderboard) -> str:
-    """One sentence on the deal secrets: committed, and revealed or not yet."""
+def _deals_text(board: Leaderboard, shown: Callable[[str], str] = str) -> str:
+    """One sentence on the deal secrets: committed (with the beacon declared), and revealed
+    or not yet; ``shown`` escapes the organiser's words (the beacon's source) for a
+    format."""
     if not board.deals:
         return ""
     parts = []
     for d in board.deals:
+        beacon = ""
+        if d.beacon_source is not None:
+            mixed = "none mixed in yet" if d.beacon is None else f"{d.beacon} mixed in"
+            beacon = f" with the beacon {shown(d.beacon_source)} ({mixed})"
         if d.secret is None:
-            parts.append(f"committed to sha256 {d.commitment}, secret not revealed yet")
+            parts.append(f"committed to sha256 {d.commitment}{beacon}, secret not revealed yet")
         else:
-            parts.append(f"committed to sha256 {d.commitment}, secret {d.secret}")
+            parts.append(f"committed to sha256 {d.commitment}{beacon}, secret {d.secret}")
     return "Deals: " + "; ".join(parts) + " (check them with `referee verify`)."
 
 
@@ -535,7 +553,7 @@ def markdown_escape(text: str) -> str:
 def to_markdown(board: Leaderboard) -> str:
     """The ranking first (a heading, one line, the table), then how to read it, the notes,
     the deals and the settings."""
-    deals = f"{_deals_text(board)}\n\n" if board.deals else ""
+    deals = f"{_deals_text(board, markdown_escape)}\n\n" if board.deals else ""
     notes = "".join(f"{markdown_escape(note)}\n\n" for note in leaderboard_notes(board))
     head = (
         f"## Leaderboard: {markdown_escape(board.tournament)}\n\n"

@@ -21,6 +21,7 @@ from referee.publish.history import RatingHistory
 from referee.publish.leaderboard import DealCommitment, Leaderboard, build_leaderboard
 from referee.publish.settings import BotRecord, TournamentSettings
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch
+from referee.tournament.deals import BeaconDeclaration
 from referee.tournament.model import Plan
 from referee.tournament.store import DATABASE, ChainLink, MatchRecord, Store
 
@@ -69,7 +70,7 @@ class StoredTournament:
     @property
     def chain_entries(self) -> dict[str, str]:
         """Each chained result's entry text (:mod:`referee.tournament.chain`), by key."""
-        return {link.key: link.entry for link in self.chain}
+        return {link.key: link.entry for link in self.chain if link.key is not None}
 
     @property
     def logs_dir(self) -> Path:
@@ -99,7 +100,7 @@ class SecretRecord:
     id: int
     commitment: str
     secret_hex: str | None
-    committed_before_run: bool
+    declared: BeaconDeclaration | None
     beacon: str | None
 
 
@@ -142,7 +143,12 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         records=records,
         specs=specs,
         deals=tuple(
-            DealCommitment(s.commitment, s.secret.hex() if s.revealed is not None else None)
+            DealCommitment(
+                s.commitment,
+                s.secret.hex() if s.revealed is not None else None,
+                s.declared.source if s.declared else None,
+                s.beacon,
+            )
             for s in secrets
         ),
         entrants=entrants,
@@ -152,7 +158,7 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
                 s.id,
                 s.commitment,
                 s.secret.hex() if s.revealed is not None else None,
-                s.committed_before_run,
+                s.declared,
                 s.beacon,
             )
             for s in secrets

@@ -4,23 +4,28 @@ Anyone holding a tournament's results (its database and match logs) can check ev
 its leaderboard rests on, and that the organiser dealt fairly and reported honestly:
 
 * **the deals**: every secret matches the commitment it was announced with (its SHA-256,
-  and the one published, ``--commitment``); a secret committed to before the run was dealt
-  with its beacon mixed in; every match's deal seed is the one the secret gives for the
-  match's deal (or, for a match that had to be played again, for its fresh deal), so no deal
-  was chosen after the fact;
+  bound with the beacon declared with it when it was committed to before the run); such a
+  secret was dealt with a beacon, recorded in the declared form's one spelling, and the
+  beacon given (``--beacon``, as whoever verifies looked it up from the declared source) is
+  that one; the commitments published (``--commitment``) are those of the secrets that
+  dealt the stored matches, every one of them; every match's deal seed is the one the
+  secret gives for the match's deal (or, for a match that had to be played again, for its
+  fresh deal), so no deal was chosen after the fact;
 * **the schedule**: recomputed from the tournament plan stored with the results (the
-  tournament file as it ran, the entrants and their authors; with ``--file``, checked
-  against the file as published): every scheduled key is there, played, at the table and
-  on the deal the schedule gives it, and nothing else is there; play-off rounds are planned
-  again from the results before them and must be the rounds stored; no entrant met the
-  same cards twice (and, with authors kept apart, no author either);
+  tournament file as it ran, the entrants and their authors), which the results chain
+  binds (its last plan link must be that plan; with ``--file``, it is also checked against
+  the file as published, and :attr:`Verification.plan_given` says whether it was): every
+  scheduled key is there, played, at the table and on the deal the schedule gives it, and
+  nothing else is there; play-off rounds are planned again from the results before them and
+  must be the rounds stored; no entrant met the same cards twice (and, with authors kept
+  apart, no author either);
 * **every log**: it replays through the engine from its seed, re-dealing the cards and
   re-applying every decision, and its players, places, scores, forfeits and fault kinds are
   the stored results the leaderboard is computed from;
-* **the results chain** (:mod:`referee.tournament.chain`): every result and the hash of its
-  log were chained in the order they were stored, and each head printed during the run
-  (``--head``) is in the chain: a result changed, removed or added afterwards, or a log
-  made up afterwards from the stored seed, breaks it.
+* **the results chain** (:mod:`referee.tournament.chain`): the plan, and every result and
+  the hash of its log, were chained in the order they were stored, and each head printed
+  during the run (``--head``) is in the chain: a plan or a result changed, removed or added
+  afterwards, or a log made up afterwards from the stored seed, breaks it.
 
 The same checks read either of two sources of the same data, behind one small interface
 (:class:`Evidence`): the organiser's **results folder** (:class:`ResultsFolder`, its
@@ -47,7 +52,7 @@ import os
 import re
 import sqlite3
 import stat
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +62,15 @@ from pydantic import BaseModel, ValidationError
 
 from referee.errors import RefereeError, ReplayMismatch, UsageError
 from referee.matchlog import parse_log
-from referee.publish.evidence import EVIDENCE, Chain, Deals, Manifest, PublishedPlan
+from referee.publish.evidence import (
+    EVIDENCE,
+    FORMAT,
+    Chain,
+    Deals,
+    Manifest,
+    PublishedPlan,
+    PublishedSecret,
+)
 from referee.publish.folder import SITE_MARKER
 from referee.publish.leaderboard import DealCommitment, build_leaderboard, to_csv, to_json
 from referee.publish.source import entrant_authors
@@ -67,8 +80,8 @@ from referee.rules import replay
 from referee.rules.engine import SHUFFLE_ID
 from referee.specs import EntrantRecord, MatchSpec, StoredMatch, StoredSeat, playoff_round
 from referee.tournament import chain
+from referee.tournament.deals import BeaconDeclaration, deal_seed, redeal_seed
 from referee.tournament.deals import commitment as commitment_of
-from referee.tournament.deals import deal_seed, redeal_seed
 from referee.tournament.model import Plan, schedule_size_problem
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import DATABASE, ChainLink, DealSecret, MatchStatus, Store
@@ -78,6 +91,7 @@ __all__ = [
     "MAX_EVIDENCE_BYTES",
     "MAX_LOG_BYTES",
     "Evidence",
+    "Published",
     "PublishedSite",
     "ResultsFolder",
     "Verification",
@@ -117,6 +131,14 @@ class Verification:
     """Why the source cannot be checked in full (a site published mid-run): never ok."""
     leaderboard: bool = False
     """Whether the published leaderboard was re-derived from the logs and compared."""
+    plan_given: bool = False
+    """Whether the tournament file as published was given (else the stored plan, bound by
+    the results chain, is all the schedule was recomputed from)."""
+    file_sha256: str = ""
+    """SHA-256 of the stored tournament file's text (``referee tournament commit`` prints
+    the same of the file it committed for)."""
+    dealt: dict[int, int] = field(default_factory=dict)
+    """How many stored matches each secret dealt, by id."""
 
     @property
     def ok(self) -> bool:
@@ -218,27 +240,43 @@ class ResultsFolder:
             raise Unavailable(f"cannot read {path.name}: {exc.strerror or exc}") from None
 
 
+@dataclass(frozen=True)
+class Published:
+    """What was published outside the results, brought by whoever verifies: each given
+    item is checked (see :func:`verify_results`)."""
+
+    plan: Plan | None = None
+    commitments: tuple[str, ...] = ()
+    beacons: tuple[str, ...] = ()
+    heads: tuple[str, ...] = ()
+
+
 def verify_results(
     results_dir: Path,
     *,
     plan: Plan | None = None,
-    commitment: str | None = None,
+    commitments: Sequence[str] = (),
+    beacons: Sequence[str] = (),
     heads: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Verification:
     """Check the tournament stored in ``results_dir`` (see the module docstring).
 
     ``plan`` is the tournament as published (its file, entrants and authors): the stored
-    plan must be the same. ``commitment`` is a commitment published before the run; it must
-    be one of the stored secrets'. ``heads`` are results-chain heads seen during the run.
+    plan must be the same. ``commitments`` are the commitments published before the runs:
+    each must be that of a secret that dealt stored matches, and every stored match must be
+    dealt by one of them. ``beacons`` are the public values looked up by whoever verifies,
+    one for each secret committed before its run (oldest first): each must be the one its
+    matches were dealt with. ``heads`` are results-chain heads seen during the run.
     ``progress(done, total)`` is called after each match. Raises ``UsageError`` when there
     is nothing to verify.
     """
     if not (results_dir / DATABASE).is_file():
         raise UsageError(f"{results_dir} holds no tournament results ({DATABASE} is missing)")
+    given = Published(plan, tuple(commitments), tuple(beacons), tuple(heads))
     try:
         with Store(results_dir, readonly=True) as store:
-            return _Check(ResultsFolder(store)).run(plan, commitment, heads, progress)
+            return _Check(ResultsFolder(store)).run(given, progress)
     except sqlite3.DatabaseError as exc:
         raise UsageError(f"{results_dir / DATABASE} cannot be read: {exc}") from None
 
@@ -247,7 +285,8 @@ def verify_site(
     site_dir: Path,
     *,
     plan: Plan | None = None,
-    commitment: str | None = None,
+    commitments: Sequence[str] = (),
+    beacons: Sequence[str] = (),
     heads: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Verification:
@@ -255,9 +294,10 @@ def verify_site(
     everything :func:`verify_results` checks, from the site's own files, and its
     leaderboard re-derived from the logs. Raises ``UsageError`` for a folder that is no
     site, or whose verification files are not what ``referee publish`` writes."""
+    given = Published(plan, tuple(commitments), tuple(beacons), tuple(heads))
     with PublishedSite(site_dir) as site:
         check = _Check(site)
-        found = check.run(plan, commitment, heads, progress)
+        found = check.run(given, progress)
         found.source = "site"
         site.check_published(check)
         return found
@@ -272,20 +312,29 @@ def verify_folder(
     folder: Path,
     *,
     plan: Plan | None = None,
-    commitment: str | None = None,
+    commitments: Sequence[str] = (),
+    beacons: Sequence[str] = (),
     heads: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Verification:
     """:func:`verify_results` or :func:`verify_site`, whichever ``folder`` is."""
+    check: Callable[..., Verification]
     if (folder / DATABASE).is_file():
-        return verify_results(
-            folder, plan=plan, commitment=commitment, heads=heads, progress=progress
+        check = verify_results
+    elif is_site(folder):
+        check = verify_site
+    else:
+        raise UsageError(
+            f"{folder} is neither a tournament's results folder ({DATABASE} is missing) nor a "
+            f"published site (it has no {EVIDENCE}/ folder): name one of them, or the .toml file"
         )
-    if is_site(folder):
-        return verify_site(folder, plan=plan, commitment=commitment, heads=heads, progress=progress)
-    raise UsageError(
-        f"{folder} is neither a tournament's results folder ({DATABASE} is missing) nor a "
-        f"published site (it has no {EVIDENCE}/ folder): name one of them, or the .toml file"
+    return check(
+        folder,
+        plan=plan,
+        commitments=commitments,
+        beacons=beacons,
+        heads=heads,
+        progress=progress,
     )
 
 
@@ -305,19 +354,18 @@ class _Check:
         self.found.problems.append(text)
 
     def run(
-        self,
-        given: Plan | None,
-        commitment: str | None,
-        heads: Sequence[str],
-        progress: Callable[[int, int], None] | None,
+        self, given: Published, progress: Callable[[int, int], None] | None
     ) -> Verification:
         source = self.source
         plan = source.plan()
-        if given is not None:
-            self._compare_plans(given, plan)
-        secrets = self._secrets(commitment)
+        self.found.file_sha256 = chain.log_digest(plan.source.encode("utf-8"))
+        if given.plan is not None:
+            self.found.plan_given = True
+            self._compare_plans(given.plan, plan)
         hidden = source.hidden_secrets()
         specs = source.specs()
+        secret_of = source.secret_of()
+        secrets = self._secrets(given, specs, secret_of)
         statuses = source.statuses()
         done = {key for key, status in statuses.items() if status == "done"}
         self._schedule(plan, specs, statuses)
@@ -325,7 +373,35 @@ class _Check:
         if not hidden:  # play-off rounds are planned from every result: all must be known
             self._playoffs(plan, specs, matches)
         attempts = source.deal_attempts()
-        secret_of = source.secret_of()
+        digests, unchecked = self._matches(plan, matches, secrets, secret_of, attempts, progress)
+        if hidden:
+            left = f", {len(self.unplayed)} scheduled matches still to play" * bool(self.unplayed)
+            self.found.incomplete.append(
+                f"the deal secret is not revealed yet (the tournament was still being played "
+                f"when this was published{left}): {unchecked} of {len(matches)} finished "
+                "matches cannot be re-dealt, the logs of deals still open are held back, and "
+                "the play-offs and the results chain cannot be recomputed; publish the site "
+                "again once the tournament is over, and check that"
+            )
+            return self.found
+        self.found.problems[:0] = self.unplayed
+        self._deals(plan, [specs[key] for key in done if key in specs], attempts)
+        links = source.chain()
+        self._chain(links, plan, matches, attempts, secrets, secret_of, digests, given.heads)
+        return self.found
+
+    def _matches(
+        self,
+        plan: Plan,
+        matches: Sequence[StoredMatch],
+        secrets: dict[int, DealSecret],
+        secret_of: dict[str, int],
+        attempts: dict[str, int],
+        progress: Callable[[int, int], None] | None,
+    ) -> tuple[dict[str, str], int]:
+        """Check every finished match with its log; returns each log's SHA-256 by key, and
+        how many could not be re-dealt (their secret is not revealed on a site)."""
+        source, hidden = self.source, self.source.hidden_secrets()
         seed = plan.file.seed
         rules = plan.file.ruleset().resolve(plan.file.table_size).as_protocol()
         digests: dict[str, str] = {}
@@ -355,20 +431,7 @@ class _Check:
             self.found.matches += 1
             if progress is not None:
                 progress(count, len(matches))
-        if hidden:
-            left = f", {len(self.unplayed)} scheduled matches still to play" * bool(self.unplayed)
-            self.found.incomplete.append(
-                f"the deal secret is not revealed yet (the tournament was still being played "
-                f"when this was published{left}): {unchecked} of {len(matches)} finished "
-                "matches cannot be re-dealt, the logs of deals still open are held back, and "
-                "the play-offs and the results chain cannot be recomputed; publish the site "
-                "again once the tournament is over, and check that"
-            )
-            return self.found
-        self.found.problems[:0] = self.unplayed
-        self._deals(plan, [specs[key] for key in done if key in specs], attempts)
-        self._chain(source.chain(), matches, attempts, secrets, secret_of, seed, digests, heads)
-        return self.found
+        return digests, unchecked
 
     # -- the plan, the secrets and the schedule -----------------------------------------
 
@@ -383,22 +446,126 @@ class _Check:
         elif given.authors != stored.authors:
             self.problem("the authors of the file given are not the stored ones")
 
-    def _secrets(self, published: str | None) -> dict[int, DealSecret]:
+    def _secrets(
+        self, given: Published, specs: dict[str, MatchSpec], secret_of: dict[str, int]
+    ) -> dict[int, DealSecret]:
+        """Each secret against its commitment and its beacon; the commitments and beacons
+        published against the secrets that dealt the stored matches."""
         secrets = {s.id: s for s in self.source.secrets()}
         hidden = self.source.hidden_secrets()
         self.found.secrets = list(secrets.values())
+        dealt = Counter(secret_of.get(key, -1) for key in specs)
+        self.found.dealt = {sid: dealt[sid] for sid in secrets}
         for secret in secrets.values():
-            if secret.id not in hidden and commitment_of(secret.secret) != secret.commitment:
+            if secret.id not in hidden and (
+                commitment_of(secret.secret, secret.declared) != secret.commitment
+            ):
+                binds = " (with the beacon declared with it)" if secret.declared else ""
                 self.problem(
-                    f"secret {secret.id}: its SHA-256 is not the commitment {secret.commitment}"
+                    f"secret {secret.id}: its SHA-256{binds} is not the commitment "
+                    f"{secret.commitment}"
                 )
-        wanted = (published or "").strip().lower()
-        if published is not None and wanted not in {s.commitment for s in secrets.values()}:
-            self.problem(
-                f"the published commitment {published.strip()} is none of this tournament's "
-                f"({', '.join(s.commitment for s in secrets.values()) or 'none'})"
-            )
+            self._recorded_beacon(secret, dealt[secret.id])
+        if given.commitments:
+            self._published_commitments(given.commitments, secrets, dealt)
+        if given.beacons:
+            self._beacons_given(given.beacons, secrets, dealt)
         return secrets
+
+    def _recorded_beacon(self, secret: DealSecret, dealt: int) -> None:
+        """A secret committed to before its run dealt with its declared beacon, spelt as
+        declared; a secret drawn by a run with none."""
+        declared = secret.declared
+        if declared is None:
+            if secret.beacon is not None:
+                self.problem(
+                    f"secret {secret.id}: a beacon ({secret.beacon[:80]!r}) is recorded, but "
+                    "none was declared when it was committed to: a beacon chosen afterwards "
+                    "proves nothing"
+                )
+            return
+        if secret.beacon is None:
+            if dealt:
+                self.problem(
+                    f"secret {secret.id} was committed to before the run, with its beacon "
+                    f"declared ({declared.source}), but no beacon was mixed into the {dealt} "
+                    "matches it dealt: their cards depend on nothing revealed after the "
+                    "commitment"
+                )
+            return
+        try:
+            value = declared.normalise(secret.beacon)
+        except ValueError as exc:
+            self.problem(f"secret {secret.id}: the recorded beacon is not as declared: {exc}")
+            return
+        if value != secret.beacon:
+            self.problem(
+                f"secret {secret.id}: the recorded beacon {secret.beacon[:140]!r} is not written "
+                f"as declared ({value}): a beacon has one spelling, or the organiser could "
+                "choose among them"
+            )
+
+    def _published_commitments(
+        self, published: Sequence[str], secrets: dict[int, DealSecret], dealt: Counter[int]
+    ) -> None:
+        """Each commitment published is that of a secret that dealt stored matches, and
+        every stored match was dealt by a secret whose commitment was published."""
+        wanted = {c.strip().lower() for c in published}
+        by_commitment = {s.commitment: s for s in secrets.values()}
+        for given in sorted(wanted):
+            secret = by_commitment.get(given)
+            if secret is None:
+                self.problem(
+                    f"the published commitment {given[:80]} is none of this tournament's "
+                    f"({', '.join(s.commitment for s in secrets.values()) or 'none'})"
+                )
+            elif not dealt[secret.id]:
+                self.problem(
+                    f"the published commitment {given} is that of secret {secret.id}, which "
+                    "dealt none of the stored matches"
+                )
+        for secret in secrets.values():
+            if dealt[secret.id] and secret.commitment not in wanted:
+                self.problem(
+                    f"secret {secret.id} (commitment {secret.commitment}) dealt "
+                    f"{dealt[secret.id]} of the stored matches, but it is not a commitment "
+                    "given (--commitment): those matches were not dealt by a secret published"
+                )
+
+    def _beacons_given(
+        self, beacons: Sequence[str], secrets: dict[int, DealSecret], dealt: Counter[int]
+    ) -> None:
+        """The beacons a visitor looked up, one per secret committed before its run
+        (oldest first), are the ones those secrets dealt with."""
+        committed = [
+            s for s in sorted(secrets.values(), key=lambda s: s.id) if s.declared and dealt[s.id]
+        ]
+        if not committed:
+            self.problem(
+                "a beacon was given (--beacon), but no secret of this tournament was committed "
+                "to before its run with a beacon declared: its cards depend on no beacon"
+            )
+            return
+        if len(beacons) != len(committed):
+            self.problem(
+                f"{len(beacons)} beacons given for {len(committed)} secrets committed to before "
+                "their runs: give one --beacon per committed secret, oldest first"
+            )
+            return
+        for given, secret in zip(beacons, committed, strict=True):
+            assert secret.declared is not None
+            try:
+                value = secret.declared.normalise(given)
+            except ValueError as exc:
+                self.problem(f"secret {secret.id}: the beacon given does not fit: {exc}")
+                continue
+            if value != secret.beacon:
+                recorded = "none" if secret.beacon is None else repr(secret.beacon[:140])
+                self.problem(
+                    f"secret {secret.id}: the beacon given ({value}) is not the one its "
+                    f"matches were dealt with ({recorded}); the beacon is "
+                    f"{secret.declared.source}"
+                )
 
     def _schedule(
         self, plan: Plan, specs: dict[str, MatchSpec], statuses: dict[str, MatchStatus]
@@ -522,14 +689,16 @@ class _Check:
     def _chain(
         self,
         links: Sequence[ChainLink],
+        plan: Plan,
         matches: Sequence[StoredMatch],
         attempts: dict[str, int],
         secrets: dict[int, DealSecret],
         secret_of: dict[str, int],
-        seed: int,
         digests: dict[str, str],
         heads: Sequence[str],
     ) -> None:
+        """Every link recomputed from the first: each result from the stored results and
+        logs, and the last plan link from the stored plan; each given head in the chain."""
         stored = {m.spec.key: m for m in matches}
         first = min(secrets.values(), key=lambda s: s.id, default=None)
         if first is None:
@@ -538,28 +707,29 @@ class _Check:
             return
         head = chain.genesis(first.commitment)
         seen: set[str] = set()
+        planned: ChainLink | None = None
         for link in links:
-            match = stored.get(link.key)
-            if match is None or link.key in seen:
-                self.problem(f"results chain {link.position}: {link.key} is not a finished match")
-                break
-            seen.add(link.key)
-            secret = secrets.get(secret_of.get(link.key, -1))
-            attempt = attempts.get(link.key, 0)
-            played = _played_seed(match.spec, secret, seed, attempt) if secret else 0
-            entry = chain.entry_text(
-                link.key,
-                attempt,
-                played,
-                digests.get(link.key, ""),
-                [(s.seat, s.name, s.place, s.score, s.forfeit, s.fault_kind) for s in match.seats],
-            )
-            if link.entry and entry != link.entry:  # a site publishes heads only
-                self.problem(
-                    f"results chain {link.position}: {link.key} is not the result (or the "
-                    "log) that was chained when it was stored"
-                )
-                break
+            if link.key is None:
+                entry, planned = link.entry, link
+                if not entry or not entry.isascii():
+                    self.problem(f"results chain {link.position}: a plan link without its entry")
+                    break
+            else:
+                match = stored.get(link.key)
+                if planned is None or match is None or link.key in seen:
+                    why = "a result before the plan" if planned is None else "not a finished match"
+                    self.problem(f"results chain {link.position}: {link.key} is {why}")
+                    break
+                seen.add(link.key)
+                entry = _result_entry(match, secrets.get(secret_of.get(link.key, -1)),
+                                      plan.file.seed, attempts.get(link.key, 0),
+                                      digests.get(link.key, ""))  # fmt: skip
+                if link.entry and entry != link.entry:  # a site publishes heads only
+                    self.problem(
+                        f"results chain {link.position}: {link.key} is not the result (or the "
+                        "log) that was chained when it was stored"
+                    )
+                    break
             head = chain.next_head(head, entry)
             if head != link.head:
                 self.problem(f"results chain {link.position}: the head does not follow")
@@ -571,12 +741,65 @@ class _Check:
                     f"{len(missing)} finished matches are not in the results chain "
                     f"(first: {missing[0]})"
                 )
-        self.found.chain_results = len(links)
+            self._chained_plan(planned, plan)
+        self.found.chain_results = sum(link.key is not None for link in links)
         self.found.chain_head = links[-1].head if links else None
         known = {link.head for link in links}
         for given in heads:
             if given.strip().lower() not in known:
                 self.problem(f"the head {given.strip()} printed during the run is not in the chain")
+
+    def _chained_plan(self, link: ChainLink | None, plan: Plan) -> None:
+        """The last plan link is the stored plan (and entrants, and settings)."""
+        if link is None:
+            self.problem(
+                "the results chain holds no plan link: nothing binds the stored plan the "
+                "schedule was recomputed from"
+            )
+            return
+        want = chain.plan_entry(plan, self.source.fingerprints())
+        if link.entry != want:
+            self.problem(
+                f"results chain {link.position}: the stored plan is not the one chained (they "
+                f"differ in {_plan_difference(link.entry, want)}): it was changed afterwards"
+            )
+
+
+def _result_entry(
+    match: StoredMatch, secret: DealSecret | None, seed: int, attempt: int, digest: str
+) -> str:
+    """The chain entry a finished match's result and log give."""
+    played = _played_seed(match.spec, secret, seed, attempt) if secret else 0
+    return chain.entry_text(
+        match.spec.key,
+        attempt,
+        played,
+        digest,
+        [(s.seat, s.name, s.place, s.score, s.forfeit, s.fault_kind) for s in match.seats],
+    )
+
+
+_PLAN_PARTS = {
+    "file": "the tournament file",
+    "plan": "the entrants or their authors",
+    "entrants": "the entrants' SHA-256",
+    "settings": "the settings",
+}
+
+
+def _plan_difference(chained: str, stored: str) -> str:
+    """Which parts of a plan link differ, in words."""
+    try:
+        old = json.loads(chained)
+    except ValueError:
+        return "everything: the chained entry is unreadable"
+    new = json.loads(stored)
+    if not isinstance(old, dict):
+        return "everything: the chained entry is unreadable"
+    parts = [words for key, words in _PLAN_PARTS.items() if old.get(key) != new.get(key)]
+    if "the tournament file" in parts and "the entrants or their authors" in parts:
+        parts.remove("the entrants or their authors")  # the plan holds the file
+    return ", ".join(parts) or "the keys"
 
 
 def _round_of(spec: MatchSpec) -> int:
@@ -809,6 +1032,12 @@ class PublishedSite:
 
     def _document(self, stem: str, shape: type[M]) -> M:
         raw = self._json(EVIDENCE, f"{stem}.json")
+        if isinstance(raw, dict) and "format" in raw and raw["format"] != FORMAT:
+            raise UsageError(
+                f"{self.where / EVIDENCE / (stem + '.json')}: written by another version of "
+                f"the referee (format {str(raw['format'])[:20]}, this one reads {FORMAT}); "
+                "verify it with the version that published it (the site's settings name it)"
+            )
         try:
             return shape.model_validate(raw)
         except ValidationError as exc:
@@ -881,24 +1110,37 @@ class PublishedSite:
                 self._completed.append(StoredMatch(spec, tuple(seats)))
                 self._attempts[key] = entry.attempt or 0
         self._completed.sort(key=lambda m: m.spec.key)
-        self._secrets = []
-        for secret in self._deals.secrets:
-            if secret.secret is not None and not _HEX.fullmatch(secret.secret):
-                raise UsageError(
-                    f"{self.where / EVIDENCE / 'deals.json'}: secret {secret.id} is not "
-                    "a secret in hexadecimal"
-                )
-            self._secrets.append(
-                DealSecret(
-                    secret.id,
-                    bytes.fromhex(secret.secret or ""),
-                    secret.commitment,
-                    1.0 if secret.secret is not None else None,
-                    secret.committed_before_run,
-                    secret.beacon,
-                )
-            )
+        self._secrets = [self._secret(secret) for secret in self._deals.secrets]
         self._hidden = {s.id for s in self._deals.secrets if s.secret is None}
+        for link in self._chain.links:
+            if (link.key is None) == (link.entry is None):
+                raise UsageError(
+                    f"{self.where / EVIDENCE / 'chain.json'}: link {link.position}: "
+                    + ("a plan link without its entry" if link.key is None else
+                       "a result's entry is never published (its seed is the manifest's)")
+                )  # fmt: skip
+
+    def _secret(self, secret: PublishedSecret) -> DealSecret:
+        """A secret of ``deals.json``, checked: hex, and a whole beacon declaration."""
+        where = f"{self.where / EVIDENCE / 'deals.json'}: secret {secret.id}"
+        if secret.secret is not None and not _HEX.fullmatch(secret.secret):
+            raise UsageError(f"{where} is not a secret in hexadecimal")
+        declared = None
+        if secret.beacon_source is not None or secret.beacon_form is not None:
+            try:
+                declared = BeaconDeclaration.parse(
+                    secret.beacon_source or "", secret.beacon_form or ""
+                )
+            except ValueError as exc:
+                raise UsageError(f"{where}: not a beacon referee commit declares ({exc})") from None
+        return DealSecret(
+            secret.id,
+            bytes.fromhex(secret.secret or ""),
+            secret.commitment,
+            1.0 if secret.secret is not None else None,
+            declared,
+            secret.beacon,
+        )
 
     # -- Evidence ----------------------------------------------------------------------
 
@@ -939,7 +1181,10 @@ class PublishedSite:
         return dict(self._secret_of)
 
     def chain(self) -> list[ChainLink]:
-        return [ChainLink(link.position, link.key, "", link.head) for link in self._chain.links]
+        return [
+            ChainLink(link.position, link.key, link.entry or "", link.head)
+            for link in self._chain.links
+        ]
 
     def log(self, key: str) -> tuple[str, bytes]:
         listed = self._logs.get(key)
@@ -989,7 +1234,12 @@ class PublishedSite:
             matches,
             list(plan.entrants),
             deals=[
-                DealCommitment(s.commitment, s.secret.hex() if s.revealed is not None else None)
+                DealCommitment(
+                s.commitment,
+                s.secret.hex() if s.revealed is not None else None,
+                s.declared.source if s.declared else None,
+                s.beacon,
+            )
                 for s in self._secrets
             ],
             ratings=plan.file.ratings,

@@ -616,23 +616,92 @@ def _blocking_ancestor(path: Path) -> Path | None:
 
 
 def _remove_tree(path: Path) -> None:
-    """Remove a scratch folder whatever the bot did to its permissions."""
+    """Remove a scratch folder whatever the bot did to its permissions.
 
-    def retry_writable(func: Callable[[str], object], name: str, exc: BaseException) -> None:
-        if isinstance(exc, FileNotFoundError):
-            return
-        # A bot may leave folders without write or search permission (matters when the
-        # referee is not root); open them up and try once more.
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(name), 0o700)
-            if os.path.isdir(name) and not os.path.islink(name):
-                os.chmod(name, 0o700)
-        func(name)
+    A bot may leave folders without write or search permission, which stops the removal
+    when the referee is not root (root ignores the modes); then every folder of the tree is
+    opened up by descriptor (:func:`_open_up`) and the removal tried once more.
+    """
+    failed: list[str] = []
 
+    def note(func: Callable[[str], object], name: str, exc: BaseException) -> None:
+        if not isinstance(exc, FileNotFoundError):
+            failed.append(name)
+
+    def strict(func: Callable[[str], object], name: str, exc: BaseException) -> None:
+        if not isinstance(exc, FileNotFoundError):
+            raise exc
+
+    _rmtree(path, note)
+    if not failed:
+        return
+    with contextlib.suppress(OSError):
+        parent = os.open(path.parent, _O_STEP)
+        try:
+            _open_up(parent, path.name)
+        finally:
+            os.close(parent)
+    _rmtree(path, strict)
+
+
+_OnError = Callable[[Callable[[str], object], str, BaseException], None]
+
+
+def _rmtree(path: Path, handler: _OnError) -> None:
     if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=retry_writable)
+        shutil.rmtree(path, onexc=handler)
     else:
-        shutil.rmtree(path, onerror=lambda func, name, info: retry_writable(func, name, info[1]))
+        shutil.rmtree(path, onerror=lambda func, name, info: handler(func, name, info[1]))
+
+
+_O_STEP = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_O_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_up(parent: int, name: str) -> None:
+    """Give the owner rwx on the folder ``name`` in the folder ``parent`` (a descriptor) and
+    on every folder in it, by descriptor only.
+
+    The tree is the bot's: while it is removed, a process the bot left behind may replace a
+    folder in it with a symlink, and ``chmod`` by path would follow that link to a folder
+    of its choosing (as in :mod:`referee.folders`). So each folder is opened relative to
+    the one holding it with ``O_NOFOLLOW | O_DIRECTORY`` (a symlink is refused: ``ELOOP``)
+    and its mode set on the descriptor; a folder that cannot be opened up is left as it is.
+    """
+    _owner_rwx(parent, name)
+    fd = os.open(name, _O_FOLDER, dir_fd=parent)
+    try:
+        for entry in os.listdir(fd):
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.stat(entry, dir_fd=fd, follow_symlinks=False).st_mode):
+                    _open_up(fd, entry)
+    finally:
+        os.close(fd)
+
+
+def _owner_rwx(parent: int, name: str) -> None:
+    """``fchmod`` 0700 the folder ``name`` in ``parent`` (a descriptor), never following a
+    symlink.
+
+    ``fchmod`` needs a descriptor opened for reading, which a folder without read
+    permission does not give its (unprivileged) owner; then the folder is opened as a path
+    only (``O_PATH``, no permission needed) and its mode set through the kernel's link to
+    that descriptor (``/proc/self/fd/N`` names the very inode opened, not a path looked up
+    again).
+    """
+    try:
+        fd = os.open(name, _O_FOLDER, dir_fd=parent)
+    except PermissionError:
+        fd = os.open(name, _O_STEP, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{fd}", 0o700)
+        finally:
+            os.close(fd)
+        return
+    try:
+        os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
 
 
 def _sweep_files_of_uid(uid: int) -> None:

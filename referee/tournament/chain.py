@@ -16,16 +16,26 @@ recomputes every entry from the stored results and the logs and every head from 
 so a result changed, removed or added later, or a log replaced, no longer leads to a head
 anyone saw. The chain starts from the commitment of the tournament's first deal secret, so
 it cannot be moved to another tournament.
+
+The schedule is computed from the **plan** stored with the results (the tournament file's
+text, the entrants and their authors), so the plan is chained too: the first link of every
+chain is a **plan link** (:func:`plan_entry`: the SHA-256 of the plan and of the file's
+text, each entrant's SHA-256, and the settings the plan gives), and a run that starts with
+another plan (more deals, a bot added, other ``[ratings]``) adds one before its results.
+The last plan link must be the stored plan: a plan changed afterwards, to make a schedule
+fit the results, no longer leads to a head anyone saw.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["Entry", "entry_text", "genesis", "log_digest", "next_head"]
+from referee.tournament.model import Plan
+
+__all__ = ["Entry", "entry_text", "genesis", "log_digest", "next_head", "plan_entry"]
 
 Entry = dict[str, Any]
 
@@ -50,6 +60,20 @@ def entry_text(
         "seed": str(seed),
         "log": log_sha256,
         "seats": [list(seat) for seat in sorted(seats)],
+    }
+    return json.dumps(data, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+
+
+def plan_entry(plan: Plan, fingerprints: Mapping[str, str]) -> str:
+    """The canonical text of a plan link: ``plan`` (SHA-256 of its canonical JSON), ``file``
+    (SHA-256 of the tournament file's text, as ``referee tournament commit`` prints it),
+    ``entrants`` (each stored entrant's SHA-256, by name) and ``settings`` (what results
+    depend on besides the bots, :meth:`Plan.settings`)."""
+    data = {
+        "plan": log_digest(plan.to_json().encode("utf-8")),
+        "file": log_digest(plan.source.encode("utf-8")),
+        "entrants": dict(sorted(fingerprints.items())),
+        "settings": plan.settings(),
     }
     return json.dumps(data, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
 

@@ -12,6 +12,18 @@ over: :func:`commitment` (its SHA-256) is shown when a run starts, and once ever
 done the secret itself is published, so anyone can re-derive every deal seed with
 :func:`deal_seed` and replay every log (``referee verify``). A secret, once revealed, never
 deals another match: a tournament extended afterwards gets a new secret for its new deals.
+
+**A secret nobody can choose.** An organiser who draws the secret after seeing the entries
+could draw again until the cards suit a favourite. So for a public competition the secret
+is committed to before entries close (``referee tournament commit``), and a **beacon**, a
+public value nobody knew then, is mixed in when the run starts (:func:`dealing_key`). The
+commitment also fixes where the beacon will come from and how it is written (a
+:class:`BeaconDeclaration`): otherwise the organiser could still choose, among the values
+and spellings of "the public value" (another round of the beacon, upper or lower case, the
+lottery's numbers in another order), the one whose cards suit them. With a declaration the
+commitment is SHA-256 of the secret *and* the declaration (:func:`commitment`), and the
+beacon has one spelling only (:meth:`BeaconDeclaration.normalise`): one source, one value,
+one key.
 """
 
 from __future__ import annotations
@@ -19,12 +31,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "FORMS_HELP",
     "SECRET_BYTES",
     "SEED_BITS",
+    "BeaconDeclaration",
     "commitment",
     "deal_seed",
     "dealing_key",
@@ -46,9 +62,105 @@ def new_secret() -> bytes:
     return secrets.token_bytes(SECRET_BYTES)
 
 
-def commitment(secret: bytes) -> str:
-    """The public commitment to ``secret``: its SHA-256, in hex."""
-    return hashlib.sha256(secret).hexdigest()
+def commitment(secret: bytes, declared: BeaconDeclaration | None = None) -> str:
+    """The public commitment to ``secret``, in hex: its SHA-256, or, when a beacon was
+    declared with it, the SHA-256 of ``referee-deal-commitment NUL <secret in hex> NUL
+    <form> NUL <source>`` (UTF-8), which binds the declaration too."""
+    if declared is None:
+        return hashlib.sha256(secret).hexdigest()
+    text = "\0".join(("referee-deal-commitment", secret.hex(), declared.form, declared.source))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_HEX_FORM = re.compile(r"hex:([0-9]{1,3})")
+_NUMBERS_FORM = re.compile(r"numbers:([0-9]{1,2})")
+_HEX_BYTES = (4, 512)
+_NUMBERS = (1, 64)
+_SOURCE_MAX = 500
+_NUMBER = re.compile(r"[0-9]{1,18}")
+FORMS_HELP = "hex:N (N bytes as 2N hex digits, 4 to 512) or numbers:N (N whole numbers, 1 to 64)"
+
+
+@dataclass(frozen=True)
+class BeaconDeclaration:
+    """Where the beacon of a committed secret will come from, and how it is written: fixed
+    by ``referee tournament commit`` and bound into the commitment.
+
+    ``source`` names the public value in words anyone can follow to look it up (``drand
+    quicknet round 12345678, randomness``; ``the first NIST beacon pulse after 2026-05-01
+    12:00 UTC, outputValue``; ``the EuroMillions draw of 2026-05-01, main numbers``).
+    ``form`` is how it is written, with one spelling only: ``hex:N``, N bytes as 2N
+    lower-case hexadecimal digits (a drand round's randomness is ``hex:32``, a NIST pulse's
+    outputValue ``hex:64``), or ``numbers:N``, N whole numbers in ascending order, one space
+    apart (a lottery draw, in whatever order it was drawn).
+    """
+
+    source: str
+    form: str
+
+    @classmethod
+    def parse(cls, source: str, form: str) -> BeaconDeclaration:
+        """A declaration as given to ``commit``; ``ValueError`` naming what is wrong."""
+        text = source.strip()
+        if not text:
+            raise ValueError("the beacon source is empty; name where the value will come from")
+        if len(text.encode("utf-8")) > _SOURCE_MAX:
+            raise ValueError(f"the beacon source is longer than {_SOURCE_MAX} bytes")
+        if not text.isprintable():
+            raise ValueError("the beacon source holds control characters")
+        declared = cls(text, form.strip().lower())
+        declared.size()
+        return declared
+
+    def size(self) -> tuple[str, int]:
+        """``("hex", bytes)`` or ``("numbers", count)``; ``ValueError`` for another form."""
+        for kind, pattern, (low, high) in (
+            ("hex", _HEX_FORM, _HEX_BYTES),
+            ("numbers", _NUMBERS_FORM, _NUMBERS),
+        ):
+            found = pattern.fullmatch(self.form)
+            if found:
+                count = int(found.group(1))
+                if not low <= count <= high:
+                    raise ValueError(f"the beacon form {self.form}: N is {low} to {high}")
+                return kind, count
+        raise ValueError(f"the beacon form {self.form[:40]!r} is not one of {FORMS_HELP}")
+
+    def describe(self) -> str:
+        """The form in words, e.g. ``32 bytes, written as 64 lower-case hex digits``."""
+        kind, count = self.size()
+        if kind == "hex":
+            return f"{count} bytes, written as {2 * count} lower-case hex digits"
+        numbers = f"{count} whole number{'s' * (count != 1)}"
+        return f"{numbers}, written in ascending order, one space apart"
+
+    def normalise(self, value: str) -> str:
+        """``value`` written in the declared form, its one spelling (hex: an ``0x`` prefix
+        dropped and lower case; numbers: separated by spaces or commas, leading zeros
+        dropped, sorted); ``ValueError`` saying why it is not of the form."""
+        kind, count = self.size()
+        text = value.strip()
+        if kind == "hex":
+            digits = text[2:] if text[:2].lower() == "0x" else text
+            digits = digits.lower()
+            if not re.fullmatch(r"[0-9a-f]*", digits):
+                raise ValueError(f"the beacon is declared as {self.describe()}; this is not hex")
+            if len(digits) != 2 * count:
+                raise ValueError(
+                    f"the beacon is declared as {self.describe()}; this has {len(digits)} digits"
+                )
+            return digits
+        parts = [part for part in re.split(r"[\s,;]+", text) if part]
+        wrong = next((part for part in parts if not _NUMBER.fullmatch(part)), None)
+        if wrong is not None:
+            raise ValueError(
+                f"the beacon is declared as {self.describe()}; {wrong[:20]!r} is not a whole number"
+            )
+        if len(parts) != count:
+            raise ValueError(
+                f"the beacon is declared as {self.describe()}; this has {len(parts)} numbers"
+            )
+        return " ".join(str(n) for n in sorted(int(part) for part in parts))
 
 
 def deal_seed(secret: bytes, *parts: Any) -> int:
@@ -68,8 +180,9 @@ def dealing_key(secret: bytes, beacon: str | None) -> bytes:
     A beacon is a public value nobody knew when the secret was committed to (a lottery
     draw, a randomness beacon's round): with it mixed in, an organiser who committed to the
     secret before entries closed cannot have picked a secret that favours an entrant, since
-    the cards depend on a value revealed only afterwards. Without a beacon the secret alone
-    deals (as before beacons existed).
+    the cards depend on a value revealed only afterwards. ``beacon`` is written in the form
+    declared with the commitment (:meth:`BeaconDeclaration.normalise`), so it has one
+    spelling. Without a beacon the secret alone deals (a secret drawn when the run starts).
     """
     if beacon is None:
         return secret

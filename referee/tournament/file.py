@@ -129,29 +129,8 @@ class Tournament:
         return f"to allow it, set images = [{listed}] under [sandbox] in {self.path}"
 
     def settings(self) -> dict[str, Any]:
-        """What results depend on besides the bots: stored results are only comparable
-        between runs with equal settings. More deals, matches or bots may be added (bots
-        not to a balanced round robin, whose tables depend on the whole field)."""
-        f = self.file
-        settings: dict[str, Any] = {
-            "rules": self.rules.as_protocol(),
-            "table_size": f.table_size,
-            "format": f.format,
-            "seed": f.seed,
-            "time": f.time.model_dump(),
-            "candidate": f.candidate,
-        }
-        if f.tables != "all":
-            # A balanced design is made for its whole field: another bot, other tables.
-            settings["tables"] = f.tables
-            settings["field"] = sorted(self.entrants)
-        settings["duplicate"] = f.duplicate
-        if f.format == "round-robin" and f.duplicate == "tables":
-            # Which tables share a deal depends on every table: another bot, other deals.
-            settings["field"] = sorted(self.entrants)
-        if f.authors.apart:
-            settings["authors"] = {name: self.author(name) for name in sorted(self.entrants)}
-        return settings
+        """What results depend on besides the bots (:meth:`Plan.settings`)."""
+        return self.plan().settings()
 
     def warnings(self) -> list[str]:
         """What this file chose that weakens the tournament, said when a run starts."""

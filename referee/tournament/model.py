@@ -158,7 +158,33 @@ class Plan:
             return None
         return {name: skeleton(self.authors.get(name) or name) for name in self.entrants}
 
+    def settings(self) -> dict[str, Any]:
+        """What results depend on besides the bots: stored results are only comparable
+        between runs with equal settings. More deals, matches or bots may be added (bots
+        not to a balanced round robin, whose tables depend on the whole field)."""
+        f = self.file
+        settings: dict[str, Any] = {
+            "rules": f.ruleset().resolve(f.table_size).as_protocol(),
+            "table_size": f.table_size,
+            "format": f.format,
+            "seed": f.seed,
+            "time": f.time.model_dump(),
+            "candidate": f.candidate,
+        }
+        if f.tables != "all":
+            # A balanced design is made for its whole field: another bot, other tables.
+            settings["tables"] = f.tables
+            settings["field"] = sorted(self.entrants)
+        settings["duplicate"] = f.duplicate
+        if f.format == "round-robin" and f.duplicate == "tables":
+            # Which tables share a deal depends on every table: another bot, other deals.
+            settings["field"] = sorted(self.entrants)
+        if f.authors.apart:
+            settings["authors"] = {name: self.authors[name] for name in sorted(self.entrants)}
+        return settings
+
     def to_json(self) -> str:
+        """The plan as canonical JSON (keys sorted): what is stored and chained."""
         data = {"file": self.source, "entrants": list(self.entrants), "authors": self.authors}
         return json.dumps(data, ensure_ascii=False, sort_keys=True)
 

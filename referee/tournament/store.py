@@ -39,7 +39,8 @@ from referee.folders import private_folder
 from referee.results import FaultInfo, MatchResult
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch, StoredSeat
 from referee.tournament import chain
-from referee.tournament.deals import commitment, dealing_key, new_secret
+from referee.tournament.deals import BeaconDeclaration, commitment, dealing_key, new_secret
+from referee.tournament.model import Plan
 
 __all__ = [
     "DATABASE",
@@ -55,8 +56,11 @@ __all__ = [
 DATABASE = "results.sqlite"
 LOGS = "logs"
 LOCK = ".lock"
-SCHEMA_VERSION = 5
-"""5: a fault keeps the request it answered (``fault_request``, ``fault_round``)."""
+SCHEMA_VERSION = 6
+"""5: a fault keeps the request it answered (``fault_request``, ``fault_round``); 6: a secret
+committed before the run keeps the beacon declared with it (``beacon_source``,
+``beacon_form``, bound into its commitment), and the results chain starts with a plan link
+(``match_key`` empty)."""
 
 MatchStatus = Literal["pending", "running", "done", "failed"]
 
@@ -78,7 +82,8 @@ CREATE TABLE IF NOT EXISTS deal_secrets (
     commitment TEXT NOT NULL,
     created REAL NOT NULL,
     revealed REAL,
-    committed_before_run INTEGER NOT NULL DEFAULT 0,
+    beacon_source TEXT,
+    beacon_form TEXT,
     beacon TEXT
 );
 CREATE TABLE IF NOT EXISTS matches (
@@ -115,7 +120,7 @@ CREATE TABLE IF NOT EXISTS results (
 );
 CREATE TABLE IF NOT EXISTS chain (
     position INTEGER PRIMARY KEY,
-    match_key TEXT NOT NULL UNIQUE REFERENCES matches(key),
+    match_key TEXT UNIQUE REFERENCES matches(key),
     entry TEXT NOT NULL,
     head TEXT NOT NULL
 );
@@ -139,8 +144,9 @@ class MatchRecord:
 class DealSecret:
     """A deal secret: ``revealed`` (a time) once the matches it dealt are all played.
 
-    ``committed_before_run``: made by ``referee tournament commit`` before entries closed;
-    ``beacon``: the public value mixed in when the run started (then required).
+    ``declared``: made by ``referee tournament commit`` before entries closed, with the
+    beacon's source and form (bound into the commitment); ``beacon``: the public value
+    mixed in when the run started (then required), in that form.
     :attr:`key` is what the deal seeds are derived with.
     """
 
@@ -148,7 +154,7 @@ class DealSecret:
     secret: bytes
     commitment: str
     revealed: float | None
-    committed_before_run: bool = False
+    declared: BeaconDeclaration | None = None
     beacon: str | None = None
 
     @property
@@ -158,10 +164,11 @@ class DealSecret:
 
 @dataclass(frozen=True)
 class ChainLink:
-    """One stored result in the results chain (:mod:`referee.tournament.chain`)."""
+    """One link of the results chain (:mod:`referee.tournament.chain`): a stored result
+    (``key``: its match), or a plan link (``key`` is ``None``)."""
 
     position: int
-    key: str
+    key: str | None
     entry: str
     head: str
 
@@ -178,7 +185,8 @@ class Store:
         if readonly:
             uri = f"file:{self.path.as_posix()}?mode=ro"
             self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
-            self._check_schema(self._db.execute("SELECT value FROM meta WHERE key = 'schema'"))
+            rows = self._db.execute("SELECT value FROM meta WHERE key = 'schema'")
+            self._check_schema(rows, readonly=True)
             return
         private_folder(results_dir, parents=True)
         private_folder(self.logs_dir)
@@ -198,12 +206,17 @@ class Store:
             else:
                 self._check_schema(iter([row]))
 
-    def _check_schema(self, rows: Iterator[Any]) -> None:
+    def _check_schema(self, rows: Iterator[Any], *, readonly: bool = False) -> None:
         row = next(rows, None)
         if row is not None and row[0] != str(SCHEMA_VERSION):
+            what = (
+                "check it with the version that wrote it"
+                if readonly
+                else "run with --restart to discard its results"
+            )
             raise UsageError(
                 f"{self.path} was written by another version of the referee "
-                f"(schema {row[0]}, this one reads {SCHEMA_VERSION}); run with --restart"
+                f"(schema {str(row[0])[:20]}, this one reads {SCHEMA_VERSION}); {what}"
             )
 
     def close(self) -> None:
@@ -266,15 +279,24 @@ class Store:
                 f"changed{why}); run with --restart to discard them, or undo the change"
             )
 
-    def save_plan(self, plan: str) -> None:
-        """Keep the tournament plan (:class:`referee.tournament.file.Plan` as JSON) the
-        matches are scheduled from: ``referee verify`` recomputes the schedule from it."""
+    def save_plan(self, plan: Plan) -> None:
+        """Keep the tournament plan the matches are scheduled from (``referee verify``
+        recomputes the schedule from it) and chain it: a plan link
+        (:func:`referee.tournament.chain.plan_entry`, with the stored entrants' SHA-256)
+        when it is not the last one chained. Needs the deal secret (the chain starts from
+        its commitment) and the entrants stored first."""
+        entry = chain.plan_entry(plan, {n: e.sha256 for n, e in self.entrants().items()})
         with self._transaction():
             self._db.execute(
                 "INSERT INTO meta VALUES ('plan', ?) ON CONFLICT(key) DO UPDATE SET "
                 "value = excluded.value",
-                (plan,),
+                (plan.to_json(),),
             )
+            last = self._db.execute(
+                "SELECT entry FROM chain WHERE match_key IS NULL ORDER BY position DESC LIMIT 1"
+            ).fetchone()
+            if last is None or last[0] != entry:
+                self._chain(None, entry)
 
     def plan(self) -> str | None:
         """The stored tournament plan (JSON), or ``None`` before the first run."""
@@ -328,9 +350,10 @@ class Store:
 
         ``provided`` (to reproduce a tournament) becomes the new secret when one is needed,
         and must equal the unrevealed one when there is one. A secret committed to before
-        the run (:meth:`commit_secret`) needs ``beacon``, which is recorded with it the
-        first time and must be the same on every later run; a ``beacon`` needs such a
-        secret (mixed into a secret drawn now, it would prove nothing).
+        the run (:meth:`commit_secret`) needs ``beacon``, in the form declared with it: it
+        is recorded, in that form's one spelling, the first time and must be the same on
+        every later run; a ``beacon`` needs such a secret (mixed into a secret drawn now,
+        it would prove nothing).
         """
         current = self._unrevealed()
         if current is not None:
@@ -343,24 +366,32 @@ class Store:
         if beacon is not None:
             raise UsageError(
                 "--beacon mixes a public value into a secret committed to before it was "
-                "known; commit first (referee tournament commit FILE), publish the "
-                "commitment, then run with the beacon"
+                "known; commit first (referee tournament commit FILE --beacon-source ... "
+                "--beacon-form ...), publish the commitment, then run with the beacon"
             )
-        return self._insert_secret(provided if provided is not None else new_secret(), False)
+        return self._insert_secret(provided if provided is not None else new_secret(), None)
 
-    def commit_secret(self) -> DealSecret:
+    def commit_secret(self, declared: BeaconDeclaration) -> DealSecret:
         """The secret for ``referee tournament commit``: the unrevealed one, or a new one,
-        marked as committed before the run (its matches then need a beacon)."""
+        committed to together with ``declared``, the beacon its matches are then dealt with.
+        Committing again with the same declaration returns the same secret."""
         current = self._unrevealed()
-        if current is not None:
-            if not current.committed_before_run:
-                raise UsageError(
-                    f"{self.path}: a run has already dealt matches with its secret "
-                    f"(commitment {current.commitment[:16]}…); commit before the first run, "
-                    "or run with --restart"
-                )
-            return current
-        return self._insert_secret(new_secret(), True)
+        if current is None:
+            return self._insert_secret(new_secret(), declared)
+        if current.declared is None:
+            raise UsageError(
+                f"{self.path}: a run has already dealt matches with its secret "
+                f"(commitment {current.commitment[:16]}…); commit before the first run, "
+                "or run with --restart"
+            )
+        if current.declared != declared:
+            raise UsageError(
+                f"{self.path}: its secret is already committed to (commitment "
+                f"{current.commitment[:16]}…) with the beacon {current.declared.source!r} "
+                f"({current.declared.form}); a commitment stands once published: run with "
+                "that beacon, or --restart to commit anew (and publish the new commitment)"
+            )
+        return current
 
     def _unrevealed(self) -> DealSecret | None:
         row = self._db.execute(
@@ -368,19 +399,27 @@ class Store:
         ).fetchone()
         return None if row is None else _secret_row(row)
 
-    def _insert_secret(self, secret: bytes, committed: bool) -> DealSecret:
+    def _insert_secret(self, secret: bytes, declared: BeaconDeclaration | None) -> DealSecret:
+        sealed = commitment(secret, declared)
         with self._transaction():
             cursor = self._db.execute(
-                "INSERT INTO deal_secrets (secret, commitment, created, committed_before_run) "
-                "VALUES (?, ?, ?, ?)",
-                (secret.hex(), commitment(secret), time.time(), int(committed)),
+                "INSERT INTO deal_secrets (secret, commitment, created, beacon_source, "
+                "beacon_form) VALUES (?, ?, ?, ?, ?)",
+                (
+                    secret.hex(),
+                    sealed,
+                    time.time(),
+                    declared.source if declared else None,
+                    declared.form if declared else None,
+                ),
             )
         assert cursor.lastrowid is not None
-        return DealSecret(cursor.lastrowid, secret, commitment(secret), None, committed)
+        return DealSecret(cursor.lastrowid, secret, sealed, None, declared)
 
     def _with_beacon(self, current: DealSecret, beacon: str | None) -> DealSecret:
         """Check ``beacon`` against what ``current`` needs, recording it the first time."""
-        if not current.committed_before_run:
+        declared = current.declared
+        if declared is None:
             if beacon is not None:
                 raise UsageError(
                     f"{self.path}: its secret (commitment {current.commitment[:16]}…) was drawn "
@@ -389,24 +428,30 @@ class Store:
                     "referee tournament commit FILE"
                 )
             return current
-        if current.beacon is not None:
-            if beacon is not None and beacon != current.beacon:
-                raise UsageError(
-                    f"{self.path}: its matches are dealt with the beacon {current.beacon!r}, "
-                    f"not {beacon!r}"
-                )
-            return current
         if beacon is None:
+            if current.beacon is not None:
+                return current
             raise UsageError(
                 f"{self.path}: its secret was committed to before the run (commitment "
-                f"{current.commitment[:16]}…); give the beacon value revealed after entries "
-                "closed with --beacon"
+                f"{current.commitment[:16]}…) with the beacon {declared.source!r}; give that "
+                f"value with --beacon ({declared.describe()})"
             )
+        try:
+            value = declared.normalise(beacon)
+        except ValueError as exc:
+            raise UsageError(f"--beacon: {exc} (the beacon: {declared.source})") from None
+        if current.beacon is not None:
+            if value != current.beacon:
+                raise UsageError(
+                    f"{self.path}: its matches are dealt with the beacon {current.beacon!r}, "
+                    f"not {value!r}"
+                )
+            return current
         with self._transaction():
             self._db.execute(
-                "UPDATE deal_secrets SET beacon = ? WHERE id = ?", (beacon, current.id)
+                "UPDATE deal_secrets SET beacon = ? WHERE id = ?", (value, current.id)
             )
-        return dataclasses.replace(current, beacon=beacon)
+        return dataclasses.replace(current, beacon=value)
 
     def deal_secrets(self) -> list[DealSecret]:
         """Every deal secret of the tournament, oldest first."""
@@ -510,11 +555,6 @@ class Store:
                 raise ValueError(f"match {key} is not scheduled in this store")
             if status[0] == "done":
                 return None
-            last = self._db.execute(
-                "SELECT position, head FROM chain ORDER BY position DESC LIMIT 1"
-            ).fetchone()
-            position, head = (last[0] + 1, last[1]) if last else (1, self._genesis())
-            head = chain.next_head(head, entry)
             self._db.execute("DELETE FROM results WHERE match_key = ?", (key,))
             self._db.executemany(f"INSERT INTO results VALUES ({_RESULT_SLOTS})", rows)
             self._db.execute(
@@ -522,9 +562,17 @@ class Store:
                 "log_path = ?, error = NULL, deal_attempt = ? WHERE key = ?",
                 (time.time(), result.duration_s, result.rounds, result.log, attempt, key),
             )
-            self._db.execute(
-                "INSERT INTO chain VALUES (?, ?, ?, ?)", (position, key, entry, head)
-            )
+            head = self._chain(key, entry)
+        return head
+
+    def _chain(self, key: str | None, entry: str) -> str:
+        """Append a link to the chain (inside a transaction); returns its head."""
+        last = self._db.execute(
+            "SELECT position, head FROM chain ORDER BY position DESC LIMIT 1"
+        ).fetchone()
+        position, head = (last[0] + 1, last[1]) if last else (1, self._genesis())
+        head = chain.next_head(head, entry)
+        self._db.execute("INSERT INTO chain VALUES (?, ?, ?, ?)", (position, key, entry, head))
         return head
 
     def _genesis(self) -> str:
@@ -534,16 +582,17 @@ class Store:
         return chain.genesis(first[0])
 
     def chain(self) -> list[ChainLink]:
-        """Every stored result's chain link, in the order they were stored."""
+        """Every link of the chain (plan links and results), in the order they were stored."""
         rows = self._db.execute("SELECT position, match_key, entry, head FROM chain ORDER BY 1")
         return [ChainLink(*row) for row in rows]
 
     def chain_head(self) -> tuple[int, str | None]:
-        """How many results the chain holds and its head (``None`` before the first)."""
+        """How many results the chain holds and its head (``None`` before the first link)."""
         row = self._db.execute(
-            "SELECT position, head FROM chain ORDER BY position DESC LIMIT 1"
+            "SELECT COUNT(match_key), (SELECT head FROM chain ORDER BY position DESC LIMIT 1) "
+            "FROM chain"
         ).fetchone()
-        return (0, None) if row is None else (row[0], row[1])
+        return (row[0], row[1])
 
     def deal_attempts(self) -> dict[str, int]:
         """The deal attempt each ``done`` match was played on (0: its scheduled deal)."""
@@ -680,11 +729,15 @@ def _request_of(text: str | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-_SECRET_COLUMNS = "id, secret, commitment, revealed, committed_before_run, beacon"
+_SECRET_COLUMNS = "id, secret, commitment, revealed, beacon_source, beacon_form, beacon"
 
 
 def _secret_row(row: tuple[Any, ...]) -> DealSecret:
-    return DealSecret(row[0], bytes.fromhex(row[1]), row[2], row[3], bool(row[4]), row[5])
+    """A stored secret, as stored (a declaration is checked by ``verify``, not here)."""
+    declared = None
+    if row[4] is not None or row[5] is not None:
+        declared = BeaconDeclaration(str(row[4] or ""), str(row[5] or ""))
+    return DealSecret(row[0], bytes.fromhex(row[1]), row[2], row[3], declared, row[6])
 
 
 def wipe(results_dir: Path) -> None:

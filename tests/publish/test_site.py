@@ -166,8 +166,8 @@ def test_the_stderr_of_a_faulting_bot_is_kept_and_shown(tmp_path: Path) -> None:
     stderr = "[before the match]\nloading </pre><script>alert(4)</script>\n[during the match]\nboom"
     with Store(spec.results_dir) as store:  # one match scheduled and stored by hand
         store.check_settings(spec.settings())
-        store.save_plan(spec.plan().to_json())
         secret = store.deal_secret()
+        store.save_plan(spec.plan())
         first = schedule(spec, secret.key)[0]
         store.add_matches([first], secret)
     key, table = first.key, first.table

@@ -99,8 +99,10 @@ def test_the_site_carries_what_verification_needs(published: Path) -> None:
     for m in matches:
         assert (published / "matches" / m["log"]).is_file() and len(m["log_sha256"]) == 64
     links = json.loads((folder / "chain.json").read_text())["links"]
-    assert [link["position"] for link in links] == list(range(1, 25))
-    assert all(set(link) == {"position", "key", "head"} for link in links)  # no seeds
+    assert [link["position"] for link in links] == list(range(1, 26))
+    assert all(set(link) == {"position", "key", "head", "entry"} for link in links)
+    assert links[0]["key"] is None and json.loads(links[0]["entry"])["entrants"]  # the plan
+    assert all(link["entry"] is None for link in links[1:])  # no seeds
     footer = (published / "index.html").read_text()
     assert "referee verify" in footer and "this folder" in footer
 
@@ -265,14 +267,27 @@ def test_a_huge_file_is_refused_without_being_read(site: Path) -> None:
         ('{"format": 1, "links": [', "chain.json: not valid JSON (line 1, column 25"),
         ("[1, 2]", "chain.json: not what referee publish writes: the file: got a list of 2"),
         (
-            '{"format": 1, "links": [{"position": "1", "key": "k", "head": "h"}]}',
+            '{"format": 2, "links": [{"position": "1", "key": "k", "head": "h", "entry": null}]}',
             "chain.json: not what referee publish writes: links[0].position: got '1' (text); "
             "use a whole number",
         ),
         (
-            '{"format": 1, "links": [], "extra": 1}',
+            '{"format": 2, "links": [], "extra": 1}',
             "chain.json: not what referee publish writes: extra: a key referee publish never "
             "writes",
+        ),
+        (
+            '{"format": 1, "links": []}',
+            "chain.json: written by another version of the referee (format 1, this one reads "
+            "2); verify it with the version that published it (the site's settings name it)",
+        ),
+        (
+            '{"format": 2, "links": [{"position": 1, "key": null, "head": "h", "entry": null}]}',
+            "chain.json: link 1: a plan link without its entry",
+        ),
+        (
+            '{"format": 2, "links": [{"position": 1, "key": "k", "head": "h", "entry": "{}"}]}',
+            "chain.json: link 1: a result's entry is never published (its seed is the manifest's)",
         ),
         ("[" * 100_000, "chain.json: not valid JSON"),
     ],
@@ -358,3 +373,95 @@ def test_a_key_the_referee_never_makes_is_refused(site: Path, key: str) -> None:
     _write_manifest(site, data)
     with pytest.raises(UsageError, match="is not a match key the referee makes"):
         verify_site(site)
+
+
+# -- the plan it binds, and a secret committed to with its beacon -----------------------
+
+
+def test_a_changed_plan_fails_against_the_chained_plan_link(site: Path) -> None:
+    """plan.json edited (a comment only, no match changes): the chain's plan link, whose
+    entry the site carries, is no longer the plan; the link edited too breaks its head."""
+    path = site / "verification" / "plan.json"
+    plan = json.loads(path.read_text())
+    plan["file"] += "\n# seen to it afterwards\n"
+    path.write_text(json.dumps(plan))
+    problems = verify_site(site).problems
+    assert (
+        "results chain 1: the stored plan is not the one chained (they differ in the "
+        "tournament file): it was changed afterwards"
+    ) in problems
+    chain_path = site / "verification" / "chain.json"
+    links = json.loads(chain_path.read_text())
+    entry = json.loads(links["links"][0]["entry"])
+    entry["file"] = "0" * 64
+    links["links"][0]["entry"] = json.dumps(entry)
+    chain_path.write_text(json.dumps(links))
+    assert "results chain 1: the head does not follow" in verify_site(site).problems
+
+
+DRAND_SOURCE = "drand quicknet round 12345678, randomness"
+BEACON = "5c" * 32
+
+
+@pytest.fixture(scope="module")
+def committed_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The site of a fake tournament committed to with a drand round, and its commitment."""
+    from referee.coordinator import commit_tournament, run_tournament
+    from referee.testing import InProcessExecutor
+    from referee.tournament.deals import BeaconDeclaration
+    from referee.tournament.file import load_tournament
+    from tests.publish.conftest import HANDLERS
+
+    folder = tmp_path_factory.mktemp("committed")
+    spec = load_tournament(write_fake_tournament(folder / "t", deals=1))
+    published = commit_tournament(spec, BeaconDeclaration.parse(DRAND_SOURCE, "hex:32"))
+    run_tournament(spec, InProcessExecutor(HANDLERS), beacon=BEACON.upper())
+    out = folder / "site"
+    publish_site(load_results(spec), out)
+    return out, published.commitment
+
+
+def test_a_site_carries_the_declared_beacon_and_verify_checks_the_one_looked_up(
+    committed_site: tuple[Path, str], tmp_path: Path
+) -> None:
+    site, commitment = committed_site
+    [secret] = json.loads((site / "verification" / "deals.json").read_text())["secrets"]
+    assert (secret["commitment"], secret["beacon_source"], secret["beacon_form"]) == (
+        commitment,
+        DRAND_SOURCE,
+        "hex:32",
+    )
+    assert secret["beacon"] == BEACON
+    index = (site / "index.html").read_text()
+    assert f"with the beacon {DRAND_SOURCE} (<code class=\"hash\">{BEACON}</code> mixed in)" in index
+    code, output = _verify(site, "--commitment", commitment, "--beacon", "0x" + BEACON)
+    assert code == 0, output
+    assert f"the beacon declared: {DRAND_SOURCE} (hex:32); beacon '{BEACON}' mixed in" in output
+    code, output = _verify(site, "--beacon", "ab" * 32)
+    assert code == 1
+    assert f"FAIL secret 1: the beacon given ({'ab' * 32}) is not the one its matches" in output
+
+
+def test_a_site_with_its_beacon_or_declaration_changed_fails(
+    committed_site: tuple[Path, str], tmp_path: Path
+) -> None:
+    site, commitment = committed_site
+    copy = tmp_path / "site"
+    shutil.copytree(site, copy)
+    path = copy / "verification" / "deals.json"
+    deals = json.loads(path.read_text())
+    deals["secrets"][0]["beacon_source"] = "drand quicknet round 12345679, randomness"
+    deals["secrets"][0]["beacon"] = "ab" * 32
+    path.write_text(json.dumps(deals))
+    problems = verify_site(copy, commitments=[commitment]).problems
+    assert any(p.startswith("secret 1: its SHA-256 (with the beacon declared with it) is not") for p in problems)
+    assert any("its stored deal seed is not the one the secret gives" in p for p in problems)
+    deals["secrets"][0]["beacon"] = None
+    path.write_text(json.dumps(deals))
+    problems = verify_site(copy).problems
+    assert any("but no beacon was mixed into the 12 matches it dealt" in p for p in problems)
+    deals["secrets"][0]["beacon_form"] = "text"
+    path.write_text(json.dumps(deals))
+    code, output = _verify(copy)
+    assert code == 2 and output.count("\n") == 1
+    assert "deals.json: secret 1: not a beacon referee commit declares" in output

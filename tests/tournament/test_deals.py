@@ -131,7 +131,12 @@ def test_the_secret_is_committed_then_revealed(finished: Path) -> None:
     assert secret.commitment == hashlib.sha256(secret.secret).hexdigest()
     board = CliRunner().invoke(main, ["leaderboard", str(finished), "--format", "json"])
     assert json.loads(board.output)["deals"] == [
-        {"commitment": secret.commitment, "secret": secret.secret.hex()}
+        {
+            "commitment": secret.commitment,
+            "secret": secret.secret.hex(),
+            "beacon_source": None,
+            "beacon": None,
+        }
     ]
     assert (finished.parent / "t.results").stat().st_mode & 0o777 == 0o700
 

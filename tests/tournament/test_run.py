@@ -343,7 +343,12 @@ def test_play_offs_stop_when_the_top_is_ordered_with_the_confidence_asked(tmp_pa
     assert sum(e["playoff_matches"] for e in board["entries"]) == 3 * over.matches
     # Complete only now: the secret is revealed, and play-off deals verify like any other.
     assert board["deals"] == [
-        {"commitment": hashlib.sha256(TEST_SECRET).hexdigest(), "secret": TEST_SECRET.hex()}
+        {
+            "commitment": hashlib.sha256(TEST_SECRET).hexdigest(),
+            "secret": TEST_SECRET.hex(),
+            "beacon_source": None,
+            "beacon": None,
+        }
     ]
     found = verify_results(path.parent / "t.results")
     assert found.ok, found.problems

@@ -4,11 +4,12 @@ A second red team found that verify passed a deleted match, a match marked faile
 seats' names swapped, bots swapped in the stored tables (the last bot then ranked first),
 added faults, and a log made up from the stored seed. Each is done here to a finished
 tournament, played in this process with fake bots, and verify must name it. The results
-chain and the beacon are checked here too.
+chain and the plan it binds are checked here too; the beacon in ``test_beacon.py``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sqlite3
@@ -19,8 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.coordinator import ResultStored, commit_tournament, run_tournament
-from referee.errors import UsageError
+from referee.coordinator import ResultStored, run_tournament
 from referee.executors.base import (
     AttemptEvent,
     MatchFailed,
@@ -32,7 +32,7 @@ from referee.matchlog import read_log
 from referee.publish.verify import verify_results
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament import chain
-from referee.tournament.deals import deal_seed, redeal_seed
+from referee.tournament.deals import redeal_seed
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
 
@@ -104,6 +104,18 @@ def test_an_honest_tournament_verifies_with_every_head_printed(
     result = CliRunner().invoke(main, ["verify", str(path), "--head", heads[-1]])
     assert result.exit_code == 0, result.output
     assert f"results chain: 280 results, head {heads[-1]}" in result.output
+    file_sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert (
+        f"tournament file: the one given (sha256 {file_sha256}) is the one the results were "
+        "played with"
+    ) in result.output
+    alone = CliRunner().invoke(main, ["verify", str(path.parent / "t.results")])
+    assert alone.exit_code == 0, alone.output
+    assert (
+        f"tournament file: not given; checked against the plan stored with the results (file "
+        f"sha256 {file_sha256}), which the results chain binds: compare that with the file as "
+        "published, or give it with --file"
+    ) in alone.output
 
 
 def test_a_deleted_match_is_missing(finished: tuple[Path, list[str]], tmp_path: Path) -> None:
@@ -256,6 +268,10 @@ def _rebuild_chain(results: Path) -> None:
     links = db.execute("SELECT position, match_key, entry FROM chain ORDER BY position").fetchall()
     head = chain.genesis(commitment)
     for position, key, entry in links:
+        if key is None:  # a plan link: kept as it is
+            head = chain.next_head(head, entry)
+            db.execute("UPDATE chain SET head = ? WHERE position = ?", (head, position))
+            continue
         data = json.loads(entry)
         seats = db.execute(
             "SELECT seat, name, place, score, forfeit, fault_kind FROM results "
@@ -289,7 +305,119 @@ def test_a_changed_plan_is_caught_against_the_published_file(
     assert "the tournament file given is not the one the results were played with (the stored copy differs)" in found.problems
 
 
+def _stored_plan(results: Path) -> dict:  # type: ignore[type-arg]
+    db = sqlite3.connect(results / "results.sqlite")
+    (text,) = db.execute("SELECT value FROM meta WHERE key = 'plan'").fetchone()
+    db.close()
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+def _store_plan(results: Path, plan: dict) -> None:  # type: ignore[type-arg]
+    text = json.dumps(plan, ensure_ascii=False, sort_keys=True)
+    sql(results, ("UPDATE meta SET value = ? WHERE key = 'plan'", (text,)))
+
+
+def test_the_chain_starts_with_the_plan(finished: tuple[Path, list[str]]) -> None:
+    path, _ = finished
+    with Store(path.parent / "t.results") as store:
+        first, *rest = store.chain()
+        entrants = store.entrants()
+    assert first.key is None and all(link.key is not None for link in rest)
+    entry = json.loads(first.entry)
+    assert entry["file"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert entry["entrants"] == {name: e.sha256 for name, e in entrants.items()}
+    assert entry["settings"] == load_tournament(path).settings()
+
+
+def test_a_changed_stored_plan_with_an_untouched_chain_fails_without_the_file(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """A plan edited after the run so the schedule fits the results (here only a comment,
+    which changes no match): the chain's plan link is no longer the stored plan."""
+    results = copy(finished, tmp_path)
+    plan = _stored_plan(results)
+    plan["file"] += "\n# seen to it afterwards\n"
+    _store_plan(results, plan)
+    assert verify_results(results).problems == [
+        "results chain 1: the stored plan is not the one chained (they differ in the "
+        "tournament file): it was changed afterwards"
+    ]
+    authors = copy(finished, tmp_path / "authors")
+    plan = _stored_plan(authors)
+    plan["authors"]["ann"] = plan["authors"]["bob"]  # one author: then never at one table
+    _store_plan(authors, plan)
+    problems = verify_results(authors).problems
+    assert (
+        "results chain 1: the stored plan is not the one chained (they differ in the entrants "
+        "or their authors, the settings): it was changed afterwards"
+    ) in problems
+
+
+def test_a_changed_plan_chained_anew_misses_the_heads_seen(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """The organiser changes the plan and rebuilds the whole chain from it: it verifies on
+    its own, but the head printed when the run started (and every later one) is gone."""
+    results = copy(finished, tmp_path)
+    _, heads = finished
+    plan = _stored_plan(results)
+    plan["file"] += "\n# seen to it afterwards\n"
+    _store_plan(results, plan)
+    with Store(results) as store:
+        from referee.tournament.model import Plan
+
+        entry = chain.plan_entry(
+            Plan.from_json(json.dumps(plan), results),
+            {n: e.sha256 for n, e in store.entrants().items()},
+        )
+    sql(results, ("UPDATE chain SET entry = ? WHERE position = 1", (entry,)))
+    _rebuild_chain(results)
+    assert verify_results(results).ok
+    problems = verify_results(results, heads=[heads[0]]).problems
+    assert problems == [f"the head {heads[0]} printed during the run is not in the chain"]
+
+
+def test_a_chain_without_its_plan_link_fails(
+    finished: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    results = copy(finished, tmp_path)
+    sql(results, ("DELETE FROM chain WHERE match_key IS NULL", ()))
+    _rebuild_chain(results)
+    problems = verify_results(results).problems
+    assert problems[-1].endswith("is a result before the plan")
+    assert problems[-1].startswith("results chain 2: ")
+
+
+def test_a_run_with_another_plan_chains_it_and_verifies(tmp_path: Path) -> None:
+    path = write(tmp_path / "t", bots=NAMES[:5])
+    run_tournament(load_tournament(path), InProcessExecutor(HANDLERS))
+    run_tournament(load_tournament(path), InProcessExecutor(HANDLERS))  # the same plan
+    path.write_text(path.read_text().replace("deals = 1", "deals = 2"))
+    tournament = load_tournament(path)
+    run_tournament(tournament, InProcessExecutor(HANDLERS))
+    with Store(tournament.results_dir) as store:
+        links = store.chain()
+    plan_links = [link.position for link in links if link.key is None]
+    assert plan_links == [1, 22]  # 20 results of the first plan, then the second
+    found = verify_results(tournament.results_dir, plan=tournament.plan())
+    assert found.ok, found.problems
+    assert found.chain_results == 40
+
+
 # -- fresh cards for every attempt that did not finish --------------------------------
+
+
+class StopsAfter:
+    """Plays the first ``count`` tasks it is given and stops, as a killed run would."""
+
+    max_attempts = 1
+
+    def __init__(self, count: int) -> None:
+        self.inner, self.count = InProcessExecutor(HANDLERS), count
+
+    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
+        self.inner.run(tasks[: self.count], on_event)
+
 
 
 class _FailsFirst:
@@ -352,7 +480,7 @@ def test_a_retried_match_gets_fresh_cards_and_verifies(tmp_path: Path) -> None:
 
 def test_a_match_started_by_a_killed_run_is_played_on_fresh_cards(tmp_path: Path) -> None:
     tournament = load_tournament(write(tmp_path / "t"))
-    run_tournament(tournament, _StopsAfter(10))
+    run_tournament(tournament, StopsAfter(10))
     with Store(tournament.results_dir) as store:
         pending = sorted(set(store.specs()) - store.done_keys())
         store.mark_running(pending[0])  # handed to a worker when the coordinator was killed
@@ -364,80 +492,3 @@ def test_a_match_started_by_a_killed_run_is_played_on_fresh_cards(tmp_path: Path
         assert logged == redeal_seed(secret.key, 11, pending[0], 1)
         assert logged != store.specs()[pending[0]].deal_seed
     assert verify_results(tournament.results_dir).ok
-
-
-# -- the secret nobody can choose -----------------------------------------------------
-
-
-class _StopsAfter:
-    """Plays the first ``count`` tasks it is given and stops, as a killed run would."""
-
-    max_attempts = 1
-
-    def __init__(self, count: int) -> None:
-        self.inner, self.count = InProcessExecutor(HANDLERS), count
-
-    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
-        return self.inner.prepare(backend, images)
-
-    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
-        self.inner.run(tasks[: self.count], on_event)
-
-
-def test_a_committed_secret_deals_only_with_the_beacon(tmp_path: Path) -> None:
-    path = write(tmp_path / "t")
-    tournament = load_tournament(path)
-    committed = commit_tournament(tournament)
-    assert commit_tournament(tournament).commitment == committed.commitment  # same until dealt
-    with pytest.raises(UsageError, match="give the beacon value revealed after entries closed"):
-        run_tournament(tournament, InProcessExecutor(HANDLERS))
-    beacon = "lottery 2026-12-05: 4 8 15"
-    run_tournament(tournament, _StopsAfter(30), beacon=beacon)
-    with pytest.raises(UsageError, match="dealt with the beacon"):
-        run_tournament(tournament, InProcessExecutor(HANDLERS), beacon="another")
-    with pytest.raises(UsageError, match="a run has already dealt"):
-        _commit_after_dealing(tournament)
-    summary = run_tournament(tournament, InProcessExecutor(HANDLERS))  # the beacon is recorded
-    assert summary.done == summary.total
-    found = verify_results(tournament.results_dir, commitment=committed.commitment)
-    assert found.ok, found.problems
-    [secret] = found.secrets
-    assert secret.beacon == beacon and secret.committed_before_run
-    # The beacon decides the cards: the same secret with another beacon deals other cards.
-    with Store(tournament.results_dir) as store:
-        spec = store.specs()[sorted(store.done_keys())[0]]
-    other = deal_seed(chain_key(secret.secret, "another"), "deal", 11, spec.deal_id)
-    assert spec.deal_seed == deal_seed(secret.key, "deal", 11, spec.deal_id) != other
-
-
-def _commit_after_dealing(tournament) -> None:  # type: ignore[no-untyped-def]
-    """A secret drawn by a run cannot be passed off as committed before it."""
-    path = write(tournament.path.parent.parent / "u")
-    other = load_tournament(path)
-    run_tournament(other, _StopsAfter(3))
-    commit_tournament(other)
-
-
-def chain_key(secret: bytes, beacon: str) -> bytes:
-    from referee.tournament.deals import dealing_key
-
-    return dealing_key(secret, beacon)
-
-
-def test_a_beacon_without_a_commitment_before_the_run_is_refused(tmp_path: Path) -> None:
-    tournament = load_tournament(write(tmp_path / "t"))
-    with pytest.raises(UsageError, match="commit first"):
-        run_tournament(tournament, InProcessExecutor(HANDLERS), beacon="too late")
-    run_tournament(tournament, _StopsAfter(5))
-    with pytest.raises(UsageError, match="drawn when the first run started"):
-        run_tournament(tournament, InProcessExecutor(HANDLERS), beacon="x")
-
-
-def test_commit_on_the_command_line_prints_what_to_publish(tmp_path: Path) -> None:
-    path = write(tmp_path / "t")
-    result = CliRunner().invoke(main, ["tournament", "commit", str(path)])
-    assert result.exit_code == 0, result.output
-    assert "deal secret committed: sha256 " in result.output
-    assert "tournament file: sha256 " in result.output and "--beacon VALUE" in result.output
-    refused = CliRunner().invoke(main, ["tournament", "run", str(path), "--beacon", "\x1b[31m"])
-    assert refused.exit_code == 2 and "control characters" in refused.output
