@@ -415,9 +415,11 @@ class StopsAfter:
     def __init__(self, count: int) -> None:
         self.inner, self.count = InProcessExecutor(HANDLERS), count
 
+    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
+        return self.inner.prepare(backend, images)
+
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         self.inner.run(tasks[: self.count], on_event)
-
 
 
 class _FailsFirst:
