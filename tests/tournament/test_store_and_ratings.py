@@ -23,7 +23,7 @@ from referee.ranking.ratings import (
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.specs import EntrantRecord, RatingSettings, StoredMatch, StoredSeat
 from referee.tournament.scheduler import round_robin
-from referee.tournament.store import RunLock, Store, wipe
+from referee.tournament.store import SCHEMA_VERSION, RunLock, Store, wipe
 
 NAMES = ["a", "b", "c", "d"]
 
@@ -306,7 +306,8 @@ def test_a_store_of_the_previous_schema_is_refused_with_the_restart_hint(tmp_pat
     db.execute("INSERT INTO meta VALUES ('schema', '2')")
     db.commit()
     db.close()
-    with pytest.raises(UsageError, match=r"schema 2, this one reads 5\); run with --restart"):
+    want = rf"schema 2, this one reads {SCHEMA_VERSION}\); run with --restart"
+    with pytest.raises(UsageError, match=want):
         Store(tmp_path)
 
 
