@@ -40,6 +40,7 @@ from referee.ranking.playoff import PlayoffState, plan_round
 from referee.ranking.ratings import Rater
 from referee.sandbox import BotSpec, make_staging_root, remove_staging_root, stage_bot
 from referee.specs import EntrantRecord, MatchSpec, PlayoffSettings, playoff_round
+from referee.stderrlog import STDERR_SUFFIX
 from referee.tournament.chain import log_digest
 from referee.tournament.deals import BeaconDeclaration, redeal_seed
 from referee.tournament.file import Tournament
@@ -431,6 +432,8 @@ class TournamentRun:
 def _remove_partial_logs(store: Store) -> None:
     """Logs of attempts that died with their worker (or with a killed coordinator)."""
     for partial in store.logs_dir.glob(f"*{PARTIAL_SUFFIX}"):
+        partial.unlink(missing_ok=True)
+    for partial in store.logs_dir.glob(f"*{PARTIAL_SUFFIX}{STDERR_SUFFIX}"):
         partial.unlink(missing_ok=True)
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -58,3 +62,62 @@ class MatchResult(BaseModel):
     standings: list[SeatResult]
     duration_s: float = 0.0
     stderr_tails: dict[int, str] = {}
+    """The stderr report (start-up and match output, 4 KiB) of each seat that faulted."""
+    reply_ms: dict[int, list[int]] = {}
+    """Each seat's reply times in ms, request by request: every well-formed reply that came
+    in time (legal or not), from writing the request to reading the reply."""
+    bank_spent_ms: dict[int, int] = {}
+    """How much of its time bank each seat spent (all of it at a timeout)."""
+
+
+@dataclass
+class ReplyTimes:
+    """A bot's reply times over many matches, as the store gathers them: ``counts`` of
+    replies by whole milliseconds (a histogram: the times of a tournament repeat, so it stays
+    small however many there are), and the bank it spent in each match (``None`` for a
+    match stored before the referee kept it)."""
+
+    counts: Counter[int] = field(default_factory=Counter)
+    bank_spent_ms: list[int | None] = field(default_factory=list)
+
+    def add(self, times: Iterable[int], bank_spent_ms: int | None) -> None:
+        """One match's reply times and the bank spent in it."""
+        self.counts.update(times)
+        self.bank_spent_ms.append(bank_spent_ms)
+
+    @property
+    def replies(self) -> int:
+        return self.counts.total()
+
+    def median_ms(self) -> float | None:
+        """The middle reply time (the mean of the two middle ones for an even count)."""
+        n = self.replies
+        if n == 0:
+            return None
+        low, high = self._nth((n - 1) // 2), self._nth(n // 2)
+        return (low + high) / 2
+
+    def percentile_ms(self, q: float) -> int | None:
+        """The nearest-rank ``q`` percentile (0 < q <= 100): the least time that at least
+        ``q`` % of the replies took no longer than."""
+        n = self.replies
+        if n == 0:
+            return None
+        return self._nth(max(1, math.ceil(q / 100 * n)) - 1)
+
+    def max_ms(self) -> int | None:
+        return max(self.counts) if self.counts else None
+
+    def most_bank_spent_ms(self) -> int | None:
+        """The most of its bank the bot spent in one match (``None`` when not kept)."""
+        spent = [s for s in self.bank_spent_ms if s is not None]
+        return max(spent) if spent else None
+
+    def _nth(self, index: int) -> int:
+        """The ``index``-th smallest reply time (from 0)."""
+        seen = 0
+        for ms in sorted(self.counts):
+            seen += self.counts[ms]
+            if seen > index:
+                return ms
+        raise IndexError(index)

@@ -17,6 +17,7 @@ from referee.errors import (
     RulesError,
     UsageError,
 )
+from referee.stderrlog import stderr_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_bots"
@@ -51,7 +52,11 @@ def test_play_json_is_one_object(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert set(data) == {"match", "seed", "rules", "rounds", "log", "standings"}
+    assert set(data) == {
+        "match", "seed", "rules", "rounds", "log", "standings", "reply_ms", "bank_spent_ms"
+    }  # fmt: skip
+    assert len(data["reply_ms"]["0"]) > 0 and data["bank_spent_ms"]["0"] >= 0
+    assert stderr_path(log).is_file()  # every bot's stderr, beside the log
     assert data["seed"] == 4 and data["rules"] == "arschloch" and data["log"] == str(log)
     last = data["standings"][-1]
     assert last["name"] == "garbage" and last["forfeit"] is True
@@ -270,6 +275,7 @@ def test_play_logs_never_overwrite_and_the_sandbox_and_limits_are_said() -> None
     finally:
         for log in logs:
             log.unlink(missing_ok=True)
+            stderr_path(log).unlink(missing_ok=True)
     shown = referee("play", *bots, "--max-rounds", "1")
     assert shown.returncode == 0, shown.stderr
     assert "sandbox: process sandbox" in shown.stderr

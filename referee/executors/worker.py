@@ -37,6 +37,7 @@ from referee.protocol.seats import SessionPool, seated
 from referee.results import MatchResult
 from referee.sandbox import Limits, Sandbox, get_sandbox
 from referee.specs import TimeControl
+from referee.stderrlog import stderr_path
 
 __all__ = ["PARTIAL_SUFFIX", "SandboxFactory", "Worker", "play_task"]
 
@@ -115,9 +116,10 @@ class Worker:
     ) -> TaskOutcome:
         """Play one match on this worker's loop; never raises for a match that went wrong.
 
-        The log is written to a private ``.part`` file and renamed to ``task.log_path`` only
-        when the match is complete, so an attempt that dies (or a worker that outlives a
-        killed coordinator) never mixes its lines into another attempt's log. SIGTERM (or
+        The log (and the bots' stderr beside it, :mod:`referee.stderrlog`) is written to a
+        private ``.part`` file and renamed to ``task.log_path`` only when the match is
+        complete, so an attempt that dies (or a worker that outlives a killed coordinator)
+        never mixes its lines into another attempt's log. SIGTERM (or
         :func:`referee.interrupts.cancel_main_task`) cancels the match; its seating stops
         its bots; so does cancelling the task that ``on_start`` is handed when the match
         starts (from another thread: through its loop's ``call_soon_threadsafe``).
@@ -131,6 +133,7 @@ class Worker:
         partial = Path(name)
         try:
             result = interrupts.run(self._match(task, partial, on_start), self._loop())
+            os.replace(stderr_path(partial), stderr_path(final))
             os.replace(partial, final)
         except InfrastructureError as exc:
             return TaskOutcome("infrastructure", error=str(exc))
@@ -140,6 +143,7 @@ class Worker:
             return TaskOutcome("bug", error=traceback.format_exc())
         finally:
             partial.unlink(missing_ok=True)
+            stderr_path(partial).unlink(missing_ok=True)
         return TaskOutcome(
             "done", result=result.model_copy(update={"log": str(final)}).model_dump(mode="json")
         )

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from referee.errors import BotFault
 from referee.protocol import messages as m
+from referee.protocol.channel import KeptStderr
 from referee.rules.cards import DECKS, CardCodec
 from referee.text import ordinal, printable
 
@@ -576,9 +577,14 @@ class _PersonChannel:
     def __init__(self) -> None:
         self.outbox: list[bytes] = []
         self.unasked = 0
+        self.stderr_at = 0
 
     def new_section(self) -> None:
         """Nothing to mark: a person has no stderr."""
+
+    def stderr_kept(self) -> KeptStderr:
+        """Nothing: a person has no stderr."""
+        return KeptStderr((), 0)
 
 
 class PersonSession:

@@ -13,7 +13,12 @@ time, ``bye``) and keeps bots between matches; here a :class:`Match` drives a
   replayer uses too);
 * **forfeit** a seat whose bot failed in any way: its process is killed, everyone is told,
   and the engine's fallback policy plays it so the others' game stays valid;
-* **result**: the standings, the faults and the faulted bots' stderr.
+* **result**: the standings, the faults, the faulted bots' stderr reports, and each seat's
+  reply times and the bank it spent.
+
+With a log, every seat's stderr goes beside it (:mod:`referee.stderrlog`), each piece filed
+under the log line of the decision the bot was asked for when it wrote it: before each
+request the seat's channel is told that line (:meth:`Match._ask_toward`).
 
 Events are queued per bot and written with that bot's next request (or at the end of the
 match): one write per request instead of one per event, and a bot that does not read its
@@ -38,6 +43,7 @@ from referee.clock import Clock, MonotonicClock
 from referee.errors import BotFault, IllegalMove, InfrastructureError
 from referee.matchlog import LogWriter
 from referee.protocol import messages as m
+from referee.protocol.channel import STDERR_CAP
 from referee.protocol.seats import Table, seated
 from referee.protocol.session import SeatSession
 from referee.results import FaultInfo, MatchResult, SeatResult
@@ -46,6 +52,7 @@ from referee.rules.engine import GIVE, LEFTOVER, PLAY, Game, roles_for
 from referee.rules.ruleset import ResolvedRules
 from referee.sandbox.base import BotSpec, Limits, Sandbox
 from referee.specs import TimeControl
+from referee.stderrlog import stderr_json, stderr_path
 
 __all__ = ["EventTranslator", "Match", "play_match", "play_once", "run_in_command"]
 
@@ -201,6 +208,8 @@ class Match:
         self.log_path = log_path
         self.game = Game(rules, [s.name for s in sessions], seed)
         self.banks = [time_control.bank_ms] * len(sessions)
+        self.reply_ms: list[list[int]] = [[] for _ in sessions]
+        """Each seat's reply times (ms), in the order of its requests (replies that came)."""
         self.faults: dict[int, FaultInfo] = {}
         self._ids = request_ids or itertools.count(1)
         self.clock: Clock = clock if clock is not None else MonotonicClock()
@@ -227,6 +236,7 @@ class Match:
             await self._deliver_the_rest()
         finally:
             self._writer.close()
+        self._write_stderr()
         return self._result(self.clock.monotonic() - started)
 
     # -- the steps -------------------------------------------------------------------------
@@ -238,6 +248,7 @@ class Match:
                 await self._forfeit(seat, session.fault)
             else:
                 session.channel.new_section()  # this match's stderr, apart from start-up's
+            session.channel.stderr_at = 2  # the first line after the header
         players = [s.name for s in self.sessions]
         rules = m.Rules.model_validate(self.rules.as_protocol())
         for seat, session in enumerate(self.sessions):
@@ -287,12 +298,22 @@ class Match:
         rid = next(self._ids)
         line = self._requests[kind](rid, seat)
         budget = self.time_control.move_ms + self.banks[seat]
+        session = self.sessions[seat]
+        self._ask_toward(seat)
         try:
-            reply, raw, elapsed = await self.sessions[seat].request(line, rid, kind, budget)
+            reply, raw, elapsed = await session.request(line, rid, kind, budget)
+            self.reply_ms[seat].append(elapsed)
             self.banks[seat] -= max(0, elapsed - self.time_control.move_ms)
             self._apply(kind, seat, reply, raw, rid, elapsed)
         except BotFault as fault:
+            if fault.kind == "timeout":
+                self.banks[seat] = 0  # past move_ms and all of the bank
             await self._forfeit(seat, fault)
+
+    def _ask_toward(self, seat: int) -> None:
+        """File what the seat writes to stderr from now on under the log line its decision
+        (or its fault) is about to take: the next event's (the header is line 1)."""
+        self.sessions[seat].channel.stderr_at = len(self.game.events) + 2
 
     def _apply(
         self, kind: str, seat: int, reply: m.Reply, raw: bytes, rid: int, elapsed: int
@@ -340,8 +361,11 @@ class Match:
 
         Every decision is made by now: a bot gone at this point (even one the kernel killed
         for memory above its own limit, an ``InfrastructureError`` anywhere else) changes
-        nothing of the result.
+        nothing of the result. What the bots write to stderr from now on is filed under
+        ``match_end``, the last line.
         """
+        for session in self.sessions:
+            session.channel.stderr_at = len(self.game.events) + 1
         for session in self.sessions:
             if session.alive:
                 try:
@@ -374,7 +398,22 @@ class Match:
                 for seat, s in enumerate(self.sessions)
                 if s.fault is not None
             },
+            reply_ms={seat: list(times) for seat, times in enumerate(self.reply_ms)},
+            bank_spent_ms={
+                seat: self.time_control.bank_ms - left for seat, left in enumerate(self.banks)
+            },
         )
+
+    def _write_stderr(self) -> None:
+        """Every seat's stderr in this match, beside its log (:mod:`referee.stderrlog`)."""
+        if self.log_path is None:
+            return
+        seats = []
+        for session in self.sessions:
+            kept = session.channel.stderr_kept()
+            seats.append((session.name, kept.pieces, kept.cut))
+        text = stderr_json(self.match_id, STDERR_CAP, seats)
+        stderr_path(self.log_path).write_text(text, encoding="utf-8")
 
     # -- the requests, by decision kind ----------------------------------------------------
 

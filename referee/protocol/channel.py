@@ -4,8 +4,9 @@ A :class:`LineChannel` knows nothing of the protocol (that is :mod:`referee.prot
 reads the bot's stdout into lines of at most :data:`LINE_CAP` bytes (a ``\\r`` before the
 ``\\n`` is not counted), never buffering more than one line's worth; stamps each line with
 the moment it arrived, so a moment the referee spends elsewhere is never charged to the bot;
-keeps the last :data:`STDERR_CAP` bytes of stderr; and notices when the process exits even
-if a grandchild still holds the pipe.
+keeps the last :data:`STDERR_CAP` bytes of stderr, each piece with the match position it was
+read at and what was cut counted; and notices when the process exits even if a grandchild
+still holds the pipe.
 
 Lines go to whoever awaits one (:meth:`LineChannel.read`). A line that comes while nobody
 awaits it is *unasked*: it is counted, only the first is kept as evidence, and past
@@ -15,12 +16,22 @@ the next :meth:`send`) writes them in one go.
 
 Arrival times and the wait for a line written just before an exit come from the channel's
 :class:`~referee.clock.Clock` (the real one unless a test gives a fake).
+
+Stderr is kept as pieces, each stamped with :attr:`LineChannel.stderr_at` as it was when the
+piece was read: the match sets it to the log line of the decision it is about to ask for, so
+what a bot writes while it thinks is filed under the move it led to. What a bot writes
+before its reply is read before the match sees the reply: it is in the pipe (with Docker, in
+the attach stream's earlier frames) when the reply line is, so both readers wake in the same
+turn of the event loop and the match a turn later. Only a flood larger than the stream's
+buffer may still be being read then; its tail keeps the position unless that seat is asked
+again first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
@@ -28,10 +39,20 @@ from referee.clock import Clock, MonotonicClock
 from referee.protocol.messages import MAX_LINE_BYTES
 from referee.sandbox.base import BotProcess, ExitInfo
 
-__all__ = ["EOF", "EXITED", "LINE_CAP", "OVERLONG", "STDERR_CAP", "UNASKED_CAP", "LineChannel"]
+__all__ = [
+    "EOF",
+    "EXITED",
+    "LINE_CAP",
+    "OVERLONG",
+    "STDERR_CAP",
+    "UNASKED_CAP",
+    "KeptStderr",
+    "LineChannel",
+]
 
 LINE_CAP = MAX_LINE_BYTES
 STDERR_CAP = 64 * 1024
+"""Bytes of stderr kept per match (the last ones); what came before is cut and counted."""
 UNASKED_CAP = 8
 """Lines nobody asked for after which a bot's output is discarded unread (it is faulted)."""
 _EXIT_SETTLE_S = 0.1
@@ -53,6 +74,17 @@ Item = tuple[bytes, float] | Marker
 """A line and the moment it arrived (the channel's ``clock.monotonic()``), or a marker."""
 
 
+@dataclass(frozen=True)
+class KeptStderr:
+    """A bot's stderr since the match began, as kept: ``pieces`` of ``(position, bytes)`` in
+    the order they came (``position`` is :attr:`LineChannel.stderr_at` when they were read;
+    consecutive reads at one position are one piece), and ``cut``, the bytes dropped before
+    them to keep the last :data:`STDERR_CAP`. The first piece may start inside a character."""
+
+    pieces: tuple[tuple[int, bytes], ...]
+    cut: int
+
+
 class LineChannel:
     """The framed streams of one bot process (see the module docstring)."""
 
@@ -66,7 +98,10 @@ class LineChannel:
         self._awaiting = False
         self.outbox: list[bytes] = []
         """Lines to write with the next :meth:`flush` or :meth:`send`, in order."""
-        self._stderr = bytearray()
+        self.stderr_at = 0
+        """The match position stderr read from now on is filed under (see the module)."""
+        self._stderr: deque[tuple[int, bytearray]] = deque()
+        self._stderr_kept = 0
         self._stderr_dropped = 0
         self._startup_stderr: bytes | None = None
         self._closed: ExitInfo | None = None
@@ -157,11 +192,28 @@ class LineChannel:
                 chunk = await reader.read(_READ_SIZE)
                 if not chunk:
                     return
-                self._stderr += chunk
-                excess = len(self._stderr) - STDERR_CAP
-                if excess > 0:
-                    del self._stderr[:excess]
-                    self._stderr_dropped += excess
+                self._keep_stderr(chunk)
+
+    def _keep_stderr(self, chunk: bytes) -> None:
+        """Add ``chunk`` at the current position, then cut the oldest bytes over the cap."""
+        pieces = self._stderr
+        if pieces and pieces[-1][0] == self.stderr_at:
+            pieces[-1][1].extend(chunk)
+        else:
+            pieces.append((self.stderr_at, bytearray(chunk)))
+        self._stderr_kept += len(chunk)
+        excess = self._stderr_kept - STDERR_CAP
+        while excess > 0:
+            first = pieces[0][1]
+            if len(first) <= excess:
+                pieces.popleft()
+                cut = len(first)
+            else:
+                del first[:excess]  # a bytearray drops its head without copying the rest
+                cut = excess
+            self._stderr_kept -= cut
+            self._stderr_dropped += cut
+            excess -= cut
 
     async def _watch_exit(self) -> None:
         info = await self.proc.wait()
@@ -189,16 +241,27 @@ class LineChannel:
         (:meth:`startup_stderr`): that is where a bot explains a failed start.
         """
         if self._startup_stderr is None:
-            self._startup_stderr = bytes(self._stderr[-4096:])
+            self._startup_stderr = self._stderr_bytes()[-4096:]
         self._stderr.clear()
+        self._stderr_kept = 0
         self._stderr_dropped = 0
+
+    def _stderr_bytes(self) -> bytes:
+        return b"".join(data for _, data in self._stderr)
 
     def stderr_tail(self, limit: int = STDERR_CAP) -> str:
         """The stderr kept since the last :meth:`new_section` (its last ``limit`` bytes)."""
-        text = bytes(self._stderr[-limit:]).decode("utf-8", errors="replace")
-        if self._stderr_dropped and limit >= len(self._stderr):
+        kept = self._stderr_bytes()
+        text = kept[-limit:].decode("utf-8", errors="replace")
+        if self._stderr_dropped and limit >= len(kept):
             text = f"[… {self._stderr_dropped} earlier bytes dropped]\n" + text
         return text
+
+    def stderr_kept(self) -> KeptStderr:
+        """The stderr kept since the last :meth:`new_section`, piece by piece."""
+        return KeptStderr(
+            tuple((at, bytes(data)) for at, data in self._stderr), self._stderr_dropped
+        )
 
     def startup_stderr(self) -> str:
         """What the bot wrote to stderr before its first match (its last 4 KiB)."""

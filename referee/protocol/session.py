@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from referee.clock import Clock
 from referee.errors import BotFault, InfrastructureError
 from referee.protocol import messages as m
-from referee.protocol.channel import EOF, LINE_CAP, OVERLONG, LineChannel
+from referee.protocol.channel import EOF, LINE_CAP, OVERLONG, KeptStderr, LineChannel
 from referee.sandbox.base import BotSpec, ExitInfo, Limits, Sandbox
 from referee.specs import TimeControl
 
@@ -36,12 +36,15 @@ _BYE_GRACE_S = 1.0
 
 
 class SeatChannel(Protocol):
-    """What a match touches of a seat's channel: the events queued for it, stray lines."""
+    """What a match touches of a seat's channel: the events queued for it, stray lines,
+    and its stderr (filed under the position ``stderr_at`` the match sets)."""
 
     outbox: list[bytes]
     unasked: int
+    stderr_at: int
 
     def new_section(self) -> None: ...
+    def stderr_kept(self) -> KeptStderr: ...
 
 
 class SeatSession(Protocol):

@@ -8,6 +8,10 @@ every format words it). Entrants without a match are listed apart, unrated. With
 play-offs, the leaderboard says how many were played and why they stopped; byte-identical
 entrants (``allow_twins``) are named.
 
+JSON also has each bot's reply times (:class:`referee.publish.stats.ReplyStats`: median, 99th
+percentile, slowest, the most of the bank spent in a match); they are measured, not in the
+logs, so ``referee verify`` leaves them out of its comparison.
+
 Every format also carries the tournament's settings (:mod:`referee.publish.settings`): the
 rules with every override, table size, format, deals, seed, clock, sandbox, each bot's
 version and SHA-256, when it was played and by which referee; and the collusion check
@@ -35,6 +39,7 @@ from rich.table import Table
 from rich.text import Text
 
 from referee.publish.settings import TournamentSettings, settings_sentences
+from referee.publish.stats import ReplyStats
 from referee.ranking.collusion import CollusionCheck, collusion_check
 from referee.ranking.intervals import (
     MIN_SHARED_DEALS,
@@ -235,10 +240,12 @@ class Leaderboard:
     """The collusion check of every pair that met (:mod:`referee.ranking.collusion`)."""
     twins: tuple[tuple[str, ...], ...] = ()
     """Groups of byte-identical entrants (the same SHA-256), allowed by ``allow_twins``."""
+    reply_times: dict[str, ReplyStats] = field(default_factory=dict)
+    """How quickly each bot answered, by name (bots with stored matches)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape: tournament, rules, settings, matches, confidence, deals, playoff,
-        entries, unrated, twins, notes, collusion."""
+        entries, unrated, twins, notes, collusion, reply_times (by bot, in rank order)."""
         playoff = None
         if self.playoff is not None:
             p = self.playoff
@@ -271,6 +278,11 @@ class Leaderboard:
             "twins": [list(group) for group in self.twins],
             "notes": leaderboard_notes(self),
             "collusion": None if self.collusion is None else self.collusion.as_dict(),
+            "reply_times": {
+                name: self.reply_times[name].as_dict()
+                for name in [*(e.name for e in self.entries), *self.unrated]
+                if name in self.reply_times
+            },
         }
 
 
@@ -320,6 +332,7 @@ def build_leaderboard(
     observe: Callable[[StoredMatch, Mapping[str, Any]], None] | None = None,
     authors: Mapping[str, str] | None = None,
     fingerprints: Mapping[str, str] | None = None,
+    reply_times: Mapping[str, ReplyStats] | None = None,
 ) -> Leaderboard:
     """Rate ``matches`` (in canonical order), rank ``entrants`` by ``mu - 3 sigma``, and
     add each one's score interval and the confidence of each adjacent pair.
@@ -330,7 +343,7 @@ def build_leaderboard(
     with every match and the ratings after it (:func:`referee.ranking.ratings.rate`);
     ``authors`` (entrant to author, where known) go into the collusion check's rows;
     ``fingerprints`` (entrant to the SHA-256 of its files) name byte-identical entrants,
-    which the play-offs never separate.
+    which the play-offs never separate; ``reply_times`` (by bot) are published with it.
     """
     rating = ratings or RatingSettings()
     rated = rate(matches, entrants, env=make_environment(rating, ruleset), observe=observe)
@@ -374,6 +387,7 @@ def build_leaderboard(
         settings=settings,
         collusion=collusion_check(matches, order=entrants, authors=authors),
         twins=tuple(identical_groups({n: (fingerprints or {}).get(n, "") for n in entrants})),
+        reply_times=dict(reply_times or {}),
     )
 
 

@@ -36,7 +36,7 @@ _RESERVED = frozenset(
 )
 """Device names Windows will not open as files, whatever the suffix (a site may be copied
 there)."""
-SUFFIXES = frozenset([".html", ".js", ".jsonl", ".css", ".md", ".json", ".csv"])
+SUFFIXES = frozenset([".html", ".js", ".jsonl", ".css", ".md", ".json", ".csv", ".stderr.js"])
 """The only suffixes the site writes."""
 
 

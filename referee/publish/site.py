@@ -12,6 +12,7 @@ files. Layout::
     matches.html            every match with its standings, filterable by bot
     bots/<bot>.html         a bot's matches, places, head-to-head and faults
     matches/<table>_dNNN_rN.html|.js|.jsonl   a match: its page, its log as data, the log
+    matches/<table>_dNNN_rN.stderr.js  what each bot wrote to stderr in it, as data
     static/                 style.css, site.js (sorting, filter, chart), replay.js
     leaderboard.md|json|csv the leaderboard in the other formats
     verification/           what ``referee verify SITE`` checks it with: the plan, the
@@ -30,8 +31,8 @@ large tournament it is computed in another process while the match pages are wri
 
 A replay shows every hand, so while the tournament runs, a match whose deal (``spec.deal_id``)
 still has matches to play is listed without its replay, and without anything else that may
-show its cards: its faults' details, reply lines and stderr reports (:class:`FaultView`).
-Publishing again when the deal is played adds them.
+show its cards: the bots' stderr beside its log, its faults' details, reply lines and
+stderr reports (:class:`FaultView`). Publishing again when the deal is played adds them.
 """
 
 from __future__ import annotations
@@ -60,12 +61,13 @@ from referee.publish.leaderboard import (
     to_markdown,
 )
 from referee.publish.paths import bot_slugs, match_names
-from referee.publish.replaydata import log_script
+from referee.publish.replaydata import log_script, stderr_script
 from referee.publish.settings import format_time
 from referee.publish.source import Ranking, StoredTournament, rank
-from referee.publish.stats import PairRecord, pair_records, place_counts
+from referee.publish.stats import PairRecord, ReplyStats, pair_records, place_counts
 from referee.ranking.collusion import LEVEL, MIN_DEALS, MIN_EXCESS, CollusionCheck
 from referee.specs import MatchSpec, StoredFault, StoredMatch, deal_key, playoff_round
+from referee.stderrlog import stderr_path
 from referee.text import ordinal
 from referee.tournament.chain import log_digest
 
@@ -159,6 +161,9 @@ class MatchView:
     deal_id: str = ""
     table_deal: str = ""
     """The table deal it is a rotation of (:func:`referee.specs.deal_key`)."""
+    stderr: str = "none"
+    """The bots' stderr beside the replay: ``ok`` (published), ``none`` (no replay, or a
+    match played before the referee kept it) or ``unreadable``."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +203,7 @@ def _environment() -> jinja2.Environment:
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
     env.filters["signed"] = lambda v: "—" if v is None else f"{v:+.3f}"
     env.filters["pvalue"] = _p_text
+    env.filters["ms"] = _ms_text
     return env
 
 
@@ -299,6 +305,7 @@ class _Site:
         stem = self.stems[key]
         replay, note, fault_lines = self._replay(match.spec, stem)
         held = replay == "withheld"
+        stderr = self._stderr(key, stem) if replay == "ok" else "none"
         record = self.results.records.get(key)
         seats = tuple(
             SeatView(
@@ -328,6 +335,7 @@ class _Site:
             filter_keys=" ".join(self.slugs[name] for name in match.spec.table),
             deal_id=match.spec.deal_id,
             table_deal=deal_key(key),
+            stderr=stderr,
         )
 
     def _replay(self, spec: MatchSpec, stem: str) -> tuple[str, str, dict[int, int]]:
@@ -352,6 +360,21 @@ class _Site:
         self.logs[key] = (f"{stem}.jsonl", log_digest(raw))
         self.replays += 1
         return "ok", "", data.fault_lines
+
+    def _stderr(self, key: str, stem: str) -> str:
+        """Publish the bots' stderr of a match whose replay is published: its state."""
+        try:
+            raw = stderr_path(self.results.log_path(key)).read_bytes()
+        except FileNotFoundError:
+            return "none"
+        except OSError:
+            return "unreadable"
+        try:
+            script = stderr_script(raw)
+        except ValueError:
+            return "unreadable"
+        self.write("matches", stem, ".stderr.js", script.encode("utf-8"))
+        return "ok"
 
     # -- the other pages ---------------------------------------------------------------
 
@@ -407,6 +430,7 @@ class _Site:
         settings = self.board.settings
         records = {b.name: b for b in settings.bots} if settings else {}
         entries = {e.name: e for e in self.board.entries}
+        replies: dict[str, ReplyStats] = self.board.reply_times
         size = self.results.tournament.file.table_size
         for name in self.names:
             self.render(
@@ -416,6 +440,7 @@ class _Site:
                 root="../",
                 name=name,
                 entry=entries.get(name),
+                replies=replies.get(name),
                 record=records.get(name),
                 matches=mine.get(name, []),
                 places=_place_rows(places.get(name), size),
@@ -632,6 +657,13 @@ def _request_label(fault: StoredFault) -> str:
     if fault.request_id is None or request.get("id") != fault.request_id:
         label = f"the last request before the fault: {label}"
     return label
+
+
+def _ms_text(ms: float | None) -> str:
+    """``12 ms``, ``12.5 ms``, ``10,000 ms``; ``—`` when unknown."""
+    if ms is None:
+        return "—"
+    return f"{ms:,.0f} ms" if float(ms).is_integer() else f"{ms:,.1f} ms"
 
 
 def _p_text(p: float | None) -> str:

@@ -3,9 +3,9 @@
 :func:`load_results` opens the store once (it may be in use by a running tournament: WAL
 lets it read while the run writes) and returns a :class:`StoredTournament` snapshot: the
 finished matches, each fault with its evidence, every match's state and timings, the deal
-commitments and the entrants' records. :func:`rank` makes the leaderboard from it, with the
-tournament's settings, and the rating history. The terminal, Markdown, JSON and CSV
-leaderboards and the static site all start here.
+commitments, the entrants' records and each bot's reply times. :func:`rank` makes the
+leaderboard from it, with the tournament's settings, and the rating history. The terminal,
+Markdown, JSON and CSV leaderboards and the static site all start here.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from referee.errors import UsageError
 from referee.publish.history import RatingHistory
 from referee.publish.leaderboard import DealCommitment, Leaderboard, build_leaderboard
 from referee.publish.settings import BotRecord, TournamentSettings
+from referee.publish.stats import reply_stats
+from referee.results import ReplyTimes
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch
 from referee.tournament.deals import BeaconDeclaration
 from referee.tournament.model import Plan
@@ -66,6 +68,8 @@ class StoredTournament:
     """Which secret dealt each stored match, by key."""
     chain: tuple[ChainLink, ...] = ()
     """The results chain, in the order the results were stored."""
+    reply_times: dict[str, ReplyTimes] = field(default_factory=dict)
+    """Each bot's reply times over its finished matches, by name."""
 
     @property
     def chain_entries(self) -> dict[str, str]:
@@ -134,6 +138,7 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         attempts = store.deal_attempts()
         secret_of = store.secret_of()
         links = store.chain()
+        reply_times = store.reply_times()
     plan = None if stored_plan is None else Plan.from_json(stored_plan, folder / DATABASE)
     return StoredTournament(
         tournament=tournament,
@@ -166,6 +171,7 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         attempts=attempts,
         secret_of=secret_of,
         chain=tuple(links),
+        reply_times=reply_times,
     )
 
 
@@ -193,6 +199,7 @@ def rank(results: StoredTournament) -> Ranking:
         observe=history,
         authors=entrant_authors(results.entrants),
         fingerprints=entrant_fingerprints(t, results.entrants),
+        reply_times=reply_stats(results.reply_times, f.time.bank_ms),
     )
     return Ranking(board, history)
 

@@ -36,7 +36,8 @@ symbolic link anywhere is refused), only regular files are read, each within a s
 limit, and a file that is not what ``referee publish`` writes is refused in one line. On a
 site, verify also **re-derives the leaderboard from the logs alone** (each log's standings
 and faults, rated with the plan's settings) and compares it with the published
-``leaderboard.json`` and ``leaderboard.csv``, and checks each log's SHA-256 and seed
+``leaderboard.json`` (but for its settings and reply times, which no log holds) and
+``leaderboard.csv``, and checks each log's SHA-256 and seed
 against the manifest. A site published while the tournament was played cannot be checked
 in full (its secret is not revealed, and the logs of open deals are held back): verify
 checks what it can and says so, and does not pass it.
@@ -1255,7 +1256,7 @@ class PublishedSite:
             found.problems.append("leaderboard.json: not a leaderboard (not a JSON object)")
             return
         for name in want:
-            if name == "settings":  # when it was published and by which referee: no result
+            if name in ("settings", "reply_times"):  # no result: when, by whom, how fast
                 continue
             if published.get(name) != want[name]:
                 found.problems.append(

@@ -3,9 +3,11 @@
 Layout, in ``<name>.results/`` next to the tournament file::
 
     results.sqlite      entrants, matches (with status), results per seat (with each
-                        fault's evidence and the faulting bot's stderr report), settings,
-                        the deal secrets (see :mod:`referee.tournament.deals`)
+                        fault's evidence and the faulting bot's stderr report, each
+                        reply's time and the bank spent), settings, the deal secrets
+                        (see :mod:`referee.tournament.deals`)
     logs/<key>.jsonl    the match log of each match (``/`` in the key becomes ``_``)
+    logs/<key>.stderr.json  what each seat wrote to stderr in it (:mod:`referee.stderrlog`)
     .lock               held (flock) by the one process running the tournament
 
 The folder is private to its owner (mode 0700; a planted one is refused, see
@@ -36,7 +38,7 @@ from typing import Any, Literal
 
 from referee.errors import UsageError
 from referee.folders import private_folder
-from referee.results import FaultInfo, MatchResult
+from referee.results import FaultInfo, MatchResult, ReplyTimes
 from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch, StoredSeat
 from referee.tournament import chain
 from referee.tournament.deals import BeaconDeclaration, commitment, dealing_key, new_secret
@@ -56,11 +58,12 @@ __all__ = [
 DATABASE = "results.sqlite"
 LOGS = "logs"
 LOCK = ".lock"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """5: a fault keeps the request it answered (``fault_request``, ``fault_round``); 6: a secret
 committed before the run keeps the beacon declared with it (``beacon_source``,
 ``beacon_form``, bound into its commitment), and the results chain starts with a plan link
-(``match_key`` empty)."""
+(``match_key`` empty); 7: each seat keeps its reply times and the bank it spent
+(``reply_ms``, ``bank_spent_ms``)."""
 
 MatchStatus = Literal["pending", "running", "done", "failed"]
 
@@ -116,6 +119,8 @@ CREATE TABLE IF NOT EXISTS results (
     stderr_tail TEXT,
     fault_request TEXT,
     fault_round INTEGER,
+    reply_ms TEXT,
+    bank_spent_ms INTEGER,
     PRIMARY KEY (match_key, seat)
 );
 CREATE TABLE IF NOT EXISTS chain (
@@ -524,7 +529,8 @@ class Store:
         attempt the match was played on (0: its scheduled deal; more: fresh cards after an
         attempt that did not finish) and ``log_sha256`` the SHA-256 of its log. A faulted
         seat keeps its evidence: the request id, the offending reply line, the time taken
-        and the bot's stderr report (:meth:`fault_reports`).
+        and the bot's stderr report (:meth:`fault_reports`). Every seat keeps its reply times
+        and the bank it spent (:meth:`reply_times`).
         """
         rows = [
             (
@@ -537,6 +543,8 @@ class Store:
                 *_fault_columns(st.fault),
                 result.stderr_tails.get(st.seat) if st.fault else None,
                 *_request_columns(st.fault),
+                json.dumps(result.reply_ms.get(st.seat, []), separators=(",", ":")),
+                result.bank_spent_ms.get(st.seat),
             )
             for st in result.standings
         ]
@@ -651,6 +659,19 @@ class Store:
             )
         return found
 
+    def reply_times(self) -> dict[str, ReplyTimes]:
+        """Each bot's reply times over its ``done`` matches, by the name it was entered as
+        (a histogram of whole milliseconds, and the bank it spent in each match)."""
+        rows = self._db.execute(
+            "SELECT r.name, r.reply_ms, r.bank_spent_ms FROM results r "
+            "JOIN matches m ON m.key = r.match_key WHERE m.status = 'done' "
+            "ORDER BY r.match_key, r.seat"
+        )
+        found: dict[str, ReplyTimes] = {}
+        for name, times, spent in rows:
+            found.setdefault(name, ReplyTimes()).add(json.loads(times or "[]"), spent)
+        return found
+
     def match_records(self) -> dict[str, MatchRecord]:
         """Every stored match's status and timings, by key."""
         rows = self._db.execute(
@@ -688,7 +709,7 @@ class RunLock:
             self._fd = None
 
 
-_RESULT_SLOTS = ", ".join("?" * 14)
+_RESULT_SLOTS = ", ".join("?" * 16)
 
 
 def _fault_columns(fault: FaultInfo | None) -> tuple[Any, ...]:

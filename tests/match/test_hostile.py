@@ -16,6 +16,7 @@ from referee.protocol.seats import SessionPool, seated
 from referee.rules import RuleSet, replay
 from referee.sandbox import Limits, load_bot, stage_bot
 from referee.specs import TimeControl
+from referee.stderrlog import MatchStderr, stderr_path
 from tests.match.conftest import BOTS, IN_CI, sandbox_pids
 
 POLITE = BOTS / "polite.py"
@@ -226,9 +227,20 @@ def test_shared_memory_is_killed_at_the_memory_limit(play, sandbox) -> None:  # 
     assert sandbox_pids() == []
 
 
-def test_stderr_is_capped(play) -> None:  # type: ignore[no-untyped-def]
+def test_stderr_is_capped(play, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     played = play([BOTS / "stderr_flood.py", POLITE, POLITE], target=3)
     assert len(played.stderr[0].encode()) <= 64 * 1024 + 100
+    # Beside the log: the last 64 KiB of the 16 MiB flood, the rest counted, at its move.
+    kept = MatchStderr.model_validate_json(stderr_path(tmp_path / "match-1.jsonl").read_bytes())
+    flood = kept.seats[0]
+    text = "".join(p.text for p in flood.pieces)
+    assert flood.written == 16 * 1024 * 1024 and flood.cut == flood.written - 64 * 1024
+    assert len(text.encode()) == 64 * 1024 and text.endswith("x\n")
+    assert set(text.replace("FLOOD ", "").replace("\n", "")) == {"x"}
+    first = next(i for i, row in enumerate(played.log) if row.get("seat") == 0 and
+                 row["type"] in ("played", "passed", "leftover")) + 1  # fmt: skip
+    assert [p.line for p in flood.pieces] == [first]  # numbered from 1, the header
+    assert [s.written for s in kept.seats[1:]] == [0, 0]
 
 
 def test_network_is_unreachable(play) -> None:  # type: ignore[no-untyped-def]

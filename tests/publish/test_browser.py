@@ -1,8 +1,9 @@
 """The published site in a real browser: Debian's Chromium, headless, every page from file://.
 
 A small tournament is played for real (process sandbox) among three plain bots and one
-called ``<img src=x onerror=alert(1)>`` that writes markup to stderr and answers with a
-hostile line, so it faults in every match. The site is published, then Chromium (driven by
+called ``<img src=x onerror=alert(1)>`` that writes markup to stderr (more than the 64 KiB
+kept, and a ``<script>`` line before every reply) and answers with a hostile line, so it
+faults in every match. The site is published, then Chromium (driven by
 Playwright, pointed at /usr/bin/chromium: no browser is downloaded) opens it from disk.
 
 Every page visited is watched: a console error, an uncaught exception or a dialog fails the
@@ -36,6 +37,10 @@ PLAIN_NAMES = ("heuristic", "nodebot", "Montecarlo with a long name")
 """Single words that once broke mid-word ("heuristi|c", "nodebo|t"), and words to wrap at."""
 STARTUP_STDERR = "starting up </pre><script>alert(2)</script>"
 HOSTILE_REPLY = "</script><img src=x onerror=alert(3)>"
+THINKING = "act %d: <script>alert(4)</script> thinking"
+"""What the hostile bot writes to stderr before each reply (%d: the request id)."""
+FILLER = ("." * 99 + "\n") * 700
+"""70,000 bytes the hostile bot writes at its first request: more than the 64 KiB kept."""
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "site"
 CHROMIUM_FLAGS = [
     "--no-sandbox",  # we run as root; the page is our own files
@@ -84,6 +89,10 @@ for line in sys.stdin:
         sys.stdout.write(json.dumps({{"id": msg["id"], "type": "ready", "name": "x"}}) + "\\n")
     elif msg.get("type") == "act":
         asked += 1
+        if asked == 1:
+            sys.stderr.write(("." * 99 + "\\n") * 700)  # FILLER
+        sys.stderr.write({THINKING!r} % msg["id"] + "\\n")
+        sys.stderr.flush()
         if asked > 2:
             sys.stderr.write("about to fail at request %d\\n" % msg["id"])
             sys.stderr.flush()
@@ -294,6 +303,51 @@ def test_the_replay_shows_the_first_cards_and_ends_on_the_final_standings(
         [ordinal(st["place"]), header["players"][st["seat"]], str(st["score"])] for st in standings
     ]
     page.shot("match-end")
+
+
+def _stderr_of(path: Path) -> dict[str, Any]:
+    """The data of a published ``.stderr.js``."""
+    text = path.read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text[text.index("=") + 1 :].strip().removesuffix(";"))
+    return data
+
+
+def test_the_stderr_panel_follows_the_replay_and_shows_markup_as_text(
+    site: Path, page: Watched
+) -> None:
+    match = next(
+        p for p in sorted((site / "matches").glob("*.html"))
+        if HOSTILE_NAME in [s["name"] for s in _stderr_of(p.with_suffix(".stderr.js"))["seats"]]
+    )  # fmt: skip
+    seats = _stderr_of(match.with_suffix(".stderr.js"))["seats"]
+    hostile = next(s for s in seats if s["name"] == HOSTILE_NAME)
+    assert hostile["written"] > len(FILLER) and hostile["cut"] == hostile["written"] - 65536
+    thinking = [(line, text) for line, text in hostile["pieces"] if "thinking" in text]
+    assert len(thinking) == 3  # before each of its replies, the third a fault
+    log = [json.loads(x) for x in match.with_suffix(".jsonl").read_text().splitlines()]
+    moves = [log[at - 1] for at, _ in thinking]  # lines are numbered from 1, the header
+    assert [row.get("seat", row.get("from")) for row in moves] == [hostile["seat"]] * 3
+    assert moves[-1]["type"] == "fault" and all(row["type"] != "fault" for row in moves[:2])
+    line, text = thinking[1]
+    panel = page.page.locator(f'#outputs .output[data-seat="{hostile["seat"]}"]')
+    page.open(match, f"#L{line}")  # the move it wrote that before
+    now = panel.locator("mark.now")
+    assert now.count() == 1 and now.text_content() == text
+    assert "<script>alert(4)</script>" in text and "wrote" in str(panel.get_attribute("class"))
+    assert panel.locator(".cut").text_content() == f"… {hostile['cut']:,} bytes cut …\n"
+    assert page.page.locator("script:not([src]), #outputs script, #outputs b").count() == 0
+    page.shot("match-stderr-at-move")
+    page.page.keyboard.press("ArrowLeft")  # one line back: not written yet
+    shown = str(panel.locator("pre").text_content())
+    assert text not in shown and thinking[0][1] in shown
+    assert panel.locator("mark.now").count() == 0
+    page.page.keyboard.press("End")
+    shown = str(panel.locator("pre").text_content())
+    assert all(t in shown for _, t in thinking)
+    page.page.set_viewport_size({"width": 390, "height": 844})
+    width = page.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the stderr panel makes the page scroll sideways ({width} px)"
+    page.shot("phone-match-stderr")
 
 
 def test_the_match_list_filters_by_bot(site: Path, page: Watched) -> None:

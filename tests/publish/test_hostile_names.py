@@ -40,7 +40,9 @@ NAME_SETS = {
     "paths": ("../../etc/passwd", "a\\b/..", "-rf --no-preserve-root", "CON", "nul.txt"),
     "look-alikes": ("Ålice", "alice", "日本語", "bot", "x" * 64, "Bot!"),
 }
-SAFE_PATH = re.compile(r"(bots|matches|static|verification)/[a-z0-9][a-z0-9_-]*\.[a-z]+|[a-z0-9][a-z.]*")
+SAFE_PATH = re.compile(
+    r"(bots|matches|static|verification)/[a-z0-9][a-z0-9_-]*(\.stderr)?\.[a-z]+|[a-z0-9][a-z.]*"
+)
 
 
 def _handlers(names: tuple[str, ...]) -> dict[str, Callable[[], Handler]]:
@@ -79,7 +81,8 @@ def test_every_replay_is_published_its_own_and_the_results_keep_their_bytes(
     stems = match_names({m.spec.key: m.spec.table for m in results.matches})
     assert len(set(stems.values())) == len(results.matches)
     site_files = {p.name for p in (out / "matches").iterdir()}
-    assert site_files == {f"{s}{x}" for s in stems.values() for x in (".html", ".js", ".jsonl")}
+    suffixes = (".html", ".js", ".jsonl", ".stderr.js")
+    assert site_files == {f"{s}{x}" for s in stems.values() for x in suffixes}
     for key, stem in stems.items():
         published = out / "matches" / f"{stem}.jsonl"
         assert published.read_bytes() == results.log_path(key).read_bytes(), key

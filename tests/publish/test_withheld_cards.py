@@ -2,9 +2,9 @@
 
 Matches with the same ``spec.deal_id`` were dealt the same cards. While one of them is
 still to play, the site must hold back every published thing that shows those cards: the
-replays of the finished ones (page data and log), and their fault evidence (the detail,
-the offending reply, the stderr report), since a bot may print its hand or send it as its
-reply. Here a finished match of an open deal has a fault whose reply and stderr carry the
+replays of the finished ones (page data and log), the bots' stderr kept beside each log,
+and their fault evidence (the detail, the offending reply, the stderr report), since a bot
+may print its hand or send it as its reply. Here a finished match of an open deal has a fault whose reply and stderr carry the
 bot's hand; every file of the site is scanned for the deal's hands as its log has them
 (and as a bot would print them), then the deal is completed and they must appear.
 """
@@ -22,6 +22,7 @@ import pytest
 from referee.publish.site import publish_site
 from referee.publish.source import load_results
 from referee.results import FaultInfo, MatchResult, SeatResult
+from referee.stderrlog import stderr_json, stderr_path
 from referee.tournament.file import Tournament
 from referee.tournament.store import Store
 from tests.publish.conftest import play_fake, write_fake_tournament
@@ -87,6 +88,10 @@ def open_deal(tmp_path: Path) -> OpenDeal:
         elapsed_ms=3,
     )
     stderr = f"my hand: {' '.join(hand)}"
+    # What the bot wrote during the match, beside the log: its hand, at its first move.
+    during = [(name, [(3, f"{stderr}\n".encode())] if s == seat else [], 0)
+              for s, name in enumerate(shown_spec.table)]  # fmt: skip
+    stderr_path(log).write_text(stderr_json(shown, 65536, during), encoding="utf-8")
     standings = [
         SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=s == seat,
                    fault=fault if s == seat else None)
@@ -137,3 +142,6 @@ def test_no_card_of_an_open_deal_is_published_until_it_is_played(
     assert set().union(*_files_with(out, compact).values()) == compact
     on_pages = _files_with(out / "bots", open_deal.evidence)
     assert set().union(*on_pages.values()) == open_deal.evidence
+    stderr = next(e for e in open_deal.evidence if e.startswith("my hand: "))
+    beside = _files_with(out / "matches", {stderr})
+    assert [name for name in beside if name.endswith(".stderr.js")] != []

@@ -45,9 +45,11 @@ def _board(path: Path) -> dict[str, Any]:
 
 
 def _timeless(board: dict[str, Any]) -> dict[str, Any]:
-    """A leaderboard without the times it was played and published (they differ by run)."""
+    """A leaderboard without the times it was played and published, nor the bots' reply
+    times (they differ by run); each bot's count of replies stays."""
     for key in ("played_from", "played_to", "published"):
         board["settings"].pop(key)
+    board["reply_times"] = {name: t["replies"] for name, t in board["reply_times"].items()}
     return board
 
 

@@ -306,9 +306,8 @@ def test_a_store_of_the_previous_schema_is_refused_with_the_restart_hint(tmp_pat
     db.execute("INSERT INTO meta VALUES ('schema', '2')")
     db.commit()
     db.close()
-    with pytest.raises(
-        UsageError, match=rf"schema 2, this one reads {SCHEMA_VERSION}\); run with --restart"
-    ):
+    want = rf"schema 2, this one reads {SCHEMA_VERSION}\); run with --restart"
+    with pytest.raises(UsageError, match=want):
         Store(tmp_path)
     with pytest.raises(UsageError, match="check it with the version that wrote it"):
         Store(tmp_path, readonly=True)  # how verify opens it: nothing to restart

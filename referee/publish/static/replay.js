@@ -3,6 +3,11 @@
 // browsers refuse fetch() of local files). Everything in it that a bot chose (names, fault
 // replies) is written with textContent only; this file never builds HTML from data.
 //
+// What the bots wrote to stderr arrives the same way, in window.refereeStderr (one entry
+// per seat, its pieces as [log line, text], the line numbered from 1 as in the #L address):
+// a panel per seat shows what it wrote up to the position shown, the pieces it wrote
+// toward the line shown marked.
+//
 // Hands are kept by applying the events: a deal sets them; played, exchange, leftover and
 // eliminated change them. A position is computed from the start of its round (each deal
 // gives every hand), so any jump costs one round's events, however long the match.
@@ -424,6 +429,78 @@
     }
   }
 
+  // -- what the bots wrote to stderr ----------------------------------------------------------
+  const output = window.refereeStderr;
+  const outputs = [];
+  (function buildOutputs() {
+    const box = $("outputs");
+    if (!box || !output || !Array.isArray(output.seats)) return;
+    output.seats.forEach((seat) => {
+      const pieces = Array.isArray(seat.pieces)
+        ? seat.pieces.filter((p) => Array.isArray(p) && p.length === 2).map((p) => [Number(p[0]), String(p[1])])
+        : [];
+      const div = el("div", "output");
+      div.dataset.seat = String(seat.seat);
+      const head = el("div", "output-head");
+      head.appendChild(el("span", "seat-no", String(seat.seat)));
+      head.appendChild(el("span", "seat-name", String(seat.name)));
+      const written = Number(seat.written) || 0;
+      const cut = Number(seat.cut) || 0;
+      if (written) {
+        head.appendChild(el("span", "bytes", bytes(written) + " written in the match" +
+          (cut ? ", the last " + bytes(written - cut) + " kept" : "")));
+      }
+      div.appendChild(head);
+      const pre = el("pre", "output-text");
+      div.appendChild(pre);
+      box.appendChild(div);
+      outputs.push({ div: div, pre: pre, pieces: pieces, cut: cut, written: written, shown: -1, at: -1 });
+    });
+  })();
+
+  function bytes(k) {
+    return Number(k).toLocaleString("en-US") + (k === 1 ? " byte" : " bytes");
+  }
+
+  // How many of the pieces (in the order written, their lines never decreasing) came
+  // toward a line up to `line`.
+  function upTo(pieces, line) {
+    let lo = 0;
+    let hi = pieces.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (pieces[mid][0] <= line) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  function drawOutputs(i) {
+    const line = i + 1;
+    outputs.forEach((o) => {
+      const k = upTo(o.pieces, line);
+      if (k === o.shown && line === o.at) return;
+      o.shown = k;
+      o.at = line;
+      let first = k;
+      while (first > 0 && o.pieces[first - 1][0] === line) first--;
+      o.pre.replaceChildren();
+      if (o.cut && k) o.pre.appendChild(el("span", "cut", "… " + bytes(o.cut) + " cut …\n"));
+      if (!k) o.pre.appendChild(el("span", "quiet", o.written ? "nothing written yet" : "nothing written in the match"));
+      const before = o.pieces.slice(0, first).map((p) => p[1]).join("");
+      if (before) o.pre.appendChild(document.createTextNode(before));
+      const now = o.pieces.slice(first, k).map((p) => p[1]).join("");
+      o.div.classList.toggle("wrote", now !== "");
+      if (now) {
+        const mark = el("mark", "now", now);
+        o.pre.appendChild(mark);
+        o.pre.scrollTop = Math.max(0, mark.offsetTop - 8); // the pre is positioned
+      } else {
+        o.pre.scrollTop = o.pre.scrollHeight;
+      }
+    });
+  }
+
   // -- navigation ------------------------------------------------------------------------------
   let position = 1;
   let timer = null;
@@ -441,6 +518,7 @@
     drawTable(s);
     drawResult(s);
     drawRoundLog(position);
+    drawOutputs(position);
     $("scrub").value = String(position);
     const r = roundIndexAt(position);
     if (r >= 0) $("round-select").value = String(r);
