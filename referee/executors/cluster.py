@@ -70,6 +70,7 @@ from referee.executors.bundles import Bundle, BundleShelf, pack
 from referee.executors.worker import Worker
 from referee.sandbox import make_staging_root, remove_staging_root
 from referee.sandbox.budget import protect_referee
+from referee.stderrlog import stderr_path
 
 __all__ = [
     "PLUGIN",
@@ -110,6 +111,8 @@ class ClusterOutcome:
 
     outcome: TaskOutcome
     log: bytes | None = None
+    stderr: bytes | None = None
+    """The bots' stderr kept beside the log (:mod:`referee.stderrlog`)."""
     fetched_bytes: int = 0
     worker: str = ""
 
@@ -231,9 +234,13 @@ class RefereePlugin(WorkerPlugin):
                 finally:
                     with self._state:
                         self._current = self._loop = None
-                log = log_path.read_bytes() if outcome.status == "done" else None
+                log = stderr = None
+                if outcome.status == "done":
+                    log = log_path.read_bytes()
+                    with contextlib.suppress(FileNotFoundError):
+                        stderr = stderr_path(log_path).read_bytes()
             fetched = sum(self._fetched_sizes().values()) - before
-            return ClusterOutcome(outcome, log, fetched, self.address)
+            return ClusterOutcome(outcome, log, stderr, fetched, self.address)
 
     def held_bundles(self) -> list[str]:
         return self._shelf.held() if self._shelf is not None else []
@@ -582,8 +589,10 @@ class DaskExecutor:
         started = time.perf_counter()
         outcome = answer.outcome
         self.stats.bundle_bytes_fetched += answer.fetched_bytes
-        self.stats.result_bytes += len(answer.log or b"")
+        self.stats.result_bytes += len(answer.log or b"") + len(answer.stderr or b"")
         if outcome.status == "done" and answer.log is not None and outcome.result is not None:
+            if answer.stderr is not None:
+                _write_log(stderr_path(task.log_path), answer.stderr)
             _write_log(Path(task.log_path), answer.log)
             outcome = dataclasses.replace(
                 outcome, result={**outcome.result, "log": task.log_path}
