@@ -166,3 +166,16 @@ def test_an_unknown_sample_is_one_line_before_any_bot_starts() -> None:
         "referee: no sample bot is called @randon (the samples: @heuristic, @js-lowest, "
         "@lowest, @montecarlo, @random)\n"
     )
+
+
+def test_seat_names_that_would_collide_are_one_line(tmp_path: Path) -> None:
+    for name in ("a.py", "a#1.py"):
+        shutil.copy(ROOT / "tests" / "bots" / "polite.py", tmp_path / name)
+    a, a1 = str(tmp_path / "a.py"), str(tmp_path / "a#1.py")
+    result = _play(a1, a, a, "--matches", "3", "--results", str(tmp_path / "r"))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "referee: two seats would both be called 'a#1' (a bot taking several seats is "
+        "numbered name#1, name#2, ...); rename one of the bots\n"
+    )
+    assert not (tmp_path / "r").exists()

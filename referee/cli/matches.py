@@ -166,6 +166,12 @@ def play_matches(
     settings, print the table; exit code 1 when a match failed on our side."""
     assert series.matches is not None
     names = distinct_names([spec.name for spec in specs])
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise UsageError(
+            f"two seats would both be called {printable(twice)!r} (a bot taking several seats "
+            "is numbered name#1, name#2, ...); rename one of the bots"
+        )
     bots = [dataclasses.replace(spec, name=name) for spec, name in zip(specs, names, strict=True)]
     folder = series.results or Path(tempfile.mkdtemp(prefix="referee-play-"))
     _check_folder_name(folder)
