@@ -41,6 +41,7 @@ from referee.ranking.ratings import Rater
 from referee.sandbox import BotSpec, make_staging_root, remove_staging_root, stage_bot
 from referee.specs import EntrantRecord, MatchSpec, PlayoffSettings, playoff_round
 from referee.stderrlog import STDERR_SUFFIX
+from referee.text import printable
 from referee.tournament.chain import log_digest
 from referee.tournament.deals import BeaconDeclaration, redeal_seed
 from referee.tournament.file import Tournament
@@ -441,7 +442,10 @@ def _record(tournament: Tournament, staged: BotSpec) -> EntrantRecord:
     original = tournament.bot(staged.name)
     path = original.folder / original.single_file if original.single_file else original.folder
     author = tournament.author(staged.name)
-    return EntrantRecord(staged.name, staged.version, staged.sha256, str(path), author)
+    # Where the bot came from, for people to read: a folder name that is not UTF-8 (its
+    # bytes kept as surrogates) could not be stored at all, so it is stored escaped.
+    shown = printable(str(path))
+    return EntrantRecord(staged.name, staged.version, staged.sha256, shown, author)
 
 
 def _log_digest(log: str | None) -> str:

@@ -11,8 +11,9 @@ from the package's own files (:func:`importlib.resources.files`), never from the
 directory, so ``referee`` works the same from a clone, from ``pip install`` and from
 ``pipx``. ``referee/data/confusables.tsv`` is package data in both cases.
 
-Relative paths between the folders hold in both layouts: the demo tournament's
-``../sample_bots/heuristic`` is a sibling folder either way.
+Relative paths between the folders hold in both layouts. Users name a sample bot
+``@heuristic`` (:func:`sample_by_name`), on the command line and in tournament files (the
+demo tournament's bots are named so): a path into ``sample_bots/`` works only in a checkout.
 
 A missing file here is the installation's fault, not the user's: the error says to
 reinstall (:class:`~referee.errors.InfrastructureError`).
@@ -21,20 +22,25 @@ reinstall (:class:`~referee.errors.InfrastructureError`).
 from __future__ import annotations
 
 import json
+import os
 from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 
 from referee.errors import InfrastructureError, UsageError
 from referee.installation import installation
+from referee.text import printable
 
 __all__ = [
+    "SAMPLE_PREFIX",
     "asset_root",
     "bot_kit",
     "confusables_table",
     "demo_tournament",
     "dockerfile",
     "sample_bot",
+    "sample_bot_names",
+    "sample_by_name",
     "schema_names",
     "schema_text",
     "spec",
@@ -87,6 +93,45 @@ def sample_bot(name: str) -> Path:
     return _asset("sample_bots", name)
 
 
+SAMPLE_PREFIX = "@"
+"""What marks a sample bot's name where a bot's path goes: ``@heuristic``."""
+
+
+def sample_bot_names() -> list[str]:
+    """The sample bots shipped with the referee, sorted: each folder of ``sample_bots/``
+    that holds a ``bot.toml``."""
+    folder = _asset("sample_bots")
+    return sorted(
+        entry.name
+        for entry in folder.iterdir()
+        if entry.is_dir() and not entry.is_symlink() and (entry / "bot.toml").is_file()
+    )
+
+
+def sample_by_name(given: str) -> Path | None:
+    """The sample bot's folder when ``given`` names one as ``@NAME``; ``None`` when
+    ``given`` does not start with ``@`` (it is a path then).
+
+    ``@NAME`` works the same from a checkout, an installed wheel and any current folder,
+    which a path into the checkout's ``sample_bots/`` does not. An unknown name is a
+    :class:`~referee.errors.UsageError` listing the samples; it is only ever looked up in
+    that list, so ``@../x`` reaches nothing. A real folder whose name starts with ``@`` is
+    named with a path: ``./@mine``.
+    """
+    if not given.startswith(SAMPLE_PREFIX):
+        return None
+    name = given[len(SAMPLE_PREFIX) :]
+    names = sample_bot_names()
+    if name not in names:
+        listed = ", ".join(SAMPLE_PREFIX + n for n in names)
+        local = f"; for the path {printable(given)} here, write ./{printable(given)}"
+        raise UsageError(
+            f"no sample bot is called {printable(given)} (the samples: {listed})"
+            + (local if os.path.lexists(given) else "")
+        )
+    return sample_bot(name)
+
+
 def bot_kit(lang: Literal["python", "javascript"]) -> Path:
     """The bot kit a new bot copies: ``botkit.py`` or ``botkit.js``."""
     return _asset("protocol", "kits", lang, "botkit.py" if lang == "python" else "botkit.js")
@@ -98,7 +143,7 @@ def spec() -> Path:
 
 
 def demo_tournament() -> Path:
-    """``tournaments/demo.toml``: the sample bots' tournament (its bot paths are relative)."""
+    """``tournaments/demo.toml``: the sample bots' tournament (its bots named ``@NAME``)."""
     return _asset("tournaments", "demo.toml")
 
 

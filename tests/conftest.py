@@ -85,7 +85,11 @@ SLOW_TESTS = frozenset(
         "test_a_field_too_large_for_the_search_never_falls_back_to_millions_of_tables",
         "test_a_large_tournament_is_ranked_in_another_process_with_the_same_result",
         "test_larger_fields_are_balanced",
+        "test_json_has_each_bot_rounds_up_and_counts_faults",
+        "test_play_matches_prints_a_table_with_every_bot_and_the_matches_counted",
         "test_random_matches_keep_every_invariant",
+        "test_results_resume_refuse_a_changed_bot_and_restart",
+        "test_the_same_seed_gives_the_same_table_with_one_worker_or_two",
     }
 )
 

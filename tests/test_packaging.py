@@ -261,6 +261,43 @@ def test_bot_new_check_play_and_submit(installed: Installed) -> None:
     assert 'path = "bots/mybot"' in (cup / "cup.toml").read_text()
 
 
+def test_sample_bots_are_named_with_an_at_sign_and_copied_out(installed: Installed) -> None:
+    site = installed.venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    shipped = site / "site-packages" / "referee" / "assets" / "sample_bots"
+    listed = installed.referee("bot", "samples").stdout.splitlines()
+    expected = sorted(f"@{name}" for name in (*SAMPLE_BOTS, "montecarlo"))
+    assert [line.split()[0] for line in listed] == expected
+    assert listed[0].endswith(str(shipped / "heuristic"))
+
+    played = installed.referee(
+        "play", "@heuristic", "@lowest", "@js-lowest", "--sandbox", "process", "--json",
+        "--max-rounds", "2", "--log", str(installed.cwd / "samples.jsonl"),
+    )  # fmt: skip
+    names = {seat["name"] for seat in json.loads(played.stdout)["standings"]}
+    assert names == {"heuristic", "lowest", "js-lowest"}
+
+    table = installed.referee(
+        "play", "@heuristic", "@lowest", "@random", "--sandbox", "process", "--json",
+        "--max-rounds", "2", "--matches", "3", "--workers", "1",
+        "--results", str(installed.cwd / "quick"),
+    )  # fmt: skip
+    data = json.loads(table.stdout)
+    assert data["matches"] == 3 and {bot["name"] for bot in data["bots"]} == {
+        "heuristic", "lowest", "random",
+    }  # fmt: skip
+
+    installed.referee("bot", "samples", "mine")
+    for name in SAMPLE_BOTS:
+        source, copy = ROOT / "sample_bots" / name, installed.cwd / "mine" / name
+        assert _shipped(copy) == _shipped(source)
+        assert all((copy / f).read_bytes() == (source / f).read_bytes() for f in _shipped(source))
+    refused = installed.run(str(installed.venv / "bin" / "referee"), "bot", "samples", "mine")
+    assert refused.returncode == 2 and "is not empty" in refused.stderr
+    unknown = installed.run(str(installed.venv / "bin" / "referee"), "play", "@random", "mine/lowest", "@nope")
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("referee: no sample bot is called @nope (the samples: @")
+
+
 def test_protocol_schema_hands_out_the_schemas(installed: Installed) -> None:
     listed = installed.referee("protocol", "schema").stdout
     assert listed.split()[:3] == ["hello", "referee", "→"]

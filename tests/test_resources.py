@@ -115,3 +115,55 @@ def test_the_version_is_the_one_in_pyproject() -> None:
     assert result.exit_code == 0
     assert result.output == f"referee, version {version}\n", "reinstall: pip install -e ."
     assert referee.__version__ == version
+
+
+# --------------------------------------------------------------------------- samples by name
+
+SAMPLES = sorted(p.name for p in (ROOT / "sample_bots").iterdir() if (p / "bot.toml").is_file())
+
+
+def test_the_samples_are_listed_and_named_with_an_at_sign_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert resources.sample_bot_names() == SAMPLES
+    assert {"heuristic", "lowest", "random", "js-lowest", "montecarlo"} <= set(SAMPLES)
+    assert resources.sample_by_name("@heuristic") == ROOT / "sample_bots" / "heuristic"
+    # Anything not starting with @ is a path, left to the caller.
+    for path in ("heuristic", "./@heuristic", "sample_bots/heuristic", ""):
+        assert resources.sample_by_name(path) is None
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["@nope", "@", "@Heuristic", "@heuristic/", "@../sample_bots/heuristic", "@/etc", "@\x1b[2Jx"],
+)
+def test_an_unknown_sample_is_one_line_listing_the_samples(given: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        resources.sample_by_name(given)
+    message = str(caught.value)
+    assert message.startswith("no sample bot is called @")
+    assert message.endswith(f"(the samples: {', '.join('@' + n for n in SAMPLES)})")
+    assert "\n" not in message and "\x1b" not in message
+
+
+def test_a_folder_of_ones_own_named_with_an_at_sign_is_named_with_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "@mine").mkdir()
+    with pytest.raises(UsageError, match=r"for the path @mine here, write \./@mine$"):
+        resources.sample_by_name("@mine")
+
+
+def test_an_installed_package_lists_the_sample_folders_with_a_manifest(package: Path) -> None:
+    samples = package / "assets" / "sample_bots"
+    for name in ("zeta", "alpha", "no-manifest"):
+        (samples / name).mkdir(parents=True)
+    for name in ("zeta", "alpha"):
+        (samples / name / "bot.toml").write_text('command = "python3 bot.py"\n')
+    (samples / "README.md").write_text("not a bot\n")
+    assert resources.sample_bot_names() == ["alpha", "zeta"]
+    assert resources.sample_by_name("@zeta") == samples / "zeta"
+    with pytest.raises(UsageError, match=r"no sample bot is called @no-manifest"):
+        resources.sample_by_name("@no-manifest")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -20,6 +21,7 @@ from referee.cli.app import (
 from referee.errors import UsageError
 from referee.resources import bot_kit
 from referee.rules import preset_names
+from referee.sandbox.staging import BotFile
 from referee.specs import TimeControl
 from referee.text import printable
 
@@ -30,7 +32,7 @@ def bot() -> None:
 
 
 @bot.command("check")
-@click.argument("path")
+@click.argument("path", metavar="BOT")
 @click.option(
     "--rules",
     "presets",
@@ -55,7 +57,10 @@ def bot_check(
     keep_going: bool,
     as_json: bool,
 ) -> None:
-    """Run PATH through the protocol, as a tournament would, and explain what it got wrong.
+    """Run BOT through the protocol, as a tournament would, and explain what it got wrong.
+
+    BOT is a .py file, an executable file, a folder with bot.toml, or @NAME, a sample bot
+    (referee bot samples lists them).
 
     The handshake and its time, a short match of every preset at 3 and at 6 seats against
     the sample bots on deals where the bot is asked every kind of request (play, give,
@@ -144,7 +149,6 @@ def bot_new(folder: str, lang: str, name: str | None) -> None:
     """Create FOLDER with bot.toml, the bot kit and a bot that plays its lowest legal play."""
     import json
     import shutil
-    from pathlib import Path
 
     target = Path(folder)
     if target.exists():
@@ -165,3 +169,79 @@ def bot_new(folder: str, lang: str, name: str | None) -> None:
         f'name = {json.dumps(bot_name)}\ncommand = {json.dumps(command)}\nversion = "0.1"\n'
     )
     click.echo(f"created {target}: edit it, then run `referee bot check {target}`")
+
+
+@bot.command("samples")
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Copy into FOLDER even when it holds files: each sample's folder there is replaced, "
+    "anything else is left alone.",
+)
+@friendly
+def bot_samples(folder: Path | None, force: bool) -> None:
+    """List the sample bots shipped with the referee, or copy them into FOLDER.
+
+    Name a sample wherever a bot goes as @NAME, from any folder and from an installed
+    referee alike: `referee play mybot @heuristic @lowest`, `referee bot check @random`,
+    `path = "@heuristic"` in a tournament file. Copy them out to read them or to start
+    from one: each lands in FOLDER/NAME, exactly as shipped (the bytes that @NAME runs).
+    FOLDER must be new or empty, unless --force.
+    """
+    from referee.resources import SAMPLE_PREFIX, sample_bot_names
+    from referee.sandbox import load_bot, read_bot_files
+
+    names = sample_bot_names()
+    if folder is None:
+        width = max(len(name) for name in names) + len(SAMPLE_PREFIX)
+        for name in names:
+            spec = load_bot(SAMPLE_PREFIX + name)
+            line = f"{SAMPLE_PREFIX + name:<{width}}  {' '.join(spec.command):<14}  {spec.folder}"
+            click.echo(printable(line))
+        return
+    _check_samples_target(folder, force)
+    for name in names:
+        files = read_bot_files(load_bot(SAMPLE_PREFIX + name))
+        target = folder / name
+        _copy_sample(files, target, force)
+        count = f"{len(files)} file{'s' if len(files) != 1 else ''}"
+        click.echo(printable(f"copied {SAMPLE_PREFIX}{name} to {target} ({count})"))
+
+
+def _check_samples_target(folder: Path, force: bool) -> None:
+    """FOLDER is new, or an empty folder, or ``--force`` was given; made if need be."""
+    shown = printable(str(folder))
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise UsageError(f"{shown} is not a folder; name a new or an empty one")
+    try:
+        if folder.is_dir() and any(folder.iterdir()) and not force:
+            raise UsageError(
+                f"{shown} is not empty; name a new or an empty folder, or pass --force to "
+                "replace the samples' folders in it"
+            )
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot make the folder {shown}: {exc.strerror or exc}") from None
+
+
+def _copy_sample(files: tuple[BotFile, ...], target: Path, force: bool) -> None:
+    """Write one sample's files to ``target`` (replaced with ``force``), through descriptors."""
+    import shutil
+
+    from referee.sandbox.staging import write_bot_folder
+
+    try:
+        if force and (target.is_symlink() or target.is_file()):
+            target.unlink()
+        elif force and target.is_dir():
+            shutil.rmtree(target)
+        write_bot_folder(files, target)
+    except FileExistsError:
+        raise UsageError(
+            f"{printable(str(target))} already exists; pass --force to replace it"
+        ) from None
+    except OSError as exc:
+        raise UsageError(
+            f"cannot copy the sample to {printable(str(target))}: {exc.strerror or exc}"
+        ) from None

@@ -20,6 +20,7 @@ from referee.cli.app import (
     sandbox_option,
     time_control_options,
 )
+from referee.cli.matches import Series, play_matches, series_options
 from referee.errors import UsageError
 from referee.specs import TimeControl
 
@@ -76,7 +77,8 @@ def demo(preset: str, players: int, seed: int) -> None:
     "--seed",
     default=None,
     type=click.IntRange(0),
-    help="Deal seed, to repeat a deal; the deal is then predictable. Default: a secret one.",
+    help="Deal seed, to repeat a deal (with --matches: the same deals); the cards are then "
+    "predictable. Default: secret deals.",
 )
 @sandbox_option
 @allow_image_option
@@ -84,7 +86,9 @@ def demo(preset: str, players: int, seed: int) -> None:
 @memory_option
 @click.option("--max-rounds", default=None, type=click.IntRange(1, 10_000), help="Hard round cap.")
 @click.option("--log", "log_path", default=None, type=click.Path(dir_okay=False), help="Match log.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object (with --matches: the table)."
+)
 @click.option(
     "--human",
     "human_seat",
@@ -94,6 +98,7 @@ def demo(preset: str, players: int, seed: int) -> None:
     help="Play yourself at seat SEAT (0-based) on this terminal; the BOTS fill the other "
     "seats in order.",
 )
+@series_options
 @friendly
 def play(
     bots: tuple[str, ...],
@@ -107,12 +112,16 @@ def play(
     log_path: str | None,
     as_json: bool,
     human_seat: int | None,
+    series: Series,
 ) -> None:
     """Play one match between 3 to 6 BOTS and print the standings.
 
-    A BOT is a .py file, an executable file, or a folder with bot.toml. The same bot may
-    take several seats. A forfeit is a result: the exit code is 0 unless the command
-    itself was wrong.
+    A BOT is a .py file, an executable file, a folder with bot.toml, or @NAME, a sample
+    bot (`referee play mybot @heuristic @lowest`; `referee bot samples` lists them); one
+    bot may take several seats. A forfeit is a result (exit code 0); 2: the command is wrong.
+
+    With --matches N, an author's quick loop: N matches on balanced seating, each on its
+    own cards, then each bot's mean score (95% interval), places and faults.
 
     With --human SEAT you play too, as "you": you sit at SEAT and the 2 to 5 BOTS take
     the other seats in the order given (`--human 2 a b c` seats a, b, you, c).
@@ -128,7 +137,12 @@ def play(
     from referee.sandbox import Limits, get_sandbox
     from referee.tournament.deals import deal_seed, new_secret
 
+    series.check(human_seat=human_seat, log_path=log_path)
     specs = bots_or_fail(bots, allow_images, 0 if human_seat is None else 1)
+    if series.matches is not None:
+        settings = (preset, max_rounds, seed, sandbox_name, allow_images, time_control)
+        play_matches(specs, bots, series, *settings, memory_mb=memory_mb, as_json=as_json)
+        return
     people = _seat_person(human_seat, len(specs), as_json)
     overrides = {"max_rounds": max_rounds} if max_rounds else {}
     rules = RuleSet.preset(preset, **overrides).resolve(len(specs) + len(people))

@@ -1,6 +1,6 @@
 """Loading a bot from what the user names, and staging a private copy for the sandbox.
 
-A bot is one of::
+A bot is one of (or a sample bot shipped with the referee, named ``@heuristic``)::
 
     bot.py               a Python file      -> python3 bot.py   (the system's python3)
     mybot                an executable file -> ./mybot
@@ -61,6 +61,7 @@ from typing import NamedTuple
 from referee.errors import InfrastructureError, UsageError
 from referee.folders import private_folder
 from referee.names import MAX_NAME_LENGTH, check_name
+from referee.resources import sample_by_name
 from referee.sandbox.base import BotSpec
 from referee.text import printable, safe_name
 
@@ -110,13 +111,19 @@ class BotFile(NamedTuple):
 # --------------------------------------------------------------------------- loading
 
 
-def load_bot(path: str | Path) -> BotSpec:
-    """The bot at ``path``: a ``.py`` file, an executable file, or a folder with ``bot.toml``.
+def load_bot(path: str | Path, *, relative_to: Path | None = None) -> BotSpec:
+    """The bot at ``path``: a ``.py`` file, an executable file, or a folder with ``bot.toml``;
+    or a sample bot shipped with the referee, named ``@heuristic`` (``@NAME``, see
+    :func:`referee.resources.sample_by_name`), whatever the current folder.
 
-    A symlink is refused, the real file or folder must be named: the referee copies what it
-    is given as root, so it never goes where a link points.
+    A relative ``path`` is taken from ``relative_to`` when given (a tournament file's
+    folder), a sample's name never. A symlink is refused, the real file or folder must be
+    named: the referee copies what it is given as root, so it never goes where a link points.
     """
-    given = Path(path).expanduser()
+    sample = sample_by_name(str(path)) if isinstance(path, str) else None
+    if sample is not None:
+        return _load_folder(sample.resolve())
+    given = Path(path).expanduser() if relative_to is None else relative_to / path
     if given.is_symlink():
         kind = "folder" if given.is_dir() else "file"
         raise UsageError(

@@ -267,7 +267,7 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
     for i, entry in enumerate(model.bots):
         where = f"{path}: bots[{i}]"
         try:
-            spec = load_bot(base / entry.path)
+            spec = load_bot(entry.path, relative_to=base)
             spec = dataclasses.replace(spec, sha256=bot_sha256(read_bot_files(spec)))
             if entry.name is not None:
                 spec = dataclasses.replace(spec, name=check_display_name(entry.name))

@@ -749,3 +749,33 @@ def test_remove_staging_root_removes_and_lets_go(tmp_path: Path) -> None:
         holder.communicate()  # reaped, its pipes closed
     remove_staging_root(kept)
     assert len(os.listdir("/proc/self/fd")) == fds
+
+
+# --------------------------------------------------------------------------- samples by name
+
+
+def test_a_sample_named_with_an_at_sign_is_its_shipped_folder_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shipped = Path(__file__).resolve().parents[2] / "sample_bots" / "heuristic"
+    monkeypatch.chdir(tmp_path)
+    spec = load_bot("@heuristic")
+    assert spec.name == "heuristic" and spec.folder == shipped
+    assert spec.command == ("python3", "bot.py")
+    # The same bytes as the shipped folder: the same fingerprint, whichever way it is named.
+    assert bot_sha256(read_bot_files(spec)) == bot_sha256(read_bot_files(load_bot(shipped)))
+    # A folder of one's own whose name starts with @ is named as a path.
+    mine = tmp_path / "@heuristic"
+    mine.mkdir()
+    (mine / MANIFEST).write_text('name = "mine"\ncommand = "python3 bot.py"\n')
+    assert load_bot("./@heuristic").name == "mine"
+    assert load_bot(mine).name == "mine"  # a Path is always a path
+    assert load_bot("@heuristic").folder == shipped
+    # A sample's name is never taken relative to a tournament file's folder.
+    assert load_bot("@heuristic", relative_to=tmp_path).folder == shipped
+    assert load_bot("@heuristic".replace("@", "./@"), relative_to=tmp_path).name == "mine"
+
+
+def test_an_unknown_sample_name_is_refused_before_any_path_is_looked_at() -> None:
+    with pytest.raises(UsageError, match=r"^no sample bot is called @\.\./\.\./etc \(the samples: @"):
+        load_bot("@../../etc")

@@ -427,3 +427,39 @@ def test_a_long_list_of_twins_is_named_briefly(tmp_path: Path) -> None:
     message = str(refused.value)
     assert "bots[0] ('b000'), bots[1] ('b001') and 7 more are byte-identical" in message
     assert len(message) < 400
+
+
+def test_a_sample_bot_is_named_with_an_at_sign_in_a_tournament_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from referee.resources import sample_bot
+    from referee.sandbox import bot_sha256, load_bot, read_bot_files
+
+    path = write_tournament(tmp_path / "cup", bots=3)
+    text = path.read_text()
+    path.write_text(text + '\n[[bots]]\npath = "@heuristic"\n\n[[bots]]\npath = "@js-lowest"\n')
+    monkeypatch.chdir(tmp_path)  # not the file's folder, nor the checkout
+    t = load_tournament(path)
+    assert t.entrants[3:] == ["heuristic", "js-lowest"]
+    heuristic = t.bot("heuristic")
+    assert heuristic.folder == sample_bot("heuristic")
+    assert heuristic.sha256 == bot_sha256(read_bot_files(load_bot(sample_bot("heuristic"))))
+    # The demo tournament names its bots so: a copy of it works from any folder.
+    demo = (Path(__file__).resolve().parents[2] / "tournaments" / "demo.toml").read_text()
+    (tmp_path / "demo.toml").write_text(demo)
+    assert load_tournament(tmp_path / "demo.toml").entrants == [
+        "heuristic", "lowest", "random", "js-lowest",
+    ]  # fmt: skip
+
+
+def test_an_unknown_sample_in_a_tournament_file_names_the_entry_and_the_samples(
+    tmp_path: Path,
+) -> None:
+    path = write_tournament(tmp_path, bots=3)
+    path.write_text(path.read_text() + '\n[[bots]]\npath = "@heuristics"\n')
+    with pytest.raises(UsageError) as caught:
+        load_tournament(path)
+    assert str(caught.value) == (
+        f"{path}: bots[3]: no sample bot is called @heuristics (the samples: @heuristic, "
+        "@js-lowest, @lowest, @montecarlo, @random)"
+    )
