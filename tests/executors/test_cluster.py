@@ -1,0 +1,307 @@
+"""The Dask executor against a real cluster: a ``dask scheduler`` and ``dask worker``
+processes on 127.0.0.1, started by the tests, each test owning its ports and processes.
+
+What is checked (issue: "Scale out"): the leaderboard equals the local executor's on the
+same file and secret; a worker killed mid-tournament still leaves every match stored
+exactly once, the interrupted ones on fresh cards; a Docker tournament with no worker
+offering Docker is refused with the reason; a changed bot is fetched again and an
+unchanged one is not; a worker running another referee is refused; Ctrl-C leaves no bot
+process on the workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee.coordinator import Event, ResultStored, run_tournament
+from referee.errors import UsageError
+from referee.executors.cluster import DaskExecutor
+from referee.executors.local import LocalExecutor
+from referee.publish import render
+from referee.publish.source import load_results, rank
+from referee.tournament.file import load_tournament
+from tests.conftest import sandbox_pids
+from tests.tournament.conftest import write_bot, write_tournament
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+DASK = Path(sys.executable).with_name("dask")
+REFEREE = Path(sys.executable).with_name("referee")
+SECRET = bytes(range(32))
+NAMES = ("ann", "bob", "cid", "dee", "eve")
+
+
+@dataclass
+class Cluster:
+    """A scheduler and its workers, started here; stopped (all of them) at the end."""
+
+    folder: Path
+    scheduler: subprocess.Popen[bytes] | None = None
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    address: str = ""
+
+    def start(self) -> Cluster:
+        info = self.folder / "scheduler.json"
+        self.scheduler = self._spawn(
+            [
+                str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                "--no-dashboard", "--scheduler-file", str(info),
+            ],
+            "scheduler",
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not info.exists() or not info.read_text().strip():
+            assert self.scheduler.poll() is None, "the scheduler did not start"
+            assert time.monotonic() < deadline, "the scheduler wrote no address"
+            time.sleep(0.05)
+        time.sleep(0.1)  # written in one go, but read it once it is complete
+        self.address = json.loads(info.read_text())["address"]
+        return self
+
+    def add_worker(self, name: str, *extra: str) -> subprocess.Popen[bytes]:
+        """A single-threaded worker without a nanny: killing it kills the worker itself."""
+        worker = self._spawn(
+            [
+                str(DASK), "worker", self.address, "--nthreads", "1", "--no-nanny",
+                "--no-dashboard", "--name", name,
+                "--local-directory", str(self.folder / name), *extra,
+            ],
+            name,
+        )  # fmt: skip
+        self.workers.append(worker)
+        return worker
+
+    def wait_for_workers(self, count: int) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout=30) as client:
+            client.wait_for_workers(count, timeout=60)
+
+    def _spawn(self, argv: list[str], name: str) -> subprocess.Popen[bytes]:
+        log = open(self.folder / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder)
+
+    def stop(self) -> None:
+        for process in [*self.workers, self.scheduler]:
+            if process is not None and process.poll() is None:
+                process.terminate()
+        for process in [*self.workers, self.scheduler]:
+            if process is None:
+                continue
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _cluster(folder: Path, workers: int = 2, *extra: str) -> Cluster:
+    folder.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(folder).start()
+    for n in range(workers):
+        cluster.add_worker(f"w{n}", *extra)
+    cluster.wait_for_workers(workers)
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    running = _cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _board(path: Path, results: Path | None = None) -> str:
+    """The leaderboard as published JSON, without the times of day it was played at."""
+    ranked = rank(load_results(load_tournament(path), results))
+    data = json.loads(render(ranked.board, "json"))
+    for key in ("generated", "played_from", "played_to", "published"):
+        data.pop(key, None)
+    return json.dumps(data, sort_keys=True)
+
+
+def _query(results: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(results / "results.sqlite") as db:
+        return db.execute(sql).fetchall()
+
+
+def test_the_leaderboard_equals_the_local_executors(tmp_path: Path, cluster: Cluster) -> None:
+    path = write_tournament(tmp_path / "t", bots=5, table_size=3, deals=2, names=NAMES)
+    tournament = load_tournament(path)
+    with DaskExecutor(cluster.address) as executor:
+        summary = run_tournament(tournament, executor, deal_secret=SECRET)
+        stats = executor.stats
+    assert (summary.done, summary.failed) == (summary.total, 0)
+    local = run_tournament(
+        tournament, LocalExecutor(2), deal_secret=SECRET, results_dir=tmp_path / "local"
+    )
+    assert local.chain_head == summary.chain_head  # the same results, chained alike
+    assert _board(path) == _board(path, tmp_path / "local")
+    # Each bot was sent once: never with a match (tasks name bundles by their hash).
+    assert stats.bundles_scattered == 5
+    assert stats.results == summary.total
+
+
+def test_a_worker_killed_mid_tournament_loses_nothing_and_deals_fresh_cards(
+    tmp_path: Path,
+) -> None:
+    own = _cluster(tmp_path / "cluster")
+    try:
+        path = write_tournament(
+            tmp_path / "t",
+            bots=5,
+            table_size=3,
+            deals=2,
+            names=NAMES,
+            time_section="move_ms = 2000\nbank_ms = 8000\nhello_ms = 10000",
+        )
+        stored: list[Event] = []
+        killed = threading.Event()
+
+        def watch(event: Event) -> None:
+            if isinstance(event, ResultStored):
+                stored.append(event)
+                if len(stored) == 8 and not killed.is_set():
+                    own.workers[0].kill()  # SIGKILL: mid-match, with whatever it holds
+                    killed.set()
+
+        with DaskExecutor(own.address) as executor:
+            summary = run_tournament(
+                load_tournament(path), executor, deal_secret=SECRET, on_event=watch
+            )
+        assert killed.is_set()
+        results = path.parent / "t.results"
+        assert (summary.done, summary.failed) == (summary.total, 0)
+        per_key = _query(
+            results, "SELECT match_key, COUNT(*), COUNT(DISTINCT seat) FROM results GROUP BY 1"
+        )
+        assert len(per_key) == summary.total
+        assert {(n, d) for _, n, d in per_key} == {(3, 3)}  # every match stored exactly once
+        assert _query(results, "SELECT COUNT(*) FROM matches WHERE status != 'done'") == [(0,)]
+        # The matches the lost worker was playing were played again, on fresh cards.
+        retried = _query(results, "SELECT key, deal_attempt FROM matches WHERE attempts > 1")
+        assert retried, "no match was in flight on the killed worker"
+        for key, deal_attempt in retried:
+            assert deal_attempt >= 1, f"{key} was replayed on the cards its bots had seen"
+    finally:
+        own.stop()
+
+
+def test_a_docker_tournament_without_a_docker_worker_is_refused_with_the_reason(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    path = write_tournament(
+        tmp_path / "t", bots=4, table_size=3, extra="", names=NAMES
+    )
+    path.write_text(path.read_text().replace('backend = "process"', 'backend = "docker"'))
+    with (
+        DaskExecutor(cluster.address) as executor,
+        pytest.raises(UsageError, match=r"no worker .* offers the 'docker' resource") as refused,
+    ):
+        run_tournament(load_tournament(path), executor)
+    assert "--resources docker=1" in str(refused.value)
+    assert not (path.parent / "t.results" / "logs").exists() or not list(
+        (path.parent / "t.results" / "logs").iterdir()
+    )
+
+
+def test_a_changed_bot_is_sent_again_and_an_unchanged_one_is_not(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    path = write_tournament(tmp_path / "t", bots=4, table_size=3, names=NAMES)
+    with DaskExecutor(cluster.address) as executor:
+        run_tournament(load_tournament(path), executor)
+        before = executor.fetches()
+        changed = sorted((path.parent / "bots").glob("*.py"))[0]
+        changed.write_text(changed.read_text() + "\n# version 2\n")
+        run_tournament(load_tournament(path), executor, restart=True)
+        after = executor.fetches()
+    fetched_before = {name for found in before.values() for name in found}
+    new = {
+        name
+        for address, found in after.items()
+        for name, count in found.items()
+        if count > before.get(address, {}).get(name, 0)
+    }
+    assert len(new) == 1, f"expected only the changed bot's bundle to travel again: {new}"
+    assert new.isdisjoint(fetched_before)  # a new hash, never a bundle fetched before
+    assert all(count == 1 for found in after.values() for count in found.values())
+
+
+def test_a_worker_running_another_referee_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other_referee.py"
+    other.write_text("import referee\nreferee.__version__ = '0.0.0-another'\n")
+    own = _cluster(tmp_path / "cluster", 1, "--preload", str(other))
+    try:
+        path = write_tournament(tmp_path / "t", bots=4, table_size=3, names=NAMES)
+        with (
+            DaskExecutor(own.address) as executor,
+            pytest.raises(UsageError, match="workers run another referee") as refused,
+        ):
+            run_tournament(load_tournament(path), executor)
+        assert "referee 0.0.0-another (here " in str(refused.value)
+    finally:
+        own.stop()
+
+
+SLOW_BOT = '''
+import json, sys, time
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("type") == "hello":
+        print(json.dumps({"type": "ready", "name": "slow"}), flush=True)
+    elif "id" in message:
+        time.sleep(0.2)
+        legal = message.get("legal") or [[]]
+        print(json.dumps({"id": message["id"], "type": "act", "cards": legal[0]}), flush=True)
+'''
+
+
+def test_ctrl_c_leaves_no_bot_process_on_the_workers(tmp_path: Path, cluster: Cluster) -> None:
+    path = write_tournament(tmp_path / "t", bots=5, table_size=3, deals=3, names=NAMES)
+    for bot in (path.parent / "bots").glob("*.py"):
+        write_bot(bot.parent, bot.stem, "first")
+    runner = subprocess.Popen(
+        [str(REFEREE), "tournament", "run", str(path), "--cluster", cluster.address],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not sandbox_pids():
+            assert runner.poll() is None, runner.communicate()
+            assert time.monotonic() < deadline, "no bot started on the cluster"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        runner.send_signal(signal.SIGINT)
+        _, err = runner.communicate(timeout=90)
+        assert runner.returncode == 130, err
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    deadline = time.monotonic() + 30
+    while sandbox_pids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sandbox_pids() == [], "bot processes outlived the stopped run on the workers"
+    # The workers are fine and the run resumes where it stopped.
+    with DaskExecutor(cluster.address) as executor:
+        summary = run_tournament(load_tournament(path), executor)
+    assert (summary.done, summary.failed) == (summary.total, 0)
+    os.environ.get("REFEREE_RUN_ID")
