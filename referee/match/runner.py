@@ -13,7 +13,9 @@ time, ``bye``) and keeps bots between matches; here a :class:`Match` drives a
   replayer uses too);
 * **forfeit** a seat whose bot failed in any way: its process is killed, everyone is told,
   and the engine's fallback policy plays it so the others' game stays valid;
-* **result**: the standings, the faults and the faulted bots' stderr.
+* **result**: the standings, the faults and the faulted bots' stderr, and for each seat the
+  decisions its bot kit replaced with safe ones (the marker lines the kit wrote on stderr,
+  :mod:`referee.protocol.kit`): a mistake the kit's safety net hid is still told.
 
 Events are queued per bot and written with that bot's next request (or at the end of the
 match): one write per request instead of one per event, and a bot that does not read its
@@ -173,6 +175,17 @@ def _cards_json(cards: list[str]) -> str:
     return '["' + '","'.join(cards) + '"]' if cards else "[]"
 
 
+async def _settle_stderr() -> None:
+    """Let the bots' stderr readers take what is already in their pipes.
+
+    A kit writes its marker line on stderr before its reply on stdout, but the two are
+    read by separate tasks: the marker of the match's last decision may still wait in its
+    pipe when the match ends. A few turns of the loop let the readers take it.
+    """
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
 class Match:
     """One match with started (and greeted) bots, one session per seat (see the module).
 
@@ -201,12 +214,15 @@ class Match:
         self.log_path = log_path
         self.game = Game(rules, [s.name for s in sessions], seed)
         self.banks = [time_control.bank_ms] * len(sessions)
+        self.answered = [0] * len(sessions)
+        """Requests each seat answered in time (a fault's history: slow, or never flushed)."""
         self.faults: dict[int, FaultInfo] = {}
         self._ids = request_ids or itertools.count(1)
         self.clock: Clock = clock if clock is not None else MonotonicClock()
         self._writer = LogWriter(log_path, self.game, match_id)
         self._translator = EventTranslator(self.game)
         self._sent = 0  # engine events already broadcast
+        self._started = False  # faults from now on are the match's, not the greeting's
         self._outboxes = self._live_outboxes()
         self._requests: dict[str, Callable[[int, int], bytes]] = {
             PLAY: self._act_play,
@@ -225,6 +241,7 @@ class Match:
                     continue
                 await self._turn(*pending)
             await self._deliver_the_rest()
+            await _settle_stderr()
         finally:
             self._writer.close()
         return self._result(self.clock.monotonic() - started)
@@ -238,6 +255,7 @@ class Match:
                 await self._forfeit(seat, session.fault)
             else:
                 session.channel.new_section()  # this match's stderr, apart from start-up's
+        self._started = True
         players = [s.name for s in self.sessions]
         rules = m.Rules.model_validate(self.rules.as_protocol())
         for seat, session in enumerate(self.sessions):
@@ -291,6 +309,7 @@ class Match:
             reply, raw, elapsed = await self.sessions[seat].request(line, rid, kind, budget)
             self.banks[seat] -= max(0, elapsed - self.time_control.move_ms)
             self._apply(kind, seat, reply, raw, rid, elapsed)
+            self.answered[seat] += 1
         except BotFault as fault:
             await self._forfeit(seat, fault)
 
@@ -323,6 +342,7 @@ class Match:
             elapsed_ms=fault.elapsed_ms,
             request=request,
             round=self.game.round if failed and request and request["type"] == "act" else None,
+            answered=self.answered[seat] if self._started else None,
         )
         self.game.forfeit(
             seat,
@@ -351,6 +371,7 @@ class Match:
 
     def _result(self, duration_s: float) -> MatchResult:
         standings = self.game.standings or []
+        kits = [session.kit_report() for session in self.sessions]
         return MatchResult(
             match=self.match_id,
             seed=self.seed,
@@ -365,6 +386,8 @@ class Match:
                     score=st["score"],
                     forfeit=st["forfeit"],
                     fault=self.faults.get(st["seat"]),
+                    kit_replaced=kits[st["seat"]][0],
+                    kit_replacements=tuple(kits[st["seat"]][1]),
                 )
                 for st in standings
             ],

@@ -65,6 +65,9 @@ class StoredTournament:
     """Which secret dealt each stored match, by key."""
     chain: tuple[ChainLink, ...] = ()
     """The results chain, in the order the results were stored."""
+    kit_replaced: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """For each entrant whose bot kit replaced decisions with safe ones (the kits' safety
+    net): in how many finished matches, and how many decisions in all."""
 
     @property
     def chain_entries(self) -> dict[str, str]:
@@ -133,6 +136,7 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         attempts = store.deal_attempts()
         secret_of = store.secret_of()
         links = store.chain()
+        kit_replaced = store.kit_replacements()
     plan = None if stored_plan is None else Plan.from_json(stored_plan, folder / DATABASE)
     return StoredTournament(
         tournament=tournament,
@@ -160,6 +164,7 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         attempts=attempts,
         secret_of=secret_of,
         chain=tuple(links),
+        kit_replaced=kit_replaced,
     )
 
 

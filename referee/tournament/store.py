@@ -3,8 +3,9 @@
 Layout, in ``<name>.results/`` next to the tournament file::
 
     results.sqlite      entrants, matches (with status), results per seat (with each
-                        fault's evidence and the faulting bot's stderr report), settings,
-                        the deal secrets (see :mod:`referee.tournament.deals`)
+                        fault's evidence and the faulting bot's stderr report, and how
+                        many decisions its kit replaced), settings, the deal secrets
+                        (see :mod:`referee.tournament.deals`)
     logs/<key>.jsonl    the match log of each match (``/`` in the key becomes ``_``)
     .lock               held (flock) by the one process running the tournament
 
@@ -55,8 +56,9 @@ __all__ = [
 DATABASE = "results.sqlite"
 LOGS = "logs"
 LOCK = ".lock"
-SCHEMA_VERSION = 5
-"""5: a fault keeps the request it answered (``fault_request``, ``fault_round``)."""
+SCHEMA_VERSION = 6
+"""5: a fault keeps the request it answered (``fault_request``, ``fault_round``); 6: each
+seat keeps how many of its decisions its bot kit replaced (``kit_replaced``)."""
 
 MatchStatus = Literal["pending", "running", "done", "failed"]
 
@@ -111,6 +113,7 @@ CREATE TABLE IF NOT EXISTS results (
     stderr_tail TEXT,
     fault_request TEXT,
     fault_round INTEGER,
+    kit_replaced INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (match_key, seat)
 );
 CREATE TABLE IF NOT EXISTS chain (
@@ -492,6 +495,7 @@ class Store:
                 *_fault_columns(st.fault),
                 result.stderr_tails.get(st.seat) if st.fault else None,
                 *_request_columns(st.fault),
+                st.kit_replaced,
             )
             for st in result.standings
         ]
@@ -602,6 +606,16 @@ class Store:
             )
         return found
 
+    def kit_replacements(self) -> dict[str, tuple[int, int]]:
+        """For each entrant whose bot kit replaced decisions in ``done`` matches: in how
+        many matches, and how many decisions in all (the kits' safety net)."""
+        rows = self._db.execute(
+            "SELECT r.name, COUNT(*), SUM(r.kit_replaced) FROM results r "
+            "JOIN matches m ON m.key = r.match_key "
+            "WHERE m.status = 'done' AND r.kit_replaced > 0 GROUP BY r.name"
+        )
+        return {name: (matches, decisions) for name, matches, decisions in rows}
+
     def match_records(self) -> dict[str, MatchRecord]:
         """Every stored match's status and timings, by key."""
         rows = self._db.execute(
@@ -639,7 +653,7 @@ class RunLock:
             self._fd = None
 
 
-_RESULT_SLOTS = ", ".join("?" * 14)
+_RESULT_SLOTS = ", ".join("?" * 15)
 
 
 def _fault_columns(fault: FaultInfo | None) -> tuple[Any, ...]:
