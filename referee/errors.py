@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-FaultKind = Literal["timeout", "illegal", "protocol", "crash"]
+FaultKind = Literal["timeout", "illegal", "protocol", "crash", "left"]
+"""Why a seat forfeited: what its bot did wrong, or ``left`` for a person who left the
+match (``referee play --human``: the end of input)."""
 
 
 class RefereeError(Exception):
@@ -69,7 +71,8 @@ class ReplayMismatch(RefereeError):
 
 
 class BotFault(RefereeError):
-    """A bot broke the protocol, played illegally, timed out or crashed."""
+    """A bot broke the protocol, played illegally, timed out or crashed (or, at a person's
+    seat, the person left): the seat forfeits."""
 
     def __init__(
         self,

@@ -34,6 +34,31 @@ class FaultInfo(BaseModel):
     elapsed_ms: int | None = None
     request: dict[str, Any] | None = None
     round: int | None = None
+    answered: int | None = None
+    """Requests of this match the seat had answered in time before it failed (``None``:
+    not counted, as for a fault at ``hello``): a bot that answered many and then ran out
+    of its bank was slow, one that never answered may not flush its output."""
+
+
+class KitReplacement(BaseModel):
+    """A decision the bot's kit replaced with a safe one (the kits' safety net), as the
+    kit's marker line on stderr told it (protocol/SPEC.md, "The kits' safety net").
+
+    ``decided`` is what the bot's own code returned (``None`` when it raised: ``error``
+    says what), ``sent`` what the kit answered instead, ``why`` ``"not allowed"`` or
+    ``"raised"``. Everything but ``request`` comes from the bot: untrusted text.
+    ``request`` is the request it answered, when the referee still had it at hand.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    request_id: int | None = None
+    kind: str | None = None
+    decided: Any = None
+    sent: Any = None
+    why: str = ""
+    error: str | None = None
+    request: dict[str, Any] | None = None
 
 
 class SeatResult(BaseModel):
@@ -47,6 +72,10 @@ class SeatResult(BaseModel):
     score: int
     forfeit: bool
     fault: FaultInfo | None = None
+    kit_replaced: int = 0
+    """Decisions the bot's kit replaced with safe ones in this match (its marker lines)."""
+    kit_replacements: tuple[KitReplacement, ...] = ()
+    """The first few of them, read back from the marker lines."""
 
 
 class MatchResult(BaseModel):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -122,6 +124,67 @@ def test_wrong_card_count() -> None:
     assert "FAIL  arschloch at 3 seats" in text
     assert "has 1 card; the trick needs 2" in text
     assert "to beat " in text and '"cards": [' in text  # the request, the bot's own line
+
+
+def _kit_bot(folder: Path, on_play: str) -> Path:
+    """A bot on the shipped Python kit whose ``on_play`` body is ``on_play``."""
+    folder.mkdir()
+    shutil.copy(ROOT / "protocol" / "kits" / "python" / "botkit.py", folder / "botkit.py")
+    (folder / "bot.py").write_text(
+        "from botkit import Bot\n\n\nclass OneCard(Bot):\n    name = 'one-card'\n\n"
+        f"    def on_play(self, state):\n{on_play}\n\n\nOneCard().run()\n"
+    )
+    (folder / "bot.toml").write_text('name = "one-card"\ncommand = "python3 bot.py"\n')
+    return folder
+
+
+ONE_CARD_INTO_PAIRS = """\
+        plays = [p for p in state.legal if p]
+        if state.count == 2 and plays:
+            return plays[0][:1]  # one card into a pair: the kit's safety net replaces it
+        return plays[0] if plays else []"""
+
+
+def test_a_kit_bot_playing_one_card_into_a_pair_fails_though_its_kit_hid_it(
+    tmp_path: Path,
+) -> None:
+    bot = _kit_bot(tmp_path / "one-card", ONE_CARD_INTO_PAIRS)
+    text = _failed(check(bot))
+    assert "FAIL  arschloch at 3 seats" in text
+    assert "problem: the bot's kit replaced " in text and "with safe ones" in text
+    assert "request: act " in text and "to beat " in text
+    assert "(not allowed: has 1 card; the trick needs 2)" in text
+    assert "the kit sent: " in text and "safety_net = False" in text
+    assert re.search(r"FAILED: 1 of 12 steps failed; stopped at the first failure, \d+ not run", text)
+    # `referee play` plays it to the end and warns after the match.
+    out = referee("play", str(bot), str(ROOT / "sample_bots" / "lowest"),
+                  str(ROOT / "sample_bots" / "lowest"), "--sandbox", "process", "--seed", "4",
+                  "--log", str(tmp_path / "m.jsonl"))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    warned = re.search(r"warning: seat 0 \(one-card\): your kit replaced (\d+) of your decisions: act "
+                       r"\d+ \(play\) ", out.stdout.replace("\n", " "))  # fmt: skip
+    assert warned is not None, out.stdout
+    assert "not allowed: has 1 card; the trick needs 2" in out.stdout.replace("\n", " ")
+    assert "kit replaced " + warned.group(1) in out.stdout  # its note in the table
+    # The same bot with the net off forfeits, with the referee's own verdict.
+    strict = (bot / "bot.py").read_text().replace("name = 'one-card'", "safety_net = False")
+    (bot / "bot.py").write_text(strict)
+    text = _failed(check(bot))
+    assert "illegal: reply to act " in text and "has 1 card; the trick needs 2" in text
+
+
+def test_a_bot_answering_events_is_told_so() -> None:
+    text = _failed(check(BOTS / "answers_events.py"))
+    assert "replied to an event; events need no answer" in text
+    assert "missing field" not in text and "must be an integer" not in text
+    assert "common mistakes: answering events" in text
+
+
+def test_a_bot_that_runs_out_of_its_bank_is_told_it_is_too_slow() -> None:
+    text = _failed(check(BOTS / "spends_bank.py", "--move-ms", "200", "--bank-ms", "300"))
+    assert "timeout at act " in text
+    assert "hint: too slow: answered 6 requests in time, then spent its bank" in text
+    assert "Flush stdout" not in text
 
 
 def test_slow_hello_keeps_what_it_wrote_before_hello() -> None:

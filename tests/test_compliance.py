@@ -7,6 +7,7 @@ processes and the command line are in ``tests/test_bot_check.py``.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -24,8 +25,15 @@ from referee.match.compliance import (
 from referee.rules import PRESETS, RuleSet
 from referee.sandbox import Limits
 from referee.specs import TimeControl
-from referee.testing import FakeClock, FakeSandbox, Handler, polite_bot, spec
-from tests.match.emulated_bots import CANDIDATES, covered, emulated_run, handler, on_its_clock
+from referee.testing import FakeClock, FakeSandbox, Handler, Stderr, polite_bot, spec
+from tests.match.emulated_bots import (
+    CANDIDATES,
+    KIT,
+    covered,
+    emulated_run,
+    handler,
+    on_its_clock,
+)
 
 
 @pytest.mark.parametrize("candidate", CANDIDATES)
@@ -98,10 +106,75 @@ def test_a_wrong_card_count_fails_the_first_step_it_happens_in_and_stops_there()
     assert summary_lines(report)[-1].startswith("FAILED: 1 of")
 
 
+def _kit_bot_with_a_wrong_count(wrong: bool = True) -> Handler:
+    """The shipped Python kit, its stderr kept, under a bot that plays one card into a pair
+    (unless not ``wrong``): the kit's safety net replaces each such play and writes its
+    marker line."""
+    loader = importlib.util.spec_from_file_location("botkit_under_test", KIT)
+    assert loader is not None and loader.loader is not None
+    kit = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(kit)
+    written: list[str] = []
+    kit.log = lambda *parts: written.append(" ".join(map(str, parts)))  # type: ignore[attr-defined]
+
+    class OneCardIntoPairs(kit.Bot):  # type: ignore[name-defined,misc]
+        def on_play(self, state: Any) -> list[str]:
+            plays = [p for p in state.legal if p]
+            if wrong and state.count == 2 and plays:
+                return list(plays[0][:1])
+            return list(plays[0]) if plays else []
+
+    bot = OneCardIntoPairs()
+
+    def handle(msg: dict[str, Any]) -> Any:
+        reply = bot.handle(msg)
+        notes = [Stderr((line + "\n").encode()) for line in written]
+        written.clear()
+        return [*notes, reply]
+
+    return handle
+
+
+def test_a_bot_whose_kit_replaced_its_decisions_fails_with_the_request_and_the_decision() -> None:
+    report = _run(_scripted(_kit_bot_with_a_wrong_count))
+    assert not report.passed and report.stopped_early
+    failed = report.steps[-1]
+    assert not failed.ok and failed.fault is None and failed.kit_replaced >= 1
+    problem = failed.problem
+    assert problem[0].startswith(f"(seed {failed.seeds[-1]}, match log")
+    n = failed.kit_replaced
+    assert problem[1].startswith(
+        f"problem: the bot's kit replaced {n} of its decisions with safe ones (its safety net)"
+    )
+    assert problem[2].startswith("request: act ") and "kind play: hand " in problem[2]
+    assert "to beat " in problem[2] and "(2 card(s))" in problem[2]
+    assert problem[3].startswith("decided: ")
+    assert problem[3].endswith("(not allowed: has 1 card; the trick needs 2)")
+    assert problem[4].startswith("the kit sent: ")
+    assert problem[-1].startswith("hint: the kit writes each one on stderr")
+    assert "safety_net = False" in problem[-1]
+    data = report.as_json()
+    assert data["passed"] is False and data["kit_replaced"] == n
+    assert data["steps"][-1]["kit_replaced"] == n
+    planned = 2 + 2 * len(PRESETS)
+    assert summary_lines(report)[-1] == (
+        f"FAILED: 1 of {planned} steps failed; stopped at the first failure, "
+        f"{planned - len(report.steps)} not run (--keep-going runs all)"
+    )
+
+
+def test_the_same_kit_bot_playing_only_legal_plays_passes() -> None:
+    report = _run(_scripted(lambda: _kit_bot_with_a_wrong_count(wrong=False)))
+    assert report.passed, [step_lines(s) for s in report.steps]
+    assert report.as_json()["kit_replaced"] == 0
+
+
 def test_keep_going_runs_every_step() -> None:
     report = _run(_scripted(_one_card_on_pairs), keep_going=True)
     assert len(report.steps) == 2 + 2 * len(PRESETS) and not report.stopped_early
-    assert not report.passed and sum(not s.ok for s in report.steps) >= 2
+    failed = sum(not s.ok for s in report.steps)
+    assert not report.passed and failed >= 2
+    assert summary_lines(report)[-1] == f"FAILED: {failed} of {len(report.steps)} steps failed"
 
 
 def _one_match_only() -> Handler:
@@ -136,6 +209,11 @@ def test_a_bot_that_fails_hello_stops_the_run_after_the_handshake() -> None:
 
     report = _run(_scripted(lambda: mute, TimeControl(hello_ms=1000)), keep_going=True)
     assert [s.name for s in report.steps] == ["handshake"] and report.stopped_early
+    planned = 2 + 2 * len(PRESETS)
+    assert summary_lines(report)[-1] == (
+        f"FAILED: 1 of {planned} steps failed; {planned - 1} not run: none can run without "
+        "a handshake"
+    )
     step = report.steps[0]
     assert step.problem[0].startswith("problem: protocol at hello 1: reply is not valid JSON")
     assert "reply (after 0 ms): hello there" in step.problem

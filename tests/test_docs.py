@@ -34,7 +34,13 @@ from referee.rules.engine import PLAY, Game
 from referee.rules.ruleset import PRESETS, TABLE_SIZES, ResolvedRules
 from referee.rules.simulate import play_random
 from referee.specs import PlayoffSettings, RatingSettings, TimeControl
-from referee.tournament.model import AuthorSettings, BotEntry, SandboxSettings, TournamentFile
+from referee.tournament.model import (
+    AuthorSettings,
+    BotEntry,
+    ExecutorSettings,
+    SandboxSettings,
+    TournamentFile,
+)
 from tests.rules.helpers import make_game
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -586,10 +592,11 @@ KEY_SECTIONS: dict[str, type[BaseModel]] = {
     "`[ratings]`": RatingSettings,
     "`playoff`": PlayoffSettings,
     "`[authors]`": AuthorSettings,
+    "`[executor]`": ExecutorSettings,
     "`[[bots]]`": BotEntry,
 }
 # Fields of the file that are sections of their own, documented under their heading.
-_SUBSECTIONS = {"time", "sandbox", "ratings", "playoff", "authors", "bots"}
+_SUBSECTIONS = {"time", "sandbox", "ratings", "playoff", "authors", "executor", "bots"}
 
 
 def toml_value(text: str) -> Any:

@@ -18,12 +18,22 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main as cli_main
-from referee.match.human import LineReader, PersonSession, TableView, read_answer, rules_summary
+from referee.match.human import (
+    CardChoice,
+    LineReader,
+    PersonSession,
+    TableView,
+    read_answer,
+    rules_summary,
+)
 from referee.match.runner import play_match
+from referee.match.text import render_text
 from referee.matchlog import read_log
 from referee.protocol import messages as m
+from referee.protocol.explain import explain_fault
 from referee.protocol.seats import SessionPool, seated
 from referee.rules import RuleSet, replay
+from referee.rules.cards import DECKS, CardCodec
 from referee.rules.ruleset import PRESETS
 from referee.sandbox import Limits
 from referee.specs import TimeControl
@@ -114,6 +124,86 @@ def test_a_typed_control_character_is_shown_escaped() -> None:
         answer.problem
         == "'\\x1b[2J' is not a number: type a number from 1 to 3 (? shows the rules)"
     )
+
+
+# -- cards named by their codes ------------------------------------------------------------
+
+SKAT = CardCodec(DECKS["skat32"], ["7", "8", "9", "10", "J", "Q", "K", "A"])
+HAND = ("7C", "8C", "8H", "9S", "10H", "JD")
+PLAYS = (("8C",), ("8C", "8H"), ("9S",), ("10H",), ("JD",))  # on a 7; a pass besides
+PLAY_HINT = "type a number from 1 to 5 or the cards (e.g. 8C 8H), 0 to pass (? shows the rules)"
+
+
+def _play(text: str) -> Any:
+    choice = CardChoice(SKAT, plays=PLAYS, hand=HAND)
+    return read_answer(text, len(PLAYS), pass_allowed=True, cards=choice)
+
+
+@pytest.mark.parametrize(
+    ("text", "picks", "cards"),
+    [
+        ("8C 8H", (2,), ("8C", "8H")),
+        ("8h 8c", (2,), ("8H", "8C")),  # any order, any case
+        ("8H", (1,), ("8H",)),  # the other 8 than the option's: the rank is what counts
+        ("10H", (4,), ("10H",)),
+        ("th", (4,), ("10H",)),
+        ("8♣ 8♥", (2,), ("8C", "8H")),  # as the screen shows them
+        ("8c,8h", (2,), ("8C", "8H")),
+        ("3", (3,), ()),  # numbers still work
+        ("p", (0,), ()),
+    ],
+)
+def test_a_play_is_read_by_its_cards(
+    text: str, picks: tuple[int, ...], cards: tuple[str, ...]
+) -> None:
+    answer = _play(text)
+    assert (answer.picks, answer.cards, answer.problem) == (picks, cards, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("8C 8D", f"8D is not in your hand: {PLAY_HINT}"),
+        ("8x", f"'8x' is neither a number nor a card: {PLAY_HINT}"),
+        ("2C", "'2C' is neither a number nor a card"),  # not in this deck
+        ("10", "10 is not one of the options"),  # a number, not the rank
+        ("8C 9S", f"8C 9S is not one of the plays you may make now: {PLAY_HINT}"),
+        ("7C", "7C is not one of the plays you may make now"),  # held, but too low
+        ("8C 8c", "8C is listed twice"),
+        ("8C 3", f"numbers and cards mixed: {PLAY_HINT}"),
+        ("8C pass", "numbers and cards mixed"),
+        ("\x1b[2J", "'\\x1b[2J' is neither a number nor a card"),
+    ],
+)
+def test_a_wrong_card_code_says_what_is_wrong(text: str, says: str) -> None:
+    answer = _play(text)
+    assert answer.picks == () and answer.problem is not None and says in answer.problem
+
+
+def test_cards_to_give_and_leftovers_are_read_by_their_codes() -> None:
+    give = CardChoice(SKAT, cards=HAND)
+    answer = read_answer("jd 7c", len(HAND), want=2, cards=give)
+    assert (answer.picks, answer.cards) == ((6, 1), ("JD", "7C"))
+    assert read_answer("JD", len(HAND), want=2, cards=give).problem == (
+        "1 card typed: type 2 different numbers from 1 to 6, separated by spaces, "
+        "or the cards (e.g. 7C 8C) (? shows the rules)"
+    )
+    assert "AS is not in your hand" in str(read_answer("AS JD", 6, want=2, cards=give).problem)
+    offer = CardChoice(SKAT, cards=("9C", "KH"), absent="is not offered")
+    assert read_answer("kh", 2, cards=offer).picks == (2,)
+    assert read_answer("AS", 2, cards=offer).problem == (
+        "AS is not offered: type a number from 1 to 2 or the card (e.g. 9C) (? shows the rules)"
+    )
+
+
+def test_spanish_cards_and_the_ten_are_read_in_their_deck() -> None:
+    ranks = ["1", "2", "3", "4", "5", "6", "7", "10", "11", "12"]
+    spanish = CardChoice(CardCodec(DECKS["spanish40"], ranks), cards=("10O", "12B", "1C"))
+    assert read_answer("12b", 3, cards=spanish).cards == ("12B",)
+    assert read_answer("to", 3, cards=spanish).cards == ("10O",)
+    assert "'8C' is neither a number nor a card" in str(read_answer("8C", 3, cards=spanish).problem)
+    no_ten = CardChoice(CardCodec(DECKS["skat32"], ["7", "8", "9", "A"]), cards=("7C", "AS"))
+    assert "'TH' is neither" in str(read_answer("TH", 2, cards=no_ten).problem)
 
 
 # -- LineReader ------------------------------------------------------------------------------
@@ -350,7 +440,7 @@ def test_a_person_plays_a_whole_match(tmp_path: Path) -> None:
     assert {st.name for st in result.standings} == {"you", "lowest", "other"}
     assert "Match human-test · arschloch · 3 players · you sit at seat 0." in screen
     assert "  ✗ nothing typed: type a number from 1 to " in screen
-    assert "  ✗ 'x7' is not a number: type a number" in screen
+    assert "  ✗ 'x7' is neither a number nor a card: type a number" in screen
     assert "  ✗ 99 is not one of the options:" in screen
     assert "whoever holds 7♣" in screen  # the rules, after ?
     assert "  seat  player  cards  role            score" in screen
@@ -360,6 +450,60 @@ def test_a_person_plays_a_whole_match(tmp_path: Path) -> None:
     # What the person chose is what the log holds, and the log replays.
     game = replay(read_log(result.log))
     assert game.over and game.round == 2
+
+
+_LETTERS = str.maketrans({"♣": "C", "♠": "S", "♥": "H", "♦": "D"})
+
+
+class CodeTypist(ScriptedPerson):
+    """Types cards where a number would do, in small letters and the other way round
+    (``8♣ 8♥`` becomes ``8h 8c``): the first play of several cards there is, else the
+    first option; the first cards to give; a pass as 0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.typed: list[str] = []
+
+    async def readline(self) -> str | None:
+        found = PROMPT.search(self.screen)
+        assert found is not None
+        kind, choices = found.groups()
+        self.prompts.append(kind)
+        if kind == "Your play" and choices.startswith("0 pass"):
+            return "0"
+        menu = []
+        for line in reversed(self.screen[: found.start()].split("\n")[:-1]):
+            if not re.match(r" +\d+\) ", line):
+                break
+            menu[:0] = re.findall(r"\d+\) (\S+(?: \S+)*)", line)
+        options = [o.translate(_LETTERS).lower().split() for o in menu if o != "pass"]
+        if kind == "Cards to give":
+            codes = [o[0] for o in options[: int(choices.split()[0])]]
+        else:
+            codes = next((o for o in options if len(o) > 1), options[0])
+        answer = " ".join(reversed(codes))
+        self.typed.append(answer)
+        return answer
+
+
+def test_a_person_plays_and_gives_by_card_codes(tmp_path: Path) -> None:
+    for seed in range(1, 40):  # the first deal where it gives cards back
+        person = CodeTypist()
+        result = play_with(person, tmp_path, seed=seed)
+        if "Cards to give" in person.prompts:
+            break
+    assert "✗" not in person.screen.replace("✗ lowest", "").replace("✗ other", "")
+    assert "Cards to give" in person.prompts and len(person.typed) > 5
+    assert any(" " in answer for answer in person.typed)  # several cards, in reverse order
+    assert [st.forfeit for st in result.standings] == [False] * 3
+    lines = read_log(result.log)
+    mine = [
+        sorted(row["cards"]) for row in lines
+        if (row["type"] == "played" and row["seat"] == 0)
+        or (row["type"] == "exchange" and row["from"] == 0)
+    ]  # fmt: skip
+    assert mine == [sorted(a.upper().split()) for a in person.typed]
+    assert replay(lines).over
 
 
 def test_each_typo_is_answered_and_asked_again(tmp_path: Path) -> None:
@@ -386,11 +530,11 @@ def test_a_person_gives_cards_back(tmp_path: Path) -> None:
     result = play_with(person, tmp_path, seed=seed)
     screen = person.screen
     # 10 cards dealt and 1 received: 11 to choose from.
-    assert "  ✗ 1 is listed twice: type a number from 1 to 11 (? shows the rules)" in screen
+    assert "  ✗ 1 is listed twice: type a number from 1 to 11 or the card (e.g. 7" in screen
     assert "  ✗ 12 is not one of the options: type a number from 1 to 11" in screen
     assert person.prompts.count("Cards to give") == 3
     assert re.search(r"Give 1 card back to \w+: type their numbers", screen)
-    assert "Cards to give [1 of 1-11, ? rules]: " in screen
+    assert "Cards to give [1 of 1-11 or the cards, ? rules]: " in screen
     received = re.search(r"you received (\S+) from (\w+)", screen)
     gave = re.search(r"you gave (\S+) to (\w+)", screen)  # the lowest card, number 1
     assert received and gave and gave.group(2) == received.group(2)
@@ -444,8 +588,18 @@ def test_leaving_forfeits_the_seat_and_the_match_plays_on(tmp_path: Path) -> Non
     you = next(st for st in result.standings if st.name == "you")
     assert you.forfeit and you.fault is not None
     assert (you.fault.kind, you.fault.detail) == (
-        "crash",
+        "left",
         "the person left the match (end of input)",
+    )
+    # Told as leaving, not as a bot's crash: no hints, no stderr.
+    assert explain_fault(you.fault) == [
+        "problem: left the match at act 3 (play, round 1)",
+        "the referee's fallback policy played the seat to the end",
+    ]
+    fault_row = next(row for row in read_log(result.log) if row["type"] == "fault")
+    assert (fault_row["kind"], fault_row["seat"]) == ("left", you.seat)
+    assert "    ! you left the match; the fallback policy plays on" in render_text(
+        read_log(result.log)
     )
     assert "You left the match. The referee plays your seat to the end" in person.screen
     assert person.screen.count("Your play [") == 2  # never asked again

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pexpect
@@ -76,15 +76,31 @@ def start(tmp_path: Path, *args: str) -> tuple[pexpect.spawn, io.StringIO]:
     return child, screen
 
 
-def play_out(child: pexpect.spawn, answers: dict[str, list[str]]) -> list[str]:
-    """Answer every prompt to the end: the scripted answers of each kind first, then the
-    first option (a pass when that is all there is). Returns the prompts, in order."""
+Answer = str | Callable[[str], str]
+_LETTERS = str.maketrans({"♣": "C", "♠": "S", "♥": "H", "♦": "D"})
+
+
+def last_option_codes(out: str) -> str:
+    """The cards of the last option listed on screen, typed as codes, small, in reverse:
+    ``12) 8♣ 8♥`` becomes ``8h 8c``."""
+    options = re.findall(r"\d+\) (\S+(?: \S+)*)", out.rsplit("\n", 1)[0])
+    return " ".join(reversed(options[-1].translate(_LETTERS).lower().split()))
+
+
+def play_out(
+    child: pexpect.spawn, answers: dict[str, list[Answer]], screen: io.StringIO | None = None
+) -> list[str]:
+    """Answer every prompt to the end: the scripted answers of each kind first (a callable
+    gets the screen so far), then the first option (a pass when that is all there is).
+    Returns the prompts, in order."""
     prompts = []
     while child.expect([PROMPT, pexpect.EOF]) == 0:
         kind, choices = child.match.group(1), child.match.group(2)
         prompts.append(kind)
         if answers.get(kind):
-            child.sendline(answers[kind].pop(0))
+            answer = answers[kind].pop(0)
+            assert screen is not None or isinstance(answer, str)
+            child.sendline(answer if isinstance(answer, str) else answer(text(screen)))
         elif kind == "Cards to give":
             count = int(choices.split()[0])
             child.sendline(" ".join(str(i) for i in range(1, count + 1)))
@@ -122,7 +138,7 @@ def test_a_person_plays_a_match_and_gives_a_card_back(tmp_path: Path) -> None:
     assert "  seat  player     cards  role            score" in out
     assert re.search(r"Your hand \(10\): 7. ", out)  # sorted by rank, with suit symbols
     assert "  ✗ nothing typed: type a number from 1 to " in out
-    assert "  ✗ 'x7' is not a number: type a number from 1 to " in out
+    assert "  ✗ 'x7' is neither a number nor a card: type a number from 1 to " in out
     assert "  ✗ 99 is not one of the options: type a number from 1 to " in out
     assert "whoever holds 7♣" in out and "may not contain A" in out  # the rules, after ?
     assert prompts[:5] == ["Your play"] * 5  # asked again after each of the four
@@ -138,14 +154,21 @@ def test_a_person_plays_a_match_and_gives_a_card_back(tmp_path: Path) -> None:
 
 def test_a_person_takes_a_leftover(tmp_path: Path) -> None:
     child, screen = start(tmp_path, "--seed", str(LEFTOVER_SEED))
-    prompts = play_out(child, {"Leftover to take": ["3", "?", "2"], "Card to discard": ["x"]})
+    answers: dict[str, list[Answer]] = {
+        "Leftover to take": ["3", "?", "2"],
+        "Card to discard": ["x", "zz9", last_option_codes],  # the highest card, by its code
+    }
+    prompts = play_out(child, answers, screen)
     out = text(screen)
     check_the_end(child, out, tmp_path)
     assert "Leftovers face up: " in out
     assert "  ✗ 3 is not one of the options: type a number from 1 to 2" in out
-    assert prompts.count("Leftover to take") == 3 and prompts.count("Card to discard") == 2
-    assert "  ✗ 'x' is not a number: type a number from 1 to 11" in out
-    assert re.search(r"You take \S+ and discard \S+\.", out)
+    assert prompts.count("Leftover to take") == 3 and prompts.count("Card to discard") == 3
+    assert "  ✗ 'x' is neither a number nor a card: type a number from 1 to 11" in out
+    assert "  ✗ 'zz9' is neither a number nor a card" in out
+    discarded = re.search(r"You take \S+ and discard (\S+)\.", out)
+    menu = out.split("Your hand with ")[1].split("Card to discard")[0]
+    assert discarded and menu.rstrip().endswith(discarded.group(1))  # the last one listed
     assert re.search(r"\w+ gave 1 card to you", out) or re.search(r"you gave \S+ to", out)
 
 
@@ -158,7 +181,9 @@ def test_ctrl_d_leaves_the_match_which_plays_on(tmp_path: Path) -> None:
     out = text(screen)
     assert child.exitstatus == 0 and "Traceback" not in out
     assert "You left the match. The referee plays your seat to the end" in out
-    assert "forfeit — crash: the person left the match (end of input)" in out
+    assert "left the match" in out.split("The match is over.")[-1]  # its note in the table
+    assert "seat 0 (you) left:\n  problem: left the match at act " in out
+    assert "crash" not in out and "stderr" not in out
     assert out.count("Your play [") == 1
     assert replay(read_log(tmp_path / "m.jsonl")).over
 

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from referee.protocol import messages as m
+from referee.protocol.kit import KIT_MARKER, read_marker
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_bots"
@@ -442,6 +443,82 @@ def test_python_kit_safety_net_replaces_a_broken_decision() -> None:
         {"type": "act", "id": 5, "kind": "give", "hand": list(HAND), "to": 1, "count": 2}
     )
     assert give == {"id": 5, "cards": ["7C", "8H"]}
+
+
+def _markers(stderr: str) -> list[Any]:
+    """The kit's marker lines in ``stderr``, read back as the referee reads them."""
+    marker = KIT_MARKER.decode()
+    return [read_marker(line.encode()) for line in stderr.splitlines() if line.startswith(marker)]
+
+
+def test_python_kit_says_each_replaced_decision_with_a_marker_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kit = _kit()
+    assert kit.MARKER.encode() == KIT_MARKER  # the kit and the referee agree on the marker
+
+    class Broken(kit.Bot):  # type: ignore[name-defined,misc]
+        def on_play(self, state: Any) -> Any:
+            if state.leading:
+                return {"cards": {"7C"}}  # not JSON as it is, and not a play
+            raise RuntimeError("bug")
+
+        def on_give(self, state: Any, to: int, count: int) -> list[str]:
+            return ["ZZ"] * count
+
+        def on_leftover(self, state: Any, offer: list[str]) -> tuple[str, str]:
+            return offer[0], offer[0]  # allowed: no marker
+
+    bot = Broken()
+    bot.handle(match_start(seat=0))
+    bot.handle(round_start(list(HAND)))
+    bot.handle(act_play(3, list(HAND), ["QC"]))
+    bot.handle(act_play(4, list(HAND), []))
+    bot.handle({"type": "act", "id": 5, "kind": "give", "hand": list(HAND), "to": 1, "count": 2})
+    offer = {"type": "act", "id": 6, "kind": "leftover", "hand": list(HAND), "offer": ["9C"]}
+    assert bot.handle(offer) == {"id": 6, "take": "9C", "discard": "9C"}
+    err = capsys.readouterr().err
+    raised, unjson, give = _markers(err)
+    assert (raised.request_id, raised.kind, raised.why, raised.error) == (
+        3, "play", "raised", "RuntimeError: bug"
+    )
+    assert (raised.decided, raised.sent) == (None, [])
+    assert "Traceback" in err and 'raise RuntimeError("bug")' in err  # after the marker
+    assert (unjson.request_id, unjson.why, unjson.sent) == (4, "not allowed", ["7C"])
+    assert "7C" in str(unjson.decided)  # shown as its repr: still one line of JSON
+    assert (give.request_id, give.kind, give.decided, give.sent) == (
+        5, "give", ["ZZ", "ZZ"], ["7C", "8H"]
+    )
+    bot.safety_net = False  # off: the decision goes out as it is, and nothing is said
+    bot.handle({"type": "act", "id": 7, "kind": "give", "hand": list(HAND), "to": 1, "count": 2})
+    assert _markers(capsys.readouterr().err) == []
+
+
+@pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
+def test_javascript_kit_says_each_replaced_decision_with_a_marker_line() -> None:
+    steps = [match_start(seat=0), round_start(list(HAND)), act_play(3, list(HAND), ["QC"]),
+             act_play(4, list(HAND), []),
+             {"type": "act", "id": 5, "kind": "give", "hand": list(HAND), "to": 1, "count": 2}]  # fmt: skip
+    script = f"""
+        const k = require({str(JS_KIT)!r});
+        class Broken extends k.Bot {{
+          onPlay(state) {{
+            if (state.leading) {{ const a = []; a.push(a); return a; }}  // a cycle
+            throw new Error("bug");
+          }}
+          onGive(state, to, count) {{ return ["ZZ", "ZZ"]; }}
+        }}
+        const bot = new Broken("b");
+        for (const msg of {json.dumps(steps)}) bot.handle(msg);
+        console.log(k.MARKER);
+    """
+    out = subprocess.run(["node", "-e", script], capture_output=True, timeout=10, check=True)
+    assert out.stdout.decode().strip().encode() == KIT_MARKER.strip()
+    raised, cycle, give = _markers(out.stderr.decode())
+    assert (raised.request_id, raised.kind, raised.why, raised.sent) == (3, "play", "raised", [])
+    assert raised.error == "Error: bug" and "at Broken.onPlay" in out.stderr.decode()
+    assert (cycle.request_id, cycle.why, cycle.sent) == (4, "not allowed", ["7C"])
+    assert (give.request_id, give.decided, give.sent) == (5, ["ZZ", "ZZ"], ["7C", "8H"])
 
 
 def test_python_kit_writes_nothing_but_replies_on_stdout() -> None:

@@ -205,10 +205,12 @@ def bots_or_fail(
 
 
 def print_result(result: Any) -> None:
+    """A match's standings, each fault explained, each seat whose kit replaced decisions
+    warned, and where its log is."""
     from rich.table import Table
     from rich.text import Text
 
-    from referee.protocol.explain import explain_fault
+    from referee.protocol.explain import explain_fault, replacements_summary
     from referee.text import ordinal
 
     console = Console(highlight=False)
@@ -220,15 +222,32 @@ def print_result(result: Any) -> None:
     table.add_column("note")
     for st in result.standings:
         note = ""
-        if st.fault is not None:
+        if st.fault is not None and st.fault.kind == "left":
+            note = "left the match"
+        elif st.fault is not None:
             note = f"forfeit — {st.fault.kind}: {printable(st.fault.detail)}"
+        if st.kit_replaced:
+            note += f"{'; ' if note else ''}kit replaced {st.kit_replaced}"
         table.add_row(
             ordinal(st.place), str(st.seat), Text(printable(st.name)), str(st.score), Text(note)
         )
     console.print(table)
     for st in sorted(result.standings, key=lambda st: st.seat):
         if st.fault is not None:
-            console.print(printable(f"seat {st.seat} ({st.name}) forfeited:"), markup=False)
+            how = "left" if st.fault.kind == "left" else "forfeited"
+            console.print(printable(f"seat {st.seat} ({st.name}) {how}:"), markup=False)
             for line in explain_fault(st.fault, result.stderr_tails.get(st.seat)):
                 console.print("  " + line, markup=False, soft_wrap=True)
+    for st in sorted(result.standings, key=lambda st: st.seat):
+        if st.kit_replaced:
+            told = replacements_summary(st.kit_replaced, st.kit_replacements)
+            console.print(
+                printable(
+                    f"warning: seat {st.seat} ({st.name}): {told}; "
+                    "`referee bot check` fails such a bot (protocol/SPEC.md: the kits' "
+                    "safety net)"
+                ),
+                markup=False,
+                soft_wrap=True,
+            )
     console.print(f"match log: {result.log}  (referee replay {result.log})", markup=False)

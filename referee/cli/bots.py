@@ -107,7 +107,15 @@ def bot_check(
         sys.exit(1)
 
 
-_PY_TEMPLATE = '''"""{name}: an Arschloch referee bot (protocol: `referee protocol spec`)."""
+_PY_TEMPLATE = '''"""{name}: an Arschloch referee bot (protocol: `referee protocol spec`).
+
+The kit's safety net: when a decision of yours is not allowed (a card you do not hold, the
+wrong number of cards, a pass when you lead) or raises, botkit sends a safe legal choice
+instead, so the match goes on. It does not hide the mistake: it writes a line
+"botkit: replaced {{...}}" on stderr each time, `referee bot check` fails the bot, and
+`referee play` and the tournament pages warn. To see the referee's own verdict on a
+mistake (a forfeit that explains the move), set `safety_net = False` below while testing.
+"""
 
 from botkit import Bot
 
@@ -115,6 +123,7 @@ from botkit import Bot
 class MyBot(Bot):
     name = {name!r}
     version = "0.1"
+    safety_net = True  # False: a mistake forfeits the match, with the referee's explanation
 
     def on_play(self, state):
         # state.legal lists every legal play; [] (a pass) is there when you may pass.
@@ -127,6 +136,13 @@ if __name__ == "__main__":
 '''
 
 _JS_TEMPLATE = """// {name}: an Arschloch referee bot (protocol: `referee protocol spec`).
+//
+// The kit's safety net: when a decision of yours is not allowed (a card you do not hold, the
+// wrong number of cards, a pass when you lead) or throws, botkit sends a safe legal choice
+// instead, so the match goes on. It does not hide the mistake: it writes a line
+// "botkit: replaced {{...}}" on stderr each time, `referee bot check` fails the bot, and
+// `referee play` and the tournament pages warn. To see the referee's own verdict on a
+// mistake (a forfeit that explains the move), set bot.safetyNet = false while testing.
 const {{ Bot }} = require("./botkit.js");
 
 class MyBot extends Bot {{
@@ -136,7 +152,9 @@ class MyBot extends Bot {{
   }}
 }}
 
-new MyBot({name_json}, "0.1").run();
+const bot = new MyBot({name_json}, "0.1");
+bot.safetyNet = true; // false: a mistake forfeits the match, with the referee's explanation
+bot.run();
 """
 
 

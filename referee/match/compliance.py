@@ -14,6 +14,11 @@ smallest and the largest table, and plays a second match on the same process. Th
    the next seed of the list is played, and a kind never asked is reported;
 3. **reuse**: two matches on one process, as a tournament worker plays them.
 
+A match step fails on a fault, and also when the bot's kit replaced any of its decisions
+with a safe one (the kits' safety net writes a marker line on stderr for each,
+:mod:`referee.protocol.kit`): a tournament would play the safe moves, and the author would
+never learn of the bug.
+
 The sample bots are deterministic (the random one seeds itself from the match id and its
 seat), so a given bot meets the same deals and the same replies every time it is checked.
 The opponents' processes are pooled across the run
@@ -45,7 +50,7 @@ from typing import Any
 
 from referee.clock import Clock, MonotonicClock
 from referee.match.runner import play_match, run_in_command, seat_of
-from referee.protocol.explain import explain_fault
+from referee.protocol.explain import explain_fault, explain_replacements
 from referee.protocol.seats import SessionPool, Table, seated
 from referee.protocol.session import BotSession
 from referee.results import FaultInfo, MatchResult
@@ -131,6 +136,8 @@ class Step:
     missing: list[str] = field(default_factory=list)
     problem: list[str] = field(default_factory=list)
     fault: FaultInfo | None = None
+    kit_replaced: int = 0
+    """Decisions the bot's kit replaced with safe ones in this step's matches."""
     stderr: str | None = None
     logs: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -147,6 +154,7 @@ class Step:
             "not_asked": self.missing,
             "problem": self.problem,
             "fault": self.fault.model_dump(mode="json") if self.fault else None,
+            "kit_replaced": self.kit_replaced,
             "stderr": self.stderr,
             "logs": self.logs,
             "seconds": round(self.seconds, 3),
@@ -167,6 +175,8 @@ class CheckReport:
     reply_ms: list[float] = field(default_factory=list)
     peak_memory: int | None = None
     stopped_early: bool = False
+    planned: int = 0
+    """The steps of the whole check, run or not (a run stops at its first failure)."""
 
     @property
     def passed(self) -> bool:
@@ -207,6 +217,8 @@ class CheckReport:
             "ready_ms": self.ready_ms,
             "steps": [s.as_json() for s in self.steps],
             "stopped_early": self.stopped_early,
+            "steps_planned": self.planned,
+            "kit_replaced": sum(s.kit_replaced for s in self.steps),
             "asked": dict(self.asked),
             "not_asked": self.not_asked,
             "reply_ms": {"count": len(self.reply_ms), **(self.reply_stats() or {})},
@@ -358,12 +370,20 @@ class ComplianceRun:
         self.report.reply_ms.extend(ms for _, ms in session.record)
         if result.log is not None:
             step.logs.append(result.log)
-        fault = seat_of(result, 0).fault
+        mine = seat_of(result, 0)
+        fault = mine.fault
+        step.kit_replaced += mine.kit_replaced
         if fault is not None:
             if fault.request is not None and fault.request.get("id") == fault.request_id:
                 step.asked[str(fault.request.get("kind", "hello"))] += 1
             self._fail(step, fault, result.stderr_tails.get(0))
             step.problem.insert(0, f"(seed {seed}, match log {result.log})")
+        elif mine.kit_replaced:
+            step.ok = False
+            step.problem = [
+                f"(seed {seed}, match log {result.log})",
+                *explain_replacements(mine.kit_replaced, mine.kit_replacements),
+            ]
 
     async def _match(
         self, session: BotSession, rules: ResolvedRules, seed: int, match_id: str
@@ -390,6 +410,7 @@ class ComplianceRun:
         steps: list[Callable[[], Awaitable[Step]]] = [self.handshake]
         steps += [functools.partial(self.preset, p, seats) for p in presets for seats in TABLES]
         steps.append(self.reuse)
+        self.report.planned = len(steps)
         try:
             for i, make in enumerate(steps):
                 step = await make()
@@ -464,16 +485,18 @@ def summary_lines(report: CheckReport) -> list[str]:
         )
     if report.not_asked:
         lines.append(f"never asked: {'; '.join(report.not_asked)}")
-    failed = [s for s in report.steps if not s.ok]
+    failed = sum(not s.ok for s in report.steps)
     if report.passed:
         lines.append(f"PASSED: all {len(report.steps)} steps")
     else:
-        stop = (
-            "; stopped at the first failure (--keep-going runs every step)"
-            if report.stopped_early
-            else ""
-        )
-        lines.append(f"FAILED: {len(failed)} of {len(report.steps)} steps run{stop}")
+        planned = max(report.planned, len(report.steps))
+        not_run = planned - len(report.steps)
+        stop = ""
+        if report.stopped_early and not_run and len(report.steps) == 1:
+            stop = f"; {not_run} not run: none can run without a handshake"
+        elif report.stopped_early and not_run:
+            stop = f"; stopped at the first failure, {not_run} not run (--keep-going runs all)"
+        lines.append(f"FAILED: {failed} of {planned} steps failed{stop}")
     return lines
 
 

@@ -8,7 +8,7 @@ the person sees is exactly what a bot is told, no more.
 
 Three things differ from a bot: there is no clock (the match waits for the person; the bots
 keep their limits), a wrong answer is asked again instead of forfeiting the seat, and the
-end of input (Ctrl-D) is the person leaving, which forfeits the seat like a crashed bot so
+end of input (Ctrl-D) is the person leaving, which forfeits the seat (fault kind ``left``) so
 the referee's fallback policy plays it to the end. Ctrl-C stops the whole match, as in
 every other command.
 
@@ -31,11 +31,13 @@ from typing import Any, Protocol
 from referee.errors import BotFault
 from referee.protocol import messages as m
 from referee.protocol.channel import KeptStderr
+from referee.results import KitReplacement
 from referee.rules.cards import DECKS, CardCodec
 from referee.text import ordinal, printable
 
 __all__ = [
     "Answer",
+    "CardChoice",
     "LineReader",
     "PersonSession",
     "TableView",
@@ -56,12 +58,77 @@ _SPANISH_LEGEND = "O oros · C copas · E espadas · B bastos"
 
 @dataclass(frozen=True)
 class Answer:
-    """A typed line, understood: the numbers picked, a call for the rules, or the problem
-    to show before asking again (exactly one of the three)."""
+    """A typed line, understood: the options picked (with the cards typed, when the
+    person named cards), a call for the rules, or the problem to show before asking again
+    (exactly one of the three)."""
 
     picks: tuple[int, ...] = ()
     rules: bool = False
     problem: str | None = None
+    cards: tuple[str, ...] = ()
+    """The cards typed, when the answer named cards rather than numbers (in a play, the
+    suits the person chose, which may differ from the option's)."""
+
+
+@dataclass(frozen=True)
+class CardChoice:
+    """What card codes typed at a prompt mean, for one deck (``codec``).
+
+    Each numbered option is either one card (``cards``: a give, a leftover) or a play of
+    cards from ``hand`` (``plays``: a play request, matched by ranks, as the referee does).
+    A code is read as a person types it: ``8c``, ``10H``, ``TH`` (where the deck has a
+    10), ``8♣``.
+    """
+
+    codec: CardCodec
+    cards: tuple[str, ...] = ()
+    plays: tuple[tuple[str, ...], ...] = ()
+    hand: tuple[str, ...] = ()
+    absent: str = "is not in your hand"
+    """What is said of a card of the deck that is not among ``cards``."""
+
+    def card(self, word: str) -> str | None:
+        """The card ``word`` names in this deck, or ``None``."""
+        text = word.upper().replace("\ufe0f", "")  # an emoji's variation selector
+        deck = self.codec.deck
+        for symbol, letter in zip(deck.suit_symbols, deck.suits, strict=True):
+            text = text.replace(symbol, letter)
+        if text[:1] == "T" and "10" in self.codec.rank_names:
+            text = "10" + text[1:]
+        return text if text in self.codec.ids else None
+
+    def example(self, want: int) -> str:
+        """Codes a person could type here, to show how."""
+        if self.plays:
+            return " ".join(next((p for p in self.plays if len(p) > 1), self.plays[0]))
+        return " ".join(self.cards[:want])
+
+    def read(self, words: list[str], want: int, hint: str) -> Answer:
+        """The options ``words`` (card codes) name, or the problem with them."""
+        typed: list[str] = []
+        for word in words:
+            card = self.card(word)
+            if card is None:
+                shown = _clip(printable(word), _SHOWN_TYPO)
+                return Answer(problem=f"'{shown}' is neither a number nor a card: {hint}")
+            if card in typed:
+                return Answer(problem=f"{card} is listed twice: {hint}")
+            typed.append(card)
+        pool = self.hand if self.plays else self.cards
+        missing = next((card for card in typed if card not in pool), None)
+        if missing is not None:
+            return Answer(problem=f"{missing} {self.absent}: {hint}")
+        if self.plays:
+            ranks = sorted(card[:-1] for card in typed)
+            for number, play in enumerate(self.plays, 1):
+                if sorted(card[:-1] for card in play) == ranks:
+                    return Answer(picks=(number,), cards=tuple(typed))
+            shown = " ".join(typed)
+            return Answer(problem=f"{shown} is not one of the plays you may make now: {hint}")
+        if len(typed) != want:
+            return Answer(problem=f"{_n_cards(len(typed))} typed: {hint}")
+        picks = tuple(self.cards.index(card) + 1 for card in typed)
+        return Answer(picks=picks, cards=tuple(typed))
 
 
 def read_answer(
@@ -71,20 +138,30 @@ def read_answer(
     want: int = 1,
     pass_allowed: bool = False,
     no_pass: str | None = None,
+    cards: CardChoice | None = None,
 ) -> Answer:
     """Read an answer naming ``want`` distinct options among ``1..options``.
 
     ``0``, ``p`` or ``pass`` pick 0 (the pass) when ``pass_allowed``; otherwise ``no_pass``,
     if given, says why not. ``?`` (or ``help``) asks for the rules. Numbers may be separated
-    by spaces or commas. Every other line is a problem whose message says what was wrong and
-    what to type, so the caller asks again.
+    by spaces or commas. With ``cards``, the options may be named by their cards instead
+    (``8C 8H``, in any order and case); numbers and cards do not mix in one answer. Every
+    other line is a problem whose message says what was wrong and what to type, so the
+    caller asks again.
     """
-    hint = _hint(options, want, pass_allowed)
+    example = cards.example(want) if cards is not None and options else None
+    hint = _hint(options, want, pass_allowed, example)
     words = text.replace(",", " ").split()
     if not words:
         return Answer(problem=f"nothing typed: {hint}")
     if len(words) == 1 and words[0].lower() in ("?", "h", "help"):
         return Answer(rules=True)
+    if cards is not None and options:
+        named = [w for w in words if not _a_number(w, pass_allowed)]
+        if named and len(named) < len(words):
+            return Answer(problem=f"numbers and cards mixed: {hint}")
+        if named:
+            return cards.read(words, want, hint)
     picks: list[int] = []
     for word in words:
         if pass_allowed and word.lower() in ("p", "pass"):
@@ -109,18 +186,29 @@ def read_answer(
     return Answer(picks=tuple(picks))
 
 
+def _a_number(word: str, pass_allowed: bool) -> bool:
+    """Whether ``word`` is meant as a number (or the pass), not as a card."""
+    return (word.isascii() and word.isdigit()) or (
+        pass_allowed and word.lower() in ("p", "pass")
+    )
+
+
 def _clip(text: str, length: int) -> str:
     return text if len(text) <= length else text[: length - 1] + "…"
 
 
-def _hint(options: int, want: int, pass_allowed: bool) -> str:
+def _hint(options: int, want: int, pass_allowed: bool, example: str | None = None) -> str:
     span = "1" if options == 1 else f"1 to {options}"
     if want == 1:
         what = f"type a number from {span}" if options > 1 else "type 1"
+        if example:
+            what += f" or the card{'s' if ' ' in example else ''} (e.g. {example})"
         if pass_allowed:
             what = what + ", 0 to pass" if options else "nothing beats it here: type 0 to pass"
     else:
         what = f"type {want} different numbers from {span}, separated by spaces"
+        if example:
+            what += f", or the cards (e.g. {example})"
     return f"{what} (? shows the rules)"
 
 
@@ -402,9 +490,13 @@ def rules_summary(rules: m.Rules, players: int) -> list[str]:
         "before. Who empties the hand first is 1st, and so on."
     )
     parts += [_exchange_words(rules), _scoring_words(rules)]
+    low, suits = rules.ranks[0], codec.deck.suits
+    ten = f"; T{suits[2]} for 10{suits[2]}" if "10" in rules.ranks else ""
     parts.append(
-        "At a prompt type the number of your choice and Enter; 0 passes. ? shows these rules, "
-        "Ctrl-D leaves the match (the referee plays your seat on), Ctrl-C stops it."
+        "At a prompt type the number of your choice, or the cards themselves "
+        f"({low}{suits[0]} {low}{suits[2]}, in any order or case{ten}), and Enter; 0 passes. "
+        "? shows these rules, Ctrl-D leaves the match (the referee plays your seat on), "
+        "Ctrl-C stops it."
     )
     return [line for part in parts for line in textwrap.wrap(part, _WIDTH, subsequent_indent="  ")]
 
@@ -630,7 +722,7 @@ class PersonSession:
     async def request(
         self, data: bytes, request_id: int, kind: str, budget_ms: int
     ) -> tuple[m.Reply, bytes, int]:
-        """Ask the person; no budget applies. Leaving (end of input) is a ``crash`` fault."""
+        """Ask the person; no budget applies. Leaving (end of input) is a ``left`` fault."""
         act = m.parse_to_bot(data)
         self._last_request = json.loads(data)
         view = self._catch_up(getattr(act, "hand", None))
@@ -649,7 +741,7 @@ class PersonSession:
                 "You left the match. The referee plays your seat to the end; the standings follow.",
             )
             raise BotFault(
-                "crash", "the person left the match (end of input)", request_id=request_id
+                "left", "the person left the match (end of input)", request_id=request_id
             ) from None
         # Not on the clock: no time is charged, so the person's bank never runs down.
         return reply, m.encode(reply), 0
@@ -668,6 +760,10 @@ class PersonSession:
     def last_request_data(self) -> dict[str, Any] | None:
         """The last request the person was asked (a fault's context, as for a bot)."""
         return self._last_request
+
+    def kit_report(self) -> tuple[int, list[KitReplacement]]:
+        """A person has no kit: nothing is ever replaced."""
+        return 0, []
 
     # -- the dialogue ---------------------------------------------------------------------
 
@@ -702,8 +798,10 @@ class PersonSession:
         want: int = 1,
         can_pass: bool = False,
         no_pass: str | None = None,
-    ) -> tuple[int, ...]:
-        """Ask until the answer is one of the options; ``?`` shows the rules meanwhile."""
+        cards: CardChoice | None = None,
+    ) -> Answer:
+        """Ask until the answer is one of the options (by number, or by ``cards``); ``?``
+        shows the rules meanwhile."""
         while True:
             self._write(prompt)
             try:
@@ -716,13 +814,15 @@ class PersonSession:
                 raise _PersonLeft()
             if not self._reader.echoes:
                 self._write(printable(text) + "\n")
-            answer = read_answer(text, options, want=want, pass_allowed=can_pass, no_pass=no_pass)
+            answer = read_answer(
+                text, options, want=want, pass_allowed=can_pass, no_pass=no_pass, cards=cards
+            )
             if answer.rules:
                 self._say("", *rules_summary(view.rules, len(view.players)), "")
             elif answer.problem is not None:
                 self._say(f"  ✗ {answer.problem}" if view.symbols else f"  ! {answer.problem}")
             else:
-                return answer.picks
+                return answer
 
     async def _play(self, view: TableView, act: m.ActPlay) -> m.PlayReply:
         plays = [p for p in act.legal if p]
@@ -740,12 +840,17 @@ class PersonSession:
             lines.append("You lead this trick: play any option.")
         lines += view.numbered([view.cards(p) for p in plays], [(0, "pass")] if can_pass else [])
         self._say(*lines)
-        choices = [_span(len(plays))] if plays else []
+        choices = [f"{_span(len(plays))} or the cards"] if plays else []
         choices += ["0 pass"] if can_pass else []
         prompt = f"Your play [{', '.join(choices)}, ? rules]: "
         no_pass = None if can_pass else "you lead this trick, so you may not pass"
-        (pick,) = await self._ask(view, prompt, len(plays), can_pass=can_pass, no_pass=no_pass)
-        return m.PlayReply(id=act.id, cards=list(plays[pick - 1]) if pick else [])
+        named = CardChoice(view.codec, plays=tuple(map(tuple, plays)), hand=tuple(act.hand))
+        answer = await self._ask(
+            view, prompt, len(plays), can_pass=can_pass, no_pass=no_pass, cards=named
+        )
+        (pick,) = answer.picks
+        cards = list(answer.cards) if answer.cards else list(plays[pick - 1]) if pick else []
+        return m.PlayReply(id=act.id, cards=cards)
 
     async def _give(self, view: TableView, act: m.ActGive) -> m.GiveReply:
         hand = view.sort(act.hand)
@@ -755,9 +860,10 @@ class PersonSession:
             f"Give {_n_cards(act.count)} back to {view.who(act.to)}: type their numbers.",
             *view.numbered([view.card(c) for c in hand]),
         )
-        prompt = f"Cards to give [{act.count} of {_span(len(hand))}, ? rules]: "
-        picks = await self._ask(view, prompt, len(hand), want=act.count)
-        cards = [hand[i - 1] for i in sorted(picks)]  # "you gave …" follows with the events
+        prompt = f"Cards to give [{act.count} of {_span(len(hand))} or the cards, ? rules]: "
+        named = CardChoice(view.codec, cards=tuple(hand))
+        answer = await self._ask(view, prompt, len(hand), want=act.count, cards=named)
+        cards = [hand[i - 1] for i in sorted(answer.picks)]  # "you gave …" follows
         return m.GiveReply(id=act.id, cards=cards)
 
     async def _leftover(self, view: TableView, act: m.ActLeftover) -> m.LeftoverReply:
@@ -770,17 +876,17 @@ class PersonSession:
             "you took).",
             *view.numbered([view.card(c) for c in offer]),
         )
-        (pick,) = await self._ask(
-            view, f"Leftover to take [{_span(len(offer))}, ? rules]: ", len(offer)
-        )
+        offered = CardChoice(view.codec, cards=tuple(offer), absent="is not offered")
+        prompt = f"Leftover to take [{_span(len(offer))} or the card, ? rules]: "
+        (pick,) = (await self._ask(view, prompt, len(offer), cards=offered)).picks
         take = offer[pick - 1]
         hand = view.sort([*act.hand, take])
         self._say(
             f"Your hand with {view.card(take)}:", *view.numbered([view.card(c) for c in hand])
         )
-        (pick,) = await self._ask(
-            view, f"Card to discard [{_span(len(hand))}, ? rules]: ", len(hand)
-        )
+        held = CardChoice(view.codec, cards=tuple(hand))
+        prompt = f"Card to discard [{_span(len(hand))} or the card, ? rules]: "
+        (pick,) = (await self._ask(view, prompt, len(hand), cards=held)).picks
         discard = hand[pick - 1]
         self._say(f"You take {view.card(take)} and discard {view.card(discard)}.")
         view.hand = _without([*view.hand, take], [discard])

@@ -13,8 +13,10 @@ time, ``bye``) and keeps bots between matches; here a :class:`Match` drives a
   replayer uses too);
 * **forfeit** a seat whose bot failed in any way: its process is killed, everyone is told,
   and the engine's fallback policy plays it so the others' game stays valid;
-* **result**: the standings, the faults, the faulted bots' stderr reports, and each seat's
-  reply times and the bank it spent.
+* **result**: the standings, the faults, the faulted bots' stderr reports, each seat's
+  reply times and the bank it spent, and the decisions its bot kit replaced with safe ones
+  (the marker lines the kit wrote on stderr, :mod:`referee.protocol.kit`): a mistake the
+  kit's safety net hid is still told.
 
 With a log, every seat's stderr goes beside it (:mod:`referee.stderrlog`), each piece filed
 under the log line of the decision the bot was asked for when it wrote it: before each
@@ -180,6 +182,17 @@ def _cards_json(cards: list[str]) -> str:
     return '["' + '","'.join(cards) + '"]' if cards else "[]"
 
 
+async def _settle_stderr() -> None:
+    """Let the bots' stderr readers take what is already in their pipes.
+
+    A kit writes its marker line on stderr before its reply on stdout, but the two are
+    read by separate tasks: the marker of the match's last decision may still wait in its
+    pipe when the match ends. A few turns of the loop let the readers take it.
+    """
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
 class Match:
     """One match with started (and greeted) bots, one session per seat (see the module).
 
@@ -210,12 +223,15 @@ class Match:
         self.banks = [time_control.bank_ms] * len(sessions)
         self.reply_ms: list[list[int]] = [[] for _ in sessions]
         """Each seat's reply times (ms), in the order of its requests (replies that came)."""
+        self.answered = [0] * len(sessions)
+        """Requests each seat answered in time (a fault's history: slow, or never flushed)."""
         self.faults: dict[int, FaultInfo] = {}
         self._ids = request_ids or itertools.count(1)
         self.clock: Clock = clock if clock is not None else MonotonicClock()
         self._writer = LogWriter(log_path, self.game, match_id)
         self._translator = EventTranslator(self.game)
         self._sent = 0  # engine events already broadcast
+        self._started = False  # faults from now on are the match's, not the greeting's
         self._outboxes = self._live_outboxes()
         self._requests: dict[str, Callable[[int, int], bytes]] = {
             PLAY: self._act_play,
@@ -234,6 +250,7 @@ class Match:
                     continue
                 await self._turn(*pending)
             await self._deliver_the_rest()
+            await _settle_stderr()
         finally:
             self._writer.close()
         self._write_stderr()
@@ -249,6 +266,7 @@ class Match:
             else:
                 session.channel.new_section()  # this match's stderr, apart from start-up's
             session.channel.stderr_at = 2  # the first line after the header
+        self._started = True
         players = [s.name for s in self.sessions]
         rules = m.Rules.model_validate(self.rules.as_protocol())
         for seat, session in enumerate(self.sessions):
@@ -305,6 +323,7 @@ class Match:
             self.reply_ms[seat].append(elapsed)
             self.banks[seat] -= max(0, elapsed - self.time_control.move_ms)
             self._apply(kind, seat, reply, raw, rid, elapsed)
+            self.answered[seat] += 1
         except BotFault as fault:
             if fault.kind == "timeout":
                 self.banks[seat] = 0  # past move_ms and all of the bank
@@ -344,6 +363,7 @@ class Match:
             elapsed_ms=fault.elapsed_ms,
             request=request,
             round=self.game.round if failed and request and request["type"] == "act" else None,
+            answered=self.answered[seat] if self._started else None,
         )
         self.game.forfeit(
             seat,
@@ -375,6 +395,7 @@ class Match:
 
     def _result(self, duration_s: float) -> MatchResult:
         standings = self.game.standings or []
+        kits = [session.kit_report() for session in self.sessions]
         return MatchResult(
             match=self.match_id,
             seed=self.seed,
@@ -389,6 +410,8 @@ class Match:
                     score=st["score"],
                     forfeit=st["forfeit"],
                     fault=self.faults.get(st["seat"]),
+                    kit_replaced=kits[st["seat"]][0],
+                    kit_replacements=tuple(kits[st["seat"]][1]),
                 )
                 for st in standings
             ],

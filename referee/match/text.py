@@ -117,6 +117,8 @@ class MatchRenderer:
                 f"    ✗ {self.name(row['seat'])} holds only {self.cards(row['cards'])} "
                 f"and may not finish on them: out, {ordinal(row['place'])}"
             ]
+        if t == "fault" and row.get("kind") == "left":
+            return [f"    ! {self.name(row['seat'])} left the match; the fallback policy plays on"]
         if t == "fault":
             return [
                 f"    ! {self.name(row['seat'])} forfeits ({row['kind']}: "

@@ -5,11 +5,12 @@ reads the bot's stdout into lines of at most :data:`LINE_CAP` bytes (a ``\\r`` b
 ``\\n`` is not counted), never buffering more than one line's worth; stamps each line with
 the moment it arrived, so a moment the referee spends elsewhere is never charged to the bot;
 keeps the last :data:`STDERR_CAP` bytes of stderr, each piece with the match position it was
-read at and what was cut counted; and notices when the process exits even if a grandchild
-still holds the pipe.
+read at and what was cut counted, counting the marker lines a bot kit writes there when its
+safety net replaced a decision (:mod:`referee.protocol.kit`); and notices when the process
+exits even if a grandchild still holds the pipe.
 
 Lines go to whoever awaits one (:meth:`LineChannel.read`). A line that comes while nobody
-awaits it is *unasked*: it is counted, only the first is kept as evidence, and past
+awaits it is *unasked*: it is counted, only the first few are kept as evidence (cut), and past
 :data:`UNASKED_CAP` the reader stops framing and only counts, so a flooding bot cannot grow
 the referee's memory. Writes are batched: :meth:`queue` keeps lines until :meth:`flush` (or
 the next :meth:`send`) writes them in one go.
@@ -36,6 +37,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from referee.clock import Clock, MonotonicClock
+from referee.protocol.kit import KIT_MARKER, KIT_NOTES, NOTE_BYTES
 from referee.protocol.messages import MAX_LINE_BYTES
 from referee.sandbox.base import BotProcess, ExitInfo
 
@@ -55,6 +57,8 @@ STDERR_CAP = 64 * 1024
 """Bytes of stderr kept per match (the last ones); what came before is cut and counted."""
 UNASKED_CAP = 8
 """Lines nobody asked for after which a bot's output is discarded unread (it is faulted)."""
+UNASKED_KEPT = 256
+"""Bytes kept of each unasked line (the first one is kept whole, as a fault's evidence)."""
 _EXIT_SETTLE_S = 0.1
 _READ_SIZE = 65536
 
@@ -94,6 +98,10 @@ class LineChannel:
         self.exit_info: ExitInfo | None = None
         self.unasked = 0
         self.unasked_line: bytes | None = None
+        self.unasked_lines: list[bytes] = []
+        """The first unasked lines (at most :data:`UNASKED_CAP`, each cut to
+        :data:`UNASKED_KEPT` bytes): what a bot wrote after a line it should not have."""
+        self._unasked_came = asyncio.Event()
         self._items: asyncio.Queue[Item] = asyncio.Queue()
         self._awaiting = False
         self.outbox: list[bytes] = []
@@ -103,6 +111,11 @@ class LineChannel:
         self._stderr: deque[tuple[int, bytearray]] = deque()
         self._stderr_kept = 0
         self._stderr_dropped = 0
+        self.kit_replaced = 0
+        """Marker lines of the bot's kit on stderr since the last :meth:`new_section`."""
+        self.kit_notes: list[bytes] = []
+        """The first :data:`~referee.protocol.kit.KIT_NOTES` of them (cut)."""
+        self._stderr_line = b""  # the start of the stderr line not ended yet
         self._startup_stderr: bytes | None = None
         self._closed: ExitInfo | None = None
         self._tasks = [
@@ -127,6 +140,13 @@ class LineChannel:
     def held_lines(self) -> int:
         """How many lines wait to be read (an unasked line is counted, never held)."""
         return sum(isinstance(item, tuple) for item in self._items._queue)  # type: ignore[attr-defined]
+
+    async def more_unasked(self) -> None:
+        """Return once another unasked line came (the caller bounds the wait)."""
+        seen = self.unasked
+        while self.unasked == seen:
+            self._unasked_came.clear()
+            await self._unasked_came.wait()
 
     def push_back(self, item: Marker) -> None:
         """Keep a marker for the next :meth:`read` (the bot stays gone)."""
@@ -168,6 +188,8 @@ class LineChannel:
                         self.unasked += 1
                         if self.unasked_line is None:
                             self.unasked_line = bytes(buf[start:nl])
+                        self.unasked_lines.append(bytes(buf[start : min(nl, start + UNASKED_KEPT)]))
+                        self._unasked_came.set()
                         if self.unasked >= UNASKED_CAP:
                             self.unasked += buf.count(b"\n", nl + 1)
                             discard = flooded = True
@@ -191,7 +213,10 @@ class LineChannel:
             while True:
                 chunk = await reader.read(_READ_SIZE)
                 if not chunk:
+                    if self._stderr_line.startswith(KIT_MARKER):  # its last, unended line
+                        self._kit_marker(self._stderr_line)
                     return
+                self._count_markers(chunk)
                 self._keep_stderr(chunk)
 
     def _keep_stderr(self, chunk: bytes) -> None:
@@ -214,6 +239,35 @@ class LineChannel:
             self._stderr_kept -= cut
             self._stderr_dropped += cut
             excess -= cut
+
+    def _count_markers(self, chunk: bytes) -> None:
+        """Count the kit's marker lines that ``chunk`` ends (a marker starts a line).
+
+        Only the start of an unended line is carried to the next chunk (it holds no
+        newline, so gluing it to the next chunk can start no line that was not there).
+        """
+        data = self._stderr_line + chunk
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._stderr_line = data[:NOTE_BYTES]
+            return
+        if data.startswith(KIT_MARKER):
+            self._kit_marker(data[: data.find(b"\n")])
+        if len(self.kit_notes) >= KIT_NOTES:  # only counted now, at C speed (a flood)
+            self.kit_replaced += data.count(b"\n" + KIT_MARKER, 0, end)
+            self._stderr_line = data[end + 1 : end + 1 + NOTE_BYTES]
+            return
+        found = data.find(b"\n" + KIT_MARKER, 0, end)
+        while found >= 0:
+            line_end = data.find(b"\n", found + 1)
+            self._kit_marker(data[found + 1 : line_end])
+            found = data.find(b"\n" + KIT_MARKER, line_end, end)
+        self._stderr_line = data[end + 1 : end + 1 + NOTE_BYTES]
+
+    def _kit_marker(self, line: bytes) -> None:
+        self.kit_replaced += 1
+        if len(self.kit_notes) < KIT_NOTES:
+            self.kit_notes.append(line[:NOTE_BYTES])
 
     async def _watch_exit(self) -> None:
         info = await self.proc.wait()
@@ -245,6 +299,8 @@ class LineChannel:
         self._stderr.clear()
         self._stderr_kept = 0
         self._stderr_dropped = 0
+        self.kit_replaced = 0
+        self.kit_notes = []
 
     def _stderr_bytes(self) -> bytes:
         return b"".join(data for _, data in self._stderr)

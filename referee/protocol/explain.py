@@ -9,6 +9,13 @@ unflushed stdout, a debug print on stdout, a crash), then the bot's stderr, its 
 output and this match's each shown apart, so that a long match never hides what the bot
 said before ``hello``.
 
+The hints follow what happened: a bot that answered requests in time and then spent its
+bank was slow, one that never answered may not flush; a line written in reply to an event
+is named so. A person who left a ``--human`` match left: nothing to explain.
+
+:func:`explain_replacements` tells the decisions a bot's kit replaced with safe ones (the
+kits' safety net, :mod:`referee.protocol.kit`): no fault, but a mistake all the same.
+
 Everything a bot chose (its reply, its stderr, card strings echoed back) passes through
 :func:`~referee.text.printable`; the lines returned are safe to print as they are.
 """
@@ -16,13 +23,21 @@ Everything a bot chose (its reply, its stderr, card strings echoed back) passes 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from referee.protocol.session import split_stderr_report
-from referee.results import FaultInfo
+from referee.results import FaultInfo, KitReplacement
 from referee.text import printable
 
-__all__ = ["HINTS", "explain_fault", "fault_summary", "stderr_lines"]
+__all__ = [
+    "HINTS",
+    "explain_fault",
+    "explain_replacements",
+    "fault_summary",
+    "replacements_summary",
+    "stderr_lines",
+]
 
 _REPLY_CUT = 200  # the fault record keeps this many bytes of the offending line
 
@@ -40,6 +55,15 @@ HINTS = {
     "slow": (
         "the reply came, but too late: every act carries bank_ms, the time left in the "
         "bank; stop thinking well before move_ms"
+    ),
+    "spent_bank": (
+        "too slow: answered {answered} in time, then spent its bank; think less per move "
+        "(every act carries bank_ms, the time left in the bank: stop well before move_ms)"
+    ),
+    "event_reply": (
+        "only a message with an id is a request, answered with one line; the others "
+        "(match_start, round_start, played, ...) are events: read them and write nothing "
+        "(protocol/SPEC.md, common mistakes: answering events)"
     ),
     "debug_print": (
         "a debug print on stdout? stdout carries protocol lines only, one reply per request: "
@@ -69,6 +93,8 @@ def explain_fault(fault: FaultInfo, stderr: str | None = None, *, max_lines: int
     """
     request = _failed_request(fault)
     lines = [f"problem: {fault_summary(fault)}"]
+    if fault.kind == "left":
+        return [*lines, "the referee's fallback policy played the seat to the end"]
     if request is not None:
         lines.append(f"request: {_describe_request(request, fault.round)}")
     elif fault.request is not None:
@@ -76,7 +102,7 @@ def explain_fault(fault: FaultInfo, stderr: str | None = None, *, max_lines: int
     lines.append(_describe_reply(fault))
     if request is not None:
         lines.append(f"expected: {_expected(request)}")
-    lines += [f"hint: {HINTS[key]}" for key in _hints(fault, request)]
+    lines += [f"hint: {_hint(key, fault)}" for key in _hints(fault, request)]
     at_hello = fault.request is None or fault.request.get("type") == "hello"
     lines += stderr_lines(stderr, at_hello=at_hello, max_lines=max_lines)
     return lines
@@ -86,8 +112,10 @@ def fault_summary(fault: FaultInfo) -> str:
     """One line: which request, and what was wrong with the answer (or its absence)."""
     request = _failed_request(fault)
     detail = printable(fault.detail)
+    if fault.kind == "left":
+        return "left the match" + (f" at {_request_name(request, fault.round)}" if request else "")
     if request is None:
-        if fault.kind == "protocol" and "nobody asked for" in fault.detail:
+        if fault.kind == "protocol" and fault.detail.startswith(("sent ", "replied to an event")):
             return f"protocol: the bot {detail}"
         return f"{fault.kind}: {detail}"
     what = _request_name(request, fault.round)
@@ -237,15 +265,29 @@ def _reply_field(reply: str | None, name: str) -> Any:
     return data.get(name) if isinstance(data, dict) else None
 
 
+def _hint(key: str, fault: FaultInfo) -> str:
+    """The text of hint ``key`` for ``fault`` (some name what the bot did)."""
+    if key == "spent_bank":
+        n = fault.answered or 0
+        return HINTS[key].format(answered=f"{n} request{'' if n == 1 else 's'}")
+    return HINTS[key]
+
+
 def _hints(fault: FaultInfo, request: dict[str, Any] | None) -> list[str]:
-    """The usual causes of this fault, most likely first."""
+    """The usual causes of this fault, most likely first, from what happened: a bot that
+    answered requests in time before it ran out was slow; one that never answered any may
+    not flush its output."""
     at_hello = fault.request is None or fault.request.get("type") == "hello"
     detail = fault.detail
     if fault.kind == "timeout":
         if fault.reply is not None:
             return ["slow"]
-        return ["flush", "slow_start"] if at_hello else ["flush"]
+        if at_hello:
+            return ["flush", "slow_start"]
+        return ["spent_bank"] if fault.answered else ["flush"]
     if fault.kind == "protocol":
+        if detail.startswith("replied to an event"):
+            return ["event_reply"]
         if "does not match request id" in detail:
             return ["stray_id", "debug_print"]
         if "missing field" in detail or "must be" in detail:
@@ -257,3 +299,79 @@ def _hints(fault: FaultInfo, request: dict[str, Any] | None) -> list[str]:
     if request is not None and request.get("kind") == "play":
         return ["legal"]
     return []
+
+
+# -- the kits' safety net ------------------------------------------------------------------
+
+_KIT_HINT = (
+    "hint: the kit writes each one on stderr (a line \"botkit: replaced {...}\", "
+    "protocol/SPEC.md: the kits' safety net); to see the referee's own verdict on the first, "
+    "turn the net off: safety_net = False (Python), bot.safetyNet = false (JavaScript)"
+)
+
+
+def replacements_summary(count: int, notes: Sequence[KitReplacement], *, shown: int = 3) -> str:
+    """``your kit replaced 3 of your decisions: act 12 (play) 8H → [] (a pass) (...); ...``"""
+    told = [
+        f"{_replaced_name(n)} {_decision(n.decided, n.kind, n.why)} → "
+        f"{_decision(n.sent, n.kind)} ({_replaced_why(n)})"
+        for n in notes[:shown]
+    ]
+    if count > len(told):
+        told.append(f"{count - len(told)} more")
+    what = f"your kit replaced {count} of your decisions"
+    return f"{what}: " + "; ".join(told)
+
+
+def explain_replacements(count: int, notes: Sequence[KitReplacement]) -> list[str]:
+    """The lines that tell the decisions a bot's kit replaced (its safety net), ready to
+    print: how many, the first one with its request, what was decided and what was sent."""
+    lines = [
+        f"problem: the bot's kit replaced {count} of its decisions with safe ones (its "
+        "safety net): a tournament plays the safe ones and warns about it on the bot's page"
+    ]
+    if notes:
+        first = notes[0]
+        if first.request is not None:
+            lines.append(f"request: {_describe_request(first.request, None)}")
+        else:
+            lines.append(f"request: {_replaced_name(first)}")
+        decided = _decision(first.decided, first.kind, first.why)
+        lines.append(f"decided: {decided} ({_replaced_why(first)})")
+        lines.append(f"the kit sent: {_decision(first.sent, first.kind)}")
+        others = [_replaced_name(n) for n in notes[1:]]
+        if count > len(notes):
+            others.append(f"{count - len(notes)} more")
+        if others:
+            lines.append(f"also replaced: {', '.join(others)}")
+    lines.append(_KIT_HINT)
+    return lines
+
+
+def _replaced_name(note: KitReplacement) -> str:
+    rid = note.request_id if note.request_id is not None else "?"
+    kind = f" ({printable(note.kind)})" if note.kind else ""
+    return f"act {rid}{kind}"
+
+
+def _decision(value: Any, kind: str | None, why: str = "") -> str:
+    """What was decided or sent: cards as cards, anything else as its JSON (cut)."""
+    if why == "raised":
+        return "nothing (it raised)"
+    if isinstance(value, list) and all(isinstance(c, str) for c in value):
+        if kind == "leftover" and len(value) == 2:
+            return f"take {printable(value[0])}, discard {printable(value[1])}"
+        return _cards(value) if value else "[] (a pass)"
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return printable(text if len(text) <= 80 else text[:79] + "…")
+
+
+def _replaced_why(note: KitReplacement) -> str:
+    """Why the kit replaced it: the rule it broke where the request says, else its words."""
+    if note.why == "raised":
+        return f"raised {printable(note.error or 'an exception')}"
+    if note.request is not None and note.why == "not allowed":
+        counted = _count_problem(note.request, json.dumps({"cards": note.decided}))
+        if counted:
+            return f"not allowed: {counted}"
+    return printable(note.why or "not allowed") + " here"

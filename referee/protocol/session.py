@@ -14,13 +14,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from referee.clock import Clock
 from referee.errors import BotFault, InfrastructureError
 from referee.protocol import messages as m
-from referee.protocol.channel import EOF, LINE_CAP, OVERLONG, KeptStderr, LineChannel
+from referee.protocol.channel import (
+    EOF,
+    LINE_CAP,
+    OVERLONG,
+    UNASKED_CAP,
+    KeptStderr,
+    LineChannel,
+)
+from referee.protocol.kit import marker_id, read_marker
+from referee.results import KitReplacement
 from referee.sandbox.base import BotSpec, ExitInfo, Limits, Sandbox
 from referee.specs import TimeControl
 
@@ -68,6 +78,7 @@ class SeatSession(Protocol):
     async def kill(self) -> None: ...
     def stderr_report(self, limit: int = 4096) -> str: ...
     def last_request_data(self) -> dict[str, Any] | None: ...
+    def kit_report(self) -> tuple[int, list[KitReplacement]]: ...
 
 
 class BotSession:
@@ -87,6 +98,8 @@ class BotSession:
         """When a list, every answered request's kind and reply time (ms) is appended."""
         self.clock: Clock = channel.clock
         self._closed = False
+        self._events_last = False  # the last write was events alone (a match's end)
+        self._kit_requests: dict[int, bytes] = {}  # requests the kit's markers name
 
     @classmethod
     async def start(
@@ -119,6 +132,7 @@ class BotSession:
 
     async def flush(self, timeout_s: float) -> None:
         """Write queued events; a bot that is gone or does not read gets a fault."""
+        self._events_last = self._events_last or bool(self.channel.outbox)
         try:
             async with self.clock.timeout(timeout_s):
                 await self.channel.flush()
@@ -143,8 +157,12 @@ class BotSession:
         if self.channel.unasked:
             raise self.unasked_fault(request_id)
         channel = self.channel
+        if channel.kit_notes:
+            self._pair_markers()
         channel.expect()  # set before writing: a quick reply may come during the write
         self.last_request = (request_id, data)
+        self._events_last = False
+        events = len(channel.outbox)  # written with this request, before it
         clock = self.clock
         start = clock.monotonic()
         try:
@@ -193,6 +211,8 @@ class BotSession:
             reply = m.parse_reply(line, request_id, kind)
         except BotFault as fault:
             fault.elapsed_ms = elapsed
+            if events and _not_its_id(line, request_id):
+                await self._name_event_reply(fault, request_id, events, budget_ms - elapsed)
             raise
         if self.record is not None:
             self.record.append((kind, (arrived - start) * 1000))
@@ -205,14 +225,46 @@ class BotSession:
         data = json.loads(self.last_request[1])
         return data if isinstance(data, dict) else None
 
+    async def _name_event_reply(
+        self, fault: BotFault, request_id: int, events: int, left_ms: int
+    ) -> None:
+        """Name a wrong first line a reply to an event when the reply to ``request_id``
+        follows it: the bot answered some of the ``events`` written before the request.
+
+        Waits for the bot's next lines at most what was left of its budget (and 2 s): this
+        only runs when the bot has failed anyway, and only to say why.
+        """
+        channel = self.channel
+        with contextlib.suppress(TimeoutError):
+            async with self.clock.timeout(min(max(left_ms, 0), _EVENT_REPLY_WAIT_MS) / 1000):
+                while not any(_has_id(line, request_id) for line in channel.unasked_lines):
+                    if channel.unasked >= min(events, UNASKED_CAP):
+                        return  # none of the lines it could have meant as the reply
+                    await channel.more_unasked()
+                n = f"{events} event{'s' if events > 1 else ''}"
+                fault.detail = (
+                    f"replied to an event; events need no answer (this line came after the "
+                    f"{n} sent before request {request_id}; its reply to the request came later)"
+                )
+
     def unasked_fault(self, request_id: int | None = None) -> BotFault:
-        """The protocol fault for the lines this bot wrote when no request was waiting."""
+        """The protocol fault for the lines this bot wrote when no request was waiting.
+
+        Lines that came after the referee wrote events alone (the end of a match), the
+        first a JSON object, are replies to those events, and named so.
+        """
         n = self.channel.unasked
         first = self.channel.unasked_line
         what = "a line" if n == 1 else f"{n} lines"
+        detail = f"sent {what} nobody asked for (no request was outstanding)"
+        if self._events_last and first is not None and _json_object(first) is not None:
+            detail = (
+                f"replied to an event; events need no answer ({what} after the last events, "
+                "when no request was outstanding)"
+            )
         return BotFault(
             "protocol",
-            f"sent {what} nobody asked for (no request was outstanding)",
+            detail,
             request_id=request_id,
             reply=m.reply_excerpt(first) if first is not None else None,
         )
@@ -249,6 +301,35 @@ class BotSession:
         assert isinstance(reply, m.Ready)
         self.ready_name = reply.name
         self.ready_ms = self._ms(started)
+
+    # -- the kit's safety net ------------------------------------------------------------
+
+    def _pair_markers(self) -> None:
+        """Keep the request the newest marker lines of the bot's kit answered.
+
+        A kit writes its marker before its reply, so by the next request the marker of the
+        last one has arrived: that request is the one it names. Only requests named by the
+        marker lines kept for this match are kept.
+        """
+        ids = {marker_id(note) for note in self.channel.kit_notes}
+        kept = {rid: line for rid, line in self._kit_requests.items() if rid in ids}
+        if self.last_request is not None and self.last_request[0] in ids:
+            kept.setdefault(*self.last_request)
+        self._kit_requests = kept
+
+    def kit_report(self) -> tuple[int, list[KitReplacement]]:
+        """How many decisions the bot's kit replaced in this match, and the first few of
+        them with the request each answered (when it is still at hand)."""
+        channel = self.channel
+        if not channel.kit_notes:
+            return channel.kit_replaced, []
+        self._pair_markers()
+        notes = []
+        for note in channel.kit_notes:
+            rid = marker_id(note)
+            line = self._kit_requests.get(rid) if rid is not None else None
+            notes.append(read_marker(note, _json_object(line) if line is not None else None))
+        return channel.kit_replaced, notes
 
     # -- stderr --------------------------------------------------------------------------
 
@@ -297,6 +378,37 @@ class BotSession:
     def _ms(self, start: float) -> int:
         """Whole milliseconds from ``start`` to now on the session's clock."""
         return int((self.clock.monotonic() - start) * 1000)
+
+
+_EVENT_REPLY_WAIT_MS = 2000
+
+
+def _json_object(line: bytes) -> dict[str, Any] | None:
+    """``line`` as a JSON object, or ``None`` when it is not one."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _not_its_id(line: bytes, request_id: int) -> bool:
+    """Whether ``line`` is a JSON object without the request's id: what a reply to an
+    event looks like (a request's reply that forgot its id does too, until the bot's
+    next line tells them apart)."""
+    data = _json_object(line)
+    if data is None:
+        return False
+    rid = data.get("id")
+    return not (type(rid) is int and rid == request_id)
+
+
+def _has_id(line: bytes, request_id: int) -> bool:
+    """Whether ``line`` (maybe cut) carries ``"id": request_id``."""
+    data = _json_object(line)
+    if data is not None:
+        return type(data.get("id")) is int and data["id"] == request_id
+    return re.search(rb'"id"\s*:\s*%d(?![0-9.eE])' % request_id, line) is not None
 
 
 _BEFORE = "[before the match]"

@@ -445,6 +445,7 @@ class _Site:
                 matches=mine.get(name, []),
                 places=_place_rows(places.get(name), size),
                 head_to_head=list(self._head_to_head(name, pairs)),
+                kit=self.results.kit_replaced.get(name),
                 faults=_fault_groups(
                     [(self._fault(f), self.views.get(f.key)) for f in faults.get(name, [])]
                 ),

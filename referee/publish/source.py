@@ -70,6 +70,9 @@ class StoredTournament:
     """The results chain, in the order the results were stored."""
     reply_times: dict[str, ReplyTimes] = field(default_factory=dict)
     """Each bot's reply times over its finished matches, by name."""
+    kit_replaced: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """For each entrant whose bot kit replaced decisions with safe ones (the kits' safety
+    net): in how many finished matches, and how many decisions in all."""
 
     @property
     def chain_entries(self) -> dict[str, str]:
@@ -139,6 +142,7 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         secret_of = store.secret_of()
         links = store.chain()
         reply_times = store.reply_times()
+        kit_replaced = store.kit_replacements()
     plan = None if stored_plan is None else Plan.from_json(stored_plan, folder / DATABASE)
     return StoredTournament(
         tournament=tournament,
@@ -172,6 +176,7 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         secret_of=secret_of,
         chain=tuple(links),
         reply_times=reply_times,
+        kit_replaced=kit_replaced,
     )
 
 

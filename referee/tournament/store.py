@@ -4,7 +4,8 @@ Layout, in ``<name>.results/`` next to the tournament file::
 
     results.sqlite      entrants, matches (with status), results per seat (with each
                         fault's evidence and the faulting bot's stderr report, each
-                        reply's time and the bank spent), settings, the deal secrets
+                        reply's time and the bank spent, and how many decisions its kit
+                        replaced), settings, the deal secrets
                         (see :mod:`referee.tournament.deals`)
     logs/<key>.jsonl    the match log of each match (``/`` in the key becomes ``_``)
     logs/<key>.stderr.json  what each seat wrote to stderr in it (:mod:`referee.stderrlog`)
@@ -58,12 +59,13 @@ __all__ = [
 DATABASE = "results.sqlite"
 LOGS = "logs"
 LOCK = ".lock"
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """5: a fault keeps the request it answered (``fault_request``, ``fault_round``); 6: a secret
 committed before the run keeps the beacon declared with it (``beacon_source``,
 ``beacon_form``, bound into its commitment), and the results chain starts with a plan link
 (``match_key`` empty); 7: each seat keeps its reply times and the bank it spent
-(``reply_ms``, ``bank_spent_ms``)."""
+(``reply_ms``, ``bank_spent_ms``); 8: and how many of its decisions its bot kit replaced
+(``kit_replaced``)."""
 
 MatchStatus = Literal["pending", "running", "done", "failed"]
 
@@ -121,6 +123,7 @@ CREATE TABLE IF NOT EXISTS results (
     fault_round INTEGER,
     reply_ms TEXT,
     bank_spent_ms INTEGER,
+    kit_replaced INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (match_key, seat)
 );
 CREATE TABLE IF NOT EXISTS chain (
@@ -545,6 +548,7 @@ class Store:
                 *_request_columns(st.fault),
                 json.dumps(result.reply_ms.get(st.seat, []), separators=(",", ":")),
                 result.bank_spent_ms.get(st.seat),
+                st.kit_replaced,
             )
             for st in result.standings
         ]
@@ -671,6 +675,15 @@ class Store:
         for name, times, spent in rows:
             found.setdefault(name, ReplyTimes()).add(json.loads(times or "[]"), spent)
         return found
+    def kit_replacements(self) -> dict[str, tuple[int, int]]:
+        """For each entrant whose bot kit replaced decisions in ``done`` matches: in how
+        many matches, and how many decisions in all (the kits' safety net)."""
+        rows = self._db.execute(
+            "SELECT r.name, COUNT(*), SUM(r.kit_replaced) FROM results r "
+            "JOIN matches m ON m.key = r.match_key "
+            "WHERE m.status = 'done' AND r.kit_replaced > 0 GROUP BY r.name"
+        )
+        return {name: (matches, decisions) for name, matches, decisions in rows}
 
     def match_records(self) -> dict[str, MatchRecord]:
         """Every stored match's status and timings, by key."""
@@ -709,7 +722,7 @@ class RunLock:
             self._fd = None
 
 
-_RESULT_SLOTS = ", ".join("?" * 16)
+_RESULT_SLOTS = ", ".join("?" * 17)
 
 
 def _fault_columns(fault: FaultInfo | None) -> tuple[Any, ...]:

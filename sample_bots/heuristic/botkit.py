@@ -19,9 +19,13 @@ date, calls your methods when the referee asks for a decision, writes one reply 
 request (flushed at once) and returns on ``bye`` or end of input. Unknown message types and
 fields are ignored. Log with :func:`log` (stderr); stdout is only for replies.
 
-If a decision method raises, or returns cards that are not a legal play, the kit logs the
-problem and answers with a safe legal choice instead, so a bug costs a bad move, not a
-forfeit. Set ``safety_net = False`` on your bot to turn that off while testing.
+The safety net: if a decision method raises, or returns cards that are not a legal play,
+the kit answers with a safe legal choice instead, so a bug costs a bad move, not a forfeit.
+It never hides the bug: each time, it writes one marker line on stderr (:data:`MARKER`,
+then a JSON object; protocol/SPEC.md, "the kits' safety net"), which the referee counts:
+``referee bot check`` fails a bot whose decisions were replaced, and ``referee play`` and
+the tournament pages warn about it. Set ``safety_net = False`` on your bot to get the
+referee's own verdict (a forfeit that explains the move) while testing.
 """
 
 import json
@@ -30,6 +34,8 @@ import sys
 import traceback
 
 PROTOCOL = 1
+MARKER = "botkit: replaced "
+"""Starts the stderr line the safety net writes for each decision it replaces."""
 ROLES_GIVING_BACK = ("president", "vice_president")
 # Message types whose on_<type> name is a decision method or the catch-all, not a hook.
 _NOT_EVENT_HOOKS = ("act", "hello", "play", "give", "leftover", "event")
@@ -78,6 +84,18 @@ def takes_from(pool, cards):
 def rank_key(cards):
     """The sorted rank tokens of a play, to compare plays regardless of suits."""
     return tuple(sorted(rank_of(c) for c in cards))
+
+
+def _marker_json(marker):
+    """The safety net's marker as one line of JSON, whatever the decision was made of."""
+    try:
+        line = json.dumps(marker, separators=(",", ":"), default=repr)
+        if len(line) <= 1000:
+            return line
+    except (TypeError, ValueError):  # keys that are not strings, a cycle
+        pass
+    marker["decided"] = repr(marker["decided"])[:200]
+    return json.dumps(marker, separators=(",", ":"), default=repr)
 
 
 class GameState:
@@ -393,7 +411,9 @@ class Bot:
     def _act(self, msg):
         state, kind, rid = self.state, msg.get("kind"), msg.get("id")
         if kind == "play":
-            cards = self._decide(lambda: self.on_play(state), state.is_legal_play, self._safe_play)
+            cards = self._decide(
+                msg, lambda: self.on_play(state), state.is_legal_play, self._safe_play
+            )
             state._remove(cards)
             return {"id": rid, "cards": list(cards)}
         if kind == "give":
@@ -403,7 +423,10 @@ class Bot:
                 return len(cards) == count and takes_from(state.hand, cards)
 
             cards = self._decide(
-                lambda: self.on_give(state, to, count), ok, lambda: Bot.on_give(self, state, to, count)
+                msg,
+                lambda: self.on_give(state, to, count),
+                ok,
+                lambda: Bot.on_give(self, state, to, count),
             )
             state._remove(cards)
             state._given = list(cards)
@@ -416,6 +439,7 @@ class Bot:
                 return take in offer and discard in [*state.hand, take]
 
             take, discard = self._decide(
+                msg,
                 lambda: tuple(self.on_leftover(state, offer)),
                 ok,
                 lambda: Bot.on_leftover(self, state, offer),
@@ -427,17 +451,26 @@ class Bot:
         log(f"botkit: unknown act kind {kind!r}; answering with an empty play")
         return {"id": rid, "cards": []}
 
-    def _decide(self, decide, is_ok, fallback):
+    def _decide(self, msg, decide, is_ok, fallback):
+        """Your decision, or (the safety net) a safe one, said on stderr with a marker line."""
         if not self.safety_net:
             return decide()
+        choice = error = trace = None
         try:
             choice = decide()
             if is_ok(choice):
                 return choice
-            log(f"botkit: decision {choice!r} is not allowed here; using a safe choice")
-        except Exception:
-            log("botkit: decision raised; using a safe choice\n" + traceback.format_exc())
-        return fallback()
+        except Exception as exc:
+            error, trace = exc, traceback.format_exc()
+        safe = fallback()
+        marker = {"id": msg.get("id"), "kind": msg.get("kind"), "decided": choice, "sent": safe}
+        marker["why"] = "not allowed" if error is None else "raised"
+        if error is not None:
+            marker["error"] = ("%s: %s" % (type(error).__name__, error))[:200]
+        log(MARKER + _marker_json(marker))
+        if trace is not None:
+            log(trace.rstrip())
+        return safe
 
     def _safe_play(self):
         state = self.state

@@ -12,18 +12,20 @@ import sqlite3
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
+from referee.protocol.kit import KIT_MARKER
 from referee.publish.paths import match_names
 from referee.publish.site import SITE_MARKER, WITHHELD_NOTE, publish_site
 from referee.publish.source import load_results, rank
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.specs import deal_key
-from referee.testing import polite_bot
+from referee.testing import Handler, Stderr, lowest_bot, polite_bot
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import Store
@@ -421,3 +423,37 @@ def test_a_replay_links_the_other_rotations_and_the_same_cards_at_other_tables(
         assert len(rotations) == 2  # three seats, three rotations
         shared += bool(same_cards)
     assert shared == len(results.matches)  # every deal was dealt at two tables
+
+
+def _kit_replacing(name: str) -> Handler:
+    """Plays like ``lowest``; each time it follows, its 'kit' says it replaced the play."""
+    inner = lowest_bot(name)
+
+    def handle(msg: dict[str, Any]) -> Any:
+        out = inner(msg)
+        if msg.get("type") == "act" and msg["kind"] == "play" and msg["trick"]["count"]:
+            note = {"id": msg["id"], "kind": "play", "decided": ["ZZ"], "sent": out["cards"],
+                    "why": "not allowed"}  # fmt: skip
+            return [Stderr(KIT_MARKER + json.dumps(note).encode() + b"\n"), out]
+        return out
+
+    return handle
+
+
+def test_a_bot_whose_kit_replaced_decisions_is_warned_about_on_its_page(tmp_path: Path) -> None:
+    handlers = {**HANDLERS, "steady": lambda: _kit_replacing("steady")}
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1), handlers)
+    results = load_results(spec)
+    matches, decisions = results.kit_replaced["steady"]
+    played = sum(any(s.name == "steady" for s in m.seats) for m in results.matches)
+    assert list(results.kit_replaced) == ["steady"] and 1 <= matches <= played
+    assert decisions >= matches
+    out = tmp_path / "site"
+    publish_site(results, out)
+    page = (out / "bots" / "steady.html").read_text()
+    warning = re.search(r'<p class="kit-warning" id="kit-replaced">(.*?)</p>', page, re.S)
+    assert warning is not None
+    assert re.sub(r"<[^>]+>", "", warning.group(1)).startswith(
+        f"Its kit replaced {decisions} of its decisions in {matches} match"
+    )
+    assert "kit-warning" not in (out / "bots" / "polite.html").read_text()

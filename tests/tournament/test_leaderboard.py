@@ -50,6 +50,7 @@ def test_json_has_exactly_the_documented_shape() -> None:
         "twins",
         "notes",
         "collusion",
+        "reply_times",
     ]
     assert (data["tournament"], data["rules"], data["matches"]) == ("spring", "arschloch", 6)
     assert (data["confidence"], data["playoff"], data["unrated"]) == (0.95, None, [])

@@ -313,6 +313,32 @@ def test_a_store_of_the_previous_schema_is_refused_with_the_restart_hint(tmp_pat
         Store(tmp_path, readonly=True)  # how verify opens it: nothing to restart
 
 
+def test_the_decisions_a_kit_replaced_are_counted_per_entrant(tmp_path: Path) -> None:
+    first, second = round_robin(NAMES, 3, 1, seed=1, secret=bytes(32))[:2]
+
+    def result(spec: Any, replaced: dict[int, int]) -> MatchResult:
+        standings = [
+            SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=False,
+                       kit_replaced=replaced.get(s, 0))
+            for s, n in enumerate(spec.table)
+        ]  # fmt: skip
+        return MatchResult(match=spec.key, seed=1, rules="arschloch", rounds=1, log=None,
+                           standings=standings)  # fmt: skip
+
+    with Store(tmp_path) as store:
+        store.add_matches([first, second], store.deal_secret())
+        store.record_result(first.key, result(first, {0: 3}), first.table)
+        assert store.kit_replacements() == {first.table[0]: (1, 3)}
+        store.record_result(second.key, result(second, {0: 1, 2: 2}), second.table)
+        counts = store.kit_replacements()
+    expected: dict[str, tuple[int, int]] = {}
+    for spec, replaced in ((first, {0: 3}), (second, {0: 1, 2: 2})):
+        for seat, n in replaced.items():
+            matches, decisions = expected.get(spec.table[seat], (0, 0))
+            expected[spec.table[seat]] = (matches + 1, decisions + n)
+    assert counts == expected and all(n > 0 for _, n in counts.values())
+
+
 def test_a_snapshot_sees_one_state_while_the_run_commits_results(tmp_path: Path) -> None:
     specs = round_robin(NAMES, 3, 1, seed=1, secret=bytes(32))
     with Store(tmp_path) as writer, Store(tmp_path) as reader:

@@ -11,13 +11,20 @@
 // run() reads one JSON message per line from stdin, keeps a GameState up to date, calls your
 // methods when the referee asks for a decision, writes one reply line per request and exits
 // on "bye" or end of input. Unknown message types and fields are ignored. Log with log()
-// (stderr); stdout is only for replies. If a decision throws or is not allowed, the kit logs
-// it and answers with a safe legal choice (set bot.safetyNet = false to turn that off).
+// (stderr); stdout is only for replies.
+//
+// The safety net: if a decision throws or is not allowed, the kit answers with a safe legal
+// choice instead, and writes one marker line on stderr (MARKER, then a JSON object; see
+// protocol/SPEC.md, "the kits' safety net"). The referee counts them: `referee bot check`
+// fails a bot whose decisions were replaced, `referee play` and the tournament pages warn.
+// Set bot.safetyNet = false to get the referee's own verdict (a forfeit) while testing.
 "use strict";
 
 const readline = require("readline");
 
 const PROTOCOL = 1;
+/** Starts the stderr line the safety net writes for each decision it replaces. */
+const MARKER = "botkit: replaced ";
 const ROLES_GIVING_BACK = ["president", "vice_president"];
 
 function log(...parts) {
@@ -295,6 +302,17 @@ class GameState {
   }
 }
 
+/** The safety net's marker as one line of JSON, whatever the decision was made of. */
+function markerJson(marker) {
+  try {
+    const line = JSON.stringify(marker);
+    if (line.length <= 1000) return line;
+  } catch (err) {
+    // a cycle or a BigInt: the decision is shown as text below
+  }
+  return JSON.stringify({ ...marker, decided: String(marker.decided).slice(0, 200) });
+}
+
 const NOT_EVENT_HOOKS = new Set(["act", "hello", "play", "give", "leftover", "event"]);
 
 function hookName(type) {
@@ -359,22 +377,34 @@ class Bot {
     return null;
   }
 
-  _decide(decide, isOk, fallback) {
+  /** Your decision, or (the safety net) a safe one, said on stderr with a marker line. */
+  _decide(msg, decide, isOk, fallback) {
     if (!this.safetyNet) return decide();
+    let choice = null;
+    let threw = false;
+    let error;
     try {
-      const choice = decide();
+      choice = decide();
       if (isOk(choice)) return choice;
-      log(`botkit: decision ${JSON.stringify(choice)} is not allowed here; using a safe choice`);
     } catch (err) {
-      log(`botkit: decision threw; using a safe choice\n${err && err.stack}`);
+      threw = true;
+      error = err;
     }
-    return fallback();
+    const safe = fallback();
+    const decided = choice === undefined ? null : choice;
+    const marker = { id: msg.id, kind: msg.kind, decided, sent: safe };
+    marker.why = threw ? "raised" : "not allowed";
+    if (threw) marker.error = String(error).slice(0, 200);
+    log(MARKER + markerJson(marker));
+    if (threw && error && error.stack) log(String(error.stack));
+    return safe;
   }
 
   _act(msg) {
     const state = this.state;
     if (msg.kind === "play") {
       const cards = this._decide(
+        msg,
         () => this.onPlay(state),
         (c) => state.isLegalPlay(c),
         () => this._safePlay(),
@@ -384,6 +414,7 @@ class Bot {
     }
     if (msg.kind === "give") {
       const cards = this._decide(
+        msg,
         () => this.onGive(state, msg.to, msg.count),
         (c) => Array.isArray(c) && c.length === msg.count && takesFrom(state.hand, c),
         () => Bot.prototype.onGive.call(this, state, msg.to, msg.count),
@@ -395,6 +426,7 @@ class Bot {
     if (msg.kind === "leftover") {
       const offer = [...(msg.offer || [])];
       const [take, discard] = this._decide(
+        msg,
         () => this.onLeftover(state, offer),
         (c) => Array.isArray(c) && offer.includes(c[0]) && [...state.hand, c[0]].includes(c[1]),
         () => Bot.prototype.onLeftover.call(this, state, offer),
@@ -439,6 +471,7 @@ class Bot {
 
 module.exports = {
   PROTOCOL,
+  MARKER,
   Bot,
   GameState,
   log,

@@ -124,6 +124,9 @@
         return name(row.seat) + " holds only " + cardsText(row.cards) +
           " and may not finish on it: out, " + ordinal(row.place) + ".";
       case "fault":
+        if (row.kind === "left") {
+          return name(row.seat) + " left the match; the fallback policy plays on for it.";
+        }
         return name(row.seat) + " forfeits (" + row.kind + ": " + row.detail +
           "); the fallback policy plays on for it.";
       case "round_end":
@@ -311,7 +314,7 @@
       if (s.places[seat]) badges.appendChild(el("span", "badge place", "out: " + ordinal(s.places[seat])));
       if (s.faults[seat]) {
         const f = s.faults[seat];
-        const b = el("span", "badge forfeit", "forfeit: " + f.kind);
+        const b = el("span", "badge forfeit", f.kind === "left" ? "left the match" : "forfeit: " + f.kind);
         b.title = String(f.detail);
         badges.appendChild(b);
       }
