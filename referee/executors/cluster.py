@@ -507,7 +507,7 @@ class DaskExecutor:
         bundles = self._upload(client, tasks)
         attempts = Attempts(self.max_attempts, on_event)
         in_flight: dict[Future[ClusterOutcome], tuple[MatchTask, str]] = {}
-        completed = distributed.as_completed()
+        completed = distributed.as_completed(loop=client.loop)
         priority = len(tasks)
 
         def submit(task: MatchTask) -> None:
