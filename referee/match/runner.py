@@ -42,7 +42,7 @@ from referee.protocol.seats import Table, seated
 from referee.protocol.session import SeatSession
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.rules import events as ev
-from referee.rules.engine import GIVE, LEFTOVER, PLAY, Game, roles_for
+from referee.rules.engine import GIVE, LEFTOVER, PLAY, EngineMemo, Game, roles_for
 from referee.rules.ruleset import ResolvedRules
 from referee.sandbox.base import BotSpec, Limits, Sandbox
 from referee.specs import TimeControl
@@ -192,6 +192,7 @@ class Match:
         log_path: Path | str | None = None,
         request_ids: itertools.count[int] | None = None,
         clock: Clock | None = None,
+        memo: EngineMemo | None = None,
     ) -> None:
         self.sessions = list(sessions)
         self.rules = rules
@@ -199,7 +200,7 @@ class Match:
         self.match_id = match_id
         self.time_control = time_control
         self.log_path = log_path
-        self.game = Game(rules, [s.name for s in sessions], seed)
+        self.game = Game(rules, [s.name for s in sessions], seed, memo=memo)
         self.banks = [time_control.bank_ms] * len(sessions)
         self.faults: dict[int, FaultInfo] = {}
         self._ids = request_ids or itertools.count(1)
@@ -417,11 +418,13 @@ async def play_match(
     *,
     match_id: str,
     log_path: Path | str | None = None,
+    memo: EngineMemo | None = None,
 ) -> MatchResult:
     """Play one match at a seated ``table`` (:func:`~referee.protocol.seats.seated`).
 
     The match plays on the table's time control (the one its bots were greeted under), goes
     on with its request ids and times on its clock; the seating owns the bots' cleanup.
+    ``memo`` is the engine's, when the caller plays many matches (a worker's).
     """
     match = Match(
         table.seats,
@@ -432,6 +435,7 @@ async def play_match(
         log_path=log_path,
         request_ids=table.request_ids,
         clock=table.clock,
+        memo=memo,
     )
     return await match.play()
 
