@@ -451,16 +451,13 @@ def play_once(
     limits: Limits | None = None,
     log_path: Path | str | None = None,
     people: Mapping[int, SeatSession] | None = None,
-    stage: bool = True,
 ) -> MatchResult:
     """A command's match: stage ``bots`` (as loaded), seat, play, stop everything, unstage.
 
     Ctrl-C and SIGTERM stop the match with every bot and the staging folder cleaned up
     (:mod:`referee.interrupts`); the backend's own leftovers are removed too (the sandbox
     is closed at the end). ``people`` seats someone other than a bot (a person at the
-    terminal) by seat number; the ``bots`` fill the other seats in order. ``stage=False``
-    plays ``bots`` as given: the caller staged them and plays exactly that copy (``submit``
-    enters the bytes it tested).
+    terminal) by seat number; the ``bots`` fill the other seats in order.
     """
 
     async def go() -> MatchResult:
@@ -470,7 +467,7 @@ def play_once(
             time_control=time_control,
             limits=limits,
             occupied=people,
-            stage=stage,
+            stage=True,
         ) as table:
             return await play_match(table, rules, seed, match_id=match_id, log_path=log_path)
 

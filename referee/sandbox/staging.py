@@ -17,7 +17,8 @@ author's tree. :func:`stage_bot` reads the bot's files once (:func:`read_bot_fil
 writes exactly those bytes (:func:`stage_files`) into a fresh folder that the sandbox user
 may read but not write, fingerprinted (:func:`bot_sha256`), so a bot that changes on disk
 during a tournament cannot change what runs, and a bot never runs from the user's own folder.
-The bytes themselves are what a remote worker gets as a bundle, and what ``submit`` enters.
+The bytes themselves are what a remote worker gets as a bundle, and what ``submit`` enters:
+:func:`read_bot` reads them once and builds the spec from the ``bot.toml`` among them.
 
 The referee usually runs as root and the bot's folder belongs to its author, who may change
 it while it is being copied. So reading never follows a symlink and never trusts a path twice:
@@ -74,8 +75,10 @@ __all__ = [
     "bot_sha256",
     "load_bot",
     "make_staging_root",
+    "read_bot",
     "read_bot_files",
     "remove_staging_root",
+    "spec_from_files",
     "stage_bot",
     "stage_files",
     "write_bot_folder",
@@ -150,8 +153,12 @@ def load_bot(path: str | Path) -> BotSpec:
 
 
 def _load_folder(folder: Path) -> BotSpec:
+    return _spec_of(folder, _read_manifest(folder))
+
+
+def _spec_of(folder: Path, text: str) -> BotSpec:
+    """The spec a folder bot's ``bot.toml`` (``text``) describes."""
     manifest = folder / MANIFEST
-    text = _read_manifest(folder)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -213,8 +220,14 @@ def _read_manifest(folder: Path) -> str:
         os.close(folder_fd)
     if file is None:
         raise UsageError(f"{_shown(manifest)} is larger than {_MAX_MANIFEST_BYTES // 1024} KiB")
+    return _manifest_text(file.data, manifest)
+
+
+def _manifest_text(data: bytes, manifest: Path) -> str:
+    if len(data) > _MAX_MANIFEST_BYTES:
+        raise UsageError(f"{_shown(manifest)} is larger than {_MAX_MANIFEST_BYTES // 1024} KiB")
     try:
-        return file.data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{_shown(manifest)} is not UTF-8 text") from None
 
@@ -298,6 +311,34 @@ def _check_name(name: str, where: str) -> str:
 
 
 # --------------------------------------------------------------------------- staging
+
+
+def read_bot(path: str | Path) -> tuple[BotSpec, tuple[BotFile, ...]]:
+    """The bot at ``path`` and its files, read once: what runs is what was read.
+
+    :func:`load_bot` finds the bot (and refuses what it would refuse), then
+    :func:`read_bot_files` reads every file; a folder bot's spec (command, image, version,
+    name, author) is then built again from the ``bot.toml`` among the bytes read, so an
+    author who swaps ``bot.toml`` between the two reads changes neither what is entered nor
+    what it runs. A ``bot.toml`` gone by the second read is refused.
+    """
+    first = load_bot(path)
+    files = read_bot_files(first)
+    return spec_from_files(first, files), files
+
+
+def spec_from_files(spec: BotSpec, files: tuple[BotFile, ...]) -> BotSpec:
+    """The spec of a bot as its ``files`` describe it: a folder bot's from the ``bot.toml``
+    among them (checked again, the program among the files), a single file's as it is."""
+    if spec.single_file:
+        return spec
+    manifest = spec.folder / MANIFEST
+    read = next((file for file in files if file.path == MANIFEST), None)
+    if read is None:
+        raise UsageError(f"{_shown(manifest)} disappeared while the bot was read; run again")
+    described = _spec_of(spec.folder, _manifest_text(read.data, manifest))
+    _check_program_in(described, files)
+    return described
 
 
 def read_bot_files(spec: BotSpec, *, max_bytes: int = MAX_BOT_BYTES) -> tuple[BotFile, ...]:
