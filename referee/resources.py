@@ -59,13 +59,14 @@ def _package() -> Path:
     return package
 
 
-def asset_root() -> Path:
+def asset_root(package: Path | None = None) -> Path:
     """The folder holding ``sample_bots/``, ``protocol/``, ``tournaments/`` and ``sandbox/``.
 
     ``referee/assets`` in an installed wheel; the checkout's root beside the package
-    otherwise (recognised by its ``pyproject.toml``).
+    otherwise (recognised by its ``pyproject.toml``). ``package`` is the ``referee``
+    folder to look from (default: this one's; a test's stand-in).
     """
-    package = _package()
+    package = package if package is not None else _package()
     installed = package / "assets"
     if installed.is_dir():
         return installed
@@ -75,16 +76,17 @@ def asset_root() -> Path:
     raise _incomplete(installed)
 
 
-def _asset(*parts: str) -> Path:
-    path = asset_root().joinpath(*parts)
+def _asset(*parts: str, package: Path | None = None) -> Path:
+    path = asset_root(package).joinpath(*parts)
     if not path.exists():
         raise _incomplete(path)
     return path
 
 
-def sample_bot(name: str) -> Path:
-    """The folder of the sample bot ``name`` (``heuristic``, ``lowest``, ``random`` …)."""
-    return _asset("sample_bots", name)
+def sample_bot(name: str, *, package: Path | None = None) -> Path:
+    """The folder of the sample bot ``name`` (``heuristic``, ``lowest``, ``random`` …);
+    ``package`` as for :func:`asset_root`."""
+    return _asset("sample_bots", name, package=package)
 
 
 def bot_kit(lang: Literal["python", "javascript"]) -> Path:

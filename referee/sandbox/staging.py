@@ -341,12 +341,14 @@ def spec_from_files(spec: BotSpec, files: tuple[BotFile, ...]) -> BotSpec:
     return described
 
 
-def read_bot_files(spec: BotSpec, *, max_bytes: int = MAX_BOT_BYTES) -> tuple[BotFile, ...]:
+def read_bot_files(
+    spec: BotSpec, *, max_bytes: int = MAX_BOT_BYTES, max_files: int = MAX_BOT_FILES
+) -> tuple[BotFile, ...]:
     """Every file of the bot, sorted by path; ``UsageError`` when it cannot be copied safely.
 
     Refused, each with one line naming the path: a symlink anywhere, a pipe, socket or
-    device, folders nested deeper than :data:`MAX_BOT_DEPTH`, more than
-    :data:`MAX_BOT_FILES` files and folders, more than ``max_bytes`` in all, and anything
+    device, folders nested deeper than :data:`MAX_BOT_DEPTH`, more than ``max_files``
+    files and folders, more than ``max_bytes`` in all, and anything
     that changes under the walk in a way that would need a symlink followed.
     ``__pycache__`` and version-control folders are left out. A program path in the
     bot's ``command`` must name one of the files read (executable): it is resolved in
@@ -354,7 +356,7 @@ def read_bot_files(spec: BotSpec, *, max_bytes: int = MAX_BOT_BYTES) -> tuple[Bo
     """
     if spec.single_file:
         return (_read_single_file(spec.folder, spec.single_file, max_bytes),)
-    files = tuple(sorted(_read_folder(spec.folder, max_bytes)))
+    files = tuple(sorted(_read_folder(spec.folder, max_bytes, max_files)))
     _check_program_in(spec, files)
     return files
 
@@ -381,7 +383,7 @@ class _Folder(NamedTuple):
     entries: list[tuple[str, bool]]
 
 
-def _read_folder(root: Path, max_bytes: int) -> list[BotFile]:
+def _read_folder(root: Path, max_bytes: int, max_files: int) -> list[BotFile]:
     """The walk: a stack of open folders (at most ``MAX_BOT_DEPTH + 1`` descriptors)."""
     files: list[BotFile] = []
     budget = max_bytes
@@ -390,7 +392,7 @@ def _read_folder(root: Path, max_bytes: int) -> list[BotFile]:
     try:
         top = _open_folder(root, listable=True)
         stack.append(_Folder(top, "", []))
-        counted += _list_folder(top, root, "", stack[-1].entries, counted)
+        counted += _list_folder(top, root, "", stack[-1].entries, counted, max_files)
         while stack:
             fd, prefix, entries = stack[-1]
             if not entries:
@@ -407,7 +409,8 @@ def _read_folder(root: Path, max_bytes: int) -> list[BotFile]:
                     )
                 child = _open_at(fd, name, _O_DIR, path)
                 stack.append(_Folder(child, relative + "/", []))
-                counted += _list_folder(child, root, relative + "/", stack[-1].entries, counted)
+                entries = stack[-1].entries
+                counted += _list_folder(child, root, relative + "/", entries, counted, max_files)
                 continue
             file = _read_at(fd, name, path, budget, relative)
             if file is None:
@@ -421,9 +424,15 @@ def _read_folder(root: Path, max_bytes: int) -> list[BotFile]:
 
 
 def _list_folder(
-    fd: int, root: Path, prefix: str, entries: list[tuple[str, bool]], counted: int
+    fd: int,
+    root: Path,
+    prefix: str,
+    entries: list[tuple[str, bool]],
+    counted: int,
+    max_files: int,
 ) -> int:
-    """Fill ``entries`` with ``(name, is_folder)`` in reverse order; return how many.
+    """Fill ``entries`` with ``(name, is_folder)`` in reverse order; return how many (more
+    than ``max_files`` with the ``counted`` ones is refused).
 
     The kinds read here are only a first sorting: what is opened next is checked again.
     """
@@ -442,9 +451,9 @@ def _list_folder(
                     found.append((entry.name, False))
                 else:
                     raise UsageError(_not_regular(path, entry.stat(follow_symlinks=False)))
-                if counted + len(found) > MAX_BOT_FILES:
+                if counted + len(found) > max_files:
                     raise UsageError(
-                        f"bot folder {_shown(root)} has more than {MAX_BOT_FILES} files and "
+                        f"bot folder {_shown(root)} has more than {max_files} files and "
                         "folders; leave data sets and virtual environments out of it"
                     )
     except OSError as exc:
