@@ -219,9 +219,8 @@ def _refusal(step: Step | None) -> str:
     """Bot check's diagnostics of the failed ``step``, under one ``bot refused`` line."""
     if step is None:
         return "bot refused: the check did not finish"
-    head = f"bot refused: {step.fault.kind}: {step.fault.detail}" if step.fault else (
-        f"bot refused: {step.name} failed"
-    )
+    fault = step.fault
+    head = f"bot refused: {fault.kind}: {fault.detail}" if fault else f"bot refused: {step.name}"
     lines = [f"check step: {step.name}", *step.problem]
     return head + "\n" + "\n".join("  " + line for line in lines)
 
