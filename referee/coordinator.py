@@ -207,7 +207,11 @@ def commit_tournament(
 
 
 class TournamentRun:
-    """One run of a tournament against its open store (see the module docstring)."""
+    """One run of a tournament against its open store (see the module docstring).
+
+    ``scheduler`` makes the scheduled matches from the tournament and the dealing key
+    (:func:`~referee.tournament.scheduler.schedule`; a test's control seats differently).
+    """
 
     def __init__(
         self,
@@ -215,8 +219,11 @@ class TournamentRun:
         store: Store,
         executor: Executor,
         notify: Callable[[Event], None],
+        *,
+        scheduler: Callable[[Tournament, bytes], list[MatchSpec]] = schedule,
     ) -> None:
         self.tournament = tournament
+        self.scheduler = scheduler
         self.store = store
         self.executor = executor
         self.notify = notify
@@ -271,7 +278,7 @@ class TournamentRun:
 
     def _schedule(self, secret: DealSecret) -> list[MatchSpec]:
         """Store the scheduled matches; returns them as stored (with their own deals)."""
-        scheduled = schedule(self.tournament, secret.key)
+        scheduled = self.scheduler(self.tournament, secret.key)
         self.store.add_matches(scheduled, secret)
         stored = self.store.specs()
         return [stored[spec.key] for spec in scheduled]

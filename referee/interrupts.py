@@ -35,7 +35,12 @@ class Terminated(KeyboardInterrupt):
 
 
 class _Main:
-    """The task :func:`run` is running, and whether a stop was asked for."""
+    """The task :func:`run` is running, and whether a stop was asked for.
+
+    Process-wide on purpose, like the signals it serves: a signal handler is the process's
+    and gets no argument of ours, so it finds the task here. One command runs one main task
+    at a time (:func:`run` sets and clears it).
+    """
 
     task: asyncio.Task[Any] | None = None
     loop: asyncio.AbstractEventLoop | None = None

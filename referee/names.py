@@ -78,7 +78,7 @@ def check_name(name: str, where: str = "name") -> str:
     return name
 
 
-@functools.cache  # pure: the package's own table, returned read-only
+@functools.cache  # an immutable value: the package's own table, read once, a read-only view
 def _lookalikes() -> Mapping[int, str]:
     """The table: a code point -> the characters it looks like."""
     table: dict[int, str] = {}

@@ -65,13 +65,14 @@ def _package() -> Path:
     return package
 
 
-def asset_root() -> Path:
+def asset_root(package: Path | None = None) -> Path:
     """The folder holding ``sample_bots/``, ``protocol/``, ``tournaments/`` and ``sandbox/``.
 
     ``referee/assets`` in an installed wheel; the checkout's root beside the package
-    otherwise (recognised by its ``pyproject.toml``).
+    otherwise (recognised by its ``pyproject.toml``). ``package`` is the ``referee``
+    folder to look from (default: this one's; a test's stand-in).
     """
-    package = _package()
+    package = package if package is not None else _package()
     installed = package / "assets"
     if installed.is_dir():
         return installed
@@ -81,26 +82,27 @@ def asset_root() -> Path:
     raise _incomplete(installed)
 
 
-def _asset(*parts: str) -> Path:
-    path = asset_root().joinpath(*parts)
+def _asset(*parts: str, package: Path | None = None) -> Path:
+    path = asset_root(package).joinpath(*parts)
     if not path.exists():
         raise _incomplete(path)
     return path
 
 
-def sample_bot(name: str) -> Path:
-    """The folder of the sample bot ``name`` (``heuristic``, ``lowest``, ``random`` …)."""
-    return _asset("sample_bots", name)
+def sample_bot(name: str, *, package: Path | None = None) -> Path:
+    """The folder of the sample bot ``name`` (``heuristic``, ``lowest``, ``random`` …);
+    ``package`` as for :func:`asset_root`."""
+    return _asset("sample_bots", name, package=package)
 
 
 SAMPLE_PREFIX = "@"
 """What marks a sample bot's name where a bot's path goes: ``@heuristic``."""
 
 
-def sample_bot_names() -> list[str]:
+def sample_bot_names(*, package: Path | None = None) -> list[str]:
     """The sample bots shipped with the referee, sorted: each folder of ``sample_bots/``
     that holds a ``bot.toml``."""
-    folder = _asset("sample_bots")
+    folder = _asset("sample_bots", package=package)
     return sorted(
         entry.name
         for entry in folder.iterdir()
@@ -108,7 +110,7 @@ def sample_bot_names() -> list[str]:
     )
 
 
-def sample_by_name(given: str) -> Path | None:
+def sample_by_name(given: str, *, package: Path | None = None) -> Path | None:
     """The sample bot's folder when ``given`` names one as ``@NAME``; ``None`` when
     ``given`` does not start with ``@`` (it is a path then).
 
@@ -121,7 +123,7 @@ def sample_by_name(given: str) -> Path | None:
     if not given.startswith(SAMPLE_PREFIX):
         return None
     name = given[len(SAMPLE_PREFIX) :]
-    names = sample_bot_names()
+    names = sample_bot_names(package=package)
     if name not in names:
         listed = ", ".join(SAMPLE_PREFIX + n for n in names)
         local = f"; for the path {printable(given)} here, write ./{printable(given)}"
@@ -129,7 +131,7 @@ def sample_by_name(given: str) -> Path | None:
             f"no sample bot is called {printable(given)} (the samples: {listed})"
             + (local if os.path.lexists(given) else "")
         )
-    return sample_bot(name)
+    return sample_bot(name, package=package)
 
 
 def bot_kit(lang: Literal["python", "javascript"]) -> Path:

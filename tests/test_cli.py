@@ -1,15 +1,24 @@
-"""The command line: results, JSON output, replay, and one-line errors with exit code 2."""
+"""The command line: results, JSON output, replay, and one-line errors with exit code 2.
+
+The commands run in this process, through click's :class:`~click.testing.CliRunner`: none
+of these tests sends a signal or needs a terminal (those are in ``tests/test_interrupts.py``
+and ``tests/test_human_pty.py``; the installed entry point in ``tests/test_packaging.py``).
+An exception a command lets through fails the test: it would be a traceback for the user.
+One test runs ``python -m referee`` for real.
+"""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from referee.cli import main
 from referee.errors import (
     InfrastructureError,
     Refused,
@@ -25,14 +34,33 @@ BOTS = ROOT / "tests" / "bots"
 GOLDEN = ROOT / "tests" / "rules" / "golden"
 
 
-def referee(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "referee", *args],
+@dataclass(frozen=True)
+class Ran:
+    """What a command did: its exit code and what it wrote on stdout and stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def referee(*args: str) -> Ran:
+    """``referee ARGS`` run in this process; an exception it does not handle is raised."""
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+def test_python_dash_m_referee_is_the_command_line() -> None:
+    """The module entry point runs the same group, and its errors are one line, no traceback."""
+    out = subprocess.run(
+        [sys.executable, "-m", "referee", "replay", "does-not-exist.jsonl"],
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=60,
         cwd=ROOT,
     )
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("referee: ") and "no such match log" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
 
 
 def test_play_json_is_one_object(tmp_path: Path) -> None:
@@ -225,7 +253,7 @@ def test_a_private_image_is_refused_before_anything_runs(
     args = [str(bot), str(BOTS / "polite.py"), str(BOTS / "polite.py")]
     if command == "bot check":
         args = [str(bot)]
-    out = referee(*command.split(), *args, "--sandbox", "docker", timeout=60)
+    out = referee(*command.split(), *args, "--sandbox", "docker")
     assert out.returncode == 2, out.stderr
     assert f"bot 'nosy' names the Docker image '{private_image}'" in out.stderr
     assert f"to allow it, pass --allow-image {private_image}" in out.stderr

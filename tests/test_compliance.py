@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 
 from referee.match.compliance import (
+    FALLBACK_SEEDS,
     OPPONENTS,
     SEEDS,
     CheckReport,
     ComplianceRun,
     kinds_for,
+    seeds_for,
     step_lines,
     summary_lines,
 )
@@ -57,7 +59,7 @@ def _report(tc: TimeControl | None = None) -> CheckReport:
 
 
 def _run(run: ComplianceRun, keep_going: bool = False) -> CheckReport:
-    on_its_clock(run, run.run(list(PRESETS), keep_going))
+    on_its_clock(run, run.run(run.preset_steps(list(PRESETS)), keep_going))
     return run.report
 
 
@@ -102,7 +104,7 @@ def test_a_wrong_card_count_fails_the_first_step_it_happens_in_and_stops_there()
     failed = report.steps[-1]
     assert not failed.ok and failed.fault is not None and failed.fault.kind == "illegal"
     assert failed.problem[1].endswith("has 1 card; the trick needs 2")
-    assert failed.problem[0].startswith(f"(seed {failed.seeds[-1]}, match log")
+    assert failed.problem[0] == f"(seed {failed.seeds[-1]})"  # no log folder, no log named
     assert summary_lines(report)[-1].startswith("FAILED: 1 of")
 
 
@@ -141,7 +143,7 @@ def test_a_bot_whose_kit_replaced_its_decisions_fails_with_the_request_and_the_d
     failed = report.steps[-1]
     assert not failed.ok and failed.fault is None and failed.kit_replaced >= 1
     problem = failed.problem
-    assert problem[0].startswith(f"(seed {failed.seeds[-1]}, match log")
+    assert problem[0].startswith(f"(seed {failed.seeds[-1]}")
     n = failed.kit_replaced
     assert problem[1].startswith(
         f"problem: the bot's kit replaced {n} of its decisions with safe ones (its safety net)"
@@ -217,3 +219,31 @@ def test_a_bot_that_fails_hello_stops_the_run_after_the_handshake() -> None:
     step = report.steps[0]
     assert step.problem[0].startswith("problem: protocol at hello 1: reply is not valid JSON")
     assert "reply (after 0 ms): hello there" in step.problem
+
+
+def test_submits_steps_are_bot_checks_for_the_tournaments_rules_and_table() -> None:
+    """``submit`` runs the handshake, the tournament's rules at its table size on the pinned
+    deals (a custom ruleset keeps its preset's seeds), and reuse at that table."""
+    ruleset = RuleSet.preset("arschloch", target=3)
+    run = emulated_run("template", _report())
+    on_its_clock(run, run.run(run.tournament_steps(ruleset, 4)))
+    report = run.report
+    assert report.passed, [step_lines(s) for s in report.steps]
+    assert [s.name for s in report.steps] == [
+        "handshake",
+        "arschloch at 4 seats",
+        "reuse: two matches on one process",
+    ]
+    assert all(s.seats == 4 for s in report.steps[1:])
+    assert report.steps[1].seeds == list(seeds_for("arschloch", 4)[: len(report.steps[1].seeds)])
+    assert seeds_for("arschloch", 3) == SEEDS[("arschloch", 3)]
+    assert seeds_for("arschloch", 4) == (19, 2, 5, 1, 16, 29)  # those of 3 seats, then of 6
+    assert seeds_for("custom", 5) == FALLBACK_SEEDS
+
+
+def test_submits_check_stops_at_the_first_failure() -> None:
+    run = _scripted(_one_card_on_pairs)
+    on_its_clock(run, run.run(run.tournament_steps(RuleSet.preset("arschloch"), 3)))
+    report = run.report
+    assert [s.ok for s in report.steps] == [True, False] and report.stopped_early
+    assert report.steps[-1].fault is not None and report.steps[-1].fault.kind == "illegal"

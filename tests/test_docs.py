@@ -279,6 +279,40 @@ def test_the_checker_reports_every_broken_reference_with_its_line(tmp_path: Path
     ]
 
 
+def _layout_section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("### How the code is laid out")
+    end = text.find("\n## ", start)
+    return text[start : end if end > 0 else len(text)]
+
+
+def test_the_code_layout_names_every_package_and_module() -> None:
+    """The README's tour of the code names every folder of ``referee/`` and every module in
+    it (as ``referee/X.py``, ``X.py``, or ``folder/X.py`` relative to the package), and
+    nothing that is not there."""
+    section = _layout_section()
+    spans = {
+        token.removeprefix("referee/") for _, line in prose(section) for token in code_spans(line)
+    }
+    package = ROOT / "referee"
+    modules = {
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if path.name not in ("__init__.py", "__main__.py")
+    }
+    folders = {
+        path.parent.relative_to(package).as_posix() + "/"
+        for path in package.rglob("__init__.py")
+        if path.parent != package
+    } | {"data/"}
+    assert sorted(modules - spans) == []
+    assert sorted(folders - spans) == []
+    named = {
+        token for token in spans if token.endswith(".py") and not token.startswith("tests/")
+    } - {"__init__.py"}
+    assert sorted(named - modules) == [], "the layout names modules that do not exist"
+
+
 def test_slugs_follow_github() -> None:
     assert slug("5. The rules object") == "5-the-rules-object"
     assert slug("Time, faults and forfeits") == "time-faults-and-forfeits"

@@ -413,7 +413,7 @@ def test_finite_numbers_in_unknown_fields_are_fine() -> None:
     assert m.parse_reply(line, 7, "play").cards == []
 
 
-def test_nesting_matches_a_plain_state_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nesting_matches_a_plain_state_machine() -> None:
     """The byte-operation scan agrees with the obvious loop on JSON of every shape.
 
     Whole lines and lines cut anywhere (inside a string, after a backslash, with brackets
@@ -421,7 +421,6 @@ def test_nesting_matches_a_plain_state_machine(monkeypatch: pytest.MonkeyPatch) 
     With the limit at 0 the early exits for lines with few brackets never apply, so the
     whole scan is compared.
     """
-    monkeypatch.setattr(m, "MAX_NESTING", 0)
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
@@ -457,9 +456,9 @@ def test_nesting_matches_a_plain_state_machine(monkeypatch: pytest.MonkeyPatch) 
     @given(values, st.floats(0, 1))
     def check(value: object, cut: float) -> None:
         line = json.dumps({"x": value}, ensure_ascii=False).encode()
-        assert m._nesting(line) == depth(line)
+        assert m._nesting(line, limit=0) == depth(line)
         part = line[: int(len(line) * cut)]
-        assert m._nesting(part) == depth(part)
+        assert m._nesting(part, limit=0) == depth(part)
 
     check()
 

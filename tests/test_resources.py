@@ -49,31 +49,30 @@ def test_a_schema_name_not_in_the_index_is_refused_with_the_list(name: str) -> N
 
 
 @pytest.fixture
-def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stand-in for the installed ``referee`` folder, seen by a fresh look-up."""
+def package(tmp_path: Path) -> Path:
+    """A stand-in for the installed ``referee`` folder, handed to the look-up."""
     folder = tmp_path / "site-packages" / "referee"
     folder.mkdir(parents=True)
-    monkeypatch.setattr(resources, "_package", lambda: folder)
     return folder
 
 
 def test_an_installed_package_reads_its_own_assets(package: Path) -> None:
     bot = package / "assets" / "sample_bots" / "lowest"
     bot.mkdir(parents=True)
-    assert resources.sample_bot("lowest") == bot
+    assert resources.sample_bot("lowest", package=package) == bot
 
 
 def test_an_installation_without_its_assets_says_to_reinstall(package: Path) -> None:
     # site-packages may hold a sample_bots folder of some other project: it is not ours
     (package.parent / "sample_bots").mkdir()
     with pytest.raises(InfrastructureError, match=r"assets is missing: .* reinstall"):
-        resources.sample_bot("lowest")
+        resources.sample_bot("lowest", package=package)
 
 
 def test_a_missing_file_says_to_reinstall(package: Path) -> None:
     (package / "assets" / "sample_bots").mkdir(parents=True)
     with pytest.raises(InfrastructureError, match=r"sample_bots/lowest is missing: .* reinstall"):
-        resources.sample_bot("lowest")
+        resources.sample_bot("lowest", package=package)
 
 
 # --------------------------------------------------------------------------- the build's map
@@ -163,7 +162,7 @@ def test_an_installed_package_lists_the_sample_folders_with_a_manifest(package: 
     for name in ("zeta", "alpha"):
         (samples / name / "bot.toml").write_text('command = "python3 bot.py"\n')
     (samples / "README.md").write_text("not a bot\n")
-    assert resources.sample_bot_names() == ["alpha", "zeta"]
-    assert resources.sample_by_name("@zeta") == samples / "zeta"
+    assert resources.sample_bot_names(package=package) == ["alpha", "zeta"]
+    assert resources.sample_by_name("@zeta", package=package) == samples / "zeta"
     with pytest.raises(UsageError, match=r"no sample bot is called @no-manifest"):
-        resources.sample_by_name("@no-manifest")
+        resources.sample_by_name("@no-manifest", package=package)

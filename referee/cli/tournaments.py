@@ -9,9 +9,6 @@ problem.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import os
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +28,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from referee.cli.app import announce, check_memory, friendly, main, say
+from referee.cli.app import friendly, main, say
 from referee.coordinator import (
     Event,
     PlayoffRound,
@@ -42,41 +39,20 @@ from referee.coordinator import (
     RunSummary,
     run_tournament,
 )
-from referee.errors import InfrastructureError, Refused, UsageError
+from referee.errors import UsageError
 from referee.executors import Executor, MatchFailed
 from referee.executors.local import LocalExecutor, default_workers
 from referee.installation import install_hint
-from referee.names import check_name, confusable_with, lookalike_note
 from referee.publish import FORMATS, Leaderboard, render, to_rich_table
-from referee.resources import demo_tournament, sample_bot
-from referee.sandbox import (
-    BotSpec,
-    Sandbox,
-    bot_sha256,
-    make_staging_root,
-    read_bot_files,
-    remove_staging_root,
-    stage_files,
-)
-from referee.sandbox.image import check_bot_image
-from referee.sandbox.staging import BotFile, write_bot_folder
-from referee.text import printable, safe_name
-from referee.tournament.file import (
-    Tournament,
-    append_bot_entry,
-    check_display_name,
-    check_new_author,
-    load_tournament,
-)
+from referee.resources import demo_tournament
+from referee.text import printable
+from referee.tournament.file import Tournament, load_tournament
 
 if TYPE_CHECKING:
     from referee.executors.cluster import DaskExecutor
+    from referee.match.compliance import CheckReport
     from referee.publish.verify import Verification
     from referee.tournament.store import DealSecret
-
-SMOKE_MAX_ROUNDS = 2
-_SMOKE_OPPONENTS = ("heuristic", "lowest", "random")
-_STDERR_LINES = 15
 
 
 # --------------------------------------------------------------------------- run
@@ -736,149 +712,35 @@ def _secret_line(secret: DealSecret, dealt: int) -> str:
 )
 @friendly
 def submit(bot: Path, file: Path, name: str | None, author: str | None) -> None:
-    """Check BOT, play a short smoke match, and enter it in the tournament FILE.
+    """Check BOT as referee bot check would for the tournament FILE, and enter it.
 
     BOT is a .py file, an executable, or a folder with bot.toml. Its files are read once:
-    exactly those bytes play the smoke match and are copied into bots/ next to FILE, and a
-    [[bots]] entry is appended to FILE. Exit code 1 when the bot
-    is refused (the reason and the end of its stderr are shown), 2 for a usage error (a
-    path that does not exist, a name already taken).
+    exactly those bytes are checked (the handshake, short matches of the tournament's rules
+    at its table size against the sample bots, two matches on one process: a few seconds)
+    and copied into bots/ next to FILE, and a [[bots]] entry is appended to FILE. Exit
+    code 1 when the bot is refused (the reason and bot check's diagnostics are shown), 2
+    for a usage error (a path that does not exist, a name already taken).
     """
-    from referee.sandbox import get_sandbox, load_bot
+    from referee import submit as submitting
+    from referee.match.compliance import step_lines
 
     spec = load_tournament(file)
-    if not os.path.lexists(bot):
-        raise UsageError(f"bot not found: {printable(str(bot))} does not exist")
-    try:
-        candidate = load_bot(bot)
-        check_bot_image(candidate, spec.images, spec.image_hint(candidate.image or ""))
-    except UsageError as exc:
-        raise Refused(f"bot refused: {exc}") from None
-    display = check_display_name(name if name is not None else candidate.name)
-    if display in spec.entrants:
-        raise UsageError(
-            f"{file}: a bot named {display!r} is already entered; choose another with --name"
+    rules, k = spec.file.ruleset().name, spec.file.table_size
+
+    def started(report: CheckReport) -> None:
+        say(f"sandbox: {report.sandbox}")
+        say(f"limits: {report.time_control.describe()}; {report.limits.describe()}")
+        say(
+            f"check: {report.bot} against the sample bots, the steps of referee bot check "
+            f"for {rules} at {k} seats"
         )
-    twin = confusable_with(display, spec.entrants)
-    if twin is not None:
-        raise UsageError(
-            f"{file}: the name {display!r} looks like {twin!r}, already entered "
-            f"({lookalike_note(display, twin)}); choose another with --name"
-        )
-    if author is not None:
-        candidate = dataclasses.replace(candidate, author=check_name(author, "--author"))
-    candidate = dataclasses.replace(candidate, name=display)
-    check_new_author(spec, candidate.author or display)
-    sandbox = get_sandbox(spec.file.sandbox.backend, images=spec.images)
-    k = spec.file.table_size
-    check_memory(
-        sandbox, 1, spec.limits.memory_mb, samples=k - 1, fix=f"lower [sandbox] memory_mb in {file}"
+
+    entered = submitting.submit(
+        bot,
+        spec,
+        name=name,
+        author=author,
+        on_check=started,
+        progress=lambda step: say(step_lines(step)[0]),  # a refusal shows the problem
     )
-    # Read once: the staged copy of exactly these bytes is smoke-tested, and exactly these
-    # bytes are entered; a bot changed on disk meanwhile changes neither.
-    try:
-        files = read_bot_files(candidate)
-    except UsageError as exc:
-        raise Refused(f"bot refused: {exc}") from None
-    _refuse_a_twin(spec, bot_sha256(files))
-    out = Console(stderr=True, highlight=False)
-    announce(sandbox, spec.time_control, spec.limits)
-    out.print(
-        f"smoke match: {printable(display)} against the sample bots, "
-        f"{SMOKE_MAX_ROUNDS} rounds of {spec.rules.name} at {k}",
-        markup=False,
-    )
-    staging = make_staging_root()
-    try:
-        _smoke_match(spec, sandbox, stage_files(candidate, files, staging), staging)
-    finally:
-        remove_staging_root(staging)
-    folder, entry_path = _copy_in(spec, candidate, files)
-    try:
-        append_bot_entry(spec.path, entry_path, display, author)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    click.echo(f"accepted: {display} entered in {file} as {entry_path}")
-
-
-def _refuse_a_twin(spec: Tournament, sha256: str) -> None:
-    """Refuse a bot whose files are an entrant's, byte for byte, unless the file allows
-    twins (see :func:`referee.tournament.file.load_tournament`)."""
-    same = [bot.name for bot in spec.bots if bot.sha256 == sha256]
-    if same and not spec.file.allow_twins:
-        raise Refused(
-            f"bot refused: its files are byte-identical to the entrant {printable(same[0])!r} "
-            f"(sha256 {sha256[:12]}…): the same program cannot be entered twice, unless "
-            f"{printable(str(spec.path))} sets allow_twins = true"
-        )
-
-
-def _smoke_match(spec: Tournament, sandbox: Sandbox, staged: BotSpec, staging: Path) -> None:
-    """Play the ``staged`` candidate at seat 0 against sample bots; refuse it if it forfeits."""
-    from referee.match.runner import play_once, seat_of
-    from referee.protocol.explain import explain_fault
-    from referee.sandbox import load_bot, stage_bot
-    from referee.tournament.deals import deal_seed, new_secret
-
-    k = spec.file.table_size
-    opponents = [
-        stage_bot(load_bot(sample_bot(_SMOKE_OPPONENTS[i % 3])), staging) for i in range(k - 1)
-    ]
-    rules = spec.file.ruleset().with_overrides(max_rounds=SMOKE_MAX_ROUNDS).resolve(k)
-    with _temporary_log() as log_path:
-        result = play_once(
-            sandbox,
-            [staged, *opponents],
-            rules,
-            deal_seed(new_secret(), "submit"),  # a secret deal, like every tournament match
-            match_id="submit-smoke",
-            time_control=spec.time_control,
-            limits=spec.limits,
-            log_path=log_path,
-            stage=False,
-        )
-    mine = seat_of(result, 0)
-    if mine.fault is None:
-        return
-    message = f"bot refused: {mine.fault.kind}: {mine.fault.detail}"
-    explained = explain_fault(mine.fault, result.stderr_tails.get(0), max_lines=_STDERR_LINES)
-    raise Refused(message + "\n" + "\n".join("  " + line for line in explained))
-
-
-@contextlib.contextmanager
-def _temporary_log() -> Iterator[Path]:
-    fd, name = tempfile.mkstemp(prefix="referee-submit-", suffix=".jsonl")
-    os.close(fd)
-    try:
-        yield Path(name)
-    finally:
-        Path(name).unlink(missing_ok=True)
-
-
-def _copy_in(spec: Tournament, candidate: BotSpec, files: tuple[BotFile, ...]) -> tuple[Path, str]:
-    """Write the bot's files (the very tuple smoke-tested) to ``bots/<safe name>/`` next to
-    the tournament file, through descriptors (:func:`~referee.sandbox.staging.write_bot_folder`).
-
-    Returns the folder and the path for the ``[[bots]]`` entry (relative to the file).
-    """
-    bots_dir = spec.path.parent / "bots"
-    slug = safe_name(candidate.name)
-    folder, n = bots_dir / slug, 1
-    while os.path.lexists(folder):
-        n += 1
-        folder = bots_dir / f"{slug}-{n}"
-    try:
-        bots_dir.mkdir(parents=True, exist_ok=True)
-        write_bot_folder(files, folder)
-    except FileExistsError:
-        raise UsageError(f"{folder} appeared while the bot was copied in; run again") from None
-    except OSError as exc:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise InfrastructureError(
-            f"cannot copy the bot into {folder}: {exc.strerror or exc}"
-        ) from None
-    relative = folder.relative_to(spec.path.parent).as_posix()
-    if candidate.single_file:
-        return folder, f"{relative}/{candidate.single_file}"
-    return folder, relative
+    click.echo(f"accepted: {entered.name} entered in {file} as {entered.entry}")

@@ -2,7 +2,8 @@
 
 A :class:`Worker` owns what a worker keeps from one task to the next: its event loop (an
 :class:`asyncio.Runner`), one sandbox backend per backend name and image list (bubblewrap
-is probed once), and, when it reuses bots, one
+is probed once), the engine's memo (:class:`~referee.rules.engine.EngineMemo`: card codecs,
+legal moves, encoded events, shared by its matches), and, when it reuses bots, one
 :class:`~referee.protocol.seats.SessionPool` per sandbox, time control and limits. Nothing
 of it is process-wide: whoever needs a worker makes one and closes it.
 
@@ -35,6 +36,7 @@ from referee.executors.base import MatchTask, TaskOutcome
 from referee.match.runner import play_match
 from referee.protocol.seats import SessionPool, seated
 from referee.results import MatchResult
+from referee.rules.engine import EngineMemo
 from referee.sandbox import Limits, Sandbox, get_sandbox
 from referee.specs import TimeControl
 from referee.stderrlog import stderr_path
@@ -77,6 +79,7 @@ class Worker:
         self._runner: asyncio.Runner | None = None
         self._sandboxes: dict[tuple[str, tuple[str, ...]], Sandbox] = {}
         self._pools: dict[_PoolKey, SessionPool] = {}
+        self.memo = EngineMemo()
 
     def __enter__(self) -> Worker:
         return self
@@ -169,7 +172,12 @@ class Worker:
             )
         async with seating as table:
             return await play_match(
-                table, task.rules, task.spec.match_seed, match_id=task.spec.key, log_path=log_path
+                table,
+                task.rules,
+                task.spec.match_seed,
+                match_id=task.spec.key,
+                log_path=log_path,
+                memo=self.memo,
             )
 
     # -- the end ---------------------------------------------------------------------------

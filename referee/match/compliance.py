@@ -29,6 +29,10 @@ its step, then takes seat 0 of each match of the step, an occupied seat among th
 opponents. By default the run stops at the first failed step (a bot that never flushes
 would otherwise wait out every step's clock); ``keep_going`` runs them all.
 
+``referee submit`` runs the same steps for one tournament (:func:`check_entry`): the
+handshake, the tournament's rules at its table size on the same pinned deals
+(:func:`seeds_for`), and reuse at that table, stopping at the first failure.
+
 Every problem is told by :func:`referee.protocol.explain.explain_fault`, the words ``play`` and
 ``submit`` use too. The report also gives the bot's reply times against ``move_ms`` and its
 peak memory when the sandbox measures it (``None``, said as "not measured", otherwise).
@@ -61,6 +65,7 @@ from referee.specs import TimeControl
 
 __all__ = [
     "CHECK_ROUNDS",
+    "FALLBACK_SEEDS",
     "OPPONENTS",
     "REQUEST_KINDS",
     "SEEDS",
@@ -68,8 +73,10 @@ __all__ = [
     "CheckReport",
     "ComplianceRun",
     "Step",
+    "check_entry",
     "kinds_for",
     "run_check",
+    "seeds_for",
 ]
 
 CHECK_ROUNDS = 3
@@ -103,6 +110,9 @@ sample bot for every kind of request the preset has, and the seeds after it comp
 missing; ``tests/test_compliance.py`` proves it for all three (``president-es`` has only
 ``play``).
 """
+
+FALLBACK_SEEDS = (1, 2, 3)
+"""The deals tried for rules that are not a preset's name."""
 
 _REUSE_HINT = (
     "hint: after match_end the bot must keep reading: another match_start may follow on the "
@@ -228,6 +238,19 @@ class CheckReport:
 
 
 Progress = Callable[[Step], None]
+StepRun = Callable[[], Awaitable[Step]]
+"""One step of a run, to be awaited: a bound method, or one with its arguments given."""
+
+
+def seeds_for(preset: str, seats: int) -> tuple[int, ...]:
+    """The deals tried for ``preset`` at ``seats``: the pinned :data:`SEEDS`, else the
+    preset's pinned seeds of both table sizes in turn (a table of 4 or 5, a custom ruleset
+    named after its preset), else :data:`FALLBACK_SEEDS`. A request kind never asked on
+    them is reported, not failed."""
+    if (preset, seats) in SEEDS:
+        return SEEDS[preset, seats]
+    pinned = [seed for n in TABLES for seed in SEEDS.get((preset, n), ())]
+    return tuple(dict.fromkeys(pinned)) or FALLBACK_SEEDS
 
 
 class ComplianceRun:
@@ -310,11 +333,17 @@ class ComplianceRun:
     async def preset(self, preset: str, seats: int, seeds: Sequence[int] | None = None) -> Step:
         """The preset's matches at ``seats``, seed after seed (of :data:`SEEDS`, or ``seeds``)
         until the bot was asked every kind of request."""
-        rules = RuleSet.preset(preset, max_rounds=CHECK_ROUNDS).resolve(seats)
+        return await self.rules(RuleSet.preset(preset), seats, seeds or SEEDS[(preset, seats)])
+
+    async def rules(self, ruleset: RuleSet, seats: int, seeds: Sequence[int]) -> Step:
+        """Short matches (:data:`CHECK_ROUNDS` rounds) of ``ruleset`` at ``seats``, seed
+        after seed until the bot was asked every kind of request the rules have."""
+        rules = ruleset.with_overrides(max_rounds=CHECK_ROUNDS).resolve(seats)
         wanted = kinds_for(rules)
+        preset = ruleset.name
         step = Step(f"{preset} at {seats} seats", preset=preset, seats=seats)
         started = self.clock.monotonic()
-        for seed in seeds or SEEDS[(preset, seats)]:
+        for seed in seeds:
             step.seeds.append(seed)
             async with self.own_process() as table:
                 session = table.bots[0]
@@ -332,11 +361,14 @@ class ComplianceRun:
             step.note = _asked_note(step, wanted)
         return step
 
-    async def reuse(self) -> Step:
-        """Two matches on one process: the second is where a one-match bot fails."""
-        preset, seats, seeds = REUSE
-        rules = RuleSet.preset(preset, max_rounds=CHECK_ROUNDS).resolve(seats)
-        step = Step("reuse: two matches on one process", preset=preset, seats=seats)
+    async def reuse(self, ruleset: RuleSet | None = None, seats: int | None = None) -> Step:
+        """Two matches on one process: the second is where a one-match bot fails (on the
+        seeds of :data:`REUSE`; by default with its preset and table too)."""
+        preset, default_seats, seeds = REUSE
+        ruleset = ruleset if ruleset is not None else RuleSet.preset(preset)
+        seats = seats if seats is not None else default_seats
+        rules = ruleset.with_overrides(max_rounds=CHECK_ROUNDS).resolve(seats)
+        step = Step("reuse: two matches on one process", preset=ruleset.name, seats=seats)
         started = self.clock.monotonic()
         async with self.own_process() as table:
             session = table.bots[0]
@@ -377,11 +409,13 @@ class ComplianceRun:
             if fault.request is not None and fault.request.get("id") == fault.request_id:
                 step.asked[str(fault.request.get("kind", "hello"))] += 1
             self._fail(step, fault, result.stderr_tails.get(0))
-            step.problem.insert(0, f"(seed {seed}, match log {result.log})")
+            log = f", match log {result.log}" if result.log is not None else ""
+            step.problem.insert(0, f"(seed {seed}{log})")
         elif mine.kit_replaced:
+            log = f", match log {result.log}" if result.log is not None else ""
             step.ok = False
             step.problem = [
-                f"(seed {seed}, match log {result.log})",
+                f"(seed {seed}{log})",
                 *explain_replacements(mine.kit_replaced, mine.kit_replacements),
             ]
 
@@ -404,12 +438,28 @@ class ComplianceRun:
 
     # -- the run -------------------------------------------------------------------------------
 
-    async def run(self, presets: Sequence[str], keep_going: bool = False) -> None:
-        """Every step in order; stops after a failed handshake, or any failure unless
-        ``keep_going``. The opponents' processes are stopped at the end."""
-        steps: list[Callable[[], Awaitable[Step]]] = [self.handshake]
+    def preset_steps(self, presets: Sequence[str]) -> list[StepRun]:
+        """``referee bot check``'s steps: the handshake, every preset at 3 and 6 seats,
+        reuse."""
+        steps: list[StepRun] = [self.handshake]
         steps += [functools.partial(self.preset, p, seats) for p in presets for seats in TABLES]
         steps.append(self.reuse)
+        return steps
+
+    def tournament_steps(self, ruleset: RuleSet, seats: int) -> list[StepRun]:
+        """``referee submit``'s steps: the same, for one tournament's rules at its table
+        size (on :func:`seeds_for` them), reuse included."""
+        seeds = seeds_for(ruleset.name, seats)
+        return [
+            self.handshake,
+            functools.partial(self.rules, ruleset, seats, seeds),
+            functools.partial(self.reuse, ruleset, seats),
+        ]
+
+    async def run(self, steps: Sequence[StepRun], keep_going: bool = False) -> None:
+        """Every step in order (:meth:`preset_steps` or :meth:`tournament_steps`); stops
+        after a failed handshake, or any failure unless ``keep_going``. The opponents'
+        processes are stopped at the end."""
         self.report.planned = len(steps)
         try:
             for i, make in enumerate(steps):
@@ -529,16 +579,9 @@ def run_check(
     Match logs go to ``log_dir`` when given. ``on_start`` is called with the empty report
     (what is checked, where), ``progress`` with each finished step.
     """
-    from referee.resources import sample_bot
-    from referee.sandbox import load_bot, make_staging_root, remove_staging_root, stage_bot
+    from referee.sandbox import make_staging_root, remove_staging_root, stage_bot
 
-    report = CheckReport(
-        bot=bot.name,
-        path=str(bot.folder / bot.single_file if bot.single_file else bot.folder),
-        sandbox=sandbox.describe(),
-        time_control=time_control or TimeControl(),
-        limits=limits or Limits(),
-    )
+    report = _new_report(bot, sandbox, time_control, limits)
     if on_start is not None:
         on_start(report)
     # One staging folder for the whole run, not one per table: the pooled opponents serve
@@ -546,9 +589,72 @@ def run_check(
     staging = make_staging_root()
     try:
         staged = stage_bot(bot, staging)
-        opponents = {name: stage_bot(load_bot(sample_bot(name)), staging) for name in OPPONENTS}
-        check = ComplianceRun(sandbox, staged, opponents, report, log_dir, progress)
-        run_in_command(lambda: check.run(list(presets or PRESETS), keep_going), sandbox)
+        steps = functools.partial(ComplianceRun.preset_steps, presets=list(presets or PRESETS))
+        _run(staged, sandbox, report, staging, steps, keep_going, log_dir, progress)
     finally:
         remove_staging_root(staging)
     return report
+
+
+def check_entry(
+    staged: BotSpec,
+    sandbox: Sandbox,
+    ruleset: RuleSet,
+    seats: int,
+    *,
+    time_control: TimeControl,
+    limits: Limits,
+    on_start: Callable[[CheckReport], None] | None = None,
+    progress: Progress | None = None,
+) -> CheckReport:
+    """The check ``referee submit`` runs: bot check's steps for one tournament.
+
+    The handshake, short matches of the tournament's ``ruleset`` at its table of ``seats``
+    on the pinned deals (:func:`seeds_for`), and two matches on one process, under the
+    tournament's clock and limits; it stops at the first failure (a few seconds for a bot
+    that answers at once). ``staged`` is played as it is, never staged again: the caller
+    staged the bytes it holds and enters what passed. The opponents are staged here.
+    """
+    from referee.sandbox import make_staging_root, remove_staging_root
+
+    report = _new_report(staged, sandbox, time_control, limits)
+    if on_start is not None:
+        on_start(report)
+    staging = make_staging_root()
+    try:
+        steps = functools.partial(ComplianceRun.tournament_steps, ruleset=ruleset, seats=seats)
+        _run(staged, sandbox, report, staging, steps, False, None, progress)
+    finally:
+        remove_staging_root(staging)
+    return report
+
+
+def _new_report(
+    bot: BotSpec, sandbox: Sandbox, time_control: TimeControl | None, limits: Limits | None
+) -> CheckReport:
+    return CheckReport(
+        bot=bot.name,
+        path=str(bot.folder / bot.single_file if bot.single_file else bot.folder),
+        sandbox=sandbox.describe(),
+        time_control=time_control or TimeControl(),
+        limits=limits or Limits(),
+    )
+
+
+def _run(
+    staged: BotSpec,
+    sandbox: Sandbox,
+    report: CheckReport,
+    staging: Path,
+    steps: Callable[[ComplianceRun], list[StepRun]],
+    keep_going: bool,
+    log_dir: Path | None,
+    progress: Progress | None,
+) -> None:
+    """The sample bots staged in ``staging``, then the ``steps`` of a run for ``staged``."""
+    from referee.resources import sample_bot
+    from referee.sandbox import load_bot, stage_bot
+
+    opponents = {name: stage_bot(load_bot(sample_bot(name)), staging) for name in OPPONENTS}
+    check = ComplianceRun(sandbox, staged, opponents, report, log_dir, progress)
+    run_in_command(lambda: check.run(steps(check), keep_going), sandbox)

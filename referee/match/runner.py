@@ -50,7 +50,7 @@ from referee.protocol.seats import Table, seated
 from referee.protocol.session import SeatSession
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.rules import events as ev
-from referee.rules.engine import GIVE, LEFTOVER, PLAY, Game, roles_for
+from referee.rules.engine import GIVE, LEFTOVER, PLAY, EngineMemo, Game, roles_for
 from referee.rules.ruleset import ResolvedRules
 from referee.sandbox.base import BotSpec, Limits, Sandbox
 from referee.specs import TimeControl
@@ -212,6 +212,7 @@ class Match:
         log_path: Path | str | None = None,
         request_ids: itertools.count[int] | None = None,
         clock: Clock | None = None,
+        memo: EngineMemo | None = None,
     ) -> None:
         self.sessions = list(sessions)
         self.rules = rules
@@ -219,7 +220,7 @@ class Match:
         self.match_id = match_id
         self.time_control = time_control
         self.log_path = log_path
-        self.game = Game(rules, [s.name for s in sessions], seed)
+        self.game = Game(rules, [s.name for s in sessions], seed, memo=memo)
         self.banks = [time_control.bank_ms] * len(sessions)
         self.reply_ms: list[list[int]] = [[] for _ in sessions]
         """Each seat's reply times (ms), in the order of its requests (replies that came)."""
@@ -479,11 +480,13 @@ async def play_match(
     *,
     match_id: str,
     log_path: Path | str | None = None,
+    memo: EngineMemo | None = None,
 ) -> MatchResult:
     """Play one match at a seated ``table`` (:func:`~referee.protocol.seats.seated`).
 
     The match plays on the table's time control (the one its bots were greeted under), goes
     on with its request ids and times on its clock; the seating owns the bots' cleanup.
+    ``memo`` is the engine's, when the caller plays many matches (a worker's).
     """
     match = Match(
         table.seats,
@@ -494,6 +497,7 @@ async def play_match(
         log_path=log_path,
         request_ids=table.request_ids,
         clock=table.clock,
+        memo=memo,
     )
     return await match.play()
 
@@ -509,16 +513,13 @@ def play_once(
     limits: Limits | None = None,
     log_path: Path | str | None = None,
     people: Mapping[int, SeatSession] | None = None,
-    stage: bool = True,
 ) -> MatchResult:
     """A command's match: stage ``bots`` (as loaded), seat, play, stop everything, unstage.
 
     Ctrl-C and SIGTERM stop the match with every bot and the staging folder cleaned up
     (:mod:`referee.interrupts`); the backend's own leftovers are removed too (the sandbox
     is closed at the end). ``people`` seats someone other than a bot (a person at the
-    terminal) by seat number; the ``bots`` fill the other seats in order. ``stage=False``
-    plays ``bots`` as given: the caller staged them and plays exactly that copy (``submit``
-    enters the bytes it tested).
+    terminal) by seat number; the ``bots`` fill the other seats in order.
     """
 
     async def go() -> MatchResult:
@@ -528,7 +529,7 @@ def play_once(
             time_control=time_control,
             limits=limits,
             occupied=people,
-            stage=stage,
+            stage=True,
         ) as table:
             return await play_match(table, rules, seed, match_id=match_id, log_path=log_path)
 

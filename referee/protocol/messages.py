@@ -647,10 +647,11 @@ _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _STEPS = bytes.maketrans(b"[]{}", b"\x01\xff\x01\xff")
 
 
-def _nesting(body: bytes) -> int:
+def _nesting(body: bytes, limit: int = MAX_NESTING) -> int:
     r"""Deepest nesting of ``[``/``{`` outside strings, in linear time whatever the line.
 
-    A line with few brackets cannot nest deeply, so ordinary replies skip the rest. The
+    A line with at most ``limit`` brackets cannot nest deeper than that, so ordinary
+    replies skip the rest (and 0 is returned: within the limit, the figure is not needed). The
     scan is the usual state machine (in a string, after a backslash, depth) run as a few
     whole-line byte operations, each linear and at C speed, instead of a loop in Python;
     no regular expression (the one that matched strings backtracked: 64 KiB of escaped
@@ -669,12 +670,12 @@ def _nesting(body: bytes) -> int:
     taken as an escape); the parser refuses such a line anyway, and deep nesting there is
     still caught by ``RecursionError``.
     """
-    if body.count(b"[") + body.count(b"{") <= MAX_NESTING:
+    if body.count(b"[") + body.count(b"{") <= limit:
         return 0
     unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
     outside = b"".join(unescaped.split(b'"')[::2])
     steps = outside.translate(_STEPS, _NOT_BRACKET)
-    if steps.count(1) <= MAX_NESTING:
+    if steps.count(1) <= limit:
         return 0
     closes = steps.count(0xFF)
     if closes * 4 < len(steps):

@@ -1,8 +1,8 @@
 """Seating a match: the one way to put bots (and people) at a table, and to clean up after.
 
 :func:`seated` is an async context manager, and everything that plays a match goes through
-it: ``referee play`` and ``submit``'s smoke match (:func:`referee.match.runner.play_once`),
-``bot check`` (:mod:`referee.match.compliance`), the executors' workers
+it: ``referee play`` (:func:`referee.match.runner.play_once`), ``bot check`` and
+``submit``'s check (:mod:`referee.match.compliance`), the executors' workers
 (:class:`referee.executors.worker.Worker`), :class:`referee.testing.InProcessExecutor`, the
 test fixtures and the benchmarks. In order, it
 

@@ -38,6 +38,7 @@ import secrets
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -104,10 +105,16 @@ class SiteFolder:
     """A site being written: a fresh folder next to ``target`` with ``bots/``, ``matches/``
     and ``static/``. Use it as a context manager: leaving the block by an exception
     removes the folder; :meth:`commit` puts it in ``target``'s place.
+
+    ``exchange`` swaps two folders in one step, or says it cannot (:func:`_exchange`, the
+    kernel's ``renameat2``; a test's stand-in for a system without it).
     """
 
-    def __init__(self, target: Path) -> None:
+    def __init__(
+        self, target: Path, *, exchange: Callable[[Path, Path], bool] | None = None
+    ) -> None:
         self.target = target
+        self._exchange = exchange if exchange is not None else _exchange
         target.parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(
             tempfile.mkdtemp(prefix=f".{_short(target)}.publishing-", dir=target.parent)
@@ -163,7 +170,7 @@ class SiteFolder:
         if not self.target.exists():
             os.rename(self.path, self.target)
             return
-        if _exchange(self.path, self.target):
+        if self._exchange(self.path, self.target):
             old = self.path  # the swap left the old site where the new one was written
         else:
             old = self.target.with_name(f".{_short(self.target)}.old-{secrets.token_hex(6)}")

@@ -545,7 +545,7 @@ def _avg(value: float | None) -> str:
 
 # --------------------------------------------------------------------------- Markdown
 
-_MD_SPECIAL = set("\\`*_[]|~")
+_MD_SPECIAL = frozenset("\\`*_[]|~")
 _MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
 

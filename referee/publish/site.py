@@ -514,6 +514,8 @@ def publish_site(
     out: Path,
     *,
     progress: Callable[[int, int], None] | None = None,
+    background_from: int | None = None,
+    site_folder: Callable[[Path], SiteFolder] = SiteFolder,
 ) -> SiteReport:
     """Write the site of ``results`` into ``out``; ``progress(done, total)`` per match page.
 
@@ -522,15 +524,19 @@ def publish_site(
     beside it and takes its place only when complete (:mod:`referee.publish.folder`): an
     error half-way leaves ``out`` as it was. Raises ``UsageError`` for a wrong ``out``, or
     when Jinja2 (the ``site`` extra) is missing; ``InfrastructureError`` when the disk
-    refuses a write (full, read-only, not permitted). From :data:`BACKGROUND_FROM` matches the
-    ranking is computed in a spawned process, so a script calling this must guard its entry
-    point (``if __name__ == "__main__":``), as for a tournament run.
+    refuses a write (full, read-only, not permitted). From ``background_from`` matches
+    (default :data:`BACKGROUND_FROM`) the ranking is computed in a spawned process, so a
+    script calling this must guard its entry point (``if __name__ == "__main__":``), as for
+    a tournament run. ``site_folder`` makes the folder the site is written into
+    (:class:`~referee.publish.folder.SiteFolder`; a test's, to fail a write).
     """
+    if background_from is None:
+        background_from = BACKGROUND_FROM
     target = check_target(out, results.results_dir)
     site = _Site(results, target)
     existed = target.exists()
     try:
-        with SiteFolder(target) as folder, _ranking(results) as ranking:
+        with site_folder(target) as folder, _ranking(results, background_from) as ranking:
             site.into(folder)
             site.static_files()
             site.match_pages(progress)  # meanwhile the ranking is computed
@@ -557,10 +563,12 @@ are written (below it, starting that process costs more than it saves)."""
 
 
 @contextlib.contextmanager
-def _ranking(results: StoredTournament) -> Iterator[Callable[[], Ranking]]:
+def _ranking(
+    results: StoredTournament, background_from: int
+) -> Iterator[Callable[[], Ranking]]:
     """A function that returns the ranking of ``results``, computed in a process of its own
-    (spawned: nothing is shared) when the tournament is large, else here when asked."""
-    if len(results.matches) < BACKGROUND_FROM:
+    (spawned: nothing is shared) from ``background_from`` matches, else here when asked."""
+    if len(results.matches) < background_from:
         yield lambda: rank(results)
         return
     try:

@@ -78,7 +78,7 @@ from referee.publish.source import entrant_authors
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater
 from referee.rules import replay
-from referee.rules.engine import SHUFFLE_ID
+from referee.rules.engine import SHUFFLE_ID, EngineMemo
 from referee.specs import EntrantRecord, MatchSpec, StoredMatch, StoredSeat, playoff_round
 from referee.tournament import chain
 from referee.tournament.deals import BeaconDeclaration, deal_seed, redeal_seed
@@ -347,6 +347,8 @@ class _Check:
         self.found = Verification()
         self.from_logs: dict[str, StoredMatch] = {}
         """Each finished match as its log tells it (for the site's leaderboard check)."""
+        self.memo = EngineMemo()
+        """The engine's memo, shared by every log this verification replays."""
         self.unplayed: list[str] = []
         """Scheduled matches not played to the end: problems, unless the source was taken
         while the tournament ran (a site published mid-run)."""
@@ -416,13 +418,13 @@ class _Check:
                 unchecked += 1
                 with contextlib.suppress(Unavailable):  # held back while its deal is open
                     name, data = source.log(key)
-                    issue = _unsealed_log(match, rules, name, data)
+                    issue = _unsealed_log(match, rules, name, data, self.memo)
                     if issue:
                         self.problem(f"{key}: {issue}")
             else:
                 self.found.unrevealed += dealt_by.revealed is None
                 issue, digest, logged = _check_match(
-                    match, dealt_by, seed, attempts.get(key, 0), rules, source
+                    match, dealt_by, seed, attempts.get(key, 0), rules, source, self.memo
                 )
                 digests[key] = digest
                 if logged is not None:
@@ -823,6 +825,7 @@ def _check_match(
     attempt: int,
     rules: dict[str, Any],
     source: Evidence,
+    memo: EngineMemo,
 ) -> tuple[str | None, str, StoredMatch | None]:
     """What is wrong with one stored match (or ``None``), its log's SHA-256, and the match
     as its log tells it (``None`` when the log could not be read)."""
@@ -840,18 +843,20 @@ def _check_match(
     except UsageError as exc:
         return f"log: {exc}", digest, None
     logged = _logged_match(spec, lines)
-    issue = _compare_log(match, secret, seed, attempt, rules, lines)
+    issue = _compare_log(match, secret, seed, attempt, rules, lines, memo)
     return issue, digest, logged
 
 
-def _unsealed_log(match: StoredMatch, rules: dict[str, Any], name: str, data: bytes) -> str | None:
+def _unsealed_log(
+    match: StoredMatch, rules: dict[str, Any], name: str, data: bytes, memo: EngineMemo
+) -> str | None:
     """What is wrong with the log of a match whose secret is not known (a site published
     mid-run): everything but its seed, which only the secret can confirm."""
     try:
         lines = parse_log(data, name)
     except UsageError as exc:
         return f"log: {exc}"
-    return _compare_log(match, None, 0, 0, rules, lines)
+    return _compare_log(match, None, 0, 0, rules, lines, memo)
 
 
 def _compare_log(
@@ -861,6 +866,7 @@ def _compare_log(
     attempt: int,
     rules: dict[str, Any],
     lines: list[dict[str, Any]],
+    memo: EngineMemo,
 ) -> str | None:
     """What is wrong with one match's log against its stored result (or ``None``); its
     seed is checked against the ``secret`` when there is one."""
@@ -878,7 +884,7 @@ def _compare_log(
     if header.get("rules") != rules:
         return "the log was played under other rules than the tournament's"
     try:
-        replay(lines)
+        replay(lines, memo=memo)
     except ReplayMismatch as exc:
         return f"the log does not replay: {exc}"
     except RefereeError as exc:

@@ -9,7 +9,11 @@ caller reads :attr:`Game.pending`, answers with :meth:`Game.play`, :meth:`Game.g
 :meth:`Game.forfeit`; the engine then decides for it.
 
 There is no I/O, no clock and no global random state: the same rules, seed and decisions
-give the same events on every machine. Cards are ints inside (see :mod:`.cards`); events
+give the same events on every machine. Nor is there a module-wide memo: what a game may
+remember from earlier games (its card codec, the legal moves of each rank-count mask, the
+play events) is an :class:`EngineMemo` its caller owns and passes to every game it plays
+(a worker holds one for all its matches, ``referee verify`` one for every log); a game
+given none makes its own. Cards are ints inside (see :mod:`.cards`); events
 are named tuples (:mod:`.events`), turned into the match log's JSON objects by their ``log``.
 
 The setup of each round (deal, leftovers, exchange, elimination) is one generator
@@ -80,14 +84,17 @@ class Game:
         "_dealt",
         "_finished",
         "_flow_gen",
+        "_follow",
         "_forbidden",
         "_forbidden_mask",
+        "_lead",
         "_next_bottom",
         "_next_table",
         "_next_top",
         "_out_rule",
         "_pass_events",
         "_play_pending",
+        "_played",
         "_return_lowest",
         "_rng",
         "_skip_next",
@@ -111,6 +118,7 @@ class Game:
         "last_places",
         "leader",
         "masks",
+        "memo",
         "n",
         "nheld",
         "nranks",
@@ -138,6 +146,7 @@ class Game:
         seed: int,
         *,
         deals: DealSource | None = None,
+        memo: EngineMemo | None = None,
     ) -> None:
         n = len(players)
         if not 3 <= n <= 6:
@@ -148,7 +157,11 @@ class Game:
         self.players = list(players)
         self.seed = seed
         self.n = n
-        self.codec = _codec(rules.deck, tuple(rules.ranks))
+        self.memo = memo = memo if memo is not None else EngineMemo()
+        self.codec = memo.codec(rules.deck, tuple(rules.ranks))
+        self._lead = memo.lead
+        self._follow = memo.follow
+        self._played = memo.played
         self.nranks = len(rules.ranks)
         self._forbidden = [r in rules.no_finish_on for r in rules.ranks]
         self._any_forbidden = any(self._forbidden)
@@ -181,7 +194,7 @@ class Game:
         self.holding = 0
         self._next_table = _next_seat_table(n)
         self._play_pending = [(PLAY, s) for s in range(n)]
-        self._pass_events, self._trick_ends, self._finished = _event_tables(n)
+        self._pass_events, self._trick_ends, self._finished = _EVENT_TABLES[n]
         self.masks = [0] * n
         self.held_rank = [0] * self.nranks
         self.held_mask = 0
@@ -447,15 +460,15 @@ class Game:
         """
         mask = self.masks[self.turn]
         if self.last < 0:
-            moves = _LEAD.get(mask)
+            moves = self._lead.get(mask)
             if moves is None:
-                moves = _lead_moves(mask)
+                moves = self.memo.lead_moves(mask)
             return moves
         k = self.top_count
         key = (mask >> _SHIFT[k]) & self._above[self.top_rank]
-        moves = _FOLLOW[k].get(key)
+        moves = self._follow[k].get(key)
         if moves is None:
-            moves = _follow_moves(key, k)
+            moves = self.memo.follow_moves(key, k)
         return moves
 
     def _fallback_decision(self, kind: str, seat: int) -> Decision:
@@ -697,9 +710,9 @@ class Game:
             self.held_mask &= ~(1 << rank)
         nheld = self.nheld[seat] - k
         self.nheld[seat] = nheld
-        played = _PLAYED[seat].get(cards)
+        played = self._played[seat].get(cards)
         if played is None:
-            played = _PLAYED[seat][cards] = _new(Played, ("played", seat, cards))
+            played = self.memo.played_event(seat, cards)
         events.append(played)
         self.last = seat
         self.top_rank = rank
@@ -807,41 +820,39 @@ class Game:
 SHUFFLE_ID: Final = "sort-by-random-bits/1"
 
 
-# Events are values: the same play, pass, trick end or finish is one shared object, made once
+# Events are values: the same pass, trick end or finish is one shared object, made once
 # (a named tuple costs more to make than the plain tuple it replaced; sharing more than
 # makes up for it: measured in instructions, the engine is faster than with plain tuples).
-# These memos (and the move tables below) may be module-wide: each maps a key to an immutable
-# value that is a pure function of the key (card ids, not names: any deck), so no game can
-# see another's, and each is bounded (195 plays per seat, 4 table sizes, _MEMO_CAP).
-_PLAYED: list[dict[Decision, Played]] = [{} for _ in range(6)]
-_TABLES: dict[int, tuple[Any, ...]] = {}
-
-
-def _event_tables(
-    n: int,
-) -> tuple[
+# For every table size they are few (120 at six seats), so they are made at import, one
+# read-only table per size: constants, not a cache (nothing is ever added to them).
+_EventTables = tuple[
     tuple[Passed, ...],
     Mapping[str, tuple[tuple[TrickEnd, ...], ...]],
     tuple[tuple[Finished, ...], ...],
-]:
-    """The pass, trick-end and finish events of an ``n``-seat table, made once per size."""
-    if n not in _TABLES:
-        seats = range(n)
-        _TABLES[n] = (
-            tuple(Passed("passed", s) for s in seats),
-            MappingProxyType(
-                {
-                    reason: tuple(
-                        tuple(TrickEnd("trick_end", w, reason, lead) for lead in seats)
-                        for w in seats
-                    )
-                    for reason in ("all_passed", "top_card")
-                }
-            ),
-            tuple(tuple(Finished("finished", s, p) for p in range(n + 1)) for s in seats),
-        )
-    passes, ends, finishes = _TABLES[n]
-    return passes, ends, finishes
+]
+
+
+def _event_tables(n: int) -> _EventTables:
+    """The pass, trick-end and finish events of an ``n``-seat table."""
+    seats = range(n)
+    return (
+        tuple(Passed("passed", s) for s in seats),
+        MappingProxyType(
+            {
+                reason: tuple(
+                    tuple(TrickEnd("trick_end", w, reason, lead) for lead in seats)
+                    for w in seats
+                )
+                for reason in ("all_passed", "top_card")
+            }
+        ),
+        tuple(tuple(Finished("finished", s, p) for p in range(n + 1)) for s in seats),
+    )
+
+
+_EVENT_TABLES: Final[Mapping[int, _EventTables]] = MappingProxyType(
+    {n: _event_tables(n) for n in range(3, 7)}
+)
 
 
 # Rank-count masks: bit ``j * _LAYER + r`` of a seat's mask is set when it holds at least
@@ -856,51 +867,96 @@ _COUNT_BITS = [
 _LAYER_MASK: Final = (1 << _LAYER) - 1
 _ABOVE = [((1 << _LAYER) - 1) & ~((1 << lo) - 1) for lo in range(_MAX_RANKS + 1)]
 _SHIFT = [0] + [_LAYER * (k - 1) for k in range(1, 5)]  # layer k - 1 holds the groups of k
-_LEAD: dict[int, tuple[int, ...]] = {}  # mask -> its lead moves (pure, immutable: see above)
-_FOLLOW: list[dict[int, tuple[int, ...]]] = [{} for _ in range(5)]
-_MEMO_CAP: Final = 200_000
 
 
-def _lead_moves(mask: int) -> tuple[int, ...]:
-    found = []
-    for j in range(4):
-        layer = mask >> (j * _LAYER) & _LAYER_MASK
-        while layer:
-            low = layer & -layer
-            found.append((low.bit_length() - 1) << 3 | (j + 1))
-            layer ^= low
-    found.sort()  # by rank, then count
-    moves = tuple(found)
-    if len(_LEAD) > _MEMO_CAP:
-        _LEAD.clear()
-    _LEAD[mask] = moves
-    return moves
+class EngineMemo:
+    """What games may remember from one another: their owner decides how long.
+
+    Three memos, each mapping a key to an immutable value that is a pure function of the key,
+    so no game can see another's state through them, only share work:
+
+    - :meth:`codec`: one :class:`~referee.rules.cards.CardCodec` per deck and rank order
+      (its mapping never changes; the match runner keeps its encoded public events in the
+      codec's :meth:`~referee.rules.cards.CardCodec.encodings`, so they are shared as far as
+      the codec is);
+    - :attr:`lead` and :attr:`follow`: the legal moves of a rank-count mask (card ids, not
+      names: the same for every deck), computed on first sight; a lead costs a loop over the
+      mask's bits and a sort, a dict look-up once seen (measured: the engine plays 22 % fewer
+      matches a second when every game starts with an empty memo);
+    - :attr:`played`: the ``played`` event of each seat and cards, one shared object.
+
+    Whoever plays many games holds one and passes it to each
+    (:class:`~referee.executors.worker.Worker` for its matches, ``referee verify`` for its
+    logs, the engine benchmark); a :class:`Game` given none makes its own, for itself. Each
+    memo is emptied when it holds more than :data:`CAP` entries, so a long-lived owner's
+    memory stays bounded.
+    """
+
+    CAP: Final = 200_000
+    __slots__ = ("_codecs", "follow", "lead", "played")
+
+    def __init__(self) -> None:
+        self._codecs: dict[tuple[str, tuple[str, ...]], CardCodec] = {}
+        self.lead: dict[int, tuple[int, ...]] = {}
+        self.follow: tuple[dict[int, tuple[int, ...]], ...] = tuple({} for _ in range(5))
+        self.played: tuple[dict[Decision, Played], ...] = tuple({} for _ in range(6))
+
+    def codec(self, deck: str, ranks: tuple[str, ...]) -> CardCodec:
+        """The codec of ``deck`` with ``ranks`` in this order (low to high)."""
+        codec = self._codecs.get((deck, ranks))
+        if codec is None:
+            if len(self._codecs) > 64:
+                self._codecs.clear()
+            codec = self._codecs[deck, ranks] = CardCodec(DECKS[deck], ranks)
+        return codec
+
+    def lead_moves(self, mask: int) -> tuple[int, ...]:
+        """The moves of a seat leading with ``mask``: every group it holds, by rank then
+        count (:meth:`Game.legal_move_codes`); remembered."""
+        found = []
+        for j in range(4):
+            layer = mask >> (j * _LAYER) & _LAYER_MASK
+            while layer:
+                low = layer & -layer
+                found.append((low.bit_length() - 1) << 3 | (j + 1))
+                layer ^= low
+        found.sort()  # by rank, then count
+        moves = tuple(found)
+        if len(self.lead) > self.CAP:
+            self.lead.clear()
+        self.lead[mask] = moves
+        return moves
+
+    def follow_moves(self, key: int, k: int) -> tuple[int, ...]:
+        """The moves of a seat following a group of ``k`` whose ranks above the top are
+        ``key`` (one layer of its mask): each of those ranks, then the pass; remembered."""
+        found = []
+        bits = key
+        while bits:
+            low = bits & -bits
+            found.append((low.bit_length() - 1) << 3 | k)
+            bits ^= low
+        found.append(0)
+        moves = tuple(found)
+        table = self.follow[k]
+        if len(table) > self.CAP:
+            table.clear()
+        table[key] = moves
+        return moves
+
+    def played_event(self, seat: int, cards: Decision) -> Played:
+        """The ``played`` event of ``seat`` playing ``cards``; remembered."""
+        table = self.played[seat]
+        if len(table) > self.CAP:
+            table.clear()
+        played: Played = _new(Played, ("played", seat, cards))
+        table[cards] = played
+        return played
 
 
-def _follow_moves(key: int, k: int) -> tuple[int, ...]:
-    found = []
-    bits = key
-    while bits:
-        low = bits & -bits
-        found.append((low.bit_length() - 1) << 3 | k)
-        bits ^= low
-    found.append(0)
-    moves = tuple(found)
-    table = _FOLLOW[k]
-    if len(table) > _MEMO_CAP:
-        table.clear()
-    table[key] = moves
-    return moves
-
-
-# May be cached: a codec's mapping is immutable once built, and the one memo it carries (its
-# encodings) holds values of its deck and rank order alone, so games of one deck share it.
-@functools.lru_cache(maxsize=64)
-def _codec(deck: str, ranks: tuple[str, ...]) -> CardCodec:
-    return CardCodec(DECKS[deck], ranks)
-
-
-@functools.lru_cache(maxsize=8)  # pure in n, and the table is a tuple: safe to share
+# Not a cache of objects: a tuple of ints, a pure function of n (3 to 6), the same for every
+# caller; made on first use (a few ms for six seats) rather than at import.
+@functools.lru_cache(maxsize=8)
 def _next_seat_table(n: int) -> tuple[int, ...]:
     """For every (seat, last player, seats still able to act): who acts next, or -1.
 

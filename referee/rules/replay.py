@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from referee.errors import IllegalMove, RefereeError, ReplayMismatch, RulesError
-from referee.rules.engine import GIVE, LEFTOVER, PLAY, SHUFFLE_ID, Game
+from referee.rules.engine import GIVE, LEFTOVER, PLAY, SHUFFLE_ID, EngineMemo, Game
 from referee.rules.ruleset import ResolvedRules
 
 # The log lines that record a decision: the kind asked for, and which field names the seat.
@@ -23,7 +23,9 @@ _DECISIONS = {
 }
 
 
-def game_from_header(header: dict[str, Any], deals: dict[int, dict[str, Any]]) -> Game:
+def game_from_header(
+    header: dict[str, Any], deals: dict[int, dict[str, Any]], memo: EngineMemo | None = None
+) -> Game:
     """A Game set up from a log's first line, dealing the logged hands."""
     if header.get("type") != "log":
         raise ReplayMismatch(1, "a 'log' header", header.get("type"))
@@ -36,8 +38,8 @@ def game_from_header(header: dict[str, Any], deals: dict[int, dict[str, Any]]) -
     seed = header.get("seed")
     if not isinstance(seed, int):
         raise RefereeError("log header: 'seed' must be an integer")
-    probe = Game(rules, players, seed)  # its first deal is only used to learn the codec
-    ids = probe.codec.ids
+    memo = memo if memo is not None else EngineMemo()
+    ids = memo.codec(rules.deck, tuple(rules.ranks)).ids
     seeded = header.get("shuffle") == SHUFFLE_ID
 
     def logged_deal(round_no: int, dealer: int) -> tuple[list[list[int]], list[int]]:
@@ -52,18 +54,22 @@ def game_from_header(header: dict[str, Any], deals: dict[int, dict[str, Any]]) -
         return hands, leftovers
 
     if seeded:
-        return Game(rules, players, seed)
-    return Game(rules, players, seed, deals=logged_deal)
+        return Game(rules, players, seed, memo=memo)
+    return Game(rules, players, seed, deals=logged_deal, memo=memo)
 
 
-def replay(lines: Iterable[dict[str, Any]]) -> Game:
-    """Replay parsed log lines; returns the finished Game or raises ReplayMismatch."""
+def replay(lines: Iterable[dict[str, Any]], *, memo: EngineMemo | None = None) -> Game:
+    """Replay parsed log lines; returns the finished Game or raises ReplayMismatch.
+
+    ``memo`` is the engine's (:class:`~referee.rules.engine.EngineMemo`), when the caller
+    replays many logs.
+    """
     rows = list(lines)
     if not rows:
         raise RefereeError("the match log is empty")
     deals = {row["round"]: row for row in rows if row.get("type") == "deal" and "round" in row}
     try:
-        game = game_from_header(rows[0], deals)
+        game = game_from_header(rows[0], deals, memo)
     except RulesError as exc:
         raise RefereeError(f"log header: {exc}") from None
     produced = 0  # engine events already compared

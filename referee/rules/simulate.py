@@ -5,15 +5,21 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from referee.rules.engine import GIVE, PLAY, Game
+from referee.rules.engine import GIVE, PLAY, EngineMemo, Game
 from referee.rules.ruleset import ResolvedRules
 
 
 def play_random(
-    rules: ResolvedRules, players: Sequence[str], seed: int, rng: random.Random
+    rules: ResolvedRules,
+    players: Sequence[str],
+    seed: int,
+    rng: random.Random,
+    *,
+    memo: EngineMemo | None = None,
 ) -> Game:
-    """A whole match where every seat makes uniformly random legal decisions."""
-    game = Game(rules, players, seed)
+    """A whole match where every seat makes uniformly random legal decisions (``memo``: the
+    engine's, when the caller plays many)."""
+    game = Game(rules, players, seed, memo=memo)
     rnd = rng.random
     codes = game.legal_move_codes
     play_move = game.play_move

@@ -3,6 +3,8 @@
 ``get_sandbox("process")`` runs bots as local processes (rlimits, a dropped uid when root,
 bubblewrap when it works); ``"docker"`` runs each in a locked-down container (the ``docker``
 extra); ``"auto"`` picks docker when a daemon answers and its image exists, else process.
+The backends are imported when a sandbox is made (``ProcessSandbox`` on first access), so
+importing the package, or :mod:`.base` and :mod:`.staging`, never loads them.
 :func:`load_bot` and :func:`stage_bot` (or :func:`stage_files`) turn what a user names
 into a :class:`BotSpec`;
 :func:`make_staging_root` and :func:`remove_staging_root` hold the staged copies.
@@ -11,23 +13,25 @@ into a :class:`BotSpec`;
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from referee.errors import UsageError
 from referee.installation import install_hint
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
-from referee.sandbox.budget import protect_referee
-from referee.sandbox.process import ProcessSandbox
 from referee.sandbox.staging import (
     bot_sha256,
     load_bot,
     make_staging_root,
+    read_bot,
     read_bot_files,
     remove_staging_root,
     stage_bot,
     stage_files,
 )
 from referee.specs import DEFAULT_SANDBOX, SANDBOX_NAMES
+
+if TYPE_CHECKING:
+    from referee.sandbox.process import ProcessSandbox
 
 __all__ = [
     "DEFAULT_SANDBOX",
@@ -42,12 +46,27 @@ __all__ = [
     "get_sandbox",
     "load_bot",
     "make_staging_root",
+    "read_bot",
     "read_bot_files",
     "remove_staging_root",
     "stage_bot",
     "stage_files",
 ]
 
+
+
+def __getattr__(name: str) -> Any:
+    """``ProcessSandbox``, imported when first asked for: the package itself stays light.
+
+    What only describes a bot (:class:`BotSpec`, :class:`Limits`, staging) is imported by
+    the store, the tournament file and the executors' interface; the process backend
+    (cgroups, seccomp, bubblewrap probes) is loaded by whoever starts a bot.
+    """
+    if name == "ProcessSandbox":
+        from referee.sandbox.process import ProcessSandbox
+
+        return ProcessSandbox
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_sandbox(name: str, *, images: Iterable[str] = (), **options: Any) -> Sandbox:
@@ -61,6 +80,9 @@ def get_sandbox(name: str, *, images: Iterable[str] = (), **options: Any) -> San
     that do: it lowers its own ``oom_score_adj`` here, where it may, so that the kernel's
     OOM killer takes its bots, never it (:func:`referee.sandbox.budget.protect_referee`).
     """
+    from referee.sandbox.budget import protect_referee
+    from referee.sandbox.process import ProcessSandbox
+
     protect_referee()
     if name == "process":
         return ProcessSandbox(**options)
@@ -96,6 +118,8 @@ def _auto_sandbox(images: tuple[str, ...]) -> Sandbox:
     The hook into the docker backend is ``referee.sandbox.docker.docker_status()``, which
     returns ``(usable, reason)``.
     """
+    from referee.sandbox.process import ProcessSandbox
+
     try:
         docker = _docker_module()
     except UsageError:

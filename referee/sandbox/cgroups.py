@@ -68,6 +68,7 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -362,12 +363,19 @@ class BotCgroup:
 
     @classmethod
     def create(
-        cls, support: CgroupSupport, *, memory_bytes: int, pids: int, cpus: float
+        cls,
+        support: CgroupSupport,
+        *,
+        memory_bytes: int,
+        pids: int,
+        cpus: float,
+        make_group: Callable[[Path], None] = _make_group,
     ) -> BotCgroup:
         """Make the groups and write the limits; ``InfrastructureError`` when that fails.
 
         The memory and pids limits are required; a CPU quota the kernel refuses (a parent
-        with a smaller one) is noted and skipped.
+        with a smaller one) is noted and skipped. ``make_group`` makes one group's folder
+        (the kernel's ``mkdir``; a test's fake hierarchy).
         """
         assert support.works
         name = f"{group_prefix()}{secrets.token_hex(4)}"
@@ -376,7 +384,7 @@ class BotCgroup:
         try:
             for hierarchy in support.hierarchies:
                 folder = hierarchy.parent / name
-                _make_group(folder)
+                make_group(folder)
                 folders.append(folder)
                 group.folders = tuple(folders)
                 group._limit(hierarchy.controller, folder, memory_bytes, pids, cpus)

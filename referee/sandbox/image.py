@@ -122,10 +122,13 @@ def _progress(echo: Echo) -> Echo:
     return say
 
 
-def host_suite() -> str:
-    """The host's Debian codename (``VERSION_CODENAME`` in ``/etc/os-release``)."""
+def host_suite(
+    os_release: Callable[[], dict[str, str]] = platform.freedesktop_os_release,
+) -> str:
+    """The host's Debian codename (``VERSION_CODENAME`` in ``/etc/os-release``, as
+    ``os_release`` reads it)."""
     try:
-        suite = platform.freedesktop_os_release().get("VERSION_CODENAME", "")
+        suite = os_release().get("VERSION_CODENAME", "")
     except OSError:  # neither /etc/os-release nor /usr/lib/os-release
         suite = ""
     if not suite:

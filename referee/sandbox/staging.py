@@ -17,7 +17,8 @@ author's tree. :func:`stage_bot` reads the bot's files once (:func:`read_bot_fil
 writes exactly those bytes (:func:`stage_files`) into a fresh folder that the sandbox user
 may read but not write, fingerprinted (:func:`bot_sha256`), so a bot that changes on disk
 during a tournament cannot change what runs, and a bot never runs from the user's own folder.
-The bytes themselves are what a remote worker gets as a bundle, and what ``submit`` enters.
+The bytes themselves are what a remote worker gets as a bundle, and what ``submit`` enters:
+:func:`read_bot` reads them once and builds the spec from the ``bot.toml`` among them.
 
 The referee usually runs as root and the bot's folder belongs to its author, who may change
 it while it is being copied. So reading never follows a symlink and never trusts a path twice:
@@ -75,8 +76,10 @@ __all__ = [
     "bot_sha256",
     "load_bot",
     "make_staging_root",
+    "read_bot",
     "read_bot_files",
     "remove_staging_root",
+    "spec_from_files",
     "stage_bot",
     "stage_files",
     "write_bot_folder",
@@ -157,8 +160,12 @@ def load_bot(path: str | Path, *, relative_to: Path | None = None) -> BotSpec:
 
 
 def _load_folder(folder: Path) -> BotSpec:
+    return _spec_of(folder, _read_manifest(folder))
+
+
+def _spec_of(folder: Path, text: str) -> BotSpec:
+    """The spec a folder bot's ``bot.toml`` (``text``) describes."""
     manifest = folder / MANIFEST
-    text = _read_manifest(folder)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -220,8 +227,14 @@ def _read_manifest(folder: Path) -> str:
         os.close(folder_fd)
     if file is None:
         raise UsageError(f"{_shown(manifest)} is larger than {_MAX_MANIFEST_BYTES // 1024} KiB")
+    return _manifest_text(file.data, manifest)
+
+
+def _manifest_text(data: bytes, manifest: Path) -> str:
+    if len(data) > _MAX_MANIFEST_BYTES:
+        raise UsageError(f"{_shown(manifest)} is larger than {_MAX_MANIFEST_BYTES // 1024} KiB")
     try:
-        return file.data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{_shown(manifest)} is not UTF-8 text") from None
 
@@ -307,12 +320,42 @@ def _check_name(name: str, where: str) -> str:
 # --------------------------------------------------------------------------- staging
 
 
-def read_bot_files(spec: BotSpec, *, max_bytes: int = MAX_BOT_BYTES) -> tuple[BotFile, ...]:
+def read_bot(path: str | Path) -> tuple[BotSpec, tuple[BotFile, ...]]:
+    """The bot at ``path`` and its files, read once: what runs is what was read.
+
+    :func:`load_bot` finds the bot (and refuses what it would refuse), then
+    :func:`read_bot_files` reads every file; a folder bot's spec (command, image, version,
+    name, author) is then built again from the ``bot.toml`` among the bytes read, so an
+    author who swaps ``bot.toml`` between the two reads changes neither what is entered nor
+    what it runs. A ``bot.toml`` gone by the second read is refused.
+    """
+    first = load_bot(path)
+    files = read_bot_files(first)
+    return spec_from_files(first, files), files
+
+
+def spec_from_files(spec: BotSpec, files: tuple[BotFile, ...]) -> BotSpec:
+    """The spec of a bot as its ``files`` describe it: a folder bot's from the ``bot.toml``
+    among them (checked again, the program among the files), a single file's as it is."""
+    if spec.single_file:
+        return spec
+    manifest = spec.folder / MANIFEST
+    read = next((file for file in files if file.path == MANIFEST), None)
+    if read is None:
+        raise UsageError(f"{_shown(manifest)} disappeared while the bot was read; run again")
+    described = _spec_of(spec.folder, _manifest_text(read.data, manifest))
+    _check_program_in(described, files)
+    return described
+
+
+def read_bot_files(
+    spec: BotSpec, *, max_bytes: int = MAX_BOT_BYTES, max_files: int = MAX_BOT_FILES
+) -> tuple[BotFile, ...]:
     """Every file of the bot, sorted by path; ``UsageError`` when it cannot be copied safely.
 
     Refused, each with one line naming the path: a symlink anywhere, a pipe, socket or
-    device, folders nested deeper than :data:`MAX_BOT_DEPTH`, more than
-    :data:`MAX_BOT_FILES` files and folders, more than ``max_bytes`` in all, and anything
+    device, folders nested deeper than :data:`MAX_BOT_DEPTH`, more than ``max_files``
+    files and folders, more than ``max_bytes`` in all, and anything
     that changes under the walk in a way that would need a symlink followed.
     ``__pycache__`` and version-control folders are left out. A program path in the
     bot's ``command`` must name one of the files read (executable): it is resolved in
@@ -320,7 +363,7 @@ def read_bot_files(spec: BotSpec, *, max_bytes: int = MAX_BOT_BYTES) -> tuple[Bo
     """
     if spec.single_file:
         return (_read_single_file(spec.folder, spec.single_file, max_bytes),)
-    files = tuple(sorted(_read_folder(spec.folder, max_bytes)))
+    files = tuple(sorted(_read_folder(spec.folder, max_bytes, max_files)))
     _check_program_in(spec, files)
     return files
 
@@ -347,7 +390,7 @@ class _Folder(NamedTuple):
     entries: list[tuple[str, bool]]
 
 
-def _read_folder(root: Path, max_bytes: int) -> list[BotFile]:
+def _read_folder(root: Path, max_bytes: int, max_files: int) -> list[BotFile]:
     """The walk: a stack of open folders (at most ``MAX_BOT_DEPTH + 1`` descriptors)."""
     files: list[BotFile] = []
     budget = max_bytes
@@ -356,7 +399,7 @@ def _read_folder(root: Path, max_bytes: int) -> list[BotFile]:
     try:
         top = _open_folder(root, listable=True)
         stack.append(_Folder(top, "", []))
-        counted += _list_folder(top, root, "", stack[-1].entries, counted)
+        counted += _list_folder(top, root, "", stack[-1].entries, counted, max_files)
         while stack:
             fd, prefix, entries = stack[-1]
             if not entries:
@@ -373,7 +416,8 @@ def _read_folder(root: Path, max_bytes: int) -> list[BotFile]:
                     )
                 child = _open_at(fd, name, _O_DIR, path)
                 stack.append(_Folder(child, relative + "/", []))
-                counted += _list_folder(child, root, relative + "/", stack[-1].entries, counted)
+                entries = stack[-1].entries
+                counted += _list_folder(child, root, relative + "/", entries, counted, max_files)
                 continue
             file = _read_at(fd, name, path, budget, relative)
             if file is None:
@@ -387,9 +431,15 @@ def _read_folder(root: Path, max_bytes: int) -> list[BotFile]:
 
 
 def _list_folder(
-    fd: int, root: Path, prefix: str, entries: list[tuple[str, bool]], counted: int
+    fd: int,
+    root: Path,
+    prefix: str,
+    entries: list[tuple[str, bool]],
+    counted: int,
+    max_files: int,
 ) -> int:
-    """Fill ``entries`` with ``(name, is_folder)`` in reverse order; return how many.
+    """Fill ``entries`` with ``(name, is_folder)`` in reverse order; return how many (more
+    than ``max_files`` with the ``counted`` ones is refused).
 
     The kinds read here are only a first sorting: what is opened next is checked again.
     """
@@ -408,9 +458,9 @@ def _list_folder(
                     found.append((entry.name, False))
                 else:
                     raise UsageError(_not_regular(path, entry.stat(follow_symlinks=False)))
-                if counted + len(found) > MAX_BOT_FILES:
+                if counted + len(found) > max_files:
                     raise UsageError(
-                        f"bot folder {_shown(root)} has more than {MAX_BOT_FILES} files and "
+                        f"bot folder {_shown(root)} has more than {max_files} files and "
                         "folders; leave data sets and virtual environments out of it"
                     )
     except OSError as exc:

@@ -123,7 +123,9 @@ def pair_counts(tables: tuple[tuple[int, ...], ...]) -> dict[tuple[int, int], in
     return counts
 
 
-@functools.cache  # pure in (n, k, seed), and tuples of tuples: safe to share
+# Not a cache of objects: an immutable value (tuples of tuples of ints), a pure function of
+# (n, k, seed); bounded, as a long-lived process may schedule for many seeds.
+@functools.lru_cache(maxsize=16)
 def balanced_design(n: int, k: int, seed: int) -> tuple[tuple[int, ...], ...]:
     """Tables (sorted tuples of bot numbers ``0 .. n-1``, in sorted order) for ``n`` bots
     at tables of ``k``: see the module docstring for what is guaranteed, and in what order."""

@@ -54,7 +54,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -79,6 +79,9 @@ __all__ = [
 ]
 
 Duplicate = Literal["tables", "rotations"]
+Seating = Callable[[Sequence[str], int, int], tuple[str, ...]]
+"""``(table, deal number, seed) -> base seat order``: :func:`~.seating.base_order`, the
+balanced one; a test's control seats differently."""
 DUPLICATE_MODES: tuple[Duplicate, ...] = ("tables", "rotations")
 
 _KEY_HASH_CHARS = 12
@@ -96,9 +99,12 @@ class TableDeal:
     deal: int
 
 
-def schedule(tournament: Tournament | Plan, secret: bytes) -> list[MatchSpec]:
+def schedule(
+    tournament: Tournament | Plan, secret: bytes, *, seating: Seating = base_order
+) -> list[MatchSpec]:
     """Every match of ``tournament`` (or of its stored plan), in a canonical order, dealt
-    with ``secret`` (the dealing key: :attr:`referee.tournament.store.DealSecret.key`)."""
+    with ``secret`` (the dealing key: :attr:`referee.tournament.store.DealSecret.key`),
+    each table seated by ``seating``."""
     f = tournament.file
     authors = tournament.authors_apart()
     if f.format == "gauntlet":
@@ -113,6 +119,7 @@ def schedule(tournament: Tournament | Plan, secret: bytes) -> list[MatchSpec]:
             secret,
             duplicate=f.duplicate,
             authors=authors,
+            seating=seating,
         )
     return round_robin(
         list(tournament.entrants),
@@ -123,6 +130,7 @@ def schedule(tournament: Tournament | Plan, secret: bytes) -> list[MatchSpec]:
         tables=f.tables,
         duplicate=f.duplicate,
         authors=authors,
+        seating=seating,
     )
 
 
@@ -163,14 +171,16 @@ def round_robin(
     tables: str = "all",
     duplicate: Duplicate = "tables",
     authors: Mapping[str, str] | None = None,
+    seating: Seating = base_order,
 ) -> list[MatchSpec]:
-    """Each table of :func:`round_robin_tables` x ``deals`` x every seat rotation."""
+    """Each table of :func:`round_robin_tables` x ``deals`` x every seat rotation, each
+    table deal seated by ``seating``."""
     chosen = round_robin_tables(names, table_size, seed, tables, authors=authors)
     ids = [_digest("rr", seed, table)[:_KEY_HASH_CHARS] for table in chosen]
     specs: list[MatchSpec] = []
     for deal in range(deals):
         slots = [
-            TableDeal(f"rr/{table_id}/d{deal:03d}", base_order(table, deal, seed), deal)
+            TableDeal(f"rr/{table_id}/d{deal:03d}", seating(table, deal, seed), deal)
             for table, table_id in zip(chosen, ids, strict=True)
         ]
         specs += deal_tables(
@@ -190,6 +200,7 @@ def gauntlet(
     *,
     duplicate: Duplicate = "tables",
     authors: Mapping[str, str] | None = None,
+    seating: Seating = base_order,
 ) -> list[MatchSpec]:
     """``candidate`` against ``table_size - 1`` opponents drawn from the field, ``matches`` times.
 
@@ -221,7 +232,7 @@ def gauntlet(
         slots = [
             TableDeal(
                 f"g/{table_id}/m{draw:04d}/d{deal:03d}",
-                base_order(tuple(sorted(table)), deal, seed),
+                seating(tuple(sorted(table)), deal, seed),
                 deal,
             )
             for deal in range(deals)

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 __all__ = ["BALANCED_DEALS", "balanced_orders", "base_order"]
 
 
-@functools.cache  # pure in k, and tuples of tuples: safe to share
+@functools.cache  # an immutable value (tuples of tuples of ints), pure in k (3 to 6)
 def balanced_orders(k: int) -> tuple[tuple[int, ...], ...]:
     """The balanced set of cyclic orders for ``k`` seats, each starting with label 0."""
     if k in (3, 4):

@@ -27,7 +27,7 @@ from referee.protocol.session import BotSession, distinct_names
 from referee.results import MatchResult
 from referee.rules import RuleSet, replay
 from referee.rules import events as ev
-from referee.rules.engine import Game
+from referee.rules.engine import EngineMemo, Game
 from referee.sandbox import BotSpec, ExitInfo, Limits
 from referee.specs import TimeControl
 from referee.testing import FakeBotProcess, FakeClock, FakeSandbox, lowest_bot, polite_bot, spec
@@ -81,11 +81,13 @@ def test_act_play_line_matches_the_model() -> None:
 
 def test_a_public_event_is_encoded_once_per_codec_in_that_codecs_card_names() -> None:
     """The memo of encoded events is the codec's own (it was keyed by id() of a codec, an
-    id that an evicted codec could pass on to another deck's)."""
+    id that an evicted codec could pass on to another deck's), and the codec is the engine
+    memo's: shared by the games its owner plays, never by a game that has its own."""
     played = ev.Played("played", 0, (0,))  # card 0: the lowest card, whatever the deck
     seen = {}
+    engine_memo = EngineMemo()
     for preset in ("arschloch", "arschloch-52", "trou-du-cul", "arschloch"):
-        game = Game(RuleSet.preset(preset).resolve(3), ["a", "b", "c"], 1)
+        game = Game(RuleSet.preset(preset).resolve(3), ["a", "b", "c"], 1, memo=engine_memo)
         memo = game.codec.encodings()
         expected = b'{"type":"played","seat":0,"cards":["%s"]}\n' % game.codec.names[0].encode()
         assert EventTranslator(game).messages(played) == [(None, expected)]
@@ -97,6 +99,8 @@ def test_a_public_event_is_encoded_once_per_codec_in_that_codecs_card_names() ->
         b'{"type":"played","seat":0,"cards":["2C"]}\n',
         b'{"type":"played","seat":0,"cards":["3C"]}\n',
     ]
+    alone = Game(RuleSet.preset("arschloch").resolve(3), ["a", "b", "c"], 1)
+    assert alone.codec.encodings() is not seen["arschloch"]  # no memo given: its own
 
 
 def test_every_line_sent_is_valid_protocol(tmp_path: Any) -> None:

@@ -23,8 +23,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import referee.publish.folder as folder_module
-import referee.publish.site as site_module
 from referee.cli import main
 from referee.errors import InfrastructureError, UsageError
 from referee.publish.folder import SITE_MARKER, SiteFolder
@@ -161,9 +159,21 @@ def _beside(out: Path) -> list[str]:
     return sorted(p.name for p in out.parent.iterdir() if p != out)
 
 
+class _Meddled(SiteFolder):
+    """A site folder to which something happens before a given write (the test's hook)."""
+
+    def __init__(self, target: Path, before: Callable[[SiteFolder, str, str], None]) -> None:
+        super().__init__(target)
+        self.before = before
+
+    def write(self, folder: str, stem: str, suffix: str, data: bytes) -> int:
+        self.before(self, folder, stem)
+        return super().write(folder, stem, suffix, data)
+
+
 @pytest.mark.parametrize("fails_at", [1, 40, 100])
 def test_a_publication_failing_half_way_leaves_the_old_site_as_it_was(
-    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails_at: int
+    dotted: Tournament, tmp_path: Path, fails_at: int
 ) -> None:
     results = load_results(dotted)
     out = tmp_path / "site"
@@ -171,52 +181,61 @@ def test_a_publication_failing_half_way_leaves_the_old_site_as_it_was(
     old = _hashes(out)
     written = 0
     seen: list[Path] = []
-    real_write = SiteFolder.write
 
-    def failing(self: SiteFolder, folder: str, stem: str, suffix: str, data: bytes) -> int:
+    def disk_full(site: SiteFolder, folder: str, stem: str) -> None:
         nonlocal written
         written += 1
         if written == fails_at:
-            seen.append(self.path)
-            assert stat.S_IMODE(self.path.stat().st_mode) == 0o700  # private while written
+            seen.append(site.path)
+            assert stat.S_IMODE(site.path.stat().st_mode) == 0o700  # private while written
             assert _hashes(out) == old
             raise OSError(28, "No space left on device")
-        return real_write(self, folder, stem, suffix, data)
 
-    monkeypatch.setattr(SiteFolder, "write", failing)
     with pytest.raises(
         InfrastructureError, match="No space left on device; the site published before is unchanged"
     ):
-        publish_site(results, out)
+        publish_site(results, out, site_folder=lambda target: _Meddled(target, disk_full))
     assert seen and not seen[0].exists()
     assert _hashes(out) == old
     assert _beside(out) == []
 
 
 def test_an_interrupted_publication_of_a_new_site_leaves_nothing(
-    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dotted: Tournament, tmp_path: Path
 ) -> None:
-    def interrupted(*args: object) -> None:
-        raise KeyboardInterrupt
+    def interrupted(site: SiteFolder, folder: str, stem: str) -> None:
+        if folder == "bots":  # Ctrl-C while the bot pages are written
+            raise KeyboardInterrupt
 
-    monkeypatch.setattr(site_module._Site, "bot_pages", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        publish_site(load_results(dotted), tmp_path / "site")
+        publish_site(
+            load_results(dotted),
+            tmp_path / "site",
+            site_folder=lambda target: _Meddled(target, interrupted),
+        )
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["swapped", "renamed-aside"])
 def test_a_new_site_replaces_the_old_one_whole(
-    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: bool
+    dotted: Tournament, tmp_path: Path, exchange: bool
 ) -> None:
-    if not exchange:  # a system without renameat2: the old site is renamed aside, then removed
-        monkeypatch.setattr(folder_module, "_exchange", lambda a, b: False)
+    asked: list[tuple[Path, Path]] = []
+
+    def cannot_swap(a: Path, b: Path) -> bool:
+        asked.append((a, b))
+        return False  # a system without renameat2: the old site is renamed aside, removed
+
+    def site_folder(target: Path) -> SiteFolder:
+        return SiteFolder(target) if exchange else SiteFolder(target, exchange=cannot_swap)
+
     results = load_results(dotted)
     out = tmp_path / "site"
     publish_site(results, out)
     os.chmod(out, 0o750)
     (out / "matches" / "stale.html").write_text("old")
-    report = publish_site(results, out)
+    report = publish_site(results, out, site_folder=site_folder)
+    assert len(asked) == (0 if exchange else 1)
     assert not (out / "matches" / "stale.html").exists()
     assert report.replays == len(results.matches)
     assert stat.S_IMODE(out.stat().st_mode) == 0o750  # the organiser's mode is kept
@@ -267,18 +286,18 @@ def test_a_relative_out_under_the_results_is_refused_too(
 
 
 def test_a_folder_filled_while_the_site_is_written_is_not_replaced(
-    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dotted: Tournament, tmp_path: Path
 ) -> None:
     out = tmp_path / "site"
     out.mkdir()
-    real = site_module._Site.leaderboard_files
 
-    def meanwhile(self: site_module._Site) -> None:
-        (out / "thesis.tex").write_text("precious")
-        real(self)
+    def meanwhile(site: SiteFolder, folder: str, stem: str) -> None:
+        if stem == "leaderboard":  # someone writes into the folder while the site is made
+            (out / "thesis.tex").write_text("precious")
 
-    monkeypatch.setattr(site_module._Site, "leaderboard_files", meanwhile)
     with pytest.raises(UsageError, match="not empty and holds no site"):
-        publish_site(load_results(dotted), out)
+        publish_site(
+            load_results(dotted), out, site_folder=lambda target: _Meddled(target, meanwhile)
+        )
     assert [p.name for p in out.iterdir()] == ["thesis.tex"]
     assert _beside(out) == []

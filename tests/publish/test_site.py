@@ -6,6 +6,7 @@ themselves, fast, on tournaments played in memory (conftest.py).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -22,7 +23,7 @@ from referee.errors import UsageError
 from referee.protocol.kit import KIT_MARKER
 from referee.publish.paths import match_names
 from referee.publish.site import SITE_MARKER, WITHHELD_NOTE, publish_site
-from referee.publish.source import load_results, rank
+from referee.publish.source import entrant_authors, load_results, rank
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.specs import deal_key
 from referee.testing import Handler, Stderr, lowest_bot, polite_bot
@@ -294,14 +295,11 @@ def test_the_leaderboard_in_every_format_carries_the_settings(
 
 
 def test_a_large_tournament_is_ranked_in_another_process_with_the_same_result(
-    fake_tournament: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_tournament: Tournament, tmp_path: Path
 ) -> None:
-    import referee.publish.site as site_module
-
     results = load_results(fake_tournament)
     publish_site(results, tmp_path / "here")
-    monkeypatch.setattr(site_module, "BACKGROUND_FROM", 1)
-    publish_site(results, tmp_path / "there")
+    publish_site(results, tmp_path / "there", background_from=1)
 
     def board(folder: Path) -> dict[str, object]:
         data = json.loads((folder / "leaderboard.json").read_text())
@@ -376,15 +374,17 @@ def test_the_collusion_page_lists_every_pair_and_flags_the_one_that_helps_itself
 
 
 def test_the_collusion_page_shows_authors_once_the_store_has_them(
-    fake_tournament: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_tournament: Tournament, tmp_path: Path
 ) -> None:
-    """The one place the entrants' authors come from: ``entrant_authors``."""
-    import referee.publish.source as source
-
-    monkeypatch.setattr(
-        source, "entrant_authors", lambda entrants: {"polite": "ann", "steady": "ann"}
-    )
-    publish_site(load_results(fake_tournament), tmp_path / "site")
+    """The authors come from the stored entrants (``entrant_authors``): here two of them
+    stored as written by one author."""
+    results = load_results(fake_tournament)
+    entrants = {
+        name: dataclasses.replace(record, author="ann") if name in ("polite", "steady") else record
+        for name, record in results.entrants.items()
+    }
+    assert entrant_authors(entrants) == {"polite": "ann", "steady": "ann"}
+    publish_site(dataclasses.replace(results, entrants=entrants), tmp_path / "site")
     page = (tmp_path / "site" / "collusion.html").read_text()
     assert '<button type="button">authors</button>' in page
     rows = _rows(tmp_path / "site" / "collusion.html", "collusion")

@@ -316,3 +316,21 @@ def test_fallback_seat_leads_its_lowest_single_and_passes_otherwise() -> None:
     assert events(game)[-1] == {"type": "played", "seat": 2, "cards": ["7C"]}
     drive(game, [(3, ["8S"]), (0, ["9C"]), (1, ["10H"])])
     assert events(game)[-1] == {"type": "passed", "seat": 2}
+
+
+def test_games_sharing_an_engine_memo_play_as_games_on_their_own() -> None:
+    """The memo only shares work: games of every preset and table size, played in turn
+    with one memo, give exactly the events each gives with a memo of its own, and a game
+    given none keeps its memo to itself."""
+    from referee.rules.engine import EngineMemo
+
+    shared = EngineMemo()
+    for n, preset in itertools.product((3, 4, 6), ("arschloch", "arschloch-52", "president-es")):
+        rules = RuleSet.preset(preset, max_rounds=3).resolve(n)
+        players = [f"p{i}" for i in range(n)]
+        for seed in (1, 2):
+            alone = play_random(rules, players, seed, random.Random(seed))
+            together = play_random(rules, players, seed, random.Random(seed), memo=shared)
+            assert events(together) == events(alone)
+            assert together.memo is shared and alone.memo is not shared
+    assert shared.lead and any(shared.follow) and any(shared.played)

@@ -23,7 +23,6 @@ from click.testing import CliRunner
 from referee.cli import main
 from referee.cli.sandboxes import machine_checks
 from referee.errors import InfrastructureError
-from referee.sandbox import cgroups as cgroups_module
 from referee.sandbox import make_staging_root
 from referee.sandbox import process as process_module
 from referee.sandbox.base import Limits
@@ -356,13 +355,14 @@ def _fake_kernel_mkdir(path: Path) -> None:
         (path / name).write_text(text)
 
 
-def test_v2_group_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_v2_group_files(tmp_path: Path) -> None:
     """The v2 writes, against a fake hierarchy (no v2 memory controller on these machines)."""
     parent = tmp_path / "referee.service"
     parent.mkdir()
-    monkeypatch.setattr(cgroups_module, "_make_group", _fake_kernel_mkdir)
     support = CgroupSupport(2, (Hierarchy("unified", parent),), swap_accounting=True, cpu=True)
-    group = BotCgroup.create(support, memory_bytes=128 * MIB, pids=34, cpus=1.5)
+    group = BotCgroup.create(
+        support, memory_bytes=128 * MIB, pids=34, cpus=1.5, make_group=_fake_kernel_mkdir
+    )
     (folder,) = group.folders
     assert folder.parent == parent and folder.name.startswith(group_prefix())
     assert (folder / "memory.max").read_text() == str(128 * MIB)
@@ -379,29 +379,29 @@ def test_v2_group_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert group.remove() and not folder.exists()
 
 
-def test_v2_without_cpu_and_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_v2_without_cpu_and_swap(tmp_path: Path) -> None:
     def bare_mkdir(path: Path) -> None:
         _fake_kernel_mkdir(path)
         (path / "memory.swap.max").unlink()  # a kernel without swap accounting
 
-    monkeypatch.setattr(cgroups_module, "_make_group", bare_mkdir)
     support = CgroupSupport(2, (Hierarchy("unified", tmp_path),), cpu=False)
-    group = BotCgroup.create(support, memory_bytes=64 * MIB, pids=8, cpus=1.0)
+    group = BotCgroup.create(
+        support, memory_bytes=64 * MIB, pids=8, cpus=1.0, make_group=bare_mkdir
+    )
     (folder,) = group.folders
     assert not (folder / "memory.swap.max").exists()
     assert (folder / "cpu.max").read_text() == "max 100000\n"
 
 
-def test_a_failed_limit_removes_the_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_limit_removes_the_group(tmp_path: Path) -> None:
     def read_only(path: Path) -> None:
         _fake_kernel_mkdir(path)
         (path / "pids.max").unlink()
         (path / "pids.max").mkdir()  # writing it fails
 
-    monkeypatch.setattr(cgroups_module, "_make_group", read_only)
     support = CgroupSupport(2, (Hierarchy("unified", tmp_path),))
     with pytest.raises(InfrastructureError, match="cannot set up the bot's cgroup"):
-        BotCgroup.create(support, memory_bytes=64 * MIB, pids=8, cpus=1.0)
+        BotCgroup.create(support, memory_bytes=64 * MIB, pids=8, cpus=1.0, make_group=read_only)
 
 
 def _fake_proc(tmp_path: Path, mountinfo: str, cgroup: str) -> Path:

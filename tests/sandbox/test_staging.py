@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from referee.errors import UsageError
-from referee.sandbox import BotSpec, staging
+from referee.sandbox import BotSpec
 from referee.sandbox.staging import (
     MANIFEST,
     MAX_BOT_DEPTH,
@@ -582,20 +582,19 @@ def test_nesting_up_to_the_limit_is_fine(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["files", "folders"])
-def test_too_many_entries_are_refused_in_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
-) -> None:
-    monkeypatch.setattr(staging, "MAX_BOT_FILES", 20)
+def test_too_many_entries_are_refused_in_one_line(tmp_path: Path, kind: str) -> None:
     folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n')
     for n in range(20):
         if kind == "files":
             write(folder / "many" / f"f{n}\nx", "")
         else:
             (folder / "many" / f"d{n}").mkdir(parents=True)
+    # bot.toml, bot.py, many/ and the 20 in it: 23 entries, within a cap of 23, not of 22.
+    assert len(read_bot_files(load_bot(folder), max_files=23)) == (22 if kind == "files" else 2)
     with pytest.raises(UsageError) as exc:
-        stage_bot(load_bot(folder), tmp_path / "staging")
+        read_bot_files(load_bot(folder), max_files=22)
     assert one_line(exc).endswith(
-        "has more than 20 files and folders; leave data sets and virtual environments out of it"
+        "has more than 22 files and folders; leave data sets and virtual environments out of it"
     )
 
 

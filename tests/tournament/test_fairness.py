@@ -11,16 +11,17 @@ the deals and every result are the same on each run: the test is exact, not a co
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
-import referee.tournament.scheduler
-from referee.coordinator import run_tournament
+from referee.coordinator import TournamentRun
 from referee.executors.local import LocalExecutor
 from referee.ranking.intervals import ScoreInterval, deal_scores, order_confidence, score_intervals
 from referee.tournament.file import load_tournament
-from referee.tournament.seating import BALANCED_DEALS
+from referee.tournament.scheduler import Seating, schedule
+from referee.tournament.seating import BALANCED_DEALS, base_order
 from referee.tournament.store import Store
 
 from .conftest import REPO
@@ -31,8 +32,11 @@ SECRET = bytes.fromhex("7a" * 32)
 DEALS = 2 * BALANCED_DEALS[4]  # exactly balanced, and enough shared deals to be significant
 
 
-def _twins(folder: Path) -> tuple[ScoreInterval, ScoreInterval, float]:
-    """Play the twins' tournament; their score intervals and the confidence lowest > js-lowest."""
+def _twins(
+    folder: Path, seating: Seating = base_order
+) -> tuple[ScoreInterval, ScoreInterval, float]:
+    """Play the twins' tournament, seated by ``seating``; their score intervals and the
+    confidence lowest > js-lowest."""
     folder.mkdir()
     samples = REPO / "sample_bots"
     entries = [("heuristic", None), ("random", None), ("lowest", "lowest"), ("lowest", "js-lowest")]
@@ -44,9 +48,13 @@ def _twins(folder: Path) -> tuple[ScoreInterval, ScoreInterval, float]:
     for bot, name in entries:
         text += f'[[bots]]\npath = "{samples / bot}"\n' + (f'name = "{name}"\n' if name else "")
     (folder / "twins.toml").write_text(text)
-    summary = run_tournament(
-        load_tournament(folder / "twins.toml"), LocalExecutor(2), deal_secret=SECRET
-    )
+    tournament = load_tournament(folder / "twins.toml")
+    with Store(tournament.results_dir) as store:
+        scheduler = functools.partial(schedule, seating=seating)
+        run = TournamentRun(
+            tournament, store, LocalExecutor(2), lambda event: None, scheduler=scheduler
+        )
+        summary = run.play(SECRET)
     assert summary.done == summary.total == DEALS * 4 and summary.faults == 0
     with Store(folder / "twins.results") as store:
         deals = deal_scores(store.completed())
@@ -63,12 +71,11 @@ def test_twin_bots_are_statistically_indistinguishable(tmp_path: Path) -> None:
     assert 0.05 < confidence < 0.95  # neither order is significant
 
 
-def test_with_rotations_alone_seat_order_tells_the_twins_apart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_with_rotations_alone_seat_order_tells_the_twins_apart(tmp_path: Path) -> None:
     """The control: the old seating (one base order per table: sorted names) fails the
-    checks above. The schedule is made in this process, so patching it here is enough."""
-    monkeypatch.setattr(referee.tournament.scheduler, "base_order", lambda table, deal, seed: tuple(table))
-    lowest, twin, confidence = _twins(tmp_path / "rotations")
+    checks above. The run is handed a scheduler that seats so."""
+    lowest, twin, confidence = _twins(
+        tmp_path / "rotations", seating=lambda table, deal, seed: tuple(table)
+    )
     assert not (lowest.contains(twin.mean) and twin.contains(lowest.mean))
     assert confidence < 0.05  # js-lowest, seated right before lowest, is "significantly" better

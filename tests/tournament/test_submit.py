@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
+from referee.errors import UsageError
+from referee.match.compliance import CheckReport, check_entry
+from referee.sandbox import BotSpec, load_bot, read_bot_files
+from referee.sandbox.staging import spec_from_files
+from referee.submit import submit
 from referee.tournament.file import load_tournament
 
 from .conftest import MARKER, TEST_BOTS, write_tournament
@@ -169,7 +176,7 @@ def test_a_bot_naming_an_image_the_tournament_does_not_allow_is_refused(tmp_path
     assert code == 1
     assert "bot refused: bot 'nosy' names the Docker image 'private/creds:1'" in output
     assert "(allowed: arschloch-referee-bot:latest)" in output and "[sandbox]" in output
-    assert "smoke match" not in output  # refused before anything ran
+    assert "check:" not in output  # refused before anything ran
     assert path.read_text() == before
     assert not (tmp_path / "t" / "bots" / "nosy").exists()
 
@@ -191,49 +198,122 @@ def test_a_name_that_looks_like_an_entrant_is_refused(tmp_path: Path, name: str)
 
 
 def _fingerprint(folder_or_file: Path) -> str:
-    from referee.sandbox import load_bot, read_bot_files
     from referee.sandbox.staging import bot_sha256
 
     return bot_sha256(read_bot_files(load_bot(folder_or_file)))
 
 
-@pytest.mark.parametrize("when", ["during the smoke match", "after the smoke match"])
+def _folder_bot(folder: Path, command: str = "python3 main.py") -> Path:
+    folder.mkdir()
+    shutil.copy(TEST_BOTS / "polite.py", folder / "main.py")
+    (folder / "bot.toml").write_text(f'name = "mine"\ncommand = "{command}"\n')
+    return folder
+
+
+def _swap_main(bot: Path) -> None:
+    """A bot that plays just as well, so only the fingerprints can tell them apart."""
+    (bot / "main.py").write_bytes((TEST_BOTS / "polite.py").read_bytes() + b"# swapped\n")
+
+
+def _swap_manifest(bot: Path) -> None:
+    """Another command, never checked: a program that would crash at once."""
+    (bot / "other.py").write_text("raise SystemExit('never checked')\n")
+    (bot / "bot.toml").write_text('name = "mine"\ncommand = "python3 other.py"\n')
+
+
+@pytest.mark.parametrize("when", ["during the check", "after the check"])
+@pytest.mark.parametrize("swap", [_swap_main, _swap_manifest], ids=["main.py", "bot.toml"])
 def test_a_bot_swapped_during_submit_is_never_entered_untested(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+    tmp_path: Path, when: str, swap: Callable[[Path], None]
 ) -> None:
-    """The author swaps the bot's files while ``submit`` runs: what is entered hashes to what
-    played the smoke match, never to the swapped version (``submit`` read the files once)."""
-    import referee.match.runner as runner_module
-
+    """The author swaps the bot's files (its code, or the ``bot.toml`` that names its
+    command) while ``submit`` runs: what is entered hashes to what was checked, and runs
+    the command checked, never the swapped version (``submit`` read the files once and
+    built the bot's spec from those bytes)."""
     path = write_tournament(tmp_path / "t")
-    bot = tmp_path / "mine"
-    bot.mkdir()
-    shutil.copy(TEST_BOTS / "polite.py", bot / "main.py")
-    (bot / "bot.toml").write_text('name = "mine"\ncommand = "python3 main.py"\n')
+    bot = _folder_bot(tmp_path / "mine")
     tested_on_disk = _fingerprint(bot)
-    played: list[str] = []
-    real_play_once = runner_module.play_once
+    checked: list[tuple[str, tuple[str, ...]]] = []
 
-    def swap() -> None:
-        # A bot that plays just as well, so only the fingerprints can tell them apart.
-        (bot / "main.py").write_bytes((TEST_BOTS / "polite.py").read_bytes() + b"# swapped\n")
+    def watched_check(staged: BotSpec, *args: Any, **kwargs: Any) -> CheckReport:
+        if when == "during the check":
+            swap(bot)
+        checked.append((_fingerprint(staged.folder), staged.command))  # the copy, as it plays
+        report = check_entry(staged, *args, **kwargs)
+        if when == "after the check":
+            swap(bot)
+        return report
 
-    def watched_play_once(sandbox, bots, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if when == "during the smoke match":
-            swap()
-        played.append(_fingerprint(bots[0].folder))  # the candidate at seat 0, as it plays
-        result = real_play_once(sandbox, bots, *args, **kwargs)
-        if when == "after the smoke match":
-            swap()
-        return result
+    entered = submit(bot, load_tournament(path), check=watched_check)
+    assert checked == [(tested_on_disk, ("python3", "main.py"))]
+    assert entered.report.passed and entered.folder == tmp_path / "t" / "bots" / "mine"
+    assert _fingerprint(entered.folder) == tested_on_disk != _fingerprint(bot)
+    assert load_tournament(path).bot("mine").command == ("python3", "main.py")
+    assert not (entered.folder / "other.py").exists()
+    assert b"swapped" not in (entered.folder / "main.py").read_bytes()
 
-    monkeypatch.setattr(runner_module, "play_once", watched_play_once)
+
+def test_a_bot_toml_swapped_between_finding_and_reading_the_bot_is_read_from_the_bytes(
+    tmp_path: Path,
+) -> None:
+    """The window the old ``submit`` left open: the bot found (its ``bot.toml`` read for the
+    command), then its files read for the copy. The spec is built again from the bytes
+    read, so the command is the one in the files that are checked and entered."""
+    bot = _folder_bot(tmp_path / "mine")
+    found = load_bot(bot)
+    _swap_manifest(bot)
+    files = read_bot_files(found)
+    spec = spec_from_files(found, files)
+    assert found.command == ("python3", "main.py")  # what the first read said
+    assert spec.command == ("python3", "other.py")  # what the bytes held say, and run
+    manifest = next(file for file in files if file.path == "bot.toml")
+    assert b"other.py" in manifest.data
+    (bot / "bot.toml").unlink()
+    with pytest.raises(UsageError, match=r"bot\.toml disappeared while the bot was read"):
+        spec_from_files(found, read_bot_files(found))
+
+
+def test_a_bot_that_breaks_only_on_pairs_is_refused_with_bot_checks_diagnostics(
+    tmp_path: Path,
+) -> None:
+    """It plays one card into every pair (a wrong count): a single short match on a secret
+    deal could miss it; the check plays bot check's pinned deals for the tournament's
+    rules and table, where the bot must follow a pair."""
+    path = write_tournament(tmp_path / "t")
+    before = path.read_text()
+    bot = tmp_path / "singles.py"
+    bot.write_text(SINGLES_INTO_PAIRS)
     code, output = _submit(str(bot), "--to", str(path))
-    assert code == 0, output
-    entered = tmp_path / "t" / "bots" / "mine"
-    assert played == [tested_on_disk]
-    assert _fingerprint(entered) == tested_on_disk != _fingerprint(bot)
-    assert b"swapped" not in (entered / "main.py").read_bytes()
+    assert code == 1, output
+    assert "bot refused: illegal: wrong count: the trick needs 2 card(s), got 1" in output
+    assert "check step: arschloch at 3 seats" in output
+    assert "(seed " in output  # bot check's diagnostics: the deal, the request, the reply
+    assert path.read_text() == before and not (tmp_path / "t" / "bots" / "singles").exists()
+
+
+SINGLES_INTO_PAIRS = """\
+import json, sys
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "hello":
+        print(json.dumps({"type": "ready", "id": msg["id"], "name": "singles"}), flush=True)
+    elif msg["type"] == "act":
+        hand = msg["hand"]
+        if msg["kind"] == "give":
+            reply = {"cards": hand[: msg["count"]]}
+        elif msg["kind"] == "leftover":
+            reply = {"take": msg["offer"][0], "discard": hand[0]}
+        elif msg["trick"]["count"] == 2:
+            reply = {"cards": hand[-1:]}  # one card into a pair
+        else:
+            legal = msg["legal"]
+            reply = {"cards": legal[0]}
+        reply["id"] = msg["id"]
+        print(json.dumps(reply), flush=True)
+    elif msg["type"] == "bye":
+        break
+"""
 
 
 @pytest.mark.parametrize(
@@ -261,7 +341,7 @@ def test_a_command_outside_the_bot_folder_is_refused_in_one_line(
     assert code == 1, output
     lines = output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("referee: bot refused: ") and expected in lines[0]
-    assert "smoke match" not in output and path.read_text() == before
+    assert "check:" not in output and path.read_text() == before
 
 
 def test_an_author_is_entered_and_limited_by_the_file(tmp_path: Path) -> None:
@@ -301,5 +381,5 @@ def test_a_byte_identical_copy_of_an_entrant_is_refused_before_anything_runs(
     code, output = _submit(str(TEST_BOTS / "polite.py"), "--to", str(path), "--name", "again")
     assert code == 1, output
     assert "byte-identical to the entrant 'polite'" in output and "allow_twins = true" in output
-    assert "smoke match" not in output  # refused before it played
+    assert "check:" not in output  # refused before it played
     assert path.read_text() == before and not (tmp_path / "bots" / "again").exists()

@@ -1,0 +1,255 @@
+"""Entering a bot in a tournament: the workflow behind ``referee submit``.
+
+:func:`submit` takes what an author names (a ``.py`` file, an executable, or a folder with
+``bot.toml``) and a loaded tournament, and either enters the bot (its files copied into
+``bots/`` next to the tournament file, a ``[[bots]]`` entry appended) or refuses it with
+the reason, having changed nothing. In order, cheapest first:
+
+1. the bot is read once (:func:`referee.sandbox.staging.read_bot`): its spec (command,
+   image, author) is built from the bytes read, and only those bytes are checked and
+   entered, whatever the author's folder holds by then;
+2. its Docker image must be one the tournament allows;
+3. its display name must be new and look like no entrant's (:mod:`referee.names`), its
+   author within the file's ``[authors]`` limit;
+4. its files must not be an entrant's, byte for byte, unless the file sets ``allow_twins``;
+5. the bots of the check must fit in the memory here;
+6. a staged copy of those bytes passes ``referee bot check``'s steps for the tournament's
+   rules at its table size, under its clock and limits
+   (:func:`referee.match.compliance.check_entry`: the handshake, short matches on pinned
+   deals, two matches on one process); a failure is refused with bot check's diagnostics;
+7. the bytes are copied in through descriptors, and the entry appended.
+
+A refusal (:class:`~referee.errors.Refused`, exit code 1) is the bot's doing; a usage error
+(a name taken, a path that does not exist: exit code 2) the caller's.
+
+Why a module of its own, at this level: entering a bot plays matches (the check, in
+:mod:`referee.match`) and reads and edits the tournament file (:mod:`referee.tournament`).
+The plan and its record may not play matches (an import-linter contract), and the CLI only
+parses options and prints, so the workflow sits above both, beside
+:mod:`referee.coordinator`, the other workflow over both; nothing below imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from referee.errors import InfrastructureError, Refused, UsageError
+from referee.match.compliance import CheckReport, Progress, Step, check_entry
+from referee.names import check_name, confusable_with, lookalike_note
+from referee.rules import RuleSet
+from referee.sandbox import (
+    BotSpec,
+    Limits,
+    Sandbox,
+    bot_sha256,
+    get_sandbox,
+    make_staging_root,
+    read_bot,
+    remove_staging_root,
+    stage_files,
+)
+from referee.sandbox.image import check_bot_image
+from referee.sandbox.staging import BotFile, write_bot_folder
+from referee.specs import TimeControl
+from referee.text import printable, safe_name
+from referee.tournament.file import (
+    Tournament,
+    append_bot_entry,
+    check_display_name,
+    check_new_author,
+)
+
+__all__ = ["EntryCheck", "Submission", "submit"]
+
+
+class EntryCheck(Protocol):
+    """What checks the staged bot: :func:`~referee.match.compliance.check_entry`, or a
+    test's wrapper around it."""
+
+    def __call__(
+        self,
+        staged: BotSpec,
+        sandbox: Sandbox,
+        ruleset: RuleSet,
+        seats: int,
+        *,
+        time_control: TimeControl,
+        limits: Limits,
+        on_start: Callable[[CheckReport], None] | None = None,
+        progress: Progress | None = None,
+    ) -> CheckReport: ...
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A bot entered: its display name, its folder next to the tournament file, the path
+    written in its ``[[bots]]`` entry, and the check it passed."""
+
+    name: str
+    folder: Path
+    entry: str
+    report: CheckReport
+
+
+def submit(
+    bot: Path,
+    tournament: Tournament,
+    *,
+    name: str | None = None,
+    author: str | None = None,
+    sandbox: Sandbox | None = None,
+    check: EntryCheck = check_entry,
+    on_check: Callable[[CheckReport], None] | None = None,
+    progress: Progress | None = None,
+) -> Submission:
+    """Check the bot at ``bot`` and enter it in ``tournament`` (see the module docstring).
+
+    ``name`` and ``author`` override the bot's own. ``sandbox`` is the tournament's backend
+    unless given. ``on_check`` is called when the check starts (with its empty report),
+    ``progress`` with each finished step. Raises :class:`~referee.errors.Refused` or
+    :class:`~referee.errors.UsageError`; nothing is written then.
+    """
+    if not os.path.lexists(bot):
+        raise UsageError(f"bot not found: {printable(str(bot))} does not exist")
+    try:
+        candidate, files = read_bot(bot)
+        check_bot_image(candidate, tournament.images, tournament.image_hint(candidate.image or ""))
+    except UsageError as exc:
+        raise Refused(f"bot refused: {exc}") from None
+    display = _display_name(tournament, name if name is not None else candidate.name)
+    if author is not None:
+        candidate = dataclasses.replace(candidate, author=check_name(author, "--author"))
+    candidate = dataclasses.replace(candidate, name=display)
+    check_new_author(tournament, candidate.author or display)
+    _refuse_a_twin(tournament, bot_sha256(files))
+    if sandbox is None:
+        sandbox = get_sandbox(tournament.file.sandbox.backend, images=tournament.images)
+    _check_memory(tournament, sandbox)
+    report = _check(tournament, sandbox, candidate, files, check, on_check, progress)
+    folder, entry = _copy_in(tournament, candidate, files)
+    try:
+        append_bot_entry(tournament.path, entry, display, author)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return Submission(name=display, folder=folder, entry=entry, report=report)
+
+
+def _display_name(tournament: Tournament, wanted: str) -> str:
+    """``wanted``, checked as a display name, new and unlike every entrant's."""
+    display = check_display_name(wanted)
+    file = tournament.path
+    if display in tournament.entrants:
+        raise UsageError(
+            f"{file}: a bot named {display!r} is already entered; choose another with --name"
+        )
+    twin = confusable_with(display, tournament.entrants)
+    if twin is not None:
+        raise UsageError(
+            f"{file}: the name {display!r} looks like {twin!r}, already entered "
+            f"({lookalike_note(display, twin)}); choose another with --name"
+        )
+    return display
+
+
+def _refuse_a_twin(tournament: Tournament, sha256: str) -> None:
+    """Refuse a bot whose files are an entrant's, byte for byte, unless the file allows
+    twins (see :func:`referee.tournament.file.load_tournament`)."""
+    same = [bot.name for bot in tournament.bots if bot.sha256 == sha256]
+    if same and not tournament.file.allow_twins:
+        raise Refused(
+            f"bot refused: its files are byte-identical to the entrant {printable(same[0])!r} "
+            f"(sha256 {sha256[:12]}…): the same program cannot be entered twice, unless "
+            f"{printable(str(tournament.path))} sets allow_twins = true"
+        )
+
+
+def _check_memory(tournament: Tournament, sandbox: Sandbox) -> None:
+    """Refuse, before any bot starts, a check whose bots do not fit in the memory here."""
+    from referee.sandbox.budget import check_room, read_budget
+
+    # The bot at its limit; the sample bots of one table and as many kept idle by the pool.
+    samples = 2 * (tournament.file.table_size - 1)
+    check_room(
+        1,
+        memory_mb=tournament.limits.memory_mb,
+        budget=read_budget(own_cgroup=sandbox.name == "process"),
+        samples=samples,
+        fix=f"lower [sandbox] memory_mb in {tournament.path}",
+    )
+
+
+def _check(
+    tournament: Tournament,
+    sandbox: Sandbox,
+    candidate: BotSpec,
+    files: tuple[BotFile, ...],
+    check: EntryCheck,
+    on_check: Callable[[CheckReport], None] | None,
+    progress: Progress | None,
+) -> CheckReport:
+    """Stage ``files`` and run ``check`` on that copy; refuse the bot when it fails."""
+    staging = make_staging_root()
+    try:
+        report = check(
+            stage_files(candidate, files, staging),
+            sandbox,
+            tournament.file.ruleset(),
+            tournament.file.table_size,
+            time_control=tournament.time_control,
+            limits=tournament.limits,
+            on_start=on_check,
+            progress=progress,
+        )
+    finally:
+        remove_staging_root(staging)
+    failed = next((step for step in report.steps if not step.ok), None)
+    if failed is not None or not report.passed:
+        raise Refused(_refusal(failed))
+    return report
+
+
+def _refusal(step: Step | None) -> str:
+    """Bot check's diagnostics of the failed ``step``, under one ``bot refused`` line."""
+    if step is None:
+        return "bot refused: the check did not finish"
+    fault = step.fault
+    head = f"bot refused: {fault.kind}: {fault.detail}" if fault else f"bot refused: {step.name}"
+    lines = [f"check step: {step.name}", *step.problem]
+    return head + "\n" + "\n".join("  " + line for line in lines)
+
+
+def _copy_in(
+    tournament: Tournament, candidate: BotSpec, files: tuple[BotFile, ...]
+) -> tuple[Path, str]:
+    """Write the bot's files (the very tuple checked) to ``bots/<safe name>/`` next to the
+    tournament file, through descriptors (:func:`~referee.sandbox.staging.write_bot_folder`).
+
+    Returns the folder and the path for the ``[[bots]]`` entry (relative to the file).
+    """
+    bots_dir = tournament.path.parent / "bots"
+    slug = safe_name(candidate.name)
+    folder, n = bots_dir / slug, 1
+    while os.path.lexists(folder):
+        n += 1
+        folder = bots_dir / f"{slug}-{n}"
+    try:
+        bots_dir.mkdir(parents=True, exist_ok=True)
+        write_bot_folder(files, folder)
+    except FileExistsError:
+        raise UsageError(f"{folder} appeared while the bot was copied in; run again") from None
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise InfrastructureError(
+            f"cannot copy the bot into {folder}: {exc.strerror or exc}"
+        ) from None
+    relative = folder.relative_to(tournament.path.parent).as_posix()
+    if candidate.single_file:
+        return folder, f"{relative}/{candidate.single_file}"
+    return folder, relative
