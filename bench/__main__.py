@@ -12,6 +12,7 @@ import sys
 
 def main() -> int:
     from bench import (
+        cluster_bench,
         collusion_bench,
         engine_bench,
         match_bench,
@@ -43,6 +44,8 @@ def main() -> int:
             print(f"Docker benchmarks skipped: {why}")
     print("=" * 72)
     tournament_bench.main()
+    print("=" * 72)
+    cluster_bench.run()
     print("=" * 72)
     publish_bench.run()
     print("=" * 72)

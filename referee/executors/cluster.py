@@ -40,10 +40,12 @@ one match at a time per thread; start workers with ``--nthreads 1``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import hashlib
 import os
+import pickle
 import platform
 import tempfile
 import threading
@@ -89,6 +91,7 @@ DOCKER_RESOURCE = "docker"
 """The Dask resource a worker that can run Docker bots offers (``--resources docker=1``)."""
 
 _STOP_WAIT_S = 60.0
+_STOPPED_RUNS = 64
 _FETCH_TIMEOUT_S = 120.0
 
 
@@ -180,6 +183,8 @@ class RefereePlugin(WorkerPlugin):
         self._playing = threading.Lock()
         self._state = threading.Lock()
         self._current: asyncio.Task[Any] | None = None
+        self._claim = ""
+        self._stopped: collections.deque[str] = collections.deque(maxlen=_STOPPED_RUNS)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -214,11 +219,19 @@ class RefereePlugin(WorkerPlugin):
         return {**_facts_here(), "sandbox": name, "sandbox_description": description}
 
     def play(self, cluster_task: ClusterTask, fetch: Callable[[str], bytes]) -> ClusterOutcome:
-        """Play one attempt: its bots from the shelf, its log in a folder of its own."""
+        """Play one attempt: its bots from the shelf, its log in a folder of its own.
+
+        An attempt of a run that was stopped (:meth:`stop`) is not played: Dask cannot take
+        back a task a worker already holds, and its bots would be seated after the stop.
+        """
+        if _run_of(cluster_task.claim) in self._stopped:
+            return ClusterOutcome(TaskOutcome("infrastructure", error="the run was stopped"))
         with self._playing:
             assert self._worker is not None and self._shelf is not None
             before = sum(self._fetched_sizes().values())
             task = cluster_task.task
+            with self._state:
+                self._claim = cluster_task.claim
             try:
                 bots = tuple(
                     self._shelf.staged(bot, bundle, fetch)
@@ -234,6 +247,8 @@ class RefereePlugin(WorkerPlugin):
                 finally:
                     with self._state:
                         self._current = self._loop = None
+                    if _run_of(cluster_task.claim) in self._stopped:
+                        self._worker.close()  # stopped meanwhile: keep none of its bots
                 log = stderr = None
                 if outcome.status == "done":
                     log = log_path.read_bytes()
@@ -256,15 +271,28 @@ class RefereePlugin(WorkerPlugin):
         with self._state:
             self._current, self._loop = task, asyncio.get_running_loop()
 
-    def stop(self) -> None:
-        """Cancel the match being played (its seating stops its bots), wait for it, then
-        stop the bots kept for reuse. Thread-safe: called by the coordinator's stop."""
+    def stop(self, run: str | None = None) -> None:
+        """Cancel the match being played if it is ``run``'s (any, without one): its seating
+        stops its bots; wait for it, then stop the bots kept for reuse. Thread-safe: called
+        by a coordinator that stops (Ctrl-C) and when the worker closes."""
+        if run is not None:
+            self._stopped.append(run)
         with self._state:
-            task, loop = self._current, self._loop
-        if task is not None and loop is not None and not loop.is_closed():
+            task, loop, claim = self._current, self._loop, self._claim
+        ours = run is None or _run_of(claim) == run
+        if ours and task is not None and loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(task.cancel)
         if self._playing.acquire(timeout=_STOP_WAIT_S):
+            try:
+                if self._worker is not None:
+                    self._worker.close()
+            finally:
+                self._playing.release()
+
+    def release_idle(self) -> None:
+        """Stop the bots kept for reuse, unless a match is being played (a run is over)."""
+        if self._playing.acquire(blocking=False):
             try:
                 if self._worker is not None:
                     self._worker.close()
@@ -276,6 +304,11 @@ class RefereePlugin(WorkerPlugin):
         if self._staging is not None:
             remove_staging_root(self._staging)
             self._staging = None
+
+
+def _run_of(claim: str) -> str:
+    """The run an attempt's claim (``referee-<run>-<match key>-a<n>``) belongs to."""
+    return claim.split("-", 2)[1] if claim.count("-") >= 2 else ""
 
 
 def _plugin() -> RefereePlugin:
@@ -299,9 +332,14 @@ def _fetch(key: str) -> bytes:
 
 
 def play_on_worker(cluster_task: ClusterTask) -> ClusterOutcome:
-    """The Dask task of one attempt: claim it, then play it with this worker's plugin."""
-    claim = Event(cluster_task.claim, client=distributed.get_client())
-    if claim.is_set():
+    """The Dask task of one attempt: claim it, then play it with this worker's plugin.
+
+    The claim is one round trip to the scheduler (is it set?); setting it is sent without
+    waiting for the answer, before any bot is seated: no card is dealt before it is on its
+    way, and a worker that dies has sent it.
+    """
+    client = distributed.get_client()
+    if Event(cluster_task.claim, client=client).is_set():
         return ClusterOutcome(
             TaskOutcome(
                 "infrastructure",
@@ -309,7 +347,7 @@ def play_on_worker(cluster_task: ClusterTask) -> ClusterOutcome:
                 "cards",
             )
         )
-    claim.set()
+    _call_scheduler(client, "event_set", cluster_task.claim)
     return _plugin().play(cluster_task, _fetch)
 
 
@@ -321,10 +359,16 @@ def worker_facts(backend: str, images: tuple[str, ...], dask_worker: Any = None)
     return {**_facts_here(), "sandbox": None, "sandbox_description": "no referee plugin"}
 
 
-async def _stop_worker(dask_worker: Any = None) -> None:
+async def _stop_worker(run: str, dask_worker: Any = None) -> None:
     plugin = dask_worker.plugins.get(PLUGIN) if dask_worker is not None else None
     if isinstance(plugin, RefereePlugin):
-        await asyncio.to_thread(plugin.stop)
+        await asyncio.to_thread(plugin.stop, run)
+
+
+async def _release_worker(dask_worker: Any = None) -> None:
+    plugin = dask_worker.plugins.get(PLUGIN) if dask_worker is not None else None
+    if isinstance(plugin, RefereePlugin):
+        await asyncio.to_thread(plugin.release_idle)
 
 
 def _worker_fetches(dask_worker: Any = None) -> dict[str, int]:
@@ -343,10 +387,12 @@ class ClusterStats:
     bundle_bytes_scattered: int = 0
     bundle_bytes_fetched: int = 0
     task_bytes: int = 0
+    """The size of a typical task (the first one's, pickled)."""
     result_bytes: int = 0
     results: int = 0
-    store_seconds: float = 0.0
-    """Time spent in the coordinator's own work per result (writing the log, reporting it)."""
+    coordinator_seconds: float = 0.0
+    """The coordinator's own time for the results: taking each off the cluster, writing its
+    log, storing it (in the coordinator's callback) and releasing it."""
 
 
 class DaskExecutor:
@@ -386,6 +432,7 @@ class DaskExecutor:
         self._scattered: dict[str, Future[bytes]] = {}
         self._bundles: dict[str, Bundle] = {}
         self._run_token = os.urandom(6).hex()
+        self._ran = False
 
     # -- the connection --------------------------------------------------------------------
 
@@ -448,6 +495,9 @@ class DaskExecutor:
         scattered = list(self._scattered.items())
         self._scattered.clear()
         if client is not None:
+            if self._ran and client.status == "running":
+                with contextlib.suppress(Exception):  # the bots kept for this run's matches
+                    client.run(_release_worker, on_error="ignore")
             for key, future in scattered:
                 with contextlib.suppress(Exception):
                     Variable(key, client=client).delete()
@@ -504,43 +554,51 @@ class DaskExecutor:
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
         """Play every task on the cluster; return when each has finished or failed for good."""
         client = self.client()
+        self._ran = True
         bundles = self._upload(client, tasks)
         attempts = Attempts(self.max_attempts, on_event)
         in_flight: dict[Future[ClusterOutcome], tuple[MatchTask, str]] = {}
-        completed = distributed.as_completed(loop=client.loop)
-        priority = len(tasks)
+        completed = distributed.as_completed(
+            loop=client.loop, with_results=True, raise_errors=False
+        )
 
-        def submit(task: MatchTask) -> None:
-            nonlocal priority
+        def payload(task: MatchTask) -> ClusterTask:
             number = attempts.next(task)
             key = f"referee-{self._run_token}-{task.spec.key}-a{number}"
             names = tuple(bundles[bot.sha256] for bot in task.bots)
             for name in names:
                 self._ensure(client, name)
-            payload = ClusterTask(task.attempt(number), names, key)
-            future = client.submit(
+            return ClusterTask(task.attempt(number), names, key)
+
+        def submit(batch: list[tuple[MatchTask, ClusterTask]], priority: int) -> None:
+            futures = client.map(
                 play_on_worker,
-                payload,
-                key=key,
+                [work for _, work in batch],
+                key=[work.claim for _, work in batch],
                 pure=False,
                 priority=priority,
                 resources=self._resources or None,
                 workers=self._eligible,
             )
-            priority -= 1
-            attempts.started(task, number)
-            in_flight[future] = (task, key)
-            completed.add(future)
+            for (task, work), future in zip(batch, futures, strict=True):
+                attempts.started(task, attempts.next(task))
+                in_flight[future] = (task, work.claim)
+            completed.update(futures)
 
         try:
-            for task in tasks:
-                submit(task)
-            for future in completed:
+            first = [(task, payload(task)) for task in tasks]
+            if first:
+                self.stats.task_bytes = len(pickle.dumps(first[0][1]))  # a typical task
+                submit(first, priority=0)
+            for future, answer in completed:
+                started = time.perf_counter()
                 task, key = in_flight.pop(future)
-                outcome = self._collect(client, future, task)
-                _forget_claim(client, key)
-                if attempts.settle(task, outcome):
-                    submit(task)
+                outcome = self._collect(client, future, answer, task)
+                _call_scheduler(client, "event_clear", key)  # the claim is no longer needed
+                again = attempts.settle(task, outcome)  # the coordinator stores it here
+                self.stats.coordinator_seconds += time.perf_counter() - started
+                if again:
+                    submit([(task, payload(task))], priority=1)  # retries go first
         except BaseException:
             self._stop(client, in_flight)
             raise
@@ -568,25 +626,27 @@ class DaskExecutor:
         self.stats.bundle_bytes_scattered += len(bundle.data)
 
     def _collect(
-        self, client: Client, future: Future[ClusterOutcome], task: MatchTask
+        self, client: Client, future: Future[ClusterOutcome], answer: Any, task: MatchTask
     ) -> TaskOutcome:
-        """The attempt's outcome; its log written here, where the store is."""
-        try:
-            answer = future.result()
-        except distributed.KilledWorker:
-            return TaskOutcome(
-                "infrastructure", error="the match's worker died again and again (Dask gave up)"
-            )
-        except (distributed.CancelledError, OSError) as exc:
+        """The attempt's outcome (``answer``: what :class:`distributed.as_completed` fetched
+        for ``future``); its log written here, where the store is."""
+        status = future.status
+        future.release()
+        if status == "error":
+            error = answer[1] if isinstance(answer, tuple) and len(answer) == 3 else answer
+            if isinstance(error, distributed.KilledWorker):
+                return TaskOutcome(
+                    "infrastructure",
+                    error="the match's worker died again and again (Dask gave up on it)",
+                )
+            return TaskOutcome("bug", error=f"the cluster task failed: {error!r}")
+        if not isinstance(answer, ClusterOutcome):  # cancelled: by us, or the scheduler is gone
             if client.status != "running" or _scheduler_lost(client):
                 raise InfrastructureError(
-                    f"lost the Dask scheduler at {self.address or 'the local cluster'} "
-                    f"({exc or 'connection closed'}); run the same command again to resume"
-                ) from None
-            return TaskOutcome("infrastructure", error=f"cancelled on the cluster: {exc}")
-        finally:
-            future.release()
-        started = time.perf_counter()
+                    f"lost the Dask scheduler at {self.address or 'the local cluster'}; run "
+                    "the same command again to resume"
+                )
+            return TaskOutcome("infrastructure", error=f"cancelled on the cluster ({answer!r})")
         outcome = answer.outcome
         self.stats.bundle_bytes_fetched += answer.fetched_bytes
         self.stats.result_bytes += len(answer.log or b"") + len(answer.stderr or b"")
@@ -598,7 +658,6 @@ class DaskExecutor:
                 outcome, result={**outcome.result, "log": task.log_path}
             )
         self.stats.results += 1
-        self.stats.store_seconds += time.perf_counter() - started
         return outcome
 
     def _stop(self, client: Client, in_flight: dict[Any, tuple[MatchTask, str]]) -> None:
@@ -608,9 +667,9 @@ class DaskExecutor:
         with contextlib.suppress(Exception):
             client.cancel(list(in_flight), force=True)
         with contextlib.suppress(Exception):
-            client.run(_stop_worker, on_error="ignore")
+            client.run(_stop_worker, self._run_token, on_error="ignore")
         for _, key in in_flight.values():
-            _forget_claim(client, key)
+            _call_scheduler(client, "event_clear", key)
 
     def fetches(self) -> dict[str, dict[str, int]]:
         """Per worker, how often each bundle was fetched there (see :class:`BundleShelf`)."""
@@ -675,9 +734,19 @@ def _scheduler_lost(client: Client) -> bool:
     return True
 
 
-def _forget_claim(client: Client, key: str) -> None:
-    with contextlib.suppress(Exception):
-        Event(key, client=client).clear()
+def _call_scheduler(client: Client, handler: str, name: str) -> None:
+    """Send ``handler(name=...)`` to the scheduler (an event's set or clear) on the
+    client's loop, without waiting for the answer."""
+
+    async def call() -> None:
+        scheduler = client.scheduler
+        if scheduler is not None:
+            with contextlib.suppress(Exception):
+                await getattr(scheduler, handler)(name=name)
+
+    loop = client.loop
+    if loop is not None:
+        loop.add_callback(call)
 
 
 def _write_log(path: Path, data: bytes) -> None:

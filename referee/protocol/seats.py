@@ -317,10 +317,10 @@ class SessionPool:
                 idle.remove(pick)
                 self._idle_since.pop(id(pick), None)
             chosen.append(pick)
-        # Running again before anything of the match (its match_start) is written.
-        await asyncio.gather(*(s.thaw() for s in chosen if s is not None))
         missing = [i for i, s in enumerate(chosen) if s is None]
-        if missing:
+        try:
+            # Running again before anything of the match (its match_start) is written.
+            await asyncio.gather(*(s.thaw() for s in chosen if s is not None))
             fresh = await _start_sessions(
                 self.sandbox,
                 [bots[i] for i in missing],
@@ -330,6 +330,12 @@ class SessionPool:
                 request_ids=self.ids,
                 clock=self.clock,
             )
+        except BaseException:
+            # Cancelled (or failed) while the rest started: the idle ones taken out for this
+            # match are neither lent nor back in the pool, so nobody else would stop them.
+            await self.discard([s for s in chosen if s is not None])
+            raise
+        if missing:
             self.started += len(fresh)
             for i, session in zip(missing, fresh, strict=True):
                 self._deals[id(session)] = set()
@@ -363,10 +369,13 @@ class SessionPool:
                 closing.append(session)
         closing += self._over_total()
         resting = [s for s in sessions if s not in closing]
+        if closing:
+            # Out of the pool already: cancelled half-way, they would be stopped by nobody.
+            await asyncio.shield(
+                asyncio.gather(*(self._close(s) for s in closing), return_exceptions=True)
+            )
         if resting:
             await asyncio.gather(*(s.freeze() for s in resting), return_exceptions=True)
-        if closing:
-            await asyncio.gather(*(self._close(s) for s in closing), return_exceptions=True)
 
     def _over_total(self) -> list[BotSession]:
         """Take the idle sessions beyond ``max_idle_total`` out of the pool, oldest first."""

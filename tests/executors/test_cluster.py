@@ -33,7 +33,7 @@ from referee.publish import render
 from referee.publish.source import load_results, rank
 from referee.tournament.file import load_tournament
 from tests.conftest import sandbox_pids
-from tests.tournament.conftest import write_bot, write_tournament
+from tests.tournament.conftest import timeless, write_bot, write_tournament
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -125,15 +125,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         running.stop()
 
 
-def _board(path: Path, results: Path | None = None) -> str:
-    """The leaderboard as published JSON, without what the clock measured: the times of day
-    it was played at, and the bots' reply times (their counts stay)."""
+def _board(path: Path, results: Path | None = None) -> dict[str, Any]:
+    """The leaderboard as published JSON, without what the clock measured."""
     ranked = rank(load_results(load_tournament(path), results))
-    data = json.loads(render(ranked.board, "json"))
-    for key in ("generated", "played_from", "played_to", "published"):
-        data.pop(key, None)
-    data["reply_times"] = {name: t["replies"] for name, t in data["reply_times"].items()}
-    return json.dumps(data, sort_keys=True)
+    return timeless(json.loads(render(ranked.board, "json")))
 
 
 def _query(results: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -260,17 +255,22 @@ def test_a_worker_running_another_referee_is_refused(tmp_path: Path) -> None:
         own.stop()
 
 
-SLOW_BOT = '''
-import json, sys, time
-for line in sys.stdin:
-    message = json.loads(line)
-    if message.get("type") == "hello":
-        print(json.dumps({"type": "ready", "name": "slow"}), flush=True)
-    elif "id" in message:
-        time.sleep(0.2)
-        legal = message.get("legal") or [[]]
-        print(json.dumps({"id": message["id"], "type": "act", "cards": legal[0]}), flush=True)
-'''
+def _described() -> list[str]:
+    """Each bot process left: its command line and the chain of its parents."""
+    found = []
+    for pid in sandbox_pids():
+        chain, current = [], pid
+        while current > 1 and len(chain) < 6:
+            try:
+                cmd = Path(f"/proc/{current}/cmdline").read_bytes().replace(b"\0", b" ")
+                stat = Path(f"/proc/{current}/stat").read_text()
+            except OSError:
+                break
+            state = stat.rsplit(")", 1)[1].split()[0]
+            chain.append(f"{current}[{state}]:{cmd[:60].decode(errors='replace')}")
+            current = int(stat.rsplit(")", 1)[1].split()[1])
+        found.append(" <- ".join(chain))
+    return found
 
 
 def test_ctrl_c_leaves_no_bot_process_on_the_workers(tmp_path: Path, cluster: Cluster) -> None:
@@ -313,7 +313,7 @@ def test_ctrl_c_leaves_no_bot_process_on_the_workers(tmp_path: Path, cluster: Cl
     deadline = time.monotonic() + 30
     while sandbox_pids() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert sandbox_pids() == [], "bot processes outlived the stopped run on the workers"
+    assert sandbox_pids() == [], f"bot processes outlived the stopped run: {_described()}"
     # The workers are fine and the run resumes where it stopped.
     with DaskExecutor(cluster.address) as executor:
         summary = run_tournament(load_tournament(path), executor)

@@ -135,6 +135,36 @@ def test_a_cancelled_table_stops_every_bot_even_one_being_greeted(during: str) -
     assert all(_ended(sandbox))
 
 
+def test_a_pooled_table_cancelled_while_a_bot_starts_stops_the_idle_ones_it_took() -> None:
+    """A pooled match takes its idle bots out of the pool, then starts the bots it lacks:
+    cancelled then (Ctrl-C, a cluster's stop), the idle ones it took must be stopped too,
+    since they are neither lent to the match nor back in the pool."""
+    sandbox = FakeSandbox({"a": polite_bot, "b": polite_bot, "silent": _never_answers("hello")})
+    clock = FakeClock()
+    patient = TimeControl(move_ms=60_000, bank_ms=0, hello_ms=60_000)
+    pool = SessionPool(sandbox, Limits(), patient, clock=clock)
+
+    async def go() -> None:
+        async with seated([spec("a"), spec("b"), spec("a")], pool=pool, deal_key="d1"):
+            pass
+        assert not any(_ended(sandbox)), "kept for the next match"
+
+        async def next_match() -> None:
+            async with seated([spec("a"), spec("b"), spec("silent")], pool=pool, deal_key="d2"):
+                pass
+
+        match = asyncio.create_task(next_match())
+        await clock.sleep(5)  # the idle a and b are taken; silent is being greeted
+        assert len(sandbox.started) == 4 and not match.done()
+        match.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await match
+        await pool.aclose()
+
+    clock.run(go())
+    assert all(_ended(sandbox)), [p.spec.name for p in sandbox.started if p.ended is None]
+
+
 def test_a_staged_table_plays_private_copies_and_removes_them() -> None:
     bot = load_bot(POLITE)
     sandbox = FakeSandbox({bot.name: polite_bot})

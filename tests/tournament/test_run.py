@@ -27,7 +27,7 @@ from referee.executors.local import LocalExecutor
 from referee.publish.verify import verify_results
 from referee.tournament.file import load_tournament
 
-from .conftest import MARKER, REFEREE, leftover_processes, wait_for, write_tournament
+from .conftest import MARKER, REFEREE, leftover_processes, timeless, wait_for, write_tournament
 
 TEST_SECRET = bytes.fromhex("5e" * 32)
 
@@ -41,16 +41,7 @@ def _board(path: Path) -> dict[str, Any]:
     """The leaderboard as `referee leaderboard --format json` gives it, without its dates."""
     from referee.cli.tournaments import _leaderboard
 
-    return _timeless(_leaderboard(load_tournament(path)).as_dict())
-
-
-def _timeless(board: dict[str, Any]) -> dict[str, Any]:
-    """A leaderboard without the times it was played and published, nor the bots' reply
-    times (they differ by run); each bot's count of replies stays."""
-    for key in ("played_from", "played_to", "published"):
-        board["settings"].pop(key)
-    board["reply_times"] = {name: t["replies"] for name, t in board["reply_times"].items()}
-    return board
+    return timeless(_leaderboard(load_tournament(path)).as_dict())
 
 
 def _db(path: Path) -> Path:
@@ -194,7 +185,7 @@ def test_one_worker_gives_the_same_leaderboard_as_two(
     assert _board(path) == reference
     again = CliRunner().invoke(main, ["leaderboard", str(path), "--format", "json"])
     assert again.exit_code == 0
-    assert _timeless(json.loads(again.output)) == reference
+    assert timeless(json.loads(again.output)) == reference
 
 
 def test_resume_after_sigkill_plays_what_was_cut_on_fresh_cards(
