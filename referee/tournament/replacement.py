@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from referee.errors import UsageError
@@ -109,7 +109,7 @@ def replay_spec(
 
 
 def plan_replacement(
-    live: Iterable[MatchSpec],
+    live: Sequence[MatchSpec],
     name: str,
     generation: int,
     *,

@@ -305,6 +305,10 @@ def test_a_replacement_without_a_change_or_of_nobody_is_refused(
     with pytest.raises(UsageError, match=r"--replace 'zed': no entrant of the tournament has "
                        r"that name \(its entrants: ann, bob, cat, dan, eve, fay\)"):  # fmt: skip
         replace(path, "zed")
+    with pytest.raises(UsageError) as hostile:
+        replace(path, "\x1b[2J\u202ezed\n")
+    assert "no entrant of the tournament" in str(hostile.value)
+    assert not any(ch in str(hostile.value) for ch in "\x1b\u202e\n")
     with pytest.raises(UsageError, match=r"--replace 'cat': its files did not change since its "
                        r"results were stored \(sha256 [0-9a-f]{12}…\): there is nothing"):  # fmt: skip
         replace(path, "cat")
