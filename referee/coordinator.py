@@ -3,10 +3,13 @@
 :func:`run_tournament` is the only writer of a tournament's results store. In order, a
 :class:`TournamentRun`:
 
-1. **prepares**: takes the tournament's lock, stages every bot once, refuses stored results
-   played by other bot files or other settings, and opens the deal secret;
+1. **prepares**: takes the tournament's lock, stages every bot once, opens the deal secret,
+   makes the replacements asked for (``--replace``: the old version's matches retired, its
+   tables scheduled again on fresh cards, :mod:`referee.tournament.replacement`), and
+   refuses stored results played by other bot files or other settings;
 2. **schedules**: adds the scheduled matches to the store (each keeps the deal of the secret
-   it was first scheduled with) and builds a task for each match not yet done;
+   it was first scheduled with; a retired one stands for its replay) and builds a task for
+   each match not yet done;
 3. **plays** them on an executor (:mod:`referee.executors`), committing each result, retry
    and failure the moment the executor reports it;
 4. with ``playoff`` in the file, plays **play-off rounds**, each planned from the stored
@@ -27,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from referee.errors import UsageError
 from referee.executors import (
     PARTIAL_SUFFIX,
     AttemptEvent,
@@ -45,6 +49,7 @@ from referee.text import printable
 from referee.tournament.chain import log_digest
 from referee.tournament.deals import BeaconDeclaration, redeal_seed
 from referee.tournament.file import Tournament
+from referee.tournament.replacement import live_key, replace_entrants
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import DealSecret, RunLock, Store, wipe
 
@@ -83,6 +88,8 @@ class RunStarted:
     """The results chain when the run starts: results stored so far and its head."""
     warnings: tuple[str, ...] = ()
     """What the tournament file chose that weakens the run (said before it starts)."""
+    replaced: tuple[str, ...] = ()
+    """What each ``--replace`` did, a line each (:meth:`Replaced.describe`)."""
 
 
 @dataclass(frozen=True)
@@ -162,23 +169,34 @@ def run_tournament(
     on_event: Callable[[Event], None] | None = None,
     deal_secret: bytes | None = None,
     beacon: str | None = None,
+    replace: Sequence[str] | None = None,
 ) -> RunSummary:
     """Play every match of ``tournament`` not yet in its store; resume where a run stopped.
 
-    ``restart`` wipes the stored results first. New matches are dealt with the store's
-    unrevealed deal secret (a fresh one when there is none, or ``deal_secret`` to reproduce
-    a tournament), with ``beacon`` mixed in when the secret was committed to before the run
-    (:func:`commit_tournament`); when every scheduled match is done, and the play-offs are
-    over, the secret is revealed. Raises ``UsageError`` when stored results were played by
-    other bot files or other settings (unless ``restart``), when another run holds the lock,
-    or when the beacon is missing, unexpected or different.
+    ``restart`` wipes the stored results first; ``replace`` names entrants whose new files
+    replace the ones their results were played with (the old results are retired, their
+    tables played again: :mod:`referee.tournament.replacement`); ``None`` where the command
+    offers no ``--replace`` (a changed bot's refusal then does not suggest it). New matches
+    are dealt with the store's unrevealed deal secret (a fresh one when there is none, or
+    ``deal_secret`` to reproduce a tournament), with ``beacon`` mixed in when the secret was
+    committed to before the run (:func:`commit_tournament`); when every scheduled match is
+    done, and the play-offs are over, the secret is revealed. Raises ``UsageError`` when
+    stored results were played by other bot files or other settings (unless ``restart``, or
+    ``replace`` names them), when another run holds the lock, when the beacon is missing,
+    unexpected or different, or when ``replace`` cannot be done.
     """
+    if restart and replace:
+        raise UsageError(
+            "--replace keeps every other stored result and --restart discards them all: "
+            "give one of them"
+        )
     folder = results_dir or tournament.results_dir
     with RunLock(folder):
         if restart:
             wipe(folder)
         with Store(folder) as store:
-            run = TournamentRun(tournament, store, executor, on_event or (lambda event: None))
+            notify = on_event or (lambda event: None)
+            run = TournamentRun(tournament, store, executor, notify, replace=replace)
             return run.play(deal_secret, beacon)
 
 
@@ -221,6 +239,7 @@ class TournamentRun:
         notify: Callable[[Event], None],
         *,
         scheduler: Callable[[Tournament, bytes], list[MatchSpec]] = schedule,
+        replace: Sequence[str] | None = None,
     ) -> None:
         self.tournament = tournament
         self.scheduler = scheduler
@@ -234,6 +253,10 @@ class TournamentRun:
         self.summary = RunSummary(0, 0, 0, 0, 0, store.results_dir)
         self.secret: DealSecret | None = None
         self.tasks: dict[str, MatchTask] = {}
+        self.replace = replace
+        """Entrants whose new files replace their old ones (``--replace``; ``None`` where
+        the command offers none)."""
+        self.replaced: tuple[str, ...] = ()
 
     def play(self, deal_secret: bytes | None, beacon: str | None = None) -> RunSummary:
         """Prepare, play the scheduled matches and the play-offs, reveal the secret."""
@@ -263,13 +286,19 @@ class TournamentRun:
     def _prepare(
         self, staging: Path, deal_secret: bytes | None, beacon: str | None
     ) -> DealSecret:
-        """Stage every bot, refuse changed bots or settings, open the deal secret."""
+        """Stage every bot, open the deal secret, make the replacements asked for, refuse
+        changed bots or settings, chain the plan."""
         t, store = self.tournament, self.store
         store.check_settings(t.settings())
         secret = store.deal_secret(deal_secret, beacon=beacon)
         self.staged = {b.name: stage_bot(b, staging) for b in t.bots}
         records = [_record(t, self.staged[name]) for name in t.entrants]
-        store.check_entrants(records)
+        f = t.file
+        replaced = replace_entrants(
+            store, records, self.replace or (), seed=f.seed, duplicate=f.duplicate, secret=secret
+        )
+        self.replaced = tuple(r.describe() for r in replaced)
+        store.check_entrants(records, replaceable=self.replace is not None)
         store.save_entrants(records)
         store.save_plan(t.plan())  # chained, before any result of this run
         self.secret = secret
@@ -277,11 +306,12 @@ class TournamentRun:
         return secret
 
     def _schedule(self, secret: DealSecret) -> list[MatchSpec]:
-        """Store the scheduled matches; returns them as stored (with their own deals)."""
+        """Store the scheduled matches; returns those that count as stored (with their own
+        deals): a retired match's latest replay in its place."""
         scheduled = self.scheduler(self.tournament, secret.key)
         self.store.add_matches(scheduled, secret)
-        stored = self.store.specs()
-        return [stored[spec.key] for spec in scheduled]
+        stored, retired = self.store.specs(), self.store.retired()
+        return [stored[live_key(spec.key, retired)] for spec in scheduled]
 
     def _task(self, spec: MatchSpec, started: int) -> MatchTask:
         """The task of ``spec``, started ``started`` times before: each attempt from then on
@@ -341,6 +371,7 @@ class TournamentRun:
                     beacon_source=self.secret.declared.source if self.secret.declared else None,
                     chain=(self.summary.chain_results, self.summary.chain_head),
                     warnings=(*self.tournament.warnings(), *self.sandbox.notes),
+                    replaced=self.replaced,
                 )
             )
         if tasks:
@@ -388,24 +419,26 @@ class TournamentRun:
 
         A round already stored (planned by an earlier, interrupted run) is played as stored,
         never planned again; a new round is planned from the finished matches and stored
-        before any of it is played.
+        before any of it is played. Retired matches (an entrant replaced) are neither played
+        nor planned from: the budget counts the play-off matches that count.
         """
         t, store = self.tournament, self.store
         rater = Rater()  # each round rates only what is new since the last
         round_no = 0
         while True:
-            stored = store.specs()
+            stored, retired = store.specs(), store.retired()
+            live = [spec for key, spec in stored.items() if key not in retired]
             in_round = sorted(
-                (spec for spec in stored.values() if playoff_round(spec.key) == round_no),
+                (spec for spec in live if playoff_round(spec.key) == round_no),
                 key=lambda spec: spec.key,
             )
-            spent = sum(playoff_round(key) is not None for key in stored)
+            spent = sum(playoff_round(spec.key) is not None for spec in live)
             uncertain: Uncertain = ()
-            if not in_round:
+            if not any(playoff_round(key) == round_no for key in stored):
                 plan = plan_round(
                     round_no,
                     store.completed(),
-                    list(stored.values()),
+                    live,
                     t.entrants,
                     settings=settings,
                     ratings=t.file.ratings,

@@ -8,7 +8,9 @@ the same types without importing each other.
   ``[time]``, the CLI's ``--move-ms``/``--bank-ms``/``--hello-ms``, ``hello``'s ``time``).
 * :class:`MatchSpec`: one match to play, named by its key (:func:`deal_key`,
   :func:`playoff_round` read a key); the scheduler and the play-off planner make them.
-* :class:`EntrantRecord`: an entrant as the store keeps it; :class:`StoredMatch` and
+* :class:`EntrantRecord`: an entrant as the store keeps it; :class:`Replacement`: an
+  entrant's files replaced (``--replace``), its old version's results retired;
+  :class:`StoredMatch` and
   :class:`StoredSeat`: a finished match as the store gives it to ratings and publishing;
   :class:`StoredFault`: a fault with its evidence, for the published pages.
 * :class:`RatingSettings` (``[ratings]``) and :class:`PlayoffSettings` (``playoff``): the
@@ -33,6 +35,7 @@ __all__ = [
     "MatchSpec",
     "PlayoffSettings",
     "RatingSettings",
+    "Replacement",
     "StoredFault",
     "StoredMatch",
     "StoredSeat",
@@ -154,6 +157,28 @@ class EntrantRecord:
     sha256: str
     path: str
     author: str = ""
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """An entrant's files replaced while its tournament kept its other results
+    (``referee tournament run FILE --replace NAME``).
+
+    ``generation`` numbers the tournament's replacements from 1, in the order they were
+    made; every match the old version played is *retired* by it (kept, never rated), and
+    its scheduled tables are played again under keys that carry the generation
+    (:mod:`referee.tournament.replacement`). ``old_*`` are the files the retired results
+    were played with, ``new_*`` those that play from then on.
+    """
+
+    generation: int
+    name: str
+    old_version: str | None
+    old_sha256: str
+    new_version: str | None
+    new_sha256: str
+    created: float = 0.0
+    """When it was made (Unix time; not part of what ``referee verify`` checks)."""
 
 
 def identical_groups(fingerprints: Mapping[str, str]) -> list[tuple[str, ...]]:

@@ -73,6 +73,15 @@ def tournament() -> None:
 )
 @click.option("--restart", is_flag=True, help="Discard the stored results and start over.")
 @click.option(
+    "--replace",
+    "replace",
+    multiple=True,
+    metavar="NAME",
+    help="The entrant NAME's files changed: retire its old version's results (kept, counted "
+    "in no rating), keep every other result, and play its tables again on fresh cards "
+    "(repeatable).",
+)
+@click.option(
     "--deal-secret-file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -111,6 +120,7 @@ def run(
     file: Path,
     workers: int | None,
     restart: bool,
+    replace: tuple[str, ...],
     deal_secret_file: Path | None,
     beacon: str | None,
     overcommit_memory: bool,
@@ -125,7 +135,9 @@ def run(
     secret itself once every match is played (referee verify checks every deal with it).
     Every result is chained as it is stored; the chain's head is printed as the run goes:
     publish it too. Fewer workers run than asked for when their bots' memory limits would
-    not fit in the memory here (it is said).
+    not fit in the memory here (it is said). A bot whose files changed is refused, unless
+    --replace NAME plays its tables again with the new files (its old results are kept,
+    retired) and keeps every other result.
     """
     spec = load_tournament(file)
     secret = _read_secret(deal_secret_file) if deal_secret_file is not None else None
@@ -134,6 +146,7 @@ def run(
         spec,
         workers=workers,
         restart=restart,
+        replace=replace,
         deal_secret=secret,
         beacon=value,
         overcommit=overcommit_memory,
@@ -275,6 +288,7 @@ def _run(
     beacon: str | None = None,
     overcommit: bool = False,
     where: _Where = _Where(),
+    replace: tuple[str, ...] = (),
 ) -> RunSummary:
     with (
         _executor(spec, workers, where, overcommit) as (executor, connected),
@@ -288,6 +302,7 @@ def _run(
             on_event=view.update,
             deal_secret=deal_secret,
             beacon=beacon,
+            replace=replace,
         )
 
 
@@ -403,6 +418,8 @@ class _ProgressView:
         if isinstance(event, RunStarted):
             for warning in event.warnings:
                 self.console.print(printable(f"warning: {warning}"), markup=False)
+            for line in event.replaced:
+                self.console.print(printable(line), markup=False)
             self.console.print(printable(f"sandbox: {event.sandbox}"), markup=False)
             self.console.print(printable(f"limits: {event.limits}"), markup=False)
             beacon = ""
@@ -663,8 +680,14 @@ def _report(found: Verification) -> None:
         for why in found.incomplete:
             out.print(f"NOT FULLY CHECKED: {printable(why)}", markup=False)
         raise SystemExit(1)
-    extra = found.matches - found.scheduled
+    extra = found.matches - found.retired - found.scheduled
     playoffs = f", {extra} of them play-offs" if extra > 0 else ""
+    if found.retired or found.replacements:
+        count = len(found.replacements)
+        playoffs += (
+            f", {found.retired} retired by {count} replacement{'s' * (count != 1)} of an "
+            "entrant's files (checked, counted in no rating)"
+        )
     board = ", and the leaderboard is the one its logs give" if found.leaderboard else ""
     what = "the published site" if found.source == "site" else "the results"
     out.print(

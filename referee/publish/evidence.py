@@ -7,7 +7,8 @@ publishes everything ``referee verify`` needs, beside the match logs it already 
 
     verification/plan.json      the tournament plan stored with the results: the file's
                                 text, the entrants and their authors (the schedule is
-                                recomputed from it), and each entrant's version and SHA-256
+                                recomputed from it), each entrant's version and SHA-256,
+                                and every replacement of an entrant's files (``--replace``)
     verification/deals.json     every deal secret's commitment, the beacon declared with it
                                 (its source and form, bound into the commitment) and the
                                 beacon mixed in, and the secret itself once revealed (never
@@ -15,7 +16,8 @@ publishes everything ``referee verify`` needs, beside the match logs it already 
     verification/manifest.json  every stored match (the schedule's keys, with their state):
                                 its table, deal, deal id and secret, the deal attempt and
                                 seed it was played on, each seat's place, score, forfeit and
-                                fault kind, and its log's file name and SHA-256
+                                fault kind, its log's file name and SHA-256, the replacement
+                                it was added under and the one that retired it, if any
     verification/chain.json     the results chain: each link's position, key and head, and
                                 the entry of each plan link (a result's entry is
                                 recomputed from the manifest and its log)
@@ -51,6 +53,7 @@ __all__ = [
     "PublishedLink",
     "PublishedMatch",
     "PublishedPlan",
+    "PublishedReplacement",
     "PublishedSeat",
     "PublishedSecret",
     "verification_files",
@@ -59,9 +62,11 @@ __all__ = [
 EVIDENCE = "verification"
 """The site's folder of verification data."""
 
-FORMAT: Final = 2
+FORMAT: Final = 3
 """The version of these files' shapes: a later referee that changes them says so. 2: a
-secret's declared beacon (``beacon_source``, ``beacon_form``), and plan links in the chain."""
+secret's declared beacon (``beacon_source``, ``beacon_form``), and plan links in the chain;
+3: replaced entrants (``replacements`` in the plan, each match's ``generation`` and
+``retired``)."""
 
 
 class _Shape(BaseModel):
@@ -77,14 +82,27 @@ class PublishedEntrant(_Shape):
     author: str
 
 
-class PublishedPlan(_Shape):
-    """``plan.json``: :class:`referee.tournament.model.Plan`, and the entrants' records."""
+class PublishedReplacement(_Shape):
+    """An entrant's files replaced (:class:`referee.specs.Replacement`, without its time)."""
 
-    format: Literal[2]
+    generation: int
+    name: str
+    old_version: str | None
+    old_sha256: str
+    new_version: str | None
+    new_sha256: str
+
+
+class PublishedPlan(_Shape):
+    """``plan.json``: :class:`referee.tournament.model.Plan`, the entrants' records, and the
+    replacements made, in order."""
+
+    format: Literal[3]
     file: str
     entrants: list[str]
     authors: dict[str, str]
     records: list[PublishedEntrant]
+    replacements: list[PublishedReplacement]
 
 
 class PublishedSecret(_Shape):
@@ -104,7 +122,7 @@ class PublishedSecret(_Shape):
 class Deals(_Shape):
     """``deals.json``."""
 
-    format: Literal[2]
+    format: Literal[3]
     secrets: list[PublishedSecret]
 
 
@@ -121,7 +139,8 @@ class PublishedMatch(_Shape):
     """One stored match. ``deal_seed`` (the scheduled deal's) and ``seed`` (the one it was
     played on: its deal's, or a fresh deal's when ``attempt`` > 0) are decimal strings,
     ``None`` while its deal is open; so are ``log`` (the file in ``matches/``) and its
-    ``log_sha256``. ``seats`` are empty unless ``status`` is ``done``."""
+    ``log_sha256``. ``seats`` are empty unless ``status`` is ``done``. ``generation`` is the
+    replacement it was added under (0: before any); ``retired`` the one that retired it."""
 
     key: str
     status: Literal["pending", "running", "done", "failed"]
@@ -136,12 +155,14 @@ class PublishedMatch(_Shape):
     log: str | None
     log_sha256: str | None
     seats: list[PublishedSeat]
+    generation: int
+    retired: int | None
 
 
 class Manifest(_Shape):
     """``manifest.json``: every stored match, in key order."""
 
-    format: Literal[2]
+    format: Literal[3]
     tournament: str
     matches: list[PublishedMatch]
 
@@ -159,7 +180,7 @@ class PublishedLink(_Shape):
 class Chain(_Shape):
     """``chain.json``: the results chain's heads, in the order the results were stored."""
 
-    format: Literal[2]
+    format: Literal[3]
     links: list[PublishedLink]
 
 
@@ -194,6 +215,17 @@ def verification_files(
         entrants=list(plan.entrants) if plan else [],
         authors=dict(plan.authors) if plan else {},
         records=records,
+        replacements=[
+            PublishedReplacement(
+                generation=r.generation,
+                name=r.name,
+                old_version=r.old_version,
+                old_sha256=r.old_sha256,
+                new_version=r.new_version,
+                new_sha256=r.new_sha256,
+            )
+            for r in results.replacements
+        ],
     )
     deals_doc = Deals(
         format=FORMAT,
@@ -243,7 +275,7 @@ def _matches(
 ) -> list[PublishedMatch]:
     """Every stored match of the manifest, in key order (an open deal's without its seeds
     and log)."""
-    done = {m.spec.key: m for m in results.matches}
+    done = {m.spec.key: m for m in (*results.matches, *results.retired)}
     matches = []
     for key in sorted(results.specs):
         spec = results.specs[key]
@@ -267,6 +299,8 @@ def _matches(
                 log=None if open_deal or log is None else log[0],
                 log_sha256=None if open_deal or log is None else log[1],
                 seats=[] if match is None else _seats(match),
+                generation=results.generations.get(key, 0),
+                retired=None if record is None else record.retired,
             )
         )
     return matches

@@ -6,7 +6,9 @@ normalised finishing score with a bootstrap interval (:mod:`referee.ranking.inte
 entry (:class:`OverNext`, whose docstring says why that figure and not TrueSkill's, and how
 every format words it). Entrants without a match are listed apart, unrated. With
 play-offs, the leaderboard says how many were played and why they stopped; byte-identical
-entrants (``allow_twins``) are named.
+entrants (``allow_twins``) are named; so is every replaced version of an entrant
+(:class:`RetiredVersion`), whose matches are retired: rated for nobody, since its tables
+are played again by the new version against the same opponents.
 
 JSON also has each bot's reply times (:class:`referee.publish.stats.ReplyStats`: median, 99th
 percentile, slowest, the most of the bank spent in a match); they are measured, not in the
@@ -56,6 +58,7 @@ from referee.specs import (
     PLAYOFF_PREFIX,
     PlayoffSettings,
     RatingSettings,
+    Replacement,
     StoredMatch,
     identical_groups,
 )
@@ -68,8 +71,10 @@ __all__ = [
     "LeaderboardEntry",
     "OverNext",
     "PlayoffSummary",
+    "RetiredVersion",
     "build_leaderboard",
     "render",
+    "retired_versions",
     "to_csv",
     "to_json",
     "to_markdown",
@@ -217,6 +222,68 @@ class DealCommitment:
 
 
 @dataclass(frozen=True)
+class RetiredVersion:
+    """An entrant's version replaced by ``--replace`` (replacement ``replacement``): its
+    files, the files that replaced them, and how many finished matches it played, now
+    retired (kept, shown in its history, rated for nobody)."""
+
+    name: str
+    replacement: int
+    version: str | None
+    sha256: str
+    new_version: str | None
+    new_sha256: str
+    matches: int
+
+    def text(self) -> str:
+        """The sentence every format adds under the leaderboard."""
+        old = f"version {self.version}" if self.version else "its old version"
+        new = f"version {self.new_version}" if self.new_version else "the new files"
+        played = "match" if self.matches == 1 else "matches"
+        return (
+            f"Replaced: {self.name} (replacement {self.replacement}). The {self.matches} "
+            f"finished {played} of {old} (sha256 {self.sha256[:12]}…) are retired: kept in "
+            f"the results and in its history, counted in no rating, nor in its opponents'; "
+            f"its scheduled tables are played again by {new} (sha256 {self.new_sha256[:12]}…) "
+            "on fresh cards."
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "replacement": self.replacement,
+            "version": self.version,
+            "sha256": self.sha256,
+            "new_version": self.new_version,
+            "new_sha256": self.new_sha256,
+            "matches": self.matches,
+        }
+
+
+def retired_versions(
+    replacements: Sequence[Replacement], retired_by: Sequence[int | None]
+) -> tuple[RetiredVersion, ...]:
+    """Each replacement's retired version; ``retired_by`` holds, for every finished retired
+    match, the replacement that retired it."""
+    counts = {r.generation: 0 for r in replacements}
+    for generation in retired_by:
+        if generation in counts:
+            counts[generation] += 1
+    return tuple(
+        RetiredVersion(
+            r.name,
+            r.generation,
+            r.old_version,
+            r.old_sha256,
+            r.new_version,
+            r.new_sha256,
+            counts[r.generation],
+        )
+        for r in replacements
+    )
+
+
+@dataclass(frozen=True)
 class Leaderboard:
     """A tournament's ranking: ``matches`` is how many finished matches it rests on.
 
@@ -242,10 +309,13 @@ class Leaderboard:
     """Groups of byte-identical entrants (the same SHA-256), allowed by ``allow_twins``."""
     reply_times: dict[str, ReplyStats] = field(default_factory=dict)
     """How quickly each bot answered, by name (bots with stored matches)."""
+    replaced: tuple[RetiredVersion, ...] = ()
+    """Every version replaced by ``--replace``, in the order of the replacements."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape: tournament, rules, settings, matches, confidence, deals, playoff,
-        entries, unrated, twins, notes, collusion, reply_times (by bot, in rank order)."""
+        entries, unrated, twins, replaced, notes, collusion, reply_times (by bot, in rank
+        order)."""
         playoff = None
         if self.playoff is not None:
             p = self.playoff
@@ -276,6 +346,7 @@ class Leaderboard:
             "entries": [_entry_dict(e) for e in self.entries],
             "unrated": list(self.unrated),
             "twins": [list(group) for group in self.twins],
+            "replaced": [version.as_dict() for version in self.replaced],
             "notes": leaderboard_notes(self),
             "collusion": None if self.collusion is None else self.collusion.as_dict(),
             "reply_times": {
@@ -333,6 +404,7 @@ def build_leaderboard(
     authors: Mapping[str, str] | None = None,
     fingerprints: Mapping[str, str] | None = None,
     reply_times: Mapping[str, ReplyStats] | None = None,
+    replaced: Sequence[RetiredVersion] = (),
 ) -> Leaderboard:
     """Rate ``matches`` (in canonical order), rank ``entrants`` by ``mu - 3 sigma``, and
     add each one's score interval and the confidence of each adjacent pair.
@@ -343,7 +415,8 @@ def build_leaderboard(
     with every match and the ratings after it (:func:`referee.ranking.ratings.rate`);
     ``authors`` (entrant to author, where known) go into the collusion check's rows;
     ``fingerprints`` (entrant to the SHA-256 of its files) name byte-identical entrants,
-    which the play-offs never separate; ``reply_times`` (by bot) are published with it.
+    which the play-offs never separate; ``reply_times`` (by bot) are published with it;
+    ``replaced`` are the versions replaced (``matches`` holds none of their retired ones).
     """
     rating = ratings or RatingSettings()
     rated = rate(matches, entrants, env=make_environment(rating, ruleset), observe=observe)
@@ -388,6 +461,7 @@ def build_leaderboard(
         collusion=collusion_check(matches, order=entrants, authors=authors),
         twins=tuple(identical_groups({n: (fingerprints or {}).get(n, "") for n in entrants})),
         reply_times=dict(reply_times or {}),
+        replaced=tuple(replaced),
     )
 
 
@@ -491,6 +565,7 @@ def leaderboard_notes(board: Leaderboard) -> list[str]:
             f"Byte-identical entrants (the same sha256; the file allows twins): "
             f"{' and '.join(group)}. No match can order them, and the play-offs never try."
         )
+    notes += [version.text() for version in board.replaced]
     if board.collusion is not None and board.collusion.flagged:
         notes.append(collusion_note(board.collusion))
     return notes

@@ -10,7 +10,8 @@ files. Layout::
     index.html              leaderboard, settings, deals, rating history, crosstable
     collusion.html          the collusion check: every pair that met, flagged or not
     matches.html            every match with its standings, filterable by bot
-    bots/<bot>.html         a bot's matches, places, head-to-head and faults
+    bots/<bot>.html         a bot's matches, places, head-to-head and faults, and its history:
+                            the versions replaced (``--replace``) and the retired matches
     matches/<table>_dNNN_rN.html|.js|.jsonl   a match: its page, its log as data, the log
     matches/<table>_dNNN_rN.stderr.js  what each bot wrote to stderr in it, as data
     static/                 style.css, site.js (sorting, filter, chart), replay.js
@@ -33,6 +34,10 @@ A replay shows every hand, so while the tournament runs, a match whose deal (``s
 still has matches to play is listed without its replay, and without anything else that may
 show its cards: the bots' stderr beside its log, its faults' details, reply lines and
 stderr reports (:class:`FaultView`). Publishing again when the deal is played adds them.
+
+A match retired by a replacement (:mod:`referee.tournament.replacement`) keeps its page and
+replay, marked retired; it is listed apart on the match list and in the history of each bot
+that sat at it, and counted nowhere else (rankings, places, head-to-head, faults).
 """
 
 from __future__ import annotations
@@ -66,10 +71,18 @@ from referee.publish.settings import format_time
 from referee.publish.source import Ranking, StoredTournament, rank
 from referee.publish.stats import PairRecord, ReplyStats, pair_records, place_counts
 from referee.ranking.collusion import LEVEL, MIN_DEALS, MIN_EXCESS, CollusionCheck
-from referee.specs import MatchSpec, StoredFault, StoredMatch, deal_key, playoff_round
+from referee.specs import (
+    MatchSpec,
+    Replacement,
+    StoredFault,
+    StoredMatch,
+    deal_key,
+    playoff_round,
+)
 from referee.stderrlog import stderr_path
 from referee.text import ordinal
 from referee.tournament.chain import log_digest
+from referee.tournament.replacement import key_generation
 
 if TYPE_CHECKING:
     import jinja2
@@ -164,6 +177,19 @@ class MatchView:
     stderr: str = "none"
     """The bots' stderr beside the replay: ``ok`` (published), ``none`` (no replay, or a
     match played before the referee kept it) or ``unreadable``."""
+    retired: int | None = None
+    """The replacement that retired it (``None``: it counts)."""
+
+
+@dataclass(frozen=True)
+class VersionView:
+    """A replaced version of a bot as its history shows it."""
+
+    replacement: Replacement
+    replaced: str | None
+    """When it was replaced, as the pages write times."""
+    matches: tuple[MatchView, ...]
+    """Its finished matches, retired by the replacement."""
 
 
 @dataclass(frozen=True)
@@ -216,12 +242,13 @@ class _Site:
         self.env = _environment()
         self._folder: SiteFolder | None = None
         entrants = results.tournament.entrants
-        seated = {s.name for m in results.matches for s in m.seats}
+        finished = (*results.matches, *results.retired)
+        seated = {s.name for m in finished for s in m.seats}
         # Slugs in the file's order, not the ranking's: a bot's address never changes.
         self.names = [*entrants, *sorted(seated - set(entrants))]
         self.slugs = bot_slugs(self.names)
         self.in_progress = results.in_progress
-        self.stems = match_names({m.spec.key: m.spec.table for m in results.matches})
+        self.stems = match_names({m.spec.key: m.spec.table for m in finished})
         self.complete_deals = _complete_deals(results)
         self.views: dict[str, MatchView] = {}
         self.replays = self.withheld = self.missing = 0
@@ -272,8 +299,8 @@ class _Site:
     def match_pages(self, progress: Callable[[int, int], None] | None) -> None:
         """A page per finished match, with its log as a script when it may be shown, and
         links to the other matches of its deal (the same cards, at other tables) and of its
-        table deal (the other seat rotations)."""
-        matches = self.results.matches
+        table deal (the other seat rotations). Retired matches have theirs too."""
+        matches = (*self.results.matches, *self.results.retired)
         by_deal: dict[str, list[str]] = {}
         by_table_deal: dict[str, list[str]] = {}
         for match in matches:
@@ -336,6 +363,7 @@ class _Site:
             deal_id=match.spec.deal_id,
             table_deal=deal_key(key),
             stderr=stderr,
+            retired=record.retired if record else None,
         )
 
     def _replay(self, spec: MatchSpec, stem: str) -> tuple[str, str, dict[int, int]]:
@@ -386,7 +414,7 @@ class _Site:
         chart = history_chart(self.ranking.history, ranked)
         pairs = pair_records(results.matches)
         counts = {status: 0 for status in ("done", "running", "pending", "failed")}
-        for record in results.records.values():
+        for record in results.counting.values():
             counts[record.status] += 1
         self.render(
             "index.html",
@@ -411,6 +439,7 @@ class _Site:
             "matches",
             root="",
             matches=views,
+            retired=[self.views[m.spec.key] for m in self.results.retired],
             names=self.names,
             slug=self.slugs,
         )
@@ -449,8 +478,33 @@ class _Site:
                 faults=_fault_groups(
                     [(self._fault(f), self.views.get(f.key)) for f in faults.get(name, [])]
                 ),
+                versions=self._versions(name),
+                retired=[
+                    (view, seat)
+                    for match in self.results.retired
+                    for view in [self.views[match.spec.key]]
+                    for seat in view.seats
+                    if seat.name == name
+                ],
                 slug=self.slugs,
             )
+
+    def _versions(self, name: str) -> list[VersionView]:
+        """The versions of ``name`` replaced (``--replace``), oldest first."""
+        return [
+            VersionView(
+                replacement=r,
+                replaced=format_time(r.created) if r.created else None,
+                matches=tuple(
+                    self.views[m.spec.key]
+                    for m in self.results.retired
+                    if self.results.records[m.spec.key].retired == r.generation
+                    and name in m.spec.table
+                ),
+            )
+            for r in self.results.replacements
+            if r.name == name
+        ]
 
     def _fault(self, fault: StoredFault) -> FaultView:
         """``fault`` as its page may show it now (see :class:`FaultView`)."""
@@ -609,8 +663,11 @@ def _report(site: _Site) -> SiteReport:
 
 
 def match_label(key: str, deal: int, rotation: int) -> str:
-    """``deal 3, rotation 1``; ``play-off round 2, deal 4, rotation 0``; a gauntlet's draw."""
+    """``deal 3, rotation 1``; ``play-off round 2, deal 4, rotation 0``; a gauntlet's draw;
+    ``deal 3, rotation 1, replayed (replacement 2)``."""
     where = f"deal {deal}, rotation {rotation}"
+    if key_generation(key):
+        where += f", replayed (replacement {key_generation(key)})"
     round_no = playoff_round(key)
     if round_no is not None:
         return f"play-off round {round_no + 1}, {where}"
@@ -625,13 +682,14 @@ WITHHELD_NOTE = "other matches dealt the same cards are still to be played"
 
 def _complete_deals(results: StoredTournament) -> set[str]:
     """The deals (``spec.deal_id``) every match of which is finished: their cards may be
-    shown. A deal with a match running, to play or failed is open."""
+    shown. A deal with a match running, to play or failed is open (a retired match is never
+    played: it keeps no deal open)."""
     open_deals = {
         results.specs[key].deal_id
-        for key, record in results.records.items()
+        for key, record in results.counting.items()
         if record.status != "done" and key in results.specs
     }
-    return {m.spec.deal_id for m in results.matches} - open_deals
+    return {m.spec.deal_id for m in (*results.matches, *results.retired)} - open_deals
 
 
 def _fault_groups(

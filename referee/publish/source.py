@@ -2,8 +2,9 @@
 
 :func:`load_results` opens the store once (it may be in use by a running tournament: WAL
 lets it read while the run writes) and returns a :class:`StoredTournament` snapshot: the
-finished matches, each fault with its evidence, every match's state and timings, the deal
-commitments, the entrants' records and each bot's reply times. :func:`rank` makes the
+finished matches (those that count, and apart those retired by a replacement), each fault
+with its evidence, every match's state and timings, the deal commitments, the entrants'
+records, the replacements and each bot's reply times. :func:`rank` makes the
 leaderboard from it, with the tournament's settings, and the rating history. The terminal,
 Markdown, JSON and CSV leaderboards and the static site all start here.
 """
@@ -18,11 +19,16 @@ from typing import TYPE_CHECKING
 from referee import __version__
 from referee.errors import UsageError
 from referee.publish.history import RatingHistory
-from referee.publish.leaderboard import DealCommitment, Leaderboard, build_leaderboard
+from referee.publish.leaderboard import (
+    DealCommitment,
+    Leaderboard,
+    build_leaderboard,
+    retired_versions,
+)
 from referee.publish.settings import BotRecord, TournamentSettings
 from referee.publish.stats import reply_stats
 from referee.results import ReplyTimes
-from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch
+from referee.specs import EntrantRecord, MatchSpec, Replacement, StoredFault, StoredMatch
 from referee.tournament.deals import BeaconDeclaration
 from referee.tournament.model import Plan
 from referee.tournament.store import DATABASE, ChainLink, MatchRecord, Store
@@ -73,6 +79,12 @@ class StoredTournament:
     kit_replaced: dict[str, tuple[int, int]] = field(default_factory=dict)
     """For each entrant whose bot kit replaced decisions with safe ones (the kits' safety
     net): in how many finished matches, and how many decisions in all."""
+    retired: tuple[StoredMatch, ...] = ()
+    """The finished matches retired by a replacement, in key order: in no rating."""
+    replacements: tuple[Replacement, ...] = ()
+    """Every replacement of an entrant's files, in the order they were made."""
+    generations: dict[str, int] = field(default_factory=dict)
+    """The replacement each stored match was added under (0: before any), by key."""
 
     @property
     def chain_entries(self) -> dict[str, str]:
@@ -93,10 +105,16 @@ class StoredTournament:
         return bool(self.deals) and all(d.secret is not None for d in self.deals)
 
     @property
+    def counting(self) -> dict[str, MatchRecord]:
+        """The stored matches that count (none retired by a replacement), by key."""
+        return {key: r for key, r in self.records.items() if r.retired is None}
+
+    @property
     def in_progress(self) -> bool:
-        """Matches are still to be played (or retried), or the deals are not revealed yet."""
-        done = sum(r.status == "done" for r in self.records.values())
-        return done < len(self.records) or not self.deals_revealed
+        """Matches are still to be played (or retried), or the deals are not revealed yet
+        (a retired match is never played: nothing waits for it)."""
+        counting = self.counting.values()
+        return any(r.status != "done" for r in counting) or not self.deals_revealed
 
 
 @dataclass(frozen=True)
@@ -132,6 +150,9 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         )
     with Store(folder) as store, store.snapshot():
         matches = store.completed()
+        every = store.completed(include_retired=True)
+        replacements = store.replacements()
+        generations = store.generations()
         secrets = store.deal_secrets()
         faults = store.fault_reports()
         records = store.match_records()
@@ -177,6 +198,9 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
         chain=tuple(links),
         reply_times=reply_times,
         kit_replaced=kit_replaced,
+        retired=tuple(m for m in every if records[m.spec.key].retired is not None),
+        replacements=tuple(replacements),
+        generations=generations,
     )
 
 
@@ -205,6 +229,9 @@ def rank(results: StoredTournament) -> Ranking:
         authors=entrant_authors(results.entrants),
         fingerprints=entrant_fingerprints(t, results.entrants),
         reply_times=reply_stats(results.reply_times, f.time.bank_ms),
+        replaced=retired_versions(
+            results.replacements, [results.records[m.spec.key].retired for m in results.retired]
+        ),
     )
     return Ranking(board, history)
 

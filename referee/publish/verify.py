@@ -25,7 +25,17 @@ its leaderboard rests on, and that the organiser dealt fairly and reported hones
 * **the results chain** (:mod:`referee.tournament.chain`): the plan, and every result and
   the hash of its log, were chained in the order they were stored, and each head printed
   during the run (``--head``) is in the chain: a plan or a result changed, removed or added
-  afterwards, or a log made up afterwards from the stored seed, breaks it.
+  afterwards, or a log made up afterwards from the stored seed, breaks it;
+* **replacements** (``--replace``, :mod:`referee.tournament.replacement`): each one is bound
+  by the plan links of the chain, every result is placed under the replacements made
+  before it (its position in the chain), and a result is retired exactly when an entrant at
+  its table was replaced after it was played: a result of a replaced version still counted,
+  or a result retired without such a replacement, is named. A retired match stands for its
+  replay in the schedule: the replay must be stored at the same table, seats and rotation,
+  on the deal of its own :func:`~referee.tournament.replacement.replay_spec` gives it, and
+  played. Retired matches are checked like every other (their logs, deals and chain links)
+  and left out of the leaderboard; their cards count for the rule that no entrant meets the
+  same cards twice, since their players saw them.
 
 The same checks read either of two sources of the same data, behind one small interface
 (:class:`Evidence`): the organiser's **results folder** (:class:`ResultsFolder`, its
@@ -73,17 +83,31 @@ from referee.publish.evidence import (
     PublishedSecret,
 )
 from referee.publish.folder import SITE_MARKER
-from referee.publish.leaderboard import DealCommitment, build_leaderboard, to_csv, to_json
+from referee.publish.leaderboard import (
+    DealCommitment,
+    build_leaderboard,
+    retired_versions,
+    to_csv,
+    to_json,
+)
 from referee.publish.source import entrant_authors
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater
 from referee.rules import replay
 from referee.rules.engine import SHUFFLE_ID, EngineMemo
-from referee.specs import EntrantRecord, MatchSpec, StoredMatch, StoredSeat, playoff_round
+from referee.specs import (
+    EntrantRecord,
+    MatchSpec,
+    Replacement,
+    StoredMatch,
+    StoredSeat,
+    playoff_round,
+)
 from referee.tournament import chain
 from referee.tournament.deals import BeaconDeclaration, deal_seed, redeal_seed
 from referee.tournament.deals import commitment as commitment_of
 from referee.tournament.model import Plan, schedule_size_problem
+from referee.tournament.replacement import key_generation, live_at, replay_key, replay_spec
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import DATABASE, ChainLink, DealSecret, MatchStatus, Store
 from referee.validation import describe
@@ -140,6 +164,9 @@ class Verification:
     the same of the file it committed for)."""
     dealt: dict[int, int] = field(default_factory=dict)
     """How many stored matches each secret dealt, by id."""
+    retired: int = 0
+    """Finished matches retired by a replacement (checked, counted in no rating)."""
+    replacements: list[Replacement] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -177,8 +204,18 @@ class Evidence(Protocol):
     def statuses(self) -> dict[str, MatchStatus]: ...
 
     def completed(self) -> list[StoredMatch]:
-        """Every finished match with its stored result, in key order."""
+        """Every finished match with its stored result, in key order (retired ones too)."""
         ...
+
+    def retired(self) -> dict[str, int]:
+        """The retired matches, by key: the replacement that retired each."""
+        ...
+
+    def generations(self) -> dict[str, int]:
+        """The replacement each stored match was added under (0: before any), by key."""
+        ...
+
+    def replacements(self) -> list[Replacement]: ...
 
     def deal_attempts(self) -> dict[str, int]: ...
 
@@ -222,7 +259,16 @@ class ResultsFolder:
         return {key: r.status for key, r in self.store.match_records().items()}
 
     def completed(self) -> list[StoredMatch]:
-        return self.store.completed()
+        return self.store.completed(include_retired=True)
+
+    def retired(self) -> dict[str, int]:
+        return self.store.retired()
+
+    def generations(self) -> dict[str, int]:
+        return self.store.generations()
+
+    def replacements(self) -> list[Replacement]:
+        return self.store.replacements()
 
     def deal_attempts(self) -> dict[str, int]:
         return self.store.deal_attempts()
@@ -352,6 +398,11 @@ class _Check:
         self.unplayed: list[str] = []
         """Scheduled matches not played to the end: problems, unless the source was taken
         while the tournament ran (a site published mid-run)."""
+        self.retired: dict[str, int] = {}
+        self.generations: dict[str, int] = {}
+        self.replacements: list[Replacement] = []
+        self.played_under: dict[str, int] = {}
+        """The replacements made before each chained result (from the plan link before it)."""
 
     def problem(self, text: str) -> None:
         self.found.problems.append(text)
@@ -371,8 +422,12 @@ class _Check:
         secrets = self._secrets(given, specs, secret_of)
         statuses = source.statuses()
         done = {key for key, status in statuses.items() if status == "done"}
+        self.retired, self.generations = source.retired(), source.generations()
+        self.replacements = self.found.replacements = source.replacements()
+        self._replacement_list(plan)
         self._schedule(plan, specs, statuses)
         matches = source.completed()
+        self.found.retired = sum(m.spec.key in self.retired for m in matches)
         if not hidden:  # play-off rounds are planned from every result: all must be known
             self._playoffs(plan, specs, matches)
         attempts = source.deal_attempts()
@@ -391,6 +446,7 @@ class _Check:
         self._deals(plan, [specs[key] for key in done if key in specs], attempts)
         links = source.chain()
         self._chain(links, plan, matches, attempts, secrets, secret_of, digests, given.heads)
+        self._retirements(specs, matches)
         return self.found
 
     def _matches(
@@ -573,7 +629,8 @@ class _Check:
     def _schedule(
         self, plan: Plan, specs: dict[str, MatchSpec], statuses: dict[str, MatchStatus]
     ) -> None:
-        """Every scheduled key stored, played, at its table, on its deal; nothing else."""
+        """Every scheduled key stored, at its table, on its deal, and played (or retired,
+        and its replay so); nothing else."""
         too_big = schedule_size_problem(plan.file)
         if too_big is not None:  # a plan from someone else's site could ask for billions
             self.problem(f"the stored plan cannot be scheduled: {too_big}")
@@ -584,18 +641,51 @@ class _Check:
             self.problem(f"the schedule cannot be recomputed from the stored plan: {exc}")
             return
         self.found.scheduled = len(expected)
+        replays: set[str] = set()
         for key, want in expected.items():
             got = specs.get(key)
             if got is None:
                 self.problem(f"{key}: scheduled, but not in the results")
                 continue
-            status = statuses.get(key, "pending")
-            if status != "done":
-                self.unplayed.append(f"{key}: scheduled, but {status} (not played to the end)")
             self._same_structure(key, want, got)
-        for key in sorted(set(specs) - set(expected)):
+            live = self._replays(plan, want, specs, replays)
+            status = statuses.get(live or "", "pending")
+            if live is not None and status != "done":
+                self.unplayed.append(f"{live}: scheduled, but {status} (not played to the end)")
+        for key in sorted(set(specs) - set(expected) - replays):
             if playoff_round(key) is None:
                 self.problem(f"{key}: in the results, but not in the schedule")
+
+    def _replays(
+        self, plan: Plan, want: MatchSpec, specs: dict[str, MatchSpec], found: set[str]
+    ) -> str | None:
+        """The match that counts for the scheduled ``want``: itself, or (retired) its latest
+        replay, each checked against what its replacement schedules; the keys of the
+        replays go into ``found``. ``None`` when a replay is missing (named)."""
+        f = plan.file
+        key = want.key
+        while (generation := self.retired.get(key)) is not None:
+            if generation <= key_generation(key):
+                self.problem(
+                    f"{key}: retired by replacement {generation}, which was made before it "
+                    "was scheduled"
+                )
+                return None
+            replay = replay_key(want.key, generation)
+            got = specs.get(replay)
+            if got is None:
+                self.problem(
+                    f"{key}: retired by replacement {generation}, but its replay {replay} is "
+                    "not in the results"
+                )
+                return None
+            expected = replay_spec(
+                want, generation, seed=f.seed, secret=_STRUCTURE_ONLY, duplicate=f.duplicate
+            )
+            self._same_structure(replay, expected, got)
+            found.add(replay)
+            key = replay
+        return key
 
     def _same_structure(self, key: str, want: MatchSpec, got: MatchSpec) -> None:
         if got.table != want.table:
@@ -609,7 +699,8 @@ class _Check:
     def _playoffs(
         self, plan: Plan, specs: dict[str, MatchSpec], matches: Sequence[StoredMatch]
     ) -> None:
-        """Plan every play-off round again from the results before it; compare."""
+        """Plan every play-off round again from the results before it that counted when it
+        was planned (before a later replacement retired some); compare."""
         settings = plan.file.playoff
         stored_rounds: dict[int, dict[str, MatchSpec]] = defaultdict(dict)
         for key, spec in specs.items():
@@ -632,7 +723,15 @@ class _Check:
         finished = all(s.revealed is not None for s in self.found.secrets)
         rater = Rater()  # the rounds' results grow as the run's did: rate only what is new
         for round_no in range(last + 2 if finished else last + 1):
-            before = [s for s in specs.values() if _round_of(s) < round_no]
+            at = self._planned_under(round_no, stored_rounds.get(round_no, {}))
+            if at is None:
+                return
+            before = [
+                s
+                for s in specs.values()
+                if _round_of(s) < round_no
+                and live_at(at, self.generations.get(s.key, 0), self.retired.get(s.key))
+            ]
             before_keys = {s.key for s in before}
             results = [m for m in matches if m.spec.key in before_keys]
             planned = plan_round(
@@ -667,6 +766,19 @@ class _Check:
                 return
             for key, spec in want.items():
                 self._same_structure(key, spec, got[key])
+
+    def _planned_under(self, round_no: int, stored: dict[str, MatchSpec]) -> int | None:
+        """The replacements made when play-off round ``round_no`` was planned: those its
+        matches were added under (the latest for a round not stored); ``None`` when they
+        disagree (named)."""
+        under = {self.generations.get(key, 0) for key in stored}
+        if len(under) > 1:
+            self.problem(
+                f"play-off round {round_no + 1}: its matches are stored as planned under "
+                "different replacements"
+            )
+            return None
+        return under.pop() if under else len(self.replacements)
 
     def _deals(
         self, plan: Plan, played: Sequence[MatchSpec], attempts: dict[str, int]
@@ -711,12 +823,14 @@ class _Check:
         head = chain.genesis(first.commitment)
         seen: set[str] = set()
         planned: ChainLink | None = None
+        under = 0
         for link in links:
             if link.key is None:
                 entry, planned = link.entry, link
                 if not entry or not entry.isascii():
                     self.problem(f"results chain {link.position}: a plan link without its entry")
                     break
+                under = self._replaced_before(link)
             else:
                 match = stored.get(link.key)
                 if planned is None or match is None or link.key in seen:
@@ -724,6 +838,7 @@ class _Check:
                     self.problem(f"results chain {link.position}: {link.key} is {why}")
                     break
                 seen.add(link.key)
+                self.played_under[link.key] = under
                 entry = _result_entry(match, secrets.get(secret_of.get(link.key, -1)),
                                       plan.file.seed, attempts.get(link.key, 0),
                                       digests.get(link.key, ""))  # fmt: skip
@@ -753,18 +868,113 @@ class _Check:
                 self.problem(f"the head {given.strip()} printed during the run is not in the chain")
 
     def _chained_plan(self, link: ChainLink | None, plan: Plan) -> None:
-        """The last plan link is the stored plan (and entrants, and settings)."""
+        """The last plan link is the stored plan (and entrants, settings, replacements)."""
         if link is None:
             self.problem(
                 "the results chain holds no plan link: nothing binds the stored plan the "
                 "schedule was recomputed from"
             )
             return
-        want = chain.plan_entry(plan, self.source.fingerprints())
+        want = chain.plan_entry(plan, self.source.fingerprints(), self.replacements)
         if link.entry != want:
             self.problem(
                 f"results chain {link.position}: the stored plan is not the one chained (they "
                 f"differ in {_plan_difference(link.entry, want)}): it was changed afterwards"
+            )
+
+
+    # -- replacements ------------------------------------------------------------------
+
+    def _replacement_list(self, plan: Plan) -> None:
+        """The stored replacements: numbered 1, 2, ..., each of an entrant from one file's
+        SHA-256 to another, the next of the same entrant from where the last left it, the
+        last to the files its results are stored with."""
+        fingerprints = self.source.fingerprints()
+        files: dict[str, str] = {}
+        for number, r in enumerate(self.replacements, start=1):
+            where = f"replacement {r.generation}"
+            if r.generation != number:
+                self.problem(f"{where}: the replacements are not numbered 1 to "
+                             f"{len(self.replacements)}")  # fmt: skip
+                return
+            if r.name not in plan.entrants:
+                self.problem(f"{where}: {r.name!r} is no entrant of the stored plan")
+            elif r.old_sha256 == r.new_sha256:
+                self.problem(f"{where}: {r.name!r} was replaced by the same files")
+            elif files.get(r.name, r.old_sha256) != r.old_sha256:
+                self.problem(
+                    f"{where}: {r.name!r} was replaced from files (sha256 {r.old_sha256[:12]}…) "
+                    "other than those its replacement before left it with"
+                )
+            files[r.name] = r.new_sha256
+        for name, sha in files.items():
+            if fingerprints.get(name) != sha:
+                self.problem(
+                    f"{name!r}: its results are stored with files other than its last "
+                    "replacement's"
+                )
+
+    def _replaced_before(self, link: ChainLink) -> int:
+        """How many replacements the plan link ``link`` binds (each the stored one)."""
+        replaced = chain.replaced_in(link.entry)
+        stored = [[r.generation, r.name, r.old_sha256, r.new_sha256] for r in self.replacements]
+        if replaced is None or replaced != stored[: len(replaced)]:
+            self.problem(
+                f"results chain {link.position}: its plan link binds replacements other than "
+                "the stored ones"
+            )
+            return len(stored)
+        return len(replaced)
+
+    def _retirements(self, specs: dict[str, MatchSpec], matches: Sequence[StoredMatch]) -> None:
+        """Each retired match retired by a replacement of an entrant at its table; each
+        finished match retired exactly when such a replacement came after it was played
+        (the results chain says when), and never played before its replay was scheduled."""
+        names = {r.generation: r.name for r in self.replacements}
+        for key, generation in sorted(self.retired.items()):
+            name = names.get(generation)
+            spec = specs.get(key)
+            if name is None:
+                self.problem(f"{key}: retired by replacement {generation}, which is not stored")
+            elif spec is not None and name not in spec.table:
+                self.problem(
+                    f"{key}: retired by replacement {generation} of {name!r}, who does not sit "
+                    "at it"
+                )
+            if generation <= self.generations.get(key, 0):
+                self.problem(f"{key}: retired by replacement {generation}, made before it")
+        for key in specs:
+            if key_generation(key) and self.generations.get(key) != key_generation(key):
+                self.problem(f"{key}: a replay of replacement {key_generation(key)} stored as "
+                             "added under another")  # fmt: skip
+        for match in matches:
+            self._retired_as_played(match)
+
+    def _retired_as_played(self, match: StoredMatch) -> None:
+        """A finished match is retired by the first replacement, after the one it was
+        played under, of an entrant at its table; and it was played once it was scheduled."""
+        key = match.spec.key
+        under = self.played_under.get(key)
+        if under is None:  # not in the chain: named there
+            return
+        if under < self.generations.get(key, 0):
+            self.problem(f"{key}: played before the replacement that scheduled it")
+        replaced = next(
+            (r for r in self.replacements if r.generation > under and r.name in match.spec.table),
+            None,
+        )
+        stored = self.retired.get(key)
+        if replaced is not None and stored != replaced.generation:
+            self.problem(
+                f"{key}: played by {replaced.name!r} before its replacement "
+                f"{replaced.generation}, but "
+                + ("still counted" if stored is None else f"retired by replacement {stored}")
+                + ": its result must be retired by that replacement"
+            )
+        elif replaced is None and stored is not None:
+            self.problem(
+                f"{key}: retired by replacement {stored}, but none of its players was "
+                "replaced after it was played: a result that counts was retired"
             )
 
 
@@ -1074,6 +1284,8 @@ class PublishedSite:
         self._secret_of: dict[str, int] = {}
         self._logs: dict[str, tuple[str, str | None]] = {}
         self._claimed_seeds: dict[str, int] = {}
+        self._retired: dict[str, int] = {}
+        self._generations: dict[str, int] = {}
         names: set[str] = set()
         for entry in self._manifest.matches:
             key = entry.key
@@ -1099,6 +1311,9 @@ class PublishedSite:
             self._specs[key] = spec
             self._statuses[key] = entry.status
             self._secret_of[key] = entry.secret
+            self._generations[key] = entry.generation
+            if entry.retired is not None:
+                self._retired[key] = entry.retired
             if entry.seed is not None:
                 self._claimed_seeds[key] = int(entry.seed)
             if entry.log is not None:
@@ -1181,6 +1396,19 @@ class PublishedSite:
     def completed(self) -> list[StoredMatch]:
         return list(self._completed)
 
+    def retired(self) -> dict[str, int]:
+        return dict(self._retired)
+
+    def generations(self) -> dict[str, int]:
+        return dict(self._generations)
+
+    def replacements(self) -> list[Replacement]:
+        return [
+            Replacement(r.generation, r.name, r.old_version, r.old_sha256, r.new_version,
+                        r.new_sha256)
+            for r in self._plan.replacements
+        ]  # fmt: skip
+
     def deal_attempts(self) -> dict[str, int]:
         return dict(self._attempts)
 
@@ -1233,7 +1461,10 @@ class PublishedSite:
 
     def _leaderboard(self, check: _Check, plan: Plan) -> None:
         found = check.found
-        matches = [check.from_logs.get(m.spec.key, m) for m in self._completed]
+        counted = [m for m in self._completed if m.spec.key not in self._retired]
+        matches = [check.from_logs.get(m.spec.key, m) for m in counted]
+        retired_by = [self._retired[key] for key in (m.spec.key for m in self._completed)
+                      if key in self._retired]  # fmt: skip
         rules = plan.file.ruleset().resolve(plan.file.table_size)
         board = build_leaderboard(
             plan.file.name,
@@ -1255,6 +1486,7 @@ class PublishedSite:
             table_size=plan.file.table_size,
             authors=entrant_authors(self.records()),
             fingerprints=self.fingerprints(),
+            replaced=retired_versions(self.replacements(), retired_by),
         )
         want = json.loads(to_json(board))
         published = self._json("", "leaderboard.json")

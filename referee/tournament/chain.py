@@ -24,6 +24,13 @@ text, each entrant's SHA-256, and the settings the plan gives), and a run that s
 another plan (more deals, a bot added, other ``[ratings]``) adds one before its results.
 The last plan link must be the stored plan: a plan changed afterwards, to make a schedule
 fit the results, no longer leads to a head anyone saw.
+
+A plan link also binds the **replacements** made so far (``--replace``,
+:mod:`referee.tournament.replacement`): each one's generation, entrant and the SHA-256 of its
+old and new files. A replacement changes an entrant's SHA-256, so it adds a plan link
+before any result played after it; every result is thereby placed under the replacements
+made before it, which is how ``referee verify`` tells the results of a replaced version
+(which must be retired) from those of the version that replaced it.
 """
 
 from __future__ import annotations
@@ -33,9 +40,18 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from referee.specs import Replacement
 from referee.tournament.model import Plan
 
-__all__ = ["Entry", "entry_text", "genesis", "log_digest", "next_head", "plan_entry"]
+__all__ = [
+    "Entry",
+    "entry_text",
+    "genesis",
+    "log_digest",
+    "next_head",
+    "plan_entry",
+    "replaced_in",
+]
 
 Entry = dict[str, Any]
 
@@ -64,18 +80,38 @@ def entry_text(
     return json.dumps(data, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
 
 
-def plan_entry(plan: Plan, fingerprints: Mapping[str, str]) -> str:
+def plan_entry(
+    plan: Plan, fingerprints: Mapping[str, str], replacements: Sequence[Replacement] = ()
+) -> str:
     """The canonical text of a plan link: ``plan`` (SHA-256 of its canonical JSON), ``file``
     (SHA-256 of the tournament file's text, as ``referee tournament commit`` prints it),
-    ``entrants`` (each stored entrant's SHA-256, by name) and ``settings`` (what results
-    depend on besides the bots, :meth:`Plan.settings`)."""
-    data = {
+    ``entrants`` (each stored entrant's SHA-256, by name), ``settings`` (what results
+    depend on besides the bots, :meth:`Plan.settings`) and, once an entrant was replaced,
+    ``replaced``: ``[generation, name, old SHA-256, new SHA-256]`` of each replacement."""
+    data: dict[str, Any] = {
         "plan": log_digest(plan.to_json().encode("utf-8")),
         "file": log_digest(plan.source.encode("utf-8")),
         "entrants": dict(sorted(fingerprints.items())),
         "settings": plan.settings(),
     }
+    if replacements:
+        data["replaced"] = [
+            [r.generation, r.name, r.old_sha256, r.new_sha256] for r in replacements
+        ]
     return json.dumps(data, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+
+
+def replaced_in(entry: str) -> list[list[Any]] | None:
+    """The ``replaced`` list of a plan link's entry (``[]`` before any replacement), or
+    ``None`` when the entry is not a plan link's JSON object."""
+    try:
+        data = json.loads(entry)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    replaced = data.get("replaced", [])
+    return replaced if isinstance(replaced, list) else None
 
 
 def next_head(head: str, entry: str) -> str:

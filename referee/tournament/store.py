@@ -2,11 +2,12 @@
 
 Layout, in ``<name>.results/`` next to the tournament file::
 
-    results.sqlite      entrants, matches (with status), results per seat (with each
-                        fault's evidence and the faulting bot's stderr report, each
-                        reply's time and the bank spent, and how many decisions its kit
-                        replaced), settings, the deal secrets
-                        (see :mod:`referee.tournament.deals`)
+    results.sqlite      entrants, matches (with status, and the replacement that retired
+                        them, if one did), results per seat (with each fault's evidence
+                        and the faulting bot's stderr report, each reply's time and the
+                        bank spent, and how many decisions its kit replaced), settings,
+                        the deal secrets (see :mod:`referee.tournament.deals`), the
+                        entrants replaced (:mod:`referee.tournament.replacement`)
     logs/<key>.jsonl    the match log of each match (``/`` in the key becomes ``_``)
     logs/<key>.stderr.json  what each seat wrote to stderr in it (:mod:`referee.stderrlog`)
     .lock               held (flock) by the one process running the tournament
@@ -20,6 +21,11 @@ rows of its key and marks it ``done``, so a result is never half stored and neve
 twice, however often the match was started. A coordinator killed mid-run leaves matches
 ``running``; the next run plays them again. Readers (``referee leaderboard``) never block
 the writer (WAL).
+
+A match **retired** by a replacement (``--replace``) keeps everything it had; it is left out
+of what the ratings and pages count (:meth:`Store.completed`, :meth:`Store.fault_reports`,
+:meth:`Store.reply_times`, :meth:`Store.kit_replacements`) and given back where everything
+played matters (``completed(include_retired=True)``: ``referee verify``, the bot's history).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import sqlite3
 import time
@@ -40,7 +47,15 @@ from typing import Any, Literal
 from referee.errors import UsageError
 from referee.folders import private_folder
 from referee.results import FaultInfo, MatchResult, ReplyTimes
-from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch, StoredSeat
+from referee.specs import (
+    EntrantRecord,
+    MatchSpec,
+    Replacement,
+    StoredFault,
+    StoredMatch,
+    StoredSeat,
+)
+from referee.text import printable
 from referee.tournament import chain
 from referee.tournament.deals import BeaconDeclaration, commitment, dealing_key, new_secret
 from referee.tournament.model import Plan
@@ -59,13 +74,15 @@ __all__ = [
 DATABASE = "results.sqlite"
 LOGS = "logs"
 LOCK = ".lock"
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """5: a fault keeps the request it answered (``fault_request``, ``fault_round``); 6: a secret
 committed before the run keeps the beacon declared with it (``beacon_source``,
 ``beacon_form``, bound into its commitment), and the results chain starts with a plan link
 (``match_key`` empty); 7: each seat keeps its reply times and the bank it spent
 (``reply_ms``, ``bank_spent_ms``); 8: and how many of its decisions its bot kit replaced
-(``kit_replaced``)."""
+(``kit_replaced``); 9: an entrant replaced with ``--replace`` keeps its old version's
+matches, retired (``replacements``; each match's ``generation``, the replacement it was
+added under, and ``retired``, the one that retired it)."""
 
 MatchStatus = Literal["pending", "running", "done", "failed"]
 
@@ -104,7 +121,9 @@ CREATE TABLE IF NOT EXISTS matches (
     rounds INTEGER,
     log_path TEXT,
     error TEXT,
-    deal_attempt INTEGER
+    deal_attempt INTEGER,
+    generation INTEGER NOT NULL DEFAULT 0,
+    retired INTEGER
 );
 CREATE TABLE IF NOT EXISTS results (
     match_key TEXT NOT NULL REFERENCES matches(key),
@@ -132,13 +151,23 @@ CREATE TABLE IF NOT EXISTS chain (
     entry TEXT NOT NULL,
     head TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS replacements (
+    generation INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    old_version TEXT,
+    old_sha256 TEXT NOT NULL,
+    new_version TEXT,
+    new_sha256 TEXT NOT NULL,
+    created REAL NOT NULL
+);
 CREATE INDEX IF NOT EXISTS matches_by_status ON matches(status);
 """
 
 
 @dataclass(frozen=True)
 class MatchRecord:
-    """A stored match's state: status, rounds played, and when (Unix times, seconds)."""
+    """A stored match's state: status, rounds played, and when (Unix times, seconds);
+    ``retired``: the replacement that retired it (``None`` while it counts)."""
 
     key: str
     status: MatchStatus
@@ -146,6 +175,7 @@ class MatchRecord:
     started: float | None
     finished: float | None
     duration: float | None
+    retired: int | None = None
 
 
 @dataclass(frozen=True)
@@ -292,8 +322,10 @@ class Store:
         recomputes the schedule from it) and chain it: a plan link
         (:func:`referee.tournament.chain.plan_entry`, with the stored entrants' SHA-256)
         when it is not the last one chained. Needs the deal secret (the chain starts from
-        its commitment) and the entrants stored first."""
-        entry = chain.plan_entry(plan, {n: e.sha256 for n, e in self.entrants().items()})
+        its commitment) and the entrants stored first. The link binds the replacements made
+        so far too, so a replacement is chained before any result played after it."""
+        fingerprints = {n: e.sha256 for n, e in self.entrants().items()}
+        entry = chain.plan_entry(plan, fingerprints, self.replacements())
         with self._transaction():
             self._db.execute(
                 "INSERT INTO meta VALUES ('plan', ?) ON CONFLICT(key) DO UPDATE SET "
@@ -317,28 +349,40 @@ class Store:
         )
         return {r[0]: EntrantRecord(*r) for r in rows}
 
-    def check_entrants(self, current: Sequence[EntrantRecord]) -> None:
+    def check_entrants(
+        self, current: Sequence[EntrantRecord], *, replaceable: bool = False
+    ) -> None:
         """Refuse when a stored entrant's files changed or it left the tournament.
 
-        Results played by other code would be mixed with new ones. New entrants are fine.
+        Results played by other code would be mixed with new ones. New entrants are fine; a
+        changed one can be replaced first (``--replace``, :mod:`referee.tournament.
+        replacement`): with ``replaceable`` (the command offers it) the refusal says so.
         """
         stored = self.entrants()
         now = {e.name: e for e in current}
         problems = []
+        changed = []
         for name, old in stored.items():
             new = now.get(name)
             if new is None:
                 problems.append(f"{name!r} has results but is no longer in the tournament")
             elif new.sha256 != old.sha256:
+                changed.append(name)
                 problems.append(
                     f"{name!r} changed since its results were stored "
                     f"(sha256 {old.sha256[:12]}… is now {new.sha256[:12]}…)"
                 )
         if problems:
-            raise UsageError(
-                f"{self.path}: {'; '.join(problems)}; run with --restart to discard the "
-                "stored results, or put the old files back"
+            replace = "".join(f" --replace {shlex.quote(printable(n))}" for n in changed)
+            keep = (
+                f"run with{replace} to play its tables again with the new files (the other "
+                "results are kept), with --restart to discard every stored result, or put "
+                "the old files back"
+                if replaceable and len(changed) == len(problems)
+                else "run with --restart to discard the stored results, or put the old "
+                "files back"
             )
+            raise UsageError(f"{self.path}: {'; '.join(problems)}; {keep}")
 
     def save_entrants(self, entrants: Iterable[EntrantRecord]) -> None:
         with self._transaction():
@@ -480,14 +524,72 @@ class Store:
     # -- matches ----------------------------------------------------------------------
 
     def add_matches(self, specs: Iterable[MatchSpec], secret: DealSecret) -> None:
-        """Record scheduled matches as ``pending``; keys already stored keep their state,
-        their spec and the secret that dealt them."""
+        """Record scheduled matches as ``pending``, under the latest replacement; keys
+        already stored keep their state, their spec and the secret that dealt them."""
         with self._transaction():
+            generation = self._generation()
             self._db.executemany(
-                "INSERT INTO matches (key, spec, secret_id) VALUES (?, ?, ?) "
+                "INSERT INTO matches (key, spec, secret_id, generation) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(key) DO NOTHING",
-                [(s.key, s.model_dump_json(), secret.id) for s in specs],
+                [(s.key, s.model_dump_json(), secret.id, generation) for s in specs],
             )
+
+    # -- replacements (referee.tournament.replacement) --------------------------------
+
+    def _generation(self) -> int:
+        row = self._db.execute("SELECT MAX(generation) FROM replacements").fetchone()
+        return int(row[0] or 0)
+
+    def replacements(self) -> list[Replacement]:
+        """Every replacement of an entrant's files, in the order they were made."""
+        rows = self._db.execute(
+            "SELECT generation, name, old_version, old_sha256, new_version, new_sha256, "
+            "created FROM replacements ORDER BY generation"
+        )
+        return [Replacement(*row) for row in rows]
+
+    def replace_entrant(
+        self,
+        replacement: Replacement,
+        entrant: EntrantRecord,
+        retire: Iterable[str],
+        replays: Iterable[MatchSpec],
+        secret: DealSecret,
+    ) -> None:
+        """Store ``replacement`` in one transaction: the entrant's new record, ``retire``
+        (the matches of its old version) retired by it, ``replays`` scheduled under it and
+        dealt by ``secret``. Its generation must be the next one."""
+        r = replacement
+        with self._transaction():
+            if r.generation != self._generation() + 1:
+                raise ValueError(f"replacement {r.generation} is not the next one")
+            self._db.execute(
+                "INSERT INTO replacements VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (r.generation, r.name, r.old_version, r.old_sha256, r.new_version,
+                 r.new_sha256, r.created),
+            )  # fmt: skip
+            self._db.execute(
+                "UPDATE entrants SET version = ?, sha256 = ?, path = ?, author = ? "
+                "WHERE name = ?",
+                (entrant.version, entrant.sha256, entrant.path, entrant.author, entrant.name),
+            )
+            self._db.executemany(
+                "UPDATE matches SET retired = ? WHERE key = ? AND retired IS NULL",
+                [(r.generation, key) for key in retire],
+            )
+            self._db.executemany(
+                "INSERT INTO matches (key, spec, secret_id, generation) VALUES (?, ?, ?, ?)",
+                [(s.key, s.model_dump_json(), secret.id, r.generation) for s in replays],
+            )
+
+    def retired(self) -> dict[str, int]:
+        """The retired matches (played or not), by key: the replacement that retired each."""
+        rows = self._db.execute("SELECT key, retired FROM matches WHERE retired IS NOT NULL")
+        return {key: int(generation) for key, generation in rows}
+
+    def generations(self) -> dict[str, int]:
+        """The replacement each stored match was added under (0: before any), by key."""
+        return {key: int(g) for key, g in self._db.execute("SELECT key, generation FROM matches")}
 
     def specs(self) -> dict[str, MatchSpec]:
         """Every stored match spec (with the deal seed it was scheduled with), by key."""
@@ -625,31 +727,36 @@ class Store:
         rows = self._db.execute("SELECT key, attempts FROM matches")
         return {r[0]: r[1] for r in rows}
 
-    def completed(self) -> list[StoredMatch]:
-        """Every ``done`` match with its seats, in key order (the canonical rating order)."""
+    def completed(self, *, include_retired: bool = False) -> list[StoredMatch]:
+        """Every ``done`` match that counts with its seats, in key order (the canonical
+        rating order); with ``include_retired``, the retired ones too."""
+        counts = "" if include_retired else " AND m.retired IS NULL"
         seats: dict[str, list[StoredSeat]] = {}
         rows = self._db.execute(
             "SELECT r.match_key, r.seat, r.name, r.place, r.score, r.forfeit, r.fault_kind, "
             "r.fault_detail FROM results r JOIN matches m ON m.key = r.match_key "
-            "WHERE m.status = 'done' ORDER BY r.match_key, r.place, r.seat"
+            f"WHERE m.status = 'done'{counts} ORDER BY r.match_key, r.place, r.seat"
         )
         for r in rows:
             seats.setdefault(r[0], []).append(
                 StoredSeat(r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7])
             )
-        specs = self._db.execute("SELECT key, spec FROM matches WHERE status = 'done' ORDER BY key")
+        specs = self._db.execute(
+            f"SELECT key, spec FROM matches m WHERE status = 'done'{counts} ORDER BY key"
+        )
         return [
             StoredMatch(MatchSpec.model_validate_json(spec), tuple(seats.get(key, ())))
             for key, spec in specs
         ]
 
     def fault_reports(self) -> list[StoredFault]:
-        """Every fault of a ``done`` match with its evidence, by key then seat."""
+        """Every fault of a ``done`` match that counts with its evidence, by key then seat."""
         rows = self._db.execute(
             "SELECT r.match_key, r.seat, r.name, r.fault_kind, r.fault_detail, "
             "r.fault_request_id, r.fault_reply, r.fault_elapsed_ms, r.stderr_tail, "
             "r.fault_request, r.fault_round FROM results r JOIN matches m ON m.key = r.match_key "
-            "WHERE m.status = 'done' AND r.fault_kind IS NOT NULL ORDER BY r.match_key, r.seat"
+            "WHERE m.status = 'done' AND m.retired IS NULL AND r.fault_kind IS NOT NULL "
+            "ORDER BY r.match_key, r.seat"
         )
         found = []
         for row in rows:
@@ -664,31 +771,34 @@ class Store:
         return found
 
     def reply_times(self) -> dict[str, ReplyTimes]:
-        """Each bot's reply times over its ``done`` matches, by the name it was entered as
-        (a histogram of whole milliseconds, and the bank it spent in each match)."""
+        """Each bot's reply times over its ``done`` matches that count, by the name it was
+        entered as (a histogram of whole milliseconds, and the bank it spent in each match):
+        a replaced version's times are not the current one's."""
         rows = self._db.execute(
             "SELECT r.name, r.reply_ms, r.bank_spent_ms FROM results r "
             "JOIN matches m ON m.key = r.match_key WHERE m.status = 'done' "
-            "ORDER BY r.match_key, r.seat"
+            "AND m.retired IS NULL ORDER BY r.match_key, r.seat"
         )
         found: dict[str, ReplyTimes] = {}
         for name, times, spent in rows:
             found.setdefault(name, ReplyTimes()).add(json.loads(times or "[]"), spent)
         return found
+
     def kit_replacements(self) -> dict[str, tuple[int, int]]:
-        """For each entrant whose bot kit replaced decisions in ``done`` matches: in how
-        many matches, and how many decisions in all (the kits' safety net)."""
+        """For each entrant whose bot kit replaced decisions in ``done`` matches that count:
+        in how many matches, and how many decisions in all (the kits' safety net)."""
         rows = self._db.execute(
             "SELECT r.name, COUNT(*), SUM(r.kit_replaced) FROM results r "
             "JOIN matches m ON m.key = r.match_key "
-            "WHERE m.status = 'done' AND r.kit_replaced > 0 GROUP BY r.name"
+            "WHERE m.status = 'done' AND m.retired IS NULL AND r.kit_replaced > 0 "
+            "GROUP BY r.name"
         )
         return {name: (matches, decisions) for name, matches, decisions in rows}
 
     def match_records(self) -> dict[str, MatchRecord]:
         """Every stored match's status and timings, by key."""
         rows = self._db.execute(
-            "SELECT key, status, rounds, started, finished, duration FROM matches"
+            "SELECT key, status, rounds, started, finished, duration, retired FROM matches"
         )
         return {row[0]: MatchRecord(*row) for row in rows}
 

@@ -267,26 +267,26 @@ def test_a_huge_file_is_refused_without_being_read(site: Path) -> None:
         ('{"format": 1, "links": [', "chain.json: not valid JSON (line 1, column 25"),
         ("[1, 2]", "chain.json: not what referee publish writes: the file: got a list of 2"),
         (
-            '{"format": 2, "links": [{"position": "1", "key": "k", "head": "h", "entry": null}]}',
+            '{"format": 3, "links": [{"position": "1", "key": "k", "head": "h", "entry": null}]}',
             "chain.json: not what referee publish writes: links[0].position: got '1' (text); "
             "use a whole number",
         ),
         (
-            '{"format": 2, "links": [], "extra": 1}',
+            '{"format": 3, "links": [], "extra": 1}',
             "chain.json: not what referee publish writes: extra: a key referee publish never "
             "writes",
         ),
         (
             '{"format": 1, "links": []}',
             "chain.json: written by another version of the referee (format 1, this one reads "
-            "2); verify it with the version that published it (the site's settings name it)",
+            "3); verify it with the version that published it (the site's settings name it)",
         ),
         (
-            '{"format": 2, "links": [{"position": 1, "key": null, "head": "h", "entry": null}]}',
+            '{"format": 3, "links": [{"position": 1, "key": null, "head": "h", "entry": null}]}',
             "chain.json: link 1: a plan link without its entry",
         ),
         (
-            '{"format": 2, "links": [{"position": 1, "key": "k", "head": "h", "entry": "{}"}]}',
+            '{"format": 3, "links": [{"position": 1, "key": "k", "head": "h", "entry": "{}"}]}',
             "chain.json: link 1: a result's entry is never published (its seed is the manifest's)",
         ),
         ("[" * 100_000, "chain.json: not valid JSON"),

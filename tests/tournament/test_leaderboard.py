@@ -48,6 +48,7 @@ def test_json_has_exactly_the_documented_shape() -> None:
         "entries",
         "unrated",
         "twins",
+        "replaced",
         "notes",
         "collusion",
         "reply_times",
