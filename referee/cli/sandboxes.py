@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from referee.cli.app import friendly, main
+from referee.installation import install_hint
 
 if TYPE_CHECKING:
     from referee.sandbox.process import ProcessSandbox
@@ -69,7 +70,8 @@ def machine_checks(process: ProcessSandbox) -> list[tuple[str, bool, str]]:
     try:
         from referee.sandbox.docker import docker_status
     except ImportError as exc:
-        lines.append(("docker", False, f"the docker extra is not installed ({exc})"))
+        hint = install_hint("docker", extra="docker")
+        lines.append(("docker", False, f"the docker extra is not installed ({exc}); {hint}"))
     else:
         ok, why = docker_status()
         if not ok and "image" in why:

@@ -62,6 +62,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from referee.installation import install_hint
+
 __all__ = [
     "AF_ALG",
     "AF_NETLINK",
@@ -169,7 +171,7 @@ def _binding() -> tuple[Any, str]:
     try:
         import pyseccomp
     except ImportError as exc:
-        return None, f"the pyseccomp package is not installed ({exc})"
+        return None, f"the pyseccomp package is not installed ({exc}); {install_hint('pyseccomp')}"
     except (RuntimeError, OSError) as exc:
         # pyseccomp raises RuntimeError at import when libseccomp.so.2 is not found.
         return None, f"libseccomp is not usable ({exc}); install libseccomp2"
