@@ -89,7 +89,10 @@ def test_play_json_is_one_object(tmp_path: Path) -> None:
     last = data["standings"][-1]
     assert last["name"] == "garbage" and last["forfeit"] is True
     assert last["fault"]["kind"] == "protocol"
-    assert set(last) == {"seat", "name", "place", "score", "forfeit", "fault"}
+    assert set(last) == {
+        "seat", "name", "place", "score", "forfeit", "fault", "kit_replaced", "kit_replacements"
+    }  # fmt: skip
+    assert last["kit_replaced"] == 0 and last["kit_replacements"] == []
     check = referee("replay", "--check-only", str(log))
     assert check.returncode == 0 and "ok" in check.stdout
 
