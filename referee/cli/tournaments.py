@@ -312,7 +312,7 @@ def _executor(
 ) -> Iterator[tuple[Executor, Callable[[], int]]]:
     """The executor ``where`` names, and how many workers it has (asked as the run goes)."""
     if where.kind == "dask":
-        with _dask_executor(where, workers) as cluster:
+        with _dask_executor(spec, where, workers, overcommit) as cluster:
             yield cluster, cluster.connected
         return
     local = LocalExecutor.within_memory(
@@ -328,8 +328,14 @@ def _executor(
 
 
 @contextlib.contextmanager
-def _dask_executor(where: _Where, workers: int | None) -> Iterator[DaskExecutor]:
-    """The Dask executor, connected (or its local cluster started), saying where it is."""
+def _dask_executor(
+    spec: Tournament, where: _Where, workers: int | None, overcommit: bool
+) -> Iterator[DaskExecutor]:
+    """The Dask executor, connected (or its local cluster started), saying where it is.
+
+    A local cluster is sized to the memory here as the local pool is; a remote cluster's
+    workers are on other machines, which the organiser sizes (README: Running on a cluster).
+    """
     try:
         from referee.executors.cluster import DaskExecutor
     except ImportError as exc:
@@ -337,13 +343,26 @@ def _dask_executor(where: _Where, workers: int | None) -> Iterator[DaskExecutor]
             f"the dask executor needs Dask distributed ({exc}); "
             f"{install_hint('distributed', extra='dask')}"
         ) from None
+    idle: int | None = None
     if where.cluster is None:
-        say(
-            f"starting a local Dask cluster of {workers or default_workers()} workers on this "
-            "machine (to try the cluster executor; give --cluster the address of a running "
-            "scheduler to use real machines)"
+        from referee.sandbox.budget import plan_workers, read_budget
+
+        plan = plan_workers(
+            workers or default_workers(),
+            seats=spec.file.table_size,
+            memory_mb=spec.limits.memory_mb,
+            budget=read_budget(own_cgroup=_bots_in_own_cgroup(spec)),
+            overcommit=overcommit,
         )
-    with DaskExecutor(where.cluster, workers=workers) as executor:
+        for note in plan.notes:
+            say(note)
+        workers, idle = plan.workers, plan.idle
+        say(
+            f"starting a local Dask cluster of {workers} workers on this machine (to try the "
+            "cluster executor; give --cluster the address of a running scheduler to use real "
+            "machines)"
+        )
+    with DaskExecutor(where.cluster, workers=workers, idle_bots=idle) as executor:
         say(f"Dask scheduler {executor.scheduler_address}, dashboard {executor.dashboard}")
         yield executor
 

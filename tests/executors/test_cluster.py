@@ -12,7 +12,9 @@ process on the workers.
 from __future__ import annotations
 
 import json
+import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from referee.cli import main
 from referee.coordinator import Event, ResultStored, run_tournament
 from referee.errors import UsageError
 from referee.executors.cluster import DaskExecutor
@@ -318,3 +322,30 @@ def test_ctrl_c_leaves_no_bot_process_on_the_workers(tmp_path: Path, cluster: Cl
     with DaskExecutor(cluster.address) as executor:
         summary = run_tournament(load_tournament(path), executor)
     assert (summary.done, summary.failed) == (summary.total, 0)
+
+
+def test_the_command_line_starts_a_local_cluster_and_says_so(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path / "t", bots=4, table_size=3, names=NAMES)
+    result = CliRunner().invoke(
+        main, ["tournament", "run", str(path), "--executor", "dask", "--workers", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "starting a local Dask cluster of 2 workers on this machine" in result.output
+    assert re.search(r"Dask scheduler tcp://127\.0\.0\.1:\d+, dashboard http://", result.output)
+    assert "12/12 matches done" in result.output
+
+
+def test_a_cluster_address_with_the_local_executor_or_nobody_there_is_one_line(
+    tmp_path: Path,
+) -> None:
+    path = write_tournament(tmp_path / "t", bots=4, table_size=3, names=NAMES)
+    both = CliRunner().invoke(
+        main, ["tournament", "run", str(path), "--executor", "local", "--cluster", "tcp://x:1"]
+    )
+    assert both.exit_code == 2
+    assert "--cluster names a Dask scheduler: it goes with --executor dask" in both.output
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    with pytest.raises(UsageError, match=rf"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:{port}"):
+        DaskExecutor(f"tcp://127.0.0.1:{port}", connect_timeout_s=2).client()
