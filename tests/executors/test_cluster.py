@@ -141,7 +141,15 @@ def _query(results: Path, sql: str) -> list[tuple[Any, ...]]:
 
 
 def test_the_leaderboard_equals_the_local_executors(tmp_path: Path, cluster: Cluster) -> None:
-    path = write_tournament(tmp_path / "t", bots=5, table_size=3, deals=2, names=NAMES)
+    """Play-offs included: each round is planned from the stored results, alike."""
+    path = write_tournament(
+        tmp_path / "t",
+        bots=5,
+        table_size=3,
+        deals=2,
+        names=NAMES,
+        extra="playoff = { top = 3, until = 0.75, budget = 24 }",
+    )
     tournament = load_tournament(path)
     with DaskExecutor(cluster.address) as executor:
         summary = run_tournament(tournament, executor, deal_secret=SECRET)
@@ -152,6 +160,8 @@ def test_the_leaderboard_equals_the_local_executors(tmp_path: Path, cluster: Clu
     )
     assert (local.done, local.failed) == (summary.total, 0)
     assert _board(path) == _board(path, tmp_path / "local")
+    board = _board(path)
+    assert board["playoff"]["matches"] > 0, "no play-off round was played"
     # Each bot was sent once: never with a match (tasks name bundles by their hash).
     assert stats.bundles_scattered == 5
     assert stats.results == summary.total
