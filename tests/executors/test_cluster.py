@@ -12,6 +12,7 @@ process on the workers.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
@@ -30,7 +31,7 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.coordinator import Event, ResultStored, run_tournament
-from referee.errors import UsageError
+from referee.errors import InfrastructureError, UsageError
 from referee.executors.cluster import DaskExecutor
 from referee.executors.local import LocalExecutor
 from referee.publish import render
@@ -74,7 +75,9 @@ class Cluster:
         self.address = json.loads(info.read_text())["address"]
         return self
 
-    def add_worker(self, name: str, *extra: str) -> subprocess.Popen[bytes]:
+    def add_worker(
+        self, name: str, *extra: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         """A single-threaded worker without a nanny: killing it kills the worker itself."""
         worker = self._spawn(
             [
@@ -83,6 +86,7 @@ class Cluster:
                 "--local-directory", str(self.folder / name), *extra,
             ],
             name,
+            env,
         )  # fmt: skip
         self.workers.append(worker)
         return worker
@@ -93,9 +97,13 @@ class Cluster:
         with Client(self.address, timeout=30) as client:
             client.wait_for_workers(count, timeout=60)
 
-    def _spawn(self, argv: list[str], name: str) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, argv: list[str], name: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = open(self.folder / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder)
+        return subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, env=env
+        )
 
     def stop(self) -> None:
         for process in [*self.workers, self.scheduler]:
@@ -359,3 +367,59 @@ def test_a_cluster_address_with_the_local_executor_or_nobody_there_is_one_line(
         port = unused.getsockname()[1]
     with pytest.raises(UsageError, match=rf"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:{port}"):
         DaskExecutor(f"tcp://127.0.0.1:{port}", connect_timeout_s=2).client()
+
+
+def test_a_worker_whose_docker_does_not_answer_is_named_and_gets_no_match(
+    tmp_path: Path,
+) -> None:
+    """It offers the docker resource but its probe fails: named once, and with no other
+    Docker worker the run is refused before any match (its tasks would only fail)."""
+    cluster = Cluster(tmp_path / "cluster")
+    cluster.folder.mkdir()
+    cluster.start()
+    try:
+        broken = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
+        cluster.add_worker("w0", "--resources", "docker=1", env=broken)
+        cluster.wait_for_workers(1)
+        path = write_tournament(tmp_path / "t", bots=4, table_size=3, names=NAMES)
+        path.write_text(path.read_text().replace('backend = "process"', 'backend = "docker"'))
+        with (
+            DaskExecutor(cluster.address) as executor,
+            pytest.raises(UsageError, match="no worker of the cluster can run the docker sandbox")
+            as refused,
+        ):
+            run_tournament(load_tournament(path), executor)
+        assert re.search(r"worker tcp://127\.0\.0\.1:\d+ takes no docker matches", str(refused.value))
+    finally:
+        cluster.stop()
+
+
+def test_a_lost_scheduler_ends_the_run_in_one_line_and_a_new_run_resumes(
+    tmp_path: Path,
+) -> None:
+    own = _cluster(tmp_path / "cluster")
+    path = write_tournament(tmp_path / "t", bots=5, table_size=3, deals=3, names=NAMES)
+    stored = 0
+
+    def watch(event: Event) -> None:
+        nonlocal stored
+        if isinstance(event, ResultStored):
+            stored += 1
+            if stored == 5 and own.scheduler is not None:
+                own.scheduler.kill()
+
+    try:
+        with (
+            DaskExecutor(own.address) as executor,
+            pytest.raises(InfrastructureError, match="lost the Dask scheduler at tcp://") as lost,
+        ):
+            run_tournament(load_tournament(path), executor, on_event=watch)
+        assert "run the same command again to resume" in str(lost.value)
+    finally:
+        own.stop()
+    results = path.parent / "t.results"
+    kept = _query(results, "SELECT COUNT(*) FROM matches WHERE status = 'done'")[0][0]
+    assert kept >= 5
+    summary = run_tournament(load_tournament(path), LocalExecutor(2))
+    assert (summary.done, summary.failed) == (summary.total, 0)
+    assert summary.played == summary.total - kept  # nothing stored was played again
