@@ -178,8 +178,13 @@ class LocalExecutor(RunsHere):
                 while queue and len(in_flight) <= self.workers:
                     task = queue.popleft()
                     number = attempts.next(task)
+                    # The workers take tasks in turn: this one's worker likely gets the
+                    # task `workers` places on next (it starts those bots meanwhile).
+                    after = queue[self.workers - 1] if len(queue) >= self.workers else None
                     try:
-                        future = pool.submit(_play_in_worker, task.attempt(number))
+                        future = pool.submit(
+                            _play_in_worker, task.attempt(number).followed_by(after)
+                        )
                     except BrokenProcessPool:
                         queue.appendleft(task)
                         pool = self._replace(pool, stop)

@@ -71,6 +71,23 @@ def test_a_worker_keeps_its_bots_between_tasks_only_when_it_reuses(
     assert _running(sandbox) == 0, "closing the worker stopped every bot it kept"
 
 
+def test_a_worker_told_the_next_match_starts_its_bots_while_it_plays(tmp_path: Path) -> None:
+    """A task naming the next one (another rotation of its deal, which none of its
+    processes may play): the fresh processes are started during the first match, and the
+    second match starts none of its own."""
+    sandbox = FakeSandbox({name: polite_bot for name in NAMES})
+    second = _task(tmp_path, 1, rotation=1)
+    first = _task(tmp_path, 1).followed_by(second)
+    assert first.next_up is not None and first.next_up.deal_id == second.spec.deal_id
+    with Worker(reuse=True, sandboxes=lambda name, images: sandbox) as worker:
+        assert worker.play(first).status == "done"
+        started_after_first = len(sandbox.started)
+        assert worker.play(second).status == "done"
+        started_after_second = len(sandbox.started)
+    assert started_after_first == 6 and started_after_second == 6
+    assert _running(sandbox) == 0
+
+
 def test_closing_a_worker_twice_or_unused_does_nothing(tmp_path: Path) -> None:
     worker = Worker(reuse=True, sandboxes=lambda name, images: FakeSandbox({}))
     worker.close()
