@@ -98,6 +98,13 @@ class Worker:
             self._sandboxes[name, images] = self._make_sandbox(name, images)
         return self._sandboxes[name, images]
 
+    def prepare(self, name: str, images: tuple[str, ...] = ()) -> None:
+        """Make backend ``name`` now and have it probe what it probes at its first start
+        (:meth:`Sandbox.prepare`), before any task: a worker does it while the coordinator
+        stages and schedules. A failure is left for the first task to meet and report."""
+        with contextlib.suppress(UsageError, InfrastructureError, OSError):
+            self._loop().run(self.sandbox(name, images).prepare())
+
     def pool(self, task: MatchTask) -> SessionPool:
         """The pool of bots kept for tasks with this task's sandbox, time control and limits."""
         key = (task.sandbox, task.images, task.time_control, task.limits)

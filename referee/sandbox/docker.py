@@ -550,6 +550,10 @@ class DockerSandbox(Sandbox):
                 self._checked_images.add(image)
         return self._client
 
+    async def prepare(self) -> None:
+        """Connect, remove orphaned containers and check the image, now."""
+        await self._ready_client(self.image)
+
     async def start(self, bot: BotSpec, limits: Limits) -> BotProcess:
         image = bot.image or self.image
         if image_reference(image) not in self.allowed_images:
