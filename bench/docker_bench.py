@@ -147,7 +147,7 @@ async def _attach_pipe(sandbox: DockerSandbox, bot: BotSpec) -> _Pipe:
     """Stdin and stdout over the container's attach socket (the backend until this one):
     the same container, every hardening flag, without the FIFOs."""
     client = await sandbox._ready_client(sandbox.image)
-    fifo = StdoutFifo.create(anyone=True, stdin=True)
+    fifo = StdoutFifo.create(anyone=True, stdio=True)
     options = sandbox._create_options(bot, Limits(), sandbox.image, fifo)
     fifo.close()
     options.update(command=_container_command(bot), stdin_open=True, mounts=options["mounts"][:1])
@@ -165,7 +165,7 @@ async def _exec_pipe(sandbox: DockerSandbox, bot: BotSpec) -> _Pipe:
     """The bot started by ``docker exec`` in a hardened container that only sleeps, its
     stdin and stdout over the exec stream."""
     client = await sandbox._ready_client(sandbox.image)
-    fifo = StdoutFifo.create(anyone=True, stdin=True)
+    fifo = StdoutFifo.create(anyone=True, stdio=True)
     options = sandbox._create_options(bot, Limits(), sandbox.image, fifo)
     fifo.close()
     options.update(command=["sleep", "infinity"], mounts=options["mounts"][:1])

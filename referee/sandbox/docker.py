@@ -13,23 +13,26 @@ A bot naming an image the backend was not given as allowed is refused before any
 created (loading a tournament refuses it earlier, with the setting that allows it): any
 image on the host would otherwise do, including private ones holding credentials.
 
-The bot's stdin and stdout are FIFOs mounted into the container that only the bot's
-processes hold (:mod:`referee.sandbox.stdout_fifo`): the kernel carries each line both ways
-as through a pipe, with no daemon in the way. Through the attach socket a request crossed
-dockerd and containerd-shim, and a round trip cost 2.4 to 7 times the process backend's
+The bot's stdin, stdout and stderr are FIFOs mounted into the container that only the bot's
+processes hold (:mod:`referee.sandbox.stdout_fifo`): the kernel carries each line as
+through a pipe, with no daemon in the way. Through the attach socket a request crossed
+dockerd and containerd-shim, and a round trip cost 2 to 7 times the process backend's
 (``bench/docker_bench.py`` measures the attach socket, ``docker exec`` streams and the FIFOs
-side by side). A FIFO also shows a closed stdout at once: docker-init keeps a copy of the
+side by side); and stderr, coming the long way, arrived after a reply written later on the
+stdout FIFO. A FIFO also shows a closed stdout at once: docker-init keeps a copy of the
 container's own stdout, and the attach stream could not say that stdout alone was closed,
 so a bot that closed it looked silent until its time bank ran out; now it is a crash at
-once. Stderr still goes over the container's attach socket, opened *before* the container
-starts so no output is lost, and handed to an asyncio socket transport
-(``loop.create_connection(..., sock=...)``); its end is the end of the container. Docker
-multiplexes the container's stdout and stderr on that socket in frames (an 8-byte header:
-stream type, three zero bytes, a big-endian payload length); :class:`_FrameDemux`, the one
-hand-written part, splits them into two :class:`asyncio.StreamReader` as bytes arrive, and
-a full reader pauses the transport's reading. (The container's own stdout carries only
-what the shim says before it hands over to the bot.) Closing stdin closes the FIFO's write
-end, so the bot sees end of file.
+once. Closing stdin closes the FIFO's write end, so the bot sees end of file.
+
+The container's attach socket stays, for the container's own stdout and stderr (what the
+shim says before it hands over to the bot, docker-init's complaints: kept as notes, the
+first 4 KiB of each) and for its end, which is the end of that stream. It is opened
+*before* the container starts so nothing is lost, and handed to an asyncio socket transport
+(``loop.create_connection(..., sock=...)``). Docker multiplexes the two streams on it in
+frames (an 8-byte header: stream type, three zero bytes, a big-endian payload length);
+:class:`_FrameDemux`, the one hand-written part, splits them into two
+:class:`asyncio.StreamReader` as bytes arrive, and a full reader pauses the transport's
+reading; a task drains both into the notes.
 
 Every blocking Docker SDK call runs in a worker thread. A container is removed when its
 :class:`DockerBotProcess` is cleaned up, also when the cleanup is cancelled; containers
@@ -67,7 +70,13 @@ from referee.sandbox.daemon import (
 )
 from referee.sandbox.docker_seccomp import profile_json
 from referee.sandbox.image import IMAGE_NAME, allowed_images, image_reference
-from referee.sandbox.stdout_fifo import INSIDE_PATH, STDIN_INSIDE_PATH, FifoWriter, StdoutFifo
+from referee.sandbox.stdout_fifo import (
+    INSIDE_PATH,
+    STDERR_INSIDE_PATH,
+    STDIN_INSIDE_PATH,
+    FifoWriter,
+    StdoutFifo,
+)
 
 __all__ = [
     "IMAGE_NAME",
@@ -268,6 +277,24 @@ class _AttachProtocol(asyncio.Protocol):
         self._end("the attach socket is closed")
 
 
+_NOTE_BYTES = 4096
+
+
+async def _drain_into_notes(attach: _AttachProtocol) -> None:
+    """Read the container's own stdout and stderr to their end (so that neither fills and
+    stops the stream whose end is the container's); their first 4 KiB are notes."""
+
+    async def drain(reader: asyncio.StreamReader, name: str) -> None:
+        kept = bytearray()
+        while chunk := await reader.read(_STREAM_LIMIT):
+            kept += chunk[: _NOTE_BYTES - len(kept)]
+        if kept:
+            text = kept.decode("utf-8", errors="replace").strip()
+            attach.notes.append(f"the container's {name} said: {text}")
+
+    await asyncio.gather(drain(attach.stdout, "stdout"), drain(attach.stderr, "stderr"))
+
+
 async def _open_attach(sock: socket.socket) -> _AttachProtocol:
     """The attach socket handed to an asyncio transport (which now owns and closes it)."""
     loop = asyncio.get_running_loop()
@@ -285,12 +312,14 @@ class DockerBotProcess(BotProcess):
         container: Any,
         attach: _AttachProtocol,
         fifo: StdoutFifo,
-        stdout: asyncio.StreamReader,
+        streams: tuple[asyncio.StreamReader, asyncio.StreamReader],
         run_blocking: Callable[..., Any],
         on_removed: Callable[[DockerBotProcess], None],
     ) -> None:
-        super().__init__(spec=spec, stdout=stdout, stderr=attach.stderr, notes=attach.notes)
+        stdout, stderr = streams
+        super().__init__(spec=spec, stdout=stdout, stderr=stderr, notes=attach.notes)
         self._fifo = fifo
+        self._drain = asyncio.ensure_future(_drain_into_notes(attach))
         self.container = container
         self._attach = attach
         self._run_blocking = run_blocking
@@ -474,6 +503,7 @@ class DockerBotProcess(BotProcess):
                 info = ExitInfo(returncode=None, detail="state unknown: the daemon did not say")
             return info
         finally:
+            # Its readers end now: the drain takes what is left into the notes, and ends.
             self._attach.abort()
             if self._stdin is not None:
                 self._stdin.cancel()
@@ -565,7 +595,7 @@ class DockerSandbox(Sandbox):
         docker = docker_sdk()
         try:
             # The container's user (nobody) uses them; the folder keeps them ours alone.
-            fifo = StdoutFifo.create(anyone=True, stdin=True)
+            fifo = StdoutFifo.create(anyone=True, stdio=True)
         except OSError as exc:
             raise InfrastructureError(f"cannot make {bot.name!r}'s stdio FIFOs: {exc}") from exc
         options = self._create_options(bot, limits, image, fifo)
@@ -590,9 +620,12 @@ class DockerSandbox(Sandbox):
         try:
             sock = await self._run_blocking(_attach, container)
             attach = await _open_attach(sock)
-            stdout = await fifo.open_reader(_STREAM_LIMIT)
+            streams = (
+                await fifo.open_reader(_STREAM_LIMIT),
+                await fifo.open_reader(_STREAM_LIMIT, "stderr"),
+            )
             process = DockerBotProcess(
-                bot, container, attach, fifo, stdout, self._run_blocking, self._forget
+                bot, container, attach, fifo, streams, self._run_blocking, self._forget
             )
             self._live[id(process)] = process
             await self._run_blocking(container.start)
@@ -627,9 +660,12 @@ class DockerSandbox(Sandbox):
             source, target = folder, _BOT_DIR
         mount = docker.types.Mount(target, str(source), type="bind", read_only=True)
         stdout = docker.types.Mount(INSIDE_PATH, str(fifo.path), type="bind", read_only=True)
-        assert fifo.stdin_path is not None
+        assert fifo.stdin_path is not None and fifo.stderr_path is not None
         stdin = docker.types.Mount(
             STDIN_INSIDE_PATH, str(fifo.stdin_path), type="bind", read_only=True
+        )
+        stderr = docker.types.Mount(
+            STDERR_INSIDE_PATH, str(fifo.stderr_path), type="bind", read_only=True
         )
         memory = f"{limits.memory_mb}m"
         file_size = limits.file_size_mb << 20
@@ -665,7 +701,7 @@ class DockerSandbox(Sandbox):
                 LABEL_BOT: bot.name,
             },
             "working_dir": _BOT_DIR,
-            "mounts": [mount, stdout, stdin],
+            "mounts": [mount, stdout, stderr, stdin],
             "environment": {"TMPDIR": "/tmp", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
         }
 
