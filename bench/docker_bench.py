@@ -1,5 +1,9 @@
 """What the Docker sandbox costs: container start, a JSON round trip, kill + remove.
 
+The round trip is measured every way a line can reach a container, beside the process
+backend: the FIFOs the backend uses, the attach socket it used before (stdin and stdout both
+through dockerd and containerd-shim), and ``docker exec`` streams (the same daemons).
+
 Run ``python -m bench.docker_bench`` (needs a Docker daemon and the bot image). Each
 function prints its figures and returns them, so ``make bench`` can collect them.
 """
@@ -8,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
 import statistics
 import tempfile
 import time
@@ -15,8 +21,10 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from referee.sandbox import ProcessSandbox, make_staging_root, remove_staging_root, stage_bot
 from referee.sandbox.base import BotSpec, Limits
-from referee.sandbox.docker import DockerSandbox, connect
+from referee.sandbox.docker import DockerSandbox, _container_command, _open_attach, connect
+from referee.sandbox.stdout_fifo import StdoutFifo
 
 ECHO_BOT = """\
 import sys
@@ -41,6 +49,12 @@ def _echo_bot(folder: Path) -> BotSpec:
     return BotSpec(
         name="bench-echo", folder=folder, command=("python3", "bot.py"), single_file="bot.py"
     )
+
+
+def _us(seconds: list[float]) -> str:
+    values = sorted(s * 1e6 for s in seconds)
+    p90 = values[int(0.9 * (len(values) - 1))]
+    return f"median {statistics.median(values):6.1f} µs   p90 {p90:6.1f} µs"
 
 
 def _ms(seconds: list[float]) -> str:
@@ -86,27 +100,118 @@ async def _round_trips(write: Any, readline: Any, count: int) -> list[float]:
     return times
 
 
-async def _round_trip_docker(bot: BotSpec, count: int) -> list[float]:
-    sandbox = DockerSandbox(client=connect())
-    try:
-        process = await sandbox.start(bot, Limits())
-        assert await process.stdout.readline() == b"ready\n"
-        return await _round_trips(process.write, process.stdout.readline, count)
-    finally:
-        await sandbox.aclose()
+class _Pipe:
+    """One way of talking to the echo bot: ``write`` and ``readline``, and how to stop it."""
+
+    def __init__(self, write: Any, readline: Any, stop: Callable[[], Coroutine[Any, Any, Any]]):
+        self.write = write
+        self.readline = readline
+        self.stop = stop
 
 
-async def _round_trip_process(bot: BotSpec, count: int) -> list[float]:
+async def _fifo_pipe(sandbox: DockerSandbox, bot: BotSpec) -> _Pipe:
+    """The Docker backend as it is: stdin and stdout through FIFOs."""
+    process = await sandbox.start(bot, Limits())
+    assert await process.stdout.readline() == b"ready\n"
+    return _Pipe(process.write, process.stdout.readline, process.cleanup)
+
+
+def _own(raw: Any) -> socket.socket:
+    """The SDK's hijacked HTTP socket as a non-blocking socket of our own."""
+    inner = raw._sock
+    sock = socket.socket(fileno=os.dup(inner.fileno()))
+    raw.close()
+    inner.close()
+    sock.setblocking(False)
+    return sock
+
+
+async def _socket_pipe(container: Any, sock: socket.socket) -> _Pipe:
+    """A multiplexed Docker stream (attach or exec) over the referee's frame demultiplexer."""
+    attach = await _open_attach(sock)
+    transport = attach._transport
+    assert transport is not None
+
+    async def write(data: bytes) -> None:
+        transport.write(data)
+
+    async def stop() -> None:
+        attach.abort()
+        await asyncio.to_thread(container.remove, force=True)
+
+    assert await attach.stdout.readline() == b"ready\n"
+    return _Pipe(write, attach.stdout.readline, stop)
+
+
+async def _attach_pipe(sandbox: DockerSandbox, bot: BotSpec) -> _Pipe:
+    """Stdin and stdout over the container's attach socket (the backend until this one):
+    the same container, every hardening flag, without the FIFOs."""
+    client = await sandbox._ready_client(sandbox.image)
+    fifo = StdoutFifo.create(anyone=True, stdio=True)
+    options = sandbox._create_options(bot, Limits(), sandbox.image, fifo)
+    fifo.close()
+    options.update(command=_container_command(bot), stdin_open=True, mounts=options["mounts"][:1])
+    container = await asyncio.to_thread(client.containers.create, **options)
+
+    def attach() -> socket.socket:
+        return _own(container.attach_socket(params={"stdin": 1, "stdout": 1, "stream": 1}))
+
+    sock = await asyncio.to_thread(attach)
+    await asyncio.to_thread(container.start)
+    return await _socket_pipe(container, sock)
+
+
+async def _exec_pipe(sandbox: DockerSandbox, bot: BotSpec) -> _Pipe:
+    """The bot started by ``docker exec`` in a hardened container that only sleeps, its
+    stdin and stdout over the exec stream."""
+    client = await sandbox._ready_client(sandbox.image)
+    fifo = StdoutFifo.create(anyone=True, stdio=True)
+    options = sandbox._create_options(bot, Limits(), sandbox.image, fifo)
+    fifo.close()
+    options.update(command=["sleep", "infinity"], mounts=options["mounts"][:1])
+    container = await asyncio.to_thread(client.containers.create, **options)
+    await asyncio.to_thread(container.start)
+
+    def exec_stream() -> socket.socket:
+        exec_id = client.api.exec_create(
+            container.id,
+            _container_command(bot),
+            stdin=True,
+            user="65534:65534",
+            workdir="/bot",
+            environment=options["environment"],
+        )["Id"]
+        return _own(client.api.exec_start(exec_id, socket=True))
+
+    return await _socket_pipe(container, await asyncio.to_thread(exec_stream))
+
+
+async def _process_pipe(bot: BotSpec, staging: Path) -> _Pipe:
     """The same bot in the process backend (bubblewrap when installed)."""
-    from referee.sandbox import ProcessSandbox, make_staging_root, remove_staging_root, stage_bot
-
-    staging = make_staging_root()
     process = await ProcessSandbox().start(stage_bot(bot, staging), Limits())
+    assert await process.stdout.readline() == b"ready\n"
+    return _Pipe(process.write, process.stdout.readline, process.cleanup)
+
+
+async def _round_trip_options(bot: BotSpec, rounds: int, count: int) -> dict[str, list[float]]:
+    """Every way at once, taking turns ``rounds`` times, ``count`` round trips a turn."""
+    sandbox = DockerSandbox(client=connect())
+    staging = make_staging_root()
+    pipes: dict[str, _Pipe] = {}
     try:
-        assert await process.stdout.readline() == b"ready\n"
-        return await _round_trips(process.write, process.stdout.readline, count)
+        pipes["process backend"] = await _process_pipe(bot, staging)
+        pipes["docker, FIFOs"] = await _fifo_pipe(sandbox, bot)
+        pipes["docker, attach"] = await _attach_pipe(sandbox, bot)
+        pipes["docker, exec"] = await _exec_pipe(sandbox, bot)
+        times: dict[str, list[float]] = {name: [] for name in pipes}
+        for _ in range(rounds):
+            for name, pipe in pipes.items():
+                times[name] += await _round_trips(pipe.write, pipe.readline, count)
+        return times
     finally:
-        await process.cleanup()
+        for pipe in pipes.values():
+            await pipe.stop()
+        await sandbox.aclose()
         remove_staging_root(staging)
 
 
@@ -117,21 +222,23 @@ def bench_start(runs: int = 10) -> dict[str, float]:
         return _run(lambda: _start_and_remove(bot, runs))
 
 
-def bench_round_trip(count: int = 2000) -> dict[str, float]:
-    """One JSON request line and its echo: the attach socket vs a plain subprocess pipe."""
+def bench_round_trip(rounds: int = 8, count: int = 250) -> dict[str, float]:
+    """One JSON request line and its echo, every way a line can reach a container, beside
+    the process backend: all started at once, taking turns so that each sees the same load."""
     with tempfile.TemporaryDirectory() as folder:
         bot = _echo_bot(Path(folder))
-        docker = asyncio.run(_round_trip_docker(bot, count))
-        pipe = asyncio.run(_round_trip_process(bot, count))
-    ratio = statistics.median(docker) / statistics.median(pipe)
-    print(f"round trip, docker attach     {_ms(docker)}")
-    print(f"round trip, process backend   {_ms(pipe)}")
-    print(f"attach / process              {ratio:.2f}x   (target ≤ 1.5x)")
-    return {
-        "round_trip_docker_ms": statistics.median(docker) * 1000,
-        "round_trip_pipe_ms": statistics.median(pipe) * 1000,
-        "round_trip_ratio": ratio,
-    }
+        times = asyncio.run(_round_trip_options(bot, rounds, count))
+    floor = statistics.median(times["process backend"])
+    figures: dict[str, float] = {}
+    print(f"round trips, {rounds} turns of {count} each, every way in turn:")
+    for name, seconds in times.items():
+        ratio = statistics.median(seconds) / floor
+        print(f"  {name:18} {_us(seconds)}   {ratio:5.2f}x the process backend")
+        figures[f"round_trip_{name.split()[-1].lower()}_us"] = statistics.median(seconds) * 1e6
+        figures[f"round_trip_{name.split()[-1].lower()}_ratio"] = ratio
+    print("  (the backend uses the FIFOs; target <= 1.5x)")
+    figures["round_trip_ratio"] = figures["round_trip_fifos_ratio"]
+    return figures
 
 
 def bench_reuse(matches: int = 20) -> dict[str, float]:
@@ -181,11 +288,94 @@ def bench_reuse(matches: int = 20) -> dict[str, float]:
     return {"reuse_s": with_reuse, "fresh_s": without, "reuse_speedup": without / with_reuse}
 
 
+def bench_warm(
+    deals: int = 4, sandbox_name: str = "docker", think_ms: float = 0.0
+) -> dict[str, float]:
+    """From "match scheduled" to its first request, with and without warm starts.
+
+    One worker's matches as a tournament with ``duplicate = "rotations"`` deals them: the
+    4 seat rotations of each deal in turn, so that every other match needs 4 fresh
+    processes (no process plays two rotations of a deal; the pool keeps a table's worth
+    idle). The warm pool is told each time which match comes next and starts those bots
+    while the current one plays; the plain pool starts them when the match comes. The two
+    take turns, a deal each, so that both see the same load.
+    """
+    from bench.tournament_bench import THINKER
+    from referee.match.runner import play_match
+    from referee.protocol.seats import SessionPool, seated
+    from referee.rules import RuleSet
+    from referee.sandbox import get_sandbox, load_bot
+    from referee.specs import TimeControl
+
+    staging = make_staging_root()
+    source = staging / "thinker.py"
+    source.write_text(THINKER.format(think_s=think_ms / 1000))
+    bots = [stage_bot(load_bot(source), staging) for _ in range(4)]
+    rules = RuleSet.preset("arschloch").resolve(4)
+    tc = TimeControl(move_ms=2000, bank_ms=10_000, hello_ms=30_000)
+    schedule = [
+        (tuple(bots[(r + i) % 4] for i in range(4)), f"deal-{d}")
+        for d in range(deals)
+        for r in range(4)
+    ]
+
+    played: list[float] = []
+
+    async def one_deal(pool: SessionPool, deal: int, warm: bool, waits: list[float]) -> None:
+        for n in range(4 * deal, 4 * deal + 4):
+            table_bots, deal_key = schedule[n]
+            scheduled = time.perf_counter()
+            async with seated(table_bots, pool=pool, deal_key=deal_key) as table:
+                waits.append(time.perf_counter() - scheduled)
+                if warm and n + 1 < len(schedule):
+                    pool.warm(*schedule[n + 1])
+                result = await play_match(table, rules, n, match_id=f"warm-{n}")
+                played.append(result.duration_s)
+
+    async def both() -> tuple[list[float], list[float], int, int]:
+        sandbox = get_sandbox(sandbox_name)
+        cold = SessionPool(sandbox, Limits(), tc, max_idle_total=4)
+        warm = SessionPool(sandbox, Limits(), tc, max_idle_total=4)
+        cold_waits: list[float] = []
+        warm_waits: list[float] = []
+        try:
+            for deal in range(deals):
+                await one_deal(cold, deal, False, cold_waits)
+                await one_deal(warm, deal, True, warm_waits)
+        finally:
+            await cold.aclose()
+            await warm.aclose()
+            await sandbox.aclose()
+        return cold_waits, warm_waits, cold.started, warm.warmed
+
+    try:
+        cold, warm, started, warmed = asyncio.run(both())
+    finally:
+        remove_staging_root(staging)
+    print(
+        f"match scheduled -> first request, {sandbox_name}, bots answering after "
+        f"{think_ms:g} ms, matches of {statistics.median(played):.2f} s (median), "
+        f"{len(cold)} each way (rotations of {deals} deals; {started} starts, {warmed} of "
+        "them ahead when warm):"
+    )
+    print(f"  without warm starts  {_ms(cold)}   total {sum(cold):6.2f} s")
+    print(f"  with warm starts     {_ms(warm)}   total {sum(warm):6.2f} s")
+    key = f"{sandbox_name}_think_{think_ms:g}ms"
+    return {
+        f"{key}_scheduled_to_request_cold_ms": statistics.median(cold) * 1000,
+        f"{key}_scheduled_to_request_warm_ms": statistics.median(warm) * 1000,
+        f"{key}_scheduled_to_request_cold_total_s": sum(cold),
+        f"{key}_scheduled_to_request_warm_total_s": sum(warm),
+    }
+
+
 def main() -> dict[str, float]:
     print(f"Docker sandbox ({len(REQUEST)}-byte request lines)")
     figures = bench_start()
     figures.update(bench_round_trip())
     figures.update(bench_reuse())
+    figures.update(bench_warm())
+    figures.update(bench_warm(think_ms=5))
     return figures
 
 

@@ -3,8 +3,9 @@
 Run ``python -m bench.tournament_bench`` (process sandbox, nothing else needed). Each
 function prints its figures and returns them, so ``make bench`` can collect them:
 
-* :func:`throughput` — a 200-match tournament of 4 instant bots with 1 and 2 workers:
-  matches per second and the ratio (target: 2 workers >= 1.7x one worker on 2 cores).
+* :func:`throughput` — a 200-match tournament of 4 instant bots with 1 and 2 workers, in
+  turn: matches per second and the ratio (target: 2 workers >= 1.7x one worker on 2 cores),
+  and the time to the first finished match.
 * :func:`footprint` — the coordinator's RSS and open file descriptors before and after a
   run (no growth beyond a few MB, no descriptor leak).
 * :func:`fairness` — bots that think for half of ``move_ms`` before every answer, with more
@@ -17,6 +18,7 @@ import json
 import os
 import shutil
 import sqlite3
+import statistics
 import tempfile
 import time
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.coordinator import run_tournament
+from referee.executors.base import MatchFinished
 from referee.executors.local import LocalExecutor
 from referee.tournament.file import load_tournament
 
@@ -87,35 +90,64 @@ def _tournament(
 
 def _run(path: Path, workers: int) -> float:
     """Play the whole tournament from scratch; returns the seconds it took."""
+    return _run_timed(path, workers)[0]
+
+
+def _run_timed(path: Path, workers: int) -> tuple[float, float]:
+    """Play the whole tournament from scratch: the seconds it took, and the seconds to its
+    first finished match (what an organiser waits before the first result)."""
+    first: list[float] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, MatchFinished) and not first:
+            first.append(time.monotonic() - started)
+
     started = time.monotonic()
-    summary = run_tournament(load_tournament(path), LocalExecutor(workers), restart=True)
+    executor = LocalExecutor(workers)
+    summary = run_tournament(load_tournament(path), executor, restart=True, on_event=on_event)
     elapsed = time.monotonic() - started
     if summary.failed or summary.done != summary.total:
         raise RuntimeError(f"bench run incomplete: {summary}")
-    return elapsed
+    return elapsed, first[0]
 
 
-def throughput(matches: int = 200) -> dict[str, float]:
-    """Matches per second with 1 and 2 workers, and their ratio."""
+def throughput(matches: int = 200, rounds: int = 3) -> dict[str, float]:
+    """Matches per second with 1 and 2 workers (``rounds`` runs each, taking turns; the
+    median), their ratio, and the time to the first finished match."""
     figures: dict[str, float] = {}
+    runs: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
     with _tournament(deals=matches // 4) as path:
-        for workers in (1, 2):
-            before = os.times()
-            elapsed = _run(path, workers)
-            after = os.times()
-            # Workers, bots and their sandboxes are reaped children: their CPU time adds up
-            # here once the pool has shut down.
-            cpu = sum(
-                getattr(after, f) - getattr(before, f)
-                for f in ("user", "system", "children_user", "children_system")
-            )
-            figures[f"workers_{workers}_per_s"] = matches / elapsed
-            print(
-                f"throughput: {matches} matches, {workers} worker(s): {elapsed:6.1f} s, "
-                f"{matches / elapsed:5.2f} matches/s, {cpu / elapsed:4.2f} cores busy"
-            )
+        for _ in range(rounds):
+            for workers in (1, 2):
+                before = os.times()
+                elapsed, first = _run_timed(path, workers)
+                after = os.times()
+                # Workers, bots and their sandboxes are reaped children: their CPU time adds
+                # up here once the pool has shut down.
+                cpu = sum(
+                    getattr(after, f) - getattr(before, f)
+                    for f in ("user", "system", "children_user", "children_system")
+                )
+                runs[workers].append((elapsed, first, cpu))
+    for workers, seen in runs.items():
+        elapsed = statistics.median(e for e, _, _ in seen)
+        first = statistics.median(f for _, f, _ in seen)
+        busy = statistics.median(c / e for e, _, c in seen)
+        figures[f"workers_{workers}_per_s"] = matches / elapsed
+        figures[f"workers_{workers}_first_match_s"] = first
+        print(
+            f"throughput: {matches} matches, {workers} worker(s): {elapsed:6.1f} s, "
+            f"{matches / elapsed:5.2f} matches/s, first match finished after {first:4.2f} s, "
+            f"{busy:4.2f} cores busy (median of {rounds}: "
+            + ", ".join(f"{e:.1f}" for e, _, _ in seen)
+            + " s)"
+        )
     figures["ratio"] = figures["workers_2_per_s"] / figures["workers_1_per_s"]
-    print(f"throughput: 2 workers / 1 worker = {figures['ratio']:.2f}x (target >= 1.7x)")
+    pairs = sorted(one[0] / two[0] for one, two in zip(runs[1], runs[2], strict=True))
+    print(
+        f"throughput: 2 workers / 1 worker = {figures['ratio']:.2f}x (target >= 1.7x); "
+        f"pair by pair {', '.join(f'{r:.2f}x' for r in pairs)}"
+    )
     # A run pays a fixed start (worker interpreters, staging, bwrap probe, first bots):
     # the marginal rate, from a run four times longer, shows how the pool itself scales.
     marginal: dict[int, float] = {}

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from referee.match.compliance import (
+    BOT_PROCESSES,
     FALLBACK_SEEDS,
     OPPONENTS,
     SEEDS,
@@ -247,3 +248,53 @@ def test_submits_check_stops_at_the_first_failure() -> None:
     report = run.report
     assert [s.ok for s in report.steps] == [True, False] and report.stopped_early
     assert report.steps[-1].fault is not None and report.steps[-1].fault.kind == "illegal"
+
+
+class _Counting(FakeSandbox):
+    """Counts the bot under test's processes alive at once, and which played a match."""
+
+    def __init__(self, handlers: dict[str, Any]) -> None:
+        super().__init__(handlers)
+        self.most_alive = 0
+
+    async def start(self, bot: Any, limits: Limits) -> Any:
+        proc = await super().start(bot, limits)
+        if bot.name == "scripted":
+            alive = [p for p in self.own() if p.ended is None]
+            self.most_alive = max(self.most_alive, len(alive))
+        return proc
+
+    def own(self) -> list[Any]:
+        return [p for p in self.started if p.spec.name == "scripted"]
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+def test_each_steps_process_starts_during_the_step_before_and_changes_nothing_found(
+    ahead: bool,
+) -> None:
+    """Started ahead, the bot under test still gets a fresh process per step, none wasted
+    after the last step, at most BOT_PROCESSES alive at once; the report is the one of a
+    run that starts each process when its step comes."""
+    factories: dict[str, Any] = {name: handler(name) for name in OPPONENTS}
+    factories["scripted"] = lambda: polite_bot("scripted")
+    sandbox = _Counting(factories)
+    opponents = {name: spec(name) for name in OPPONENTS}
+    run = ComplianceRun(
+        sandbox, spec("scripted"), opponents, _report(), clock=FakeClock(), ahead=ahead
+    )
+    report = _run(run)
+    assert report.passed, [step_lines(s) for s in report.steps]
+    matches = 1 + sum(len(s.seeds) for s in report.steps[1:-1]) + 1  # handshake, ..., reuse
+    own = sandbox.own()
+    assert len(own) == matches, "a fresh process for each, and none started for nothing"
+    for proc in own[1:]:
+        assert [m["type"] for m in proc.received].count("match_start") >= 1
+    assert all(p.ended is not None for p in sandbox.started)
+    if ahead:  # the next one started while a step played (a fake stops at once: not 3)
+        assert 2 <= sandbox.most_alive <= BOT_PROCESSES
+    else:
+        assert sandbox.most_alive == 1
+    plain = _run(_scripted(lambda: polite_bot("scripted")))
+    assert [(s.name, s.ok, s.seeds, s.note) for s in report.steps] == [
+        (s.name, s.ok, s.seeds, s.note) for s in plain.steps
+    ]

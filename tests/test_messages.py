@@ -493,3 +493,140 @@ def test_public_names() -> None:
     assert set(m.__all__) <= set(dir(m))
     for name in ("encode", "parse_reply", "parse_to_bot", "Rules", "ActPlay", "PlayReply"):
         assert name in m.__all__
+
+
+# --- the fast path for play and give replies ---------------------------------------------
+# parse_reply takes a short cut for replies of the usual shape (messages._cards_reply);
+# every line must get the verdict the full parse (messages._parse_reply) gives it.
+
+
+def _verdict(parse: Any, line: bytes, kind: str) -> tuple[Any, ...]:
+    try:
+        reply = parse(line)
+    except BotFault as fault:
+        return ("fault", fault.kind, fault.detail, fault.request_id, fault.reply)
+    return ("reply", type(reply).__name__, reply.model_dump(), reply.model_fields_set)
+
+
+def _same_verdict(line: bytes, kind: str = "play", expected_id: int = 7) -> tuple[Any, ...]:
+    fast = _verdict(lambda raw: m.parse_reply(raw, expected_id, kind), line, kind)
+    full = _verdict(
+        lambda raw: m._parse_reply(raw, m._body(raw), expected_id, m._REPLY_MODELS[kind]),
+        line,
+        kind,
+    )
+    assert fast == full, line
+    return fast
+
+
+USUAL_REPLIES = [
+    b'{"id":7,"cards":["7C","7H"]}',
+    b'{"id": 7, "cards": ["10H"]}\n',
+    b'{"cards": [], "id": 7}\r\n',
+    b' \t{ "cards" :[ "QD" , "QS" ,"QH"] , "id":7 }  ',
+    b'{"id":7,"cards":["12B","1O"]}',
+]
+
+
+@pytest.mark.parametrize("line", USUAL_REPLIES)
+@pytest.mark.parametrize("kind", ["play", "give"])
+def test_usual_replies_take_the_fast_path_to_the_same_reply(line: bytes, kind: str) -> None:
+    assert m._cards_reply(m._body(line), 7, kind) is not None, "the fast path took it"
+    assert _same_verdict(line, kind)[0] == "reply"
+
+
+UNUSUAL_REPLIES = [
+    b'{"id":8,"cards":["7C"]}',  # another id: the full parse describes it
+    b'{"id":07,"cards":[]}',  # a leading zero is not JSON
+    b'{"id":-0,"cards":[]}',
+    b'{"id":7.0,"cards":[]}',
+    b'{"id":7,"cards":["7C"],"id":8}',  # a repeated key: the last wins
+    b'{"id":7,"cards":["7C",]}',
+    b'{"id":7,"cards":["7\\u0043"]}',  # an escape: left to the full parse
+    b'{"id":7,"cards":["\xc3\xa9"]}',
+    b'{"id":7,"cards":["7C"]',
+    b'{"id":7,"cards":["7C"]}}',
+    b'{"id":7,"cards":["7C"],}',
+    b'{"id":7,,"cards":[]}',
+    b'{"id":7 "cards":[]}',
+    b'{"id":7,"cards":[["7C"]]}',
+    b'{"id":7,"cards":[7]}',
+    b'{"id":7,"cards":["7C"] ,"debug":"x"}',
+    b'{"id":7,"cards":["7C"]}\x00',
+    b'{"id":7,"cards":["7C"]}\x0b',  # not JSON whitespace
+    b'{"id":7\r,"cards":[]}',
+    b'{"id":7,"cards":["AAAAAAAAA"]}',  # longer than any card: the full parse takes it
+    b'{"id":7,"cards":["7C"]}\n\n',
+    b'{"id":7,"cards":[' + b'"7C",' * 13000 + b'"7C"]}',  # over 64 KiB
+    b'{"id":7,"cards":[' + b'"7C",' * 13100 + b'"7C"]}',
+    b'{"id":123456789012345678901234567890,"cards":[]}',
+]
+
+
+@pytest.mark.parametrize("line", UNUSUAL_REPLIES)
+@pytest.mark.parametrize("kind", ["play", "give", "leftover", "hello"])
+def test_unusual_replies_get_the_full_parses_verdict(line: bytes, kind: str) -> None:
+    _same_verdict(line, kind)
+
+
+@pytest.mark.parametrize("name", list(VERDICTS))
+def test_the_worst_lines_get_the_full_parses_verdict(name: str) -> None:
+    _same_verdict(WORST_LINES[name](CAP))
+
+
+def test_generated_replies_get_the_full_parses_verdict() -> None:
+    """Lines built from the pieces of the usual shape, and the same lines cut or with a
+    byte changed, on both paths."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    # Half the lines from the usual pieces only, half with odd ones: both paths are taken.
+    good_space = st.sampled_from(["", " ", "\t", "  ", "\r", "\n"])
+    any_space = st.sampled_from(["", " ", "\t", "\r", "\n", "\x0b", "\xa0", "\x00"])
+    good_number = st.just("7")
+    any_number = st.sampled_from(["7", "07", "-7", "-0", "7.0", "1e1", "70", "true", '"7"'])
+    usual = st.sampled_from(["7C", "10H", "QD", "1O", "12B", "AS"])
+    odd = st.text(alphabet="0123456789AHQSCDOEBhz\\\"' é,[]", min_size=0, max_size=9)
+
+    def cards_of(card: Any, space: Any) -> Any:
+        return st.lists(st.tuples(space, card, space), max_size=5).map(
+            lambda items: ",".join(f'{a}"{c}"{b}' for a, c, b in items)
+        )
+
+    @st.composite
+    def lines(draw: Any) -> bytes:
+        # Half the lines are of usual pieces only; the other half has one odd piece (or a
+        # cut, or a byte changed) among usual ones, so that each odd thing is to blame.
+        odd_one = draw(st.sampled_from(["none"] * 6 + ["space", "number", "card", "debug"]))
+        odd_one = odd_one if draw(st.booleans()) else "none"
+        at = draw(st.integers(0, 9))
+        sp = [draw(any_space if odd_one == "space" and i == at else good_space) for i in range(10)]
+        number = draw(any_number if odd_one == "number" else good_number)
+        card = st.one_of(usual, odd) if odd_one == "card" else usual
+        id_field = f'"id"{sp[0]}:{sp[1]}{number}'
+        cards_field = f'"cards"{sp[2]}:{sp[3]}[{sp[4]}{draw(cards_of(card, good_space))}]'
+        fields = [id_field, cards_field]
+        if draw(st.booleans()):
+            fields.reverse()
+        if odd_one == "debug":
+            fields.insert(draw(st.integers(0, 2)), '"debug":"x"')
+        text = f"{sp[5]}{{{sp[6]}" + f"{sp[7]},{sp[8]}".join(fields) + "}" + sp[9]
+        line = text.encode()
+        change = draw(st.integers(0, 5))
+        if change == 0:
+            line = line[: draw(st.integers(0, len(line) - 1))]
+        elif change == 1:
+            at = draw(st.integers(0, len(line) - 1))
+            line = line[:at] + bytes([draw(st.integers(0, 255))]) + line[at + 1 :]
+        return line + draw(st.sampled_from([b"", b"\n", b"\r\n"]))
+
+    fast = []
+
+    @settings(max_examples=800, deadline=None, derandomize=True)
+    @given(lines(), st.sampled_from(["play", "give"]))
+    def check(line: bytes, kind: str) -> None:
+        fast.append(m._cards_reply(m._body(line), 7, kind) is not None)
+        _same_verdict(line, kind)
+
+    check()
+    assert 0.1 < sum(fast) / len(fast) < 0.9, "both paths were taken, often"

@@ -78,8 +78,22 @@ def bot_check(
     spec = load_bot(path)
     check_images([spec], allow_images)
     sandbox = get_sandbox(sandbox_name, images=allow_images)
-    # The bot under test at its limit; the sample bots at 6 seats and those kept idle.
-    check_memory(sandbox, 1, memory_mb, samples=compliance.MOST_OPPONENTS, fix="lower --memory-mb")
+    # The bot under test at its limit (twice: each step's process starts during the step
+    # before, or once where that does not fit); the sample bots at 6 seats and those idle.
+    ahead = True
+    try:
+        check_memory(
+            sandbox,
+            compliance.BOT_PROCESSES,
+            memory_mb,
+            samples=compliance.MOST_OPPONENTS,
+            fix="lower --memory-mb",
+        )
+    except UsageError:
+        ahead = False
+        check_memory(
+            sandbox, 1, memory_mb, samples=compliance.MOST_OPPONENTS, fix="lower --memory-mb"
+        )
     log_dir = default_log(f"check-{safe_name(spec.name)}-{secrets.token_hex(4)}").with_suffix("")
     log_dir.mkdir(mode=0o700)
 
@@ -97,6 +111,7 @@ def bot_check(
         log_dir=log_dir,
         on_start=lambda report: show(compliance.header_lines(report)),
         progress=lambda step: show(compliance.step_lines(step)),
+        ahead=ahead,
     )
     if as_json:
         click.echo(json.dumps(report.as_json(), ensure_ascii=False))

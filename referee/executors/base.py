@@ -33,11 +33,23 @@ __all__ = [
     "RunsHere",
     "SandboxPlan",
     "TaskOutcome",
+    "Upcoming",
 ]
 
 
 DEFAULT_ATTEMPTS = 3
 """Attempts of a match before it is recorded as failed on our side (each on fresh cards)."""
+
+
+@dataclass(frozen=True)
+class Upcoming:
+    """The match a worker will likely play after the one it is given: its bots (staged, in
+    seat order) and its deal, so that the worker can start, while it plays, the bots that
+    match would otherwise start (:meth:`referee.protocol.seats.SessionPool.warm`). Only a
+    guess: a worker that gets another match has started some bots for nothing."""
+
+    bots: tuple[BotSpec, ...]
+    deal_id: str
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,8 @@ class MatchTask:
     """Docker images the bots may name besides the referee's bot image."""
     reseeds: tuple[int, ...] = ()
     first_attempt: int = 0
+    next_up: Upcoming | None = None
+    """The match its worker will likely play next (see :class:`Upcoming`)."""
 
     def attempt(self, number: int) -> MatchTask:
         """The task for this run's attempt ``number`` (1, 2, ...): fresh cards after the first."""
@@ -71,6 +85,11 @@ class MatchTask:
         seed = self.reseeds[number - 2]
         spec = self.spec.model_copy(update={"match_seed": seed})
         return dataclasses.replace(self, spec=spec)
+
+    def followed_by(self, task: MatchTask | None) -> MatchTask:
+        """This task, telling its worker that ``task`` is likely to come next."""
+        upcoming = None if task is None else Upcoming(task.bots, task.spec.deal_id)
+        return dataclasses.replace(self, next_up=upcoming)
 
     def deal_attempt(self, number: int) -> int:
         """The deal attempt (0: the scheduled deal) this run's attempt ``number`` plays."""

@@ -67,6 +67,7 @@ from referee.executors.base import (
     MatchTask,
     SandboxPlan,
     TaskOutcome,
+    Upcoming,
 )
 from referee.executors.bundles import Bundle, BundleShelf, pack
 from referee.executors.worker import Worker
@@ -106,6 +107,8 @@ class ClusterTask:
     task: MatchTask
     bundles: tuple[str, ...]
     claim: str
+    next_bundles: tuple[str, ...] = ()
+    """The bundles of ``task.next_up``'s bots (the match likely to come next), by seat."""
 
 
 @dataclass(frozen=True)
@@ -239,9 +242,12 @@ class RefereePlugin(WorkerPlugin):
                 )
             except InfrastructureError as exc:
                 return ClusterOutcome(TaskOutcome("infrastructure", error=str(exc)))
+            next_up = self._staged_next(cluster_task, fetch)
             with tempfile.TemporaryDirectory(prefix="referee-match-") as folder:
                 log_path = Path(folder) / "match.jsonl"
-                here = dataclasses.replace(task, bots=bots, log_path=str(log_path))
+                here = dataclasses.replace(
+                    task, bots=bots, log_path=str(log_path), next_up=next_up
+                )
                 try:
                     outcome = self._worker.play(here, on_start=self._started)
                 finally:
@@ -256,6 +262,23 @@ class RefereePlugin(WorkerPlugin):
                         stderr = stderr_path(log_path).read_bytes()
             fetched = sum(self._fetched_sizes().values()) - before
             return ClusterOutcome(outcome, log, stderr, fetched, self.address)
+
+    def _staged_next(
+        self, cluster_task: ClusterTask, fetch: Callable[[str], bytes]
+    ) -> Upcoming | None:
+        """The next match's bots from this worker's shelf (fetched now if new), or no
+        guess when they cannot be had: a guess is never worth failing a match for."""
+        upcoming = cluster_task.task.next_up
+        if upcoming is None or self._shelf is None:
+            return None
+        try:
+            bots = tuple(
+                self._shelf.staged(bot, bundle, fetch)
+                for bot, bundle in zip(upcoming.bots, cluster_task.next_bundles, strict=True)
+            )
+        except (InfrastructureError, ValueError):
+            return None
+        return Upcoming(bots, upcoming.deal_id)
 
     def held_bundles(self) -> list[str]:
         return self._shelf.held() if self._shelf is not None else []
@@ -562,13 +585,20 @@ class DaskExecutor:
             loop=client.loop, with_results=True, raise_errors=False
         )
 
-        def payload(task: MatchTask) -> ClusterTask:
+        # Each worker likely plays every `ahead`-th task: it starts those bots meanwhile.
+        ahead = max(1, len(self._eligible) if self._eligible is not None else self.connected())
+        following = {
+            task.spec.key: tasks[i + ahead] for i, task in enumerate(tasks[: len(tasks) - ahead])
+        }
+
+        def payload(task: MatchTask, after: MatchTask | None = None) -> ClusterTask:
             number = attempts.next(task)
             key = f"referee-{self._run_token}-{task.spec.key}-a{number}"
             names = tuple(bundles[bot.sha256] for bot in task.bots)
             for name in names:
                 self._ensure(client, name)
-            return ClusterTask(task.attempt(number), names, key)
+            next_names = () if after is None else tuple(bundles[b.sha256] for b in after.bots)
+            return ClusterTask(task.attempt(number).followed_by(after), names, key, next_names)
 
         def submit(batch: list[tuple[MatchTask, ClusterTask]], priority: int) -> None:
             futures = client.map(
@@ -586,7 +616,7 @@ class DaskExecutor:
             completed.update(futures)
 
         try:
-            first = [(task, payload(task)) for task in tasks]
+            first = [(task, payload(task, following.get(task.spec.key))) for task in tasks]
             if first:
                 self.stats.task_bytes = len(pickle.dumps(first[0][1]))  # a typical task
                 submit(first, priority=0)

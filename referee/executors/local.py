@@ -21,6 +21,13 @@ Used as a context manager, the executor keeps its pool (and the workers' bot pro
 from one ``run`` to the next: play-off rounds are small, and each would otherwise pay for
 starting the workers and their bots again.
 
+Start-up off the critical path: :meth:`LocalExecutor.prepare` (the coordinator calls it
+before it stages the bots and schedules the matches) starts the pool's processes at once,
+and each, in its initializer, imports the referee and has the sandbox probe what it probes
+at its first start (:meth:`referee.sandbox.base.Sandbox.prepare`): about half a second a
+worker that used to come after the scheduling. The next ``run`` (or ``with`` block) takes
+that pool.
+
 Stopping: a worker stops its bots and exits when it gets SIGTERM, when the coordinator
 asks (it sets a shared event when its run ends early: Ctrl-C, SIGTERM, a usage error), and
 when the coordinator dies, even by SIGKILL (``PR_SET_PDEATHSIG`` signals the worker; a
@@ -67,6 +74,7 @@ from referee.executors.base import (
     Attempts,
     MatchTask,
     RunsHere,
+    SandboxPlan,
     TaskOutcome,
 )
 from referee.executors.worker import Worker
@@ -113,6 +121,7 @@ class LocalExecutor(RunsHere):
         """How :meth:`within_memory` sized this executor (``None`` when it did not)."""
         self._context = multiprocessing.get_context("spawn")
         self._kept: tuple[ProcessPoolExecutor, EventType] | None = None
+        self._early: tuple[ProcessPoolExecutor, EventType] | None = None
 
     @classmethod
     def within_memory(
@@ -149,10 +158,22 @@ class LocalExecutor(RunsHere):
         executor.memory = plan
         return executor
 
+    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
+        """The backend found here; the workers start now, and probe it (module docstring)."""
+        plan = super().prepare(backend, images)
+        if self._kept is None and self._early is None:
+            stop = self._context.Event()
+            self._early = (self._new_pool(stop, (plan.name, images)), stop)
+            self._spawn(self._early[0])
+        return plan
+
     def __enter__(self) -> LocalExecutor:
         """Keep one pool for every ``run`` until the ``with`` block ends."""
-        stop = self._context.Event()
-        self._kept = (self._new_pool(stop), stop)
+        if self._early is not None:
+            self._kept, self._early = self._early, None
+        else:
+            stop = self._context.Event()
+            self._kept = (self._new_pool(stop), stop)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -170,6 +191,8 @@ class LocalExecutor(RunsHere):
         in_flight: dict[Future[TaskOutcome], MatchTask] = {}
         if self._kept is not None:
             pool, stop = self._kept
+        elif self._early is not None:
+            (pool, stop), self._early = self._early, None
         else:
             stop = self._context.Event()
             pool = self._new_pool(stop)
@@ -178,8 +201,13 @@ class LocalExecutor(RunsHere):
                 while queue and len(in_flight) <= self.workers:
                     task = queue.popleft()
                     number = attempts.next(task)
+                    # The workers take tasks in turn: this one's worker likely gets the
+                    # task `workers` places on next (it starts those bots meanwhile).
+                    after = queue[self.workers - 1] if len(queue) >= self.workers else None
                     try:
-                        future = pool.submit(_play_in_worker, task.attempt(number))
+                        future = pool.submit(
+                            _play_in_worker, task.attempt(number).followed_by(after)
+                        )
                     except BrokenProcessPool:
                         queue.appendleft(task)
                         pool = self._replace(pool, stop)
@@ -208,13 +236,21 @@ class LocalExecutor(RunsHere):
             if self._kept is None or stop.is_set():
                 pool.shutdown(wait=True, cancel_futures=True)
 
-    def _new_pool(self, stop: EventType) -> ProcessPoolExecutor:
+    def _new_pool(
+        self, stop: EventType, sandbox: tuple[str, tuple[str, ...]] | None = None
+    ) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=self._context,
             initializer=_init_worker,
-            initargs=(os.getpid(), stop, self.idle_bots),
+            initargs=(os.getpid(), stop, self.idle_bots, sandbox),
         )
+
+    def _spawn(self, pool: ProcessPoolExecutor) -> None:
+        """Start every process of ``pool`` now (``concurrent.futures`` starts them as tasks
+        come): one no-op each, which each worker takes as soon as its initializer is done."""
+        for _ in range(self.workers):
+            pool.submit(_nothing)
 
     def _replace(self, pool: ProcessPoolExecutor, stop: EventType) -> ProcessPoolExecutor:
         """A fresh pool for a broken one (the broken pool has already stopped its workers)."""
@@ -323,12 +359,24 @@ class _WorkerSlot:
 _THIS_PROCESS = _WorkerSlot()
 
 
-def _init_worker(coordinator: int, stop: EventType, idle_bots: int | None = None) -> None:
+def _init_worker(
+    coordinator: int,
+    stop: EventType,
+    idle_bots: int | None = None,
+    sandbox: tuple[str, tuple[str, ...]] | None = None,
+) -> None:
     """The pool's initializer: this process's worker, which stops its bots and exits when
-    told to (see the module docstring) and keeps at most ``idle_bots`` idle bot processes."""
+    told to (see the module docstring) and keeps at most ``idle_bots`` idle bot processes;
+    with ``sandbox`` (backend name, images), that backend made and probed before any task."""
     process = _PoolProcess(coordinator, stop, idle_bots)
     _THIS_PROCESS.fill(process)
     process.start()
+    if sandbox is not None:
+        process.worker.prepare(*sandbox)
+
+
+def _nothing() -> None:
+    """What :meth:`LocalExecutor._spawn` submits: only the start of a process counts."""
 
 
 def _play_in_worker(task: MatchTask) -> TaskOutcome:

@@ -10,6 +10,9 @@ of it is process-wide: whoever needs a worker makes one and closes it.
 * Each process of the local pool makes one when it starts (:mod:`referee.executors.local`):
   its bots then stay up between its matches, within the rules of the pool (never two
   rotations of one deal on a process, a fault ends the process), and stop when it exits.
+  A task that names the match likely to come next (``MatchTask.next_up``) has the bots that
+  match would have to start started while it plays (``SessionPool.warm``), so a container's
+  start is hidden behind a match instead of delaying the next one.
 * :func:`play_task` plays one task with a short-lived worker of its own (a task played in
   the coordinator): its bots start and stop with the match.
 
@@ -95,6 +98,13 @@ class Worker:
             self._sandboxes[name, images] = self._make_sandbox(name, images)
         return self._sandboxes[name, images]
 
+    def prepare(self, name: str, images: tuple[str, ...] = ()) -> None:
+        """Make backend ``name`` now and have it probe what it probes at its first start
+        (:meth:`Sandbox.prepare`), before any task: a worker does it while the coordinator
+        stages and schedules. A failure is left for the first task to meet and report."""
+        with contextlib.suppress(UsageError, InfrastructureError, OSError):
+            self._loop().run(self.sandbox(name, images).prepare())
+
     def pool(self, task: MatchTask) -> SessionPool:
         """The pool of bots kept for tasks with this task's sandbox, time control and limits."""
         key = (task.sandbox, task.images, task.time_control, task.limits)
@@ -161,8 +171,9 @@ class Worker:
             current = asyncio.current_task()
             assert current is not None
             on_start(current)
-        if self.reuse:
-            seating = seated(task.bots, pool=self.pool(task), deal_key=task.spec.deal_id)
+        pool = self.pool(task) if self.reuse else None
+        if pool is not None:
+            seating = seated(task.bots, pool=pool, deal_key=task.spec.deal_id)
         else:
             seating = seated(
                 task.bots,
@@ -171,6 +182,9 @@ class Worker:
                 limits=task.limits,
             )
         async with seating as table:
+            if pool is not None and task.next_up is not None:
+                # Started while this match plays: the next match finds them greeted.
+                pool.warm(task.next_up.bots, task.next_up.deal_id)
             return await play_match(
                 table,
                 task.rules,

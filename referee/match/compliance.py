@@ -23,11 +23,17 @@ The sample bots are deterministic (the random one seeds itself from the match id
 seat), so a given bot meets the same deals and the same replies every time it is checked.
 The opponents' processes are pooled across the run
 (:class:`~referee.protocol.seats.SessionPool`); the bot under test gets a fresh process per
-step, so one failure does not spill into the next step. Both are seated the one way
-(:func:`~referee.protocol.seats.seated`): the bot under test's process is seated alone for
-its step, then takes seat 0 of each match of the step, an occupied seat among the borrowed
-opponents. By default the run stops at the first failed step (a bot that never flushes
-would otherwise wait out every step's clock); ``keep_going`` runs them all.
+step, so one failure does not spill into the next step. That process comes from a pool of
+its own that serves one match (block) per process; with ``ahead`` it starts the next step's
+process while this step plays (a container's start, a quarter to half a second, would
+otherwise come before every step) and stops the last one in the background: at most
+:data:`BOT_PROCESSES` of the bot are alive at once. Neither pool freezes its idle bots:
+the sample bots are ours, and the bot under test's next process could only slow the bot
+itself (``docker pause`` and ``unpause`` cost tens of milliseconds a match). Both are
+seated the one way (:func:`~referee.protocol.seats.seated`): the bot under test's process
+is seated alone for its step, then takes seat 0 of each match of the step, an occupied seat
+among the borrowed opponents. By default the run stops at the first failed step (a bot that
+never flushes would otherwise wait out every step's clock); ``keep_going`` runs them all.
 
 ``referee submit`` runs the same steps for one tournament (:func:`check_entry`): the
 handshake, the tournament's rules at its table size on the same pinned deals
@@ -41,13 +47,13 @@ peak memory when the sandbox measures it (``None``, said as "not measured", othe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import math
 import statistics
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +70,7 @@ from referee.sandbox.base import BotSpec, Limits, Sandbox
 from referee.specs import TimeControl
 
 __all__ = [
+    "BOT_PROCESSES",
     "CHECK_ROUNDS",
     "FALLBACK_SEEDS",
     "OPPONENTS",
@@ -86,6 +93,9 @@ TABLES = (3, 6)
 MOST_OPPONENTS = 2 * (max(TABLES) - 1)
 """Sample bot processes alive at once at most: the opponents at the largest table, and as
 many kept idle by the pool (its cap is the largest table it seated)."""
+BOT_PROCESSES = 3
+"""Processes of the bot under test alive at once at most, with ``ahead``: its step's, the
+next step's (started ahead), and the last step's while it is being stopped."""
 REQUEST_KINDS = ("play", "give", "leftover")
 REUSE = ("arschloch", 4, (1, 2))
 """The reuse step: preset, seats and the seeds of its two matches."""
@@ -268,6 +278,7 @@ class ComplianceRun:
         progress: Progress | None = None,
         *,
         clock: Clock | None = None,
+        ahead: bool = False,
     ) -> None:
         self.sandbox = sandbox
         self.bot = bot
@@ -278,28 +289,48 @@ class ComplianceRun:
         self.log_dir = log_dir
         self.progress = progress or (lambda step: None)
         self.clock: Clock = clock if clock is not None else MonotonicClock()
-        self.pool = SessionPool(sandbox, report.limits, report.time_control, clock=self.clock)
+        self.pool = SessionPool(
+            sandbox, report.limits, report.time_control, clock=self.clock, freeze_idle=False
+        )
         self.ids: itertools.count[int] = self.pool.ids
+        # One block per process, one kept (started ahead); ids shared with the opponents,
+        # who sit at the same tables.
+        self.own = SessionPool(
+            sandbox,
+            report.limits,
+            report.time_control,
+            clock=self.clock,
+            max_matches=1,
+            max_idle=1,
+            max_idle_total=1,
+            request_ids=self.ids,
+            freeze_idle=False,
+            close_behind=ahead,
+        )
+        self.ahead = ahead
+        """Start the next step's process while this one plays (see the module docstring)."""
 
     # -- the bot under test ----------------------------------------------------------------
 
-    def own_process(self) -> AbstractAsyncContextManager[Table]:
+    @contextlib.asynccontextmanager
+    async def own_process(self) -> AsyncIterator[Table]:
         """A fresh, greeted process of the bot, alone at its table (``table.bots[0]``; its
-        fault set when ``hello`` failed), stopped when the block ends."""
-        return seated(
-            [self.bot],
-            sandbox=self.sandbox,
-            time_control=self.tc,
-            limits=self.limits,
-            request_ids=self.ids,
-            clock=self.clock,
-        )
+        fault set when ``hello`` failed), stopped when the block ends (behind the next step,
+        with :attr:`ahead`, whose process starts meanwhile)."""
+        async with seated([self.bot], pool=self.own) as table:
+            if self.ahead:
+                self.own.warm([self.bot], None)
+            yield table
 
-    async def stop(self, session: BotSession) -> bool:
-        """Note its peak memory, say ``bye``; True when it had to be killed after ``bye``."""
+    async def note_peak(self, session: BotSession) -> None:
+        """Note the process's peak memory (before it is stopped, which frees the counter)."""
         peak = await session.channel.proc.peak_memory()
         if peak is not None:
             self.report.peak_memory = max(peak, self.report.peak_memory or 0)
+
+    async def stop(self, session: BotSession) -> bool:
+        """Note its peak memory, say ``bye``; True when it had to be killed after ``bye``."""
+        await self.note_peak(session)
         was_alive = session.alive
         info = await session.close()
         return was_alive and info.signal is not None
@@ -351,7 +382,8 @@ class ComplianceRun:
                     match_id = f"check-{preset}-{seats}-{seed}"
                     await self._play(step, session, rules, seed, match_id)
                 finally:
-                    await asyncio.shield(self.stop(session))
+                    # The pool says bye and stops it (behind the next step, with ahead).
+                    await asyncio.shield(self.note_peak(session))
             if not step.ok or all(step.asked[k] for k in wanted):
                 break
         if step.ok:
@@ -381,7 +413,7 @@ class ComplianceRun:
                             _second_match(step, n)
                         break
             finally:
-                await asyncio.shield(self.stop(session))
+                await asyncio.shield(self.note_peak(session))
         step.seconds = self.clock.monotonic() - started
         if step.ok:
             step.note = f"{len(seeds)} matches on one process; asked {_counts(step.asked)}"
@@ -461,8 +493,10 @@ class ComplianceRun:
         after a failed handshake, or any failure unless ``keep_going``. The opponents'
         processes are stopped at the end."""
         self.report.planned = len(steps)
+        ahead = self.ahead
         try:
             for i, make in enumerate(steps):
+                self.ahead = ahead and i < len(steps) - 1  # nothing comes after the last
                 step = await make()
                 self.report.steps.append(step)
                 self.progress(step)
@@ -470,6 +504,7 @@ class ComplianceRun:
                     self.report.stopped_early = i < len(steps) - 1
                     return
         finally:
+            await self.own.aclose()
             await self.pool.aclose()
 
 
@@ -572,12 +607,15 @@ def run_check(
     log_dir: Path | None = None,
     on_start: Callable[[CheckReport], None] | None = None,
     progress: Progress | None = None,
+    ahead: bool = True,
 ) -> CheckReport:
     """Check ``bot`` (as loaded) in ``sandbox``; stages the bots, stops everything after.
 
     Ctrl-C and SIGTERM stop the run with every bot stopped (:mod:`referee.interrupts`).
     Match logs go to ``log_dir`` when given. ``on_start`` is called with the empty report
-    (what is checked, where), ``progress`` with each finished step.
+    (what is checked, where), ``progress`` with each finished step. ``ahead`` starts each
+    step's process of the bot while the step before plays (:data:`BOT_PROCESSES` alive at
+    once, not one).
     """
     from referee.sandbox import make_staging_root, remove_staging_root, stage_bot
 
@@ -590,7 +628,7 @@ def run_check(
     try:
         staged = stage_bot(bot, staging)
         steps = functools.partial(ComplianceRun.preset_steps, presets=list(presets or PRESETS))
-        _run(staged, sandbox, report, staging, steps, keep_going, log_dir, progress)
+        _run(staged, sandbox, report, staging, steps, keep_going, log_dir, progress, ahead)
     finally:
         remove_staging_root(staging)
     return report
@@ -650,11 +688,12 @@ def _run(
     keep_going: bool,
     log_dir: Path | None,
     progress: Progress | None,
+    ahead: bool = False,
 ) -> None:
     """The sample bots staged in ``staging``, then the ``steps`` of a run for ``staged``."""
     from referee.resources import sample_bot
     from referee.sandbox import load_bot, stage_bot
 
     opponents = {name: stage_bot(load_bot(sample_bot(name)), staging) for name in OPPONENTS}
-    check = ComplianceRun(sandbox, staged, opponents, report, log_dir, progress)
+    check = ComplianceRun(sandbox, staged, opponents, report, log_dir, progress, ahead=ahead)
     run_in_command(lambda: check.run(steps(check), keep_going), sandbox)

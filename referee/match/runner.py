@@ -173,13 +173,17 @@ def _act_play_line(
     return (
         f'{{"type":"act","id":{request_id},"kind":"play","hand":{_cards_json(hand)},'
         f'"trick":{{"leader":{trick["leader"]},"count":{trick["count"]},'
-        f'"top":{_cards_json(trick["top"])}}},"passed":{_dumps(passed)},'
-        f'"legal":[{legal_json}],"bank_ms":{bank_ms},"counts":{_dumps(counts)}}}\n'
+        f'"top":{_cards_json(trick["top"])}}},"passed":{_ints_json(passed)},'
+        f'"legal":[{legal_json}],"bank_ms":{bank_ms},"counts":{_ints_json(counts)}}}\n'
     ).encode()
 
 
 def _cards_json(cards: list[str]) -> str:
     return '["' + '","'.join(cards) + '"]' if cards else "[]"
+
+
+def _ints_json(numbers: list[int]) -> str:
+    return "[" + ",".join(map(str, numbers)) + "]"
 
 
 async def _settle_stderr() -> None:

@@ -25,6 +25,7 @@ import codecs
 import itertools
 import json
 import operator
+import re
 import sys
 from array import array
 from collections.abc import Mapping
@@ -545,13 +546,27 @@ def parse_reply(line: bytes, expected_id: int, kind: str) -> Reply:
     model = _REPLY_MODELS.get(kind)
     if model is None:
         raise ValueError(f"unknown reply kind {kind!r} (allowed: {', '.join(REPLY_KINDS)})")
+    body = _body(line)
+    if kind in _CARDS_MODELS and len(body) <= MAX_LINE_BYTES:
+        reply = _cards_reply(body, expected_id, kind)
+        if reply is not None:
+            return reply
+    return _parse_reply(line, body, expected_id, model)
+
+
+def _body(line: bytes) -> bytes:
+    """The line without its newline, and without a ``\\r`` before it (tolerated, and not
+    counted: SPEC.md §2)."""
+    body = line[:-1] if line.endswith(b"\n") else line
+    return body[:-1] if body.endswith(b"\r") else body
+
+
+def _parse_reply(line: bytes, body: bytes, expected_id: int, model: type[Reply]) -> Reply:
+    """:func:`parse_reply` for any line: every check in turn, a fault at the first that fails."""
 
     def fault(detail: str) -> BotFault:
         return BotFault("protocol", detail, request_id=expected_id, reply=reply_excerpt(line))
 
-    body = line[:-1] if line.endswith(b"\n") else line
-    if body.endswith(b"\r"):
-        body = body[:-1]  # tolerated before the newline, and not counted (SPEC.md §2)
     if len(body) > MAX_LINE_BYTES:
         raise fault(f"reply line is {len(body)} bytes; the limit is {MAX_LINE_BYTES}")
     try:
@@ -595,6 +610,49 @@ def parse_reply(line: bytes, expected_id: int, kind: str) -> Reply:
         return model.model_validate(data)
     except ValidationError as exc:
         raise fault(_describe(exc, data)) from None
+
+
+# The fast path: a play or give reply of the usual shape, ``{"id":N,"cards":[...]}`` or
+# ``{"cards":[...],"id":N}``, with JSON whitespace anywhere between tokens, a plain decimal
+# id and card strings of letters and digits only (no escapes). Such a line is valid strict
+# JSON, two levels deep, ASCII, with nothing else in it, so the full parse could only
+# accept it as the same reply; every other line takes the full parse, faults included. A
+# test checks both paths against each other on generated and hostile lines (and so would
+# notice a reply model that changed under this copy of its shape).
+_WS = rb"[ \t\r\n]*"
+_ID_FIELD = rb'"id"' + _WS + rb":" + _WS + rb"(?P<id>0|[1-9][0-9]{0,17})"
+_TOKEN = rb'"[0-9A-Za-z]{1,8}"'
+_CARDS_FIELD = (
+    rb'"cards"' + _WS + rb":" + _WS + rb"\[" + _WS
+    + rb"(?P<cards>(?:" + _TOKEN + _WS + rb"(?:," + _WS + _TOKEN + _WS + rb")*)?)\]"
+)  # fmt: skip
+
+
+def _object(first: bytes, second: bytes) -> re.Pattern[bytes]:
+    return re.compile(_WS + rb"\{" + _WS + first + _WS + rb"," + _WS + second + _WS + rb"\}" + _WS)
+
+
+_CARDS_REPLIES = (_object(_ID_FIELD, _CARDS_FIELD), _object(_CARDS_FIELD, _ID_FIELD))
+_CARD = re.compile(r'"([0-9A-Za-z]+)"')
+_CARDS_MODELS: dict[str, type[PlayReply] | type[GiveReply]] = {
+    "play": PlayReply,
+    "give": GiveReply,
+}
+
+
+def _cards_reply(body: bytes, expected_id: int, kind: str) -> PlayReply | GiveReply | None:
+    """The reply, when ``body`` has the usual shape (see above) and the expected id; else
+    ``None``, and the full parse decides (a wrong id is its fault to describe)."""
+    for shape in _CARDS_REPLIES:
+        match = shape.fullmatch(body)
+        if match is not None:
+            break
+    else:
+        return None
+    if int(match["id"]) != expected_id:
+        return None
+    cards = _CARD.findall(match["cards"].decode("ascii"))
+    return _CARDS_MODELS[kind].model_validate({"id": expected_id, "cards": cards})
 
 
 def reply_excerpt(line: bytes) -> str:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from referee.clock import Clock, MonotonicClock
-from referee.errors import BotFault
+from referee.errors import BotFault, InfrastructureError, UsageError
 from referee.protocol.session import BotSession, SeatSession, distinct_names
 from referee.sandbox.base import BotSpec, Limits, Sandbox
 from referee.sandbox.staging import make_staging_root, remove_staging_root, stage_bot
@@ -246,10 +246,24 @@ class SessionPool:
     total is what the memory budget counts (:mod:`referee.sandbox.budget`); by default it
     is the largest table the pool has seated.
 
+    **Warm starts.** Told which match comes next (:meth:`warm`), the pool starts and greets,
+    in the background, the processes that match would otherwise have to start (a bot it
+    keeps none of, or only ones that have seen that deal), so that the start of a process
+    or a container is hidden behind the match being played. They count as idle processes
+    (within ``max_idle_total``: idle ones the coming match cannot use make room first), a
+    fresh process has seen no deal, and :meth:`acquire` waits for one still starting rather
+    than start another. When the guess was wrong they are idle processes like any other.
+
     An idle bot is frozen while it waits (the cgroup freezer, ``docker pause``), so that it
     burns no CPU between matches: it would slow the other bots of the machine, or think
     ahead. It is thawed before it is lent again, so a match's clock never runs on a frozen
-    bot.
+    bot. ``freeze_idle=False`` leaves idle bots running: only for bots that wait on their
+    input without burning CPU and need no fairness guard (the sample bots a ``bot check``
+    plays against), since ``docker pause`` and ``unpause`` cost tens of milliseconds each.
+    ``close_behind`` closes the processes the pool gives up in the background (:meth:`aclose`
+    waits for them), for a caller whose memory budget counts them until then.
+    ``request_ids`` (default: a count of the pool's own) numbers every request its bots are
+    sent, so that the bots of two pools seated at one table never see an id twice.
 
     Matches borrow through :func:`seated` (``pool=``), which gives the sessions back.
     """
@@ -264,6 +278,9 @@ class SessionPool:
         max_matches: int = 50,
         max_idle: int = 2,
         max_idle_total: int | None = None,
+        request_ids: itertools.count[int] | None = None,
+        freeze_idle: bool = True,
+        close_behind: bool = False,
     ) -> None:
         self.sandbox = sandbox
         self.limits = limits
@@ -272,8 +289,14 @@ class SessionPool:
         self.max_matches = max_matches
         self.max_idle = max_idle
         self.max_idle_total = max_idle_total
-        self.ids = itertools.count(1)
+        self.ids = request_ids if request_ids is not None else itertools.count(1)
+        self.freeze_idle = freeze_idle
+        self.close_behind = close_behind
         self._idle: dict[tuple[str, str], list[BotSession]] = {}
+        self._lent: dict[int, BotSession] = {}
+        self._warming: dict[tuple[str, str], list[asyncio.Task[BotSession | None]]] = {}
+        self._coming: tuple[dict[tuple[str, str], int], str | None] | None = None
+        self._closing: set[asyncio.Future[None]] = set()
         self._deals: dict[int, set[str]] = {}
         self._served: dict[int, int] = {}
         self._width: dict[tuple[str, str], int] = {}  # most seats one bot took in a match
@@ -281,10 +304,24 @@ class SessionPool:
         self._idle_order = itertools.count()
         self._largest_table = 0
         self.started = 0
+        self.warmed = 0
+        """Processes started ahead of need by :meth:`warm` (``started`` counts them too)."""
 
     @staticmethod
     def _key(spec: BotSpec) -> tuple[str, str]:
         return (spec.name, spec.sha256 or str(spec.folder))
+
+    def _cap(self) -> int:
+        return self.max_idle_total if self.max_idle_total is not None else self._largest_table
+
+    def _usable(self, session: BotSession, deal_key: str | None) -> bool:
+        return (
+            session.alive
+            and session.channel.exit_info is None  # not killed while idle (memory, say)
+            and (deal_key is None or deal_key not in self._deals[id(session)])
+        )
+
+    # -- lending ---------------------------------------------------------------------------
 
     async def acquire(
         self,
@@ -294,69 +331,174 @@ class SessionPool:
         names: Sequence[str] | None = None,
     ) -> list[BotSession]:
         """One greeted session per seat, named ``names`` (default: the bots' names made
-        distinct): reused when possible, else started now."""
+        distinct): reused when possible, else one started ahead (waited for if still
+        starting), else started now."""
         names = list(names) if names is not None else distinct_names([b.name for b in bots])
-        self._largest_table = max(self._largest_table, len(bots))
-        for key in {self._key(b) for b in bots}:
-            seats = sum(1 for b in bots if self._key(b) == key)
-            self._width[key] = max(self._width.get(key, 1), seats)
+        self._note_table(bots)
+        self._coming = None  # until told of the match after this one
         chosen: list[BotSession | None] = []
-        for spec in bots:
-            idle = self._idle.get(self._key(spec), [])
-            pick = next(
-                (
-                    s
-                    for s in idle
-                    if s.alive
-                    and s.channel.exit_info is None  # not killed while idle (memory, say)
-                    and (deal_key is None or deal_key not in self._deals[id(s)])
-                ),
-                None,
-            )
-            if pick is not None:
-                idle.remove(pick)
-                self._idle_since.pop(id(pick), None)
-            chosen.append(pick)
-        missing = [i for i, s in enumerate(chosen) if s is None]
         try:
-            # Running again before anything of the match (its match_start) is written.
-            await asyncio.gather(*(s.thaw() for s in chosen if s is not None))
-            fresh = await _start_sessions(
-                self.sandbox,
-                [bots[i] for i in missing],
-                self.limits,
-                self.time_control,
-                names=[names[i] for i in missing],
-                request_ids=self.ids,
-                clock=self.clock,
-            )
+            await self._take_kept(bots, deal_key, chosen)
+            if self.freeze_idle:
+                # Running again before anything of the match (its match_start) is written.
+                await asyncio.gather(*(s.thaw() for s in chosen if s is not None))
+            missing = [i for i, s in enumerate(chosen) if s is None]
+            fresh = await self._start([bots[i] for i in missing], [names[i] for i in missing])
         except BaseException:
             # Cancelled (or failed) while the rest started: the idle ones taken out for this
             # match are neither lent nor back in the pool, so nobody else would stop them.
             await self.discard([s for s in chosen if s is not None])
             raise
-        if missing:
-            self.started += len(fresh)
-            for i, session in zip(missing, fresh, strict=True):
-                self._deals[id(session)] = set()
-                self._served[id(session)] = 0
-                chosen[i] = session
+        for i, session in zip(missing, fresh, strict=True):
+            chosen[i] = session
         sessions = [s for s in chosen if s is not None]
         for session, name in zip(sessions, names, strict=True):
             session.name = name
+            self._lent[id(session)] = session
             if deal_key is not None:
                 self._deals[id(session)].add(deal_key)
         return sessions
 
+    def _note_table(self, bots: Sequence[BotSpec]) -> None:
+        self._largest_table = max(self._largest_table, len(bots))
+        for key in {self._key(b) for b in bots}:
+            seats = sum(1 for b in bots if self._key(b) == key)
+            self._width[key] = max(self._width.get(key, 1), seats)
+
+    async def _take_kept(
+        self, bots: Sequence[BotSpec], deal_key: str | None, chosen: list[BotSession | None]
+    ) -> None:
+        """Fill ``chosen`` with, for each seat, an idle session that may play ``deal_key``,
+        or one starting ahead (waited for), or ``None``; what it holds when cancelled is
+        out of the pool (the caller stops it)."""
+        waiting: dict[int, asyncio.Task[BotSession | None]] = {}
+        for i, spec in enumerate(bots):
+            key = self._key(spec)
+            idle = self._idle.get(key, [])
+            pick = next((s for s in idle if self._usable(s, deal_key)), None)
+            if pick is not None:
+                idle.remove(pick)
+                self._idle_since.pop(id(pick), None)
+            elif self._warming.get(key):
+                waiting[i] = self._warming[key].pop(0)
+            chosen.append(pick)
+        for i, task in waiting.items():
+            session = await asyncio.shield(task)
+            idle = self._idle.get(self._key(bots[i]), [])
+            if session is not None and session in idle:
+                # Done starting, it went idle: it is this seat's now.
+                idle.remove(session)
+                self._idle_since.pop(id(session), None)
+                chosen[i] = session
+
+    async def _start(self, bots: Sequence[BotSpec], names: Sequence[str]) -> list[BotSession]:
+        if not bots:
+            return []
+        fresh = await _start_sessions(
+            self.sandbox,
+            bots,
+            self.limits,
+            self.time_control,
+            names=names,
+            request_ids=self.ids,
+            clock=self.clock,
+        )
+        self.started += len(fresh)
+        for session in fresh:
+            self._deals[id(session)] = set()
+            self._served[id(session)] = 0
+        return fresh
+
+    # -- starting ahead ----------------------------------------------------------------------
+
+    def warm(self, bots: Sequence[BotSpec], deal_key: str | None) -> None:
+        """Start in the background what a coming match of ``bots`` on ``deal_key`` could not
+        take from the pool (see the class docstring). Returns at once; the starts go on
+        while the caller's loop runs (the match being played)."""
+        need: dict[tuple[str, str], int] = {}
+        for spec in bots:
+            need[self._key(spec)] = need.get(self._key(spec), 0) + 1
+        self._coming = (need, deal_key)
+        specs = {self._key(spec): spec for spec in bots}
+        starts: list[BotSpec] = []
+        for key, seats in need.items():
+            have = sum(self._usable(s, deal_key) for s in self._idle.get(key, []))
+            have += sum(
+                self._usable(s, deal_key) and self._served.get(id(s), 0) + 1 < self.max_matches
+                for s in self._lent.values()
+                if self._key(s.spec) == key
+            )
+            have += len(self._warming.get(key, []))
+            starts += [specs[key]] * max(0, seats - have)
+        kept = sum(len(group) for group in self._idle.values())
+        kept += sum(len(group) for group in self._warming.values())
+        room = self._cap() - kept
+        if room < len(starts):
+            for session in self._evictable()[: len(starts) - room]:
+                self._idle[self._key(session.spec)].remove(session)
+                self._idle_since.pop(id(session), None)
+                self._close_later(session)
+                room += 1
+        for spec in starts[: max(0, room)]:
+            task = asyncio.ensure_future(self._warm_one(spec))
+            self._warming.setdefault(self._key(spec), []).append(task)
+
+    async def _warm_one(self, spec: BotSpec) -> BotSession | None:
+        """Start and greet one process ahead of need, freeze it and keep it idle; ``None``
+        when it failed to start or to answer ``hello`` (the match will start its own)."""
+        key = self._key(spec)
+        task = asyncio.current_task()
+        try:
+            try:
+                (session,) = await self._start([spec], [spec.name])
+            except (InfrastructureError, UsageError):
+                return None  # the match's own start says why, if it fails again
+            self.warmed += 1
+            if not session.alive:
+                await self._close(session)
+                return None
+            try:
+                if self.freeze_idle:
+                    await session.freeze()
+            except asyncio.CancelledError:
+                await asyncio.shield(self._close(session))
+                raise
+            # Idle from the moment it leaves the starting list: a match can take it at once.
+            self._idle.setdefault(key, []).append(session)
+            self._idle_since[id(session)] = next(self._idle_order)
+            return session
+        finally:
+            warming = self._warming.get(key, [])
+            if task in warming:
+                warming.remove(task)
+
+    def _useful(self, session: BotSession) -> bool:
+        """True when the match :meth:`warm` was last told of could take ``session``."""
+        if self._coming is None:
+            return False
+        need, deal_key = self._coming
+        return self._key(session.spec) in need and self._usable(session, deal_key)
+
+    def _evictable(self) -> list[BotSession]:
+        """Idle sessions in the order they are closed to keep within the caps: those the
+        coming match cannot use before those it can, each the longest idle first."""
+        idle = [s for group in self._idle.values() for s in group]
+        idle.sort(key=lambda s: (self._useful(s), self._idle_since.get(id(s), 0)))
+        return idle
+
+    # -- giving back -----------------------------------------------------------------------
+
     async def release(self, sessions: Sequence[BotSession]) -> None:
         """Return healthy sessions to the pool; close faulted, worn-out or surplus ones.
 
-        At most ``max_idle`` idle processes are kept per seat a bot takes: the newest, since
-        an older one has seen more deals and can serve fewer of the matches to come; and at
-        most ``max_idle_total`` in all: those idle longest are closed first.
+        At most ``max_idle`` idle processes are kept per seat a bot takes, and at most
+        ``max_idle_total`` in all; beyond either, the ones the coming match (:meth:`warm`)
+        cannot use go first, then the longest idle (an older one has seen more deals and
+        can serve fewer of the matches to come).
         """
         closing: list[BotSession] = []
         for session in sessions:
+            self._lent.pop(id(session), None)
             self._served[id(session)] = self._served.get(id(session), 0) + 1
             if session.alive and self._served[id(session)] < self.max_matches:
                 key = self._key(session.spec)
@@ -364,32 +506,46 @@ class SessionPool:
                 idle.append(session)
                 self._idle_since[id(session)] = next(self._idle_order)
                 while len(idle) > self.max_idle * self._width.get(key, 1):
-                    closing.append(idle.pop(0))
+                    surplus = min(idle, key=lambda s: (self._useful(s), self._idle_since[id(s)]))
+                    idle.remove(surplus)
+                    closing.append(surplus)
             else:
                 closing.append(session)
         closing += self._over_total()
         resting = [s for s in sessions if s not in closing]
-        if closing:
+        if self.close_behind:
+            for session in closing:
+                self._close_later(session)
+        elif closing:
             # Out of the pool already: cancelled half-way, they would be stopped by nobody.
             await asyncio.shield(
                 asyncio.gather(*(self._close(s) for s in closing), return_exceptions=True)
             )
-        if resting:
+        if resting and self.freeze_idle:
             await asyncio.gather(*(s.freeze() for s in resting), return_exceptions=True)
 
     def _over_total(self) -> list[BotSession]:
-        """Take the idle sessions beyond ``max_idle_total`` out of the pool, oldest first."""
-        cap = self.max_idle_total if self.max_idle_total is not None else self._largest_table
-        idle = [(key, s) for key, group in self._idle.items() for s in group]
-        idle.sort(key=lambda entry: self._idle_since.get(id(entry[1]), 0))
-        surplus = idle[: max(0, len(idle) - cap)]
-        for key, session in surplus:
-            self._idle[key].remove(session)
-        return [session for _, session in surplus]
+        """Take the idle sessions beyond ``max_idle_total`` out of the pool (see release)."""
+        idle = self._evictable()
+        kept = len(idle) + sum(len(group) for group in self._warming.values())
+        surplus = idle[: max(0, kept - self._cap())]
+        for session in surplus:
+            self._idle[self._key(session.spec)].remove(session)
+            self._idle_since.pop(id(session), None)
+        return surplus
 
     async def discard(self, sessions: Sequence[BotSession]) -> None:
         """Stop sessions that must not be reused (their match broke off half-way)."""
+        for session in sessions:
+            self._lent.pop(id(session), None)
         await asyncio.shield(asyncio.gather(*(self._close(s) for s in sessions)))
+
+    def _close_later(self, session: BotSession) -> None:
+        """Close a session in the background (making room for a warm start, or given up
+        with ``close_behind``); :meth:`aclose` waits for it."""
+        closing = asyncio.ensure_future(self._close(session))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
 
     async def _close(self, session: BotSession) -> None:
         self._deals.pop(id(session), None)
@@ -399,7 +555,13 @@ class SessionPool:
         await session.close()
 
     async def aclose(self) -> None:
-        """Say ``bye`` to every idle bot and stop it."""
+        """Stop the bots starting ahead, then say ``bye`` to every idle bot and stop it."""
+        warming = [task for group in self._warming.values() for task in group]
+        for task in warming:
+            task.cancel()
+        await asyncio.gather(*warming, return_exceptions=True)
+        self._warming.clear()
+        await asyncio.gather(*self._closing, return_exceptions=True)
         idle = [s for group in self._idle.values() for s in group]
         self._idle.clear()
         await asyncio.gather(*(self._close(s) for s in idle), return_exceptions=True)

@@ -148,5 +148,10 @@ class Sandbox(abc.ABC):
         """One line on what this backend isolates (shown to the user once)."""
         return self.name
 
+    async def prepare(self) -> None:  # noqa: B027 - optional, most backends need nothing
+        """Do now what the first :meth:`start` would do once (probes, connecting), so that a
+        worker can do it before its first match is handed to it. Raises what that start
+        would raise; a backend whose first start does nothing special does nothing."""
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release backend-wide resources (e.g. a Docker client)."""

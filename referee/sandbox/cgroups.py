@@ -80,6 +80,7 @@ __all__ = [
     "CgroupSupport",
     "Hierarchy",
     "group_prefix",
+    "peak_memory_of",
     "probe_cgroups",
     "sweep_leftovers",
     "unavailable",
@@ -218,6 +219,36 @@ def _group_folder(mount: _Mount, own: str) -> Path | None:
     if own != root and not own.startswith(root + "/"):
         return None
     return mount.point / own[len(root) :].lstrip("/")
+
+
+def peak_memory_of(pid: int, group_name: str, proc: Path = Path("/proc")) -> int | None:
+    """The highest memory use so far of the memory group process ``pid`` is in, in bytes,
+    read from the kernel (v1 ``memory.max_usage_in_bytes``, v2 ``memory.peak``).
+
+    Only when that group's path holds ``group_name`` (a container's id: a ``pid`` the
+    daemon gave from another pid namespace names some other process here); ``None`` when
+    the group or its counter cannot be read.
+    """
+    try:
+        groups = _own_groups((proc / str(pid) / "cgroup").read_text())
+        mounts = _cgroup_mounts((proc / "self" / "mountinfo").read_text())
+    except OSError:
+        return None
+    for mount in mounts:
+        if mount.fstype == "cgroup" and "memory" in mount.options:
+            group, counter = groups.get("memory"), "memory.max_usage_in_bytes"
+        elif mount.fstype == "cgroup2":
+            group, counter = groups.get(""), "memory.peak"
+        else:
+            continue
+        folder = None if group is None or group_name not in group else _group_folder(mount, group)
+        if folder is None:
+            continue
+        try:
+            return int((folder / counter).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
 
 
 def group_prefix() -> str:

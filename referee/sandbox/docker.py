@@ -13,18 +13,26 @@ A bot naming an image the backend was not given as allowed is refused before any
 created (loading a tournament refuses it earlier, with the setting that allows it): any
 image on the host would otherwise do, including private ones holding credentials.
 
-The bot's stdout is a FIFO mounted into the container that only the bot's processes hold
-(:mod:`referee.sandbox.stdout_fifo`): docker-init keeps a copy of the container's own
-stdout, and the attach stream could not say that stdout alone was closed, so a bot that
-closed it looked silent until its time bank ran out; now it is a crash at once. Stdin and
-stderr go over the container's attach socket, opened *before* the container starts so no
-output is lost, and handed to an asyncio socket transport (``loop.create_connection(...,
-sock=...)``): its non-blocking writes, flow control and half-close are asyncio's. Docker
-multiplexes stdout and stderr on that socket in frames (an 8-byte header: stream type, three
-zero bytes, a big-endian payload length); :class:`_FrameDemux`, the one hand-written part,
-splits them into two :class:`asyncio.StreamReader` as bytes arrive, and a full reader pauses
-the transport's reading. Closing stdin is a half-close of the socket (the container is
-created with ``StdinOnce``, so the bot sees EOF).
+The bot's stdin, stdout and stderr are FIFOs mounted into the container that only the bot's
+processes hold (:mod:`referee.sandbox.stdout_fifo`): the kernel carries each line as
+through a pipe, with no daemon in the way. Through the attach socket a request crossed
+dockerd and containerd-shim, and a round trip cost 2 to 7 times the process backend's
+(``bench/docker_bench.py`` measures the attach socket, ``docker exec`` streams and the FIFOs
+side by side); and stderr, coming the long way, arrived after a reply written later on the
+stdout FIFO. A FIFO also shows a closed stdout at once: docker-init keeps a copy of the
+container's own stdout, and the attach stream could not say that stdout alone was closed,
+so a bot that closed it looked silent until its time bank ran out; now it is a crash at
+once. Closing stdin closes the FIFO's write end, so the bot sees end of file.
+
+The container's attach socket stays, for the container's own stdout and stderr (what the
+shim says before it hands over to the bot, docker-init's complaints: kept as notes, the
+first 4 KiB of each) and for its end, which is the end of that stream. It is opened
+*before* the container starts so nothing is lost, and handed to an asyncio socket transport
+(``loop.create_connection(..., sock=...)``). Docker multiplexes the two streams on it in
+frames (an 8-byte header: stream type, three zero bytes, a big-endian payload length);
+:class:`_FrameDemux`, the one hand-written part, splits them into two
+:class:`asyncio.StreamReader` as bytes arrive, and a full reader pauses the transport's
+reading; a task drains both into the notes.
 
 Every blocking Docker SDK call runs in a worker thread. A container is removed when its
 :class:`DockerBotProcess` is cleaned up, also when the cleanup is cancelled; containers
@@ -48,6 +56,7 @@ from typing import Any, TypeVar
 
 from referee.errors import InfrastructureError, UsageError
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.sandbox.cgroups import peak_memory_of
 from referee.sandbox.daemon import (
     LABEL,
     LABEL_BOT,
@@ -61,7 +70,13 @@ from referee.sandbox.daemon import (
 )
 from referee.sandbox.docker_seccomp import profile_json
 from referee.sandbox.image import IMAGE_NAME, allowed_images, image_reference
-from referee.sandbox.stdout_fifo import INSIDE_PATH, StdoutFifo
+from referee.sandbox.stdout_fifo import (
+    INSIDE_PATH,
+    STDERR_INSIDE_PATH,
+    STDIN_INSIDE_PATH,
+    FifoWriter,
+    StdoutFifo,
+)
 
 __all__ = [
     "IMAGE_NAME",
@@ -202,13 +217,12 @@ class _FrameDemux:
 
 
 class _AttachProtocol(asyncio.Protocol):
-    """The container's attach socket, driven by an asyncio socket transport.
+    """The container's attach socket (its stdout and stderr), driven by an asyncio transport.
 
-    Received bytes go through :class:`_FrameDemux` into :attr:`stdout` and :attr:`stderr`;
-    :meth:`send` writes with the transport's flow control, as a ``StreamWriter`` would. The
-    end of the output stream is the end of the container (docker-init holds the bot's
-    stdout until then), so :attr:`ended` is set and writes fail from then on: the daemon
-    itself keeps swallowing stdin after the container ended.
+    Received bytes go through :class:`_FrameDemux` into :attr:`stdout` and :attr:`stderr`.
+    The end of the stream is the end of the container (docker-init holds the container's
+    stdout and stderr until then), so :attr:`ended` is set then, with the reason in
+    :attr:`end_reason`.
     """
 
     def __init__(self) -> None:
@@ -216,14 +230,12 @@ class _AttachProtocol(asyncio.Protocol):
         self.stdout = asyncio.StreamReader(limit=_STREAM_LIMIT)
         self.stderr = asyncio.StreamReader(limit=_STREAM_LIMIT)
         self.ended = asyncio.Event()
+        self.end_reason = ""
         self._gates = (_ReaderGate(self._gates_changed), _ReaderGate(self._gates_changed))
         self.stdout.set_transport(self._gates[0])
         self.stderr.set_transport(self._gates[1])
         self._demux = _FrameDemux(self.stdout, self.stderr, self.notes.append)
         self._transport: asyncio.Transport | None = None
-        self._writable = asyncio.Event()
-        self._writable.set()
-        self._end_reason = ""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -241,13 +253,7 @@ class _AttachProtocol(asyncio.Protocol):
             self._end("the bot's container has ended")
         else:
             self.notes.append(f"attach socket failed: {exc}")
-            self._end(f"cannot write to the bot's container: {exc}")
-
-    def pause_writing(self) -> None:
-        self._writable.clear()
-
-    def resume_writing(self) -> None:
-        self._writable.set()
+            self._end(f"lost the bot's container: {exc}")
 
     def _gates_changed(self) -> None:
         if self._transport is None:
@@ -260,39 +266,33 @@ class _AttachProtocol(asyncio.Protocol):
     def _end(self, reason: str) -> None:
         if self.ended.is_set():
             return
-        self._end_reason = reason
+        self.end_reason = reason
         self._demux.feed_eof()
         self.ended.set()
-        self._writable.set()  # a writer waiting for the bot to read learns it never will
-
-    async def send(self, data: bytes) -> None:
-        """Write ``data``; wait while the transport's buffer is above its high-water mark.
-
-        Raises ``ConnectionError`` once the container has ended or the socket failed. A
-        bot that does not read keeps this waiting: the caller's time control bounds it.
-        """
-        transport = self._transport
-        if self.ended.is_set() or transport is None or transport.is_closing():
-            raise ConnectionError(self._end_reason or "the attach socket is closed")
-        transport.write(data)
-        if transport.is_closing():
-            await asyncio.sleep(0)  # the send failed: connection_lost runs next, with why
-        while not self._writable.is_set():
-            await self._writable.wait()
-        if self.ended.is_set():
-            raise ConnectionError(self._end_reason)
-
-    def close_input(self) -> None:
-        """Half-close: the bot reads end of file once what was written has been sent."""
-        if self._transport is not None and not self._transport.is_closing():
-            with contextlib.suppress(OSError):
-                self._transport.write_eof()
 
     def abort(self) -> None:
-        """Close the socket now, dropping unsent input; the readers see end of file."""
+        """Close the socket now; the readers see end of file."""
         if self._transport is not None:
             self._transport.abort()
         self._end("the attach socket is closed")
+
+
+_NOTE_BYTES = 4096
+
+
+async def _drain_into_notes(attach: _AttachProtocol) -> None:
+    """Read the container's own stdout and stderr to their end (so that neither fills and
+    stops the stream whose end is the container's); their first 4 KiB are notes."""
+
+    async def drain(reader: asyncio.StreamReader, name: str) -> None:
+        kept = bytearray()
+        while chunk := await reader.read(_STREAM_LIMIT):
+            kept += chunk[: _NOTE_BYTES - len(kept)]
+        if kept:
+            text = kept.decode("utf-8", errors="replace").strip()
+            attach.notes.append(f"the container's {name} said: {text}")
+
+    await asyncio.gather(drain(attach.stdout, "stdout"), drain(attach.stderr, "stderr"))
 
 
 async def _open_attach(sock: socket.socket) -> _AttachProtocol:
@@ -303,27 +303,28 @@ async def _open_attach(sock: socket.socket) -> _AttachProtocol:
 
 
 class DockerBotProcess(BotProcess):
-    """A bot running in a container; stdio over the container's attach socket."""
+    """A bot running in a container: stdin and stdout through FIFOs, stderr over the
+    container's attach socket (see the module docstring)."""
 
     def __init__(
         self,
         spec: BotSpec,
         container: Any,
         attach: _AttachProtocol,
+        fifo: StdoutFifo,
+        streams: tuple[asyncio.StreamReader, asyncio.StreamReader],
         run_blocking: Callable[..., Any],
         on_removed: Callable[[DockerBotProcess], None],
-        *,
-        fifo: StdoutFifo | None = None,
-        stdout: asyncio.StreamReader | None = None,
     ) -> None:
-        super().__init__(
-            spec=spec, stdout=stdout or attach.stdout, stderr=attach.stderr, notes=attach.notes
-        )
+        stdout, stderr = streams
+        super().__init__(spec=spec, stdout=stdout, stderr=stderr, notes=attach.notes)
         self._fifo = fifo
+        self._drain = asyncio.ensure_future(_drain_into_notes(attach))
         self.container = container
         self._attach = attach
         self._run_blocking = run_blocking
         self._on_removed = on_removed
+        self._stdin: asyncio.Future[FifoWriter | None] | None = None
         self._stdin_closed = False
         self._paused = False
         self._killed = False
@@ -334,15 +335,46 @@ class DockerBotProcess(BotProcess):
     def container_id(self) -> str:
         return str(self.container.id)
 
-    async def write(self, data: bytes) -> None:
+    def open_stdin(self) -> None:
+        """Begin waiting for the bot's side of the stdin FIFO (once its container started)."""
+        self._stdin = asyncio.ensure_future(self._fifo.open_writer(self._attach.ended))
+        self._stdin.add_done_callback(self._stdin_opened)
+
+    def _stdin_opened(self, opening: asyncio.Future[FifoWriter | None]) -> None:
+        if opening.cancelled() or opening.exception() is not None:
+            if not opening.cancelled():
+                self.notes.append(f"cannot open the bot's stdin: {opening.exception()}")
+            return
+        writer = opening.result()
+        if writer is not None and self._stdin_closed:
+            writer.close()  # closed before the bot was there: it reads end of file at once
+
+    async def _writer(self) -> FifoWriter:
         if self._stdin_closed:
             raise ConnectionError("the bot's stdin is closed")
-        await self._attach.send(data)
+        if self._attach.ended.is_set():
+            raise ConnectionError(self._attach.end_reason)
+        assert self._stdin is not None, "open_stdin() comes first"
+        try:
+            writer = await asyncio.shield(self._stdin)
+        except OSError as exc:
+            raise ConnectionError(f"cannot open the bot's stdin: {exc}") from None
+        if writer is None:
+            raise ConnectionError(f"{self._attach.end_reason} before it opened its stdin")
+        return writer
+
+    async def write(self, data: bytes) -> None:
+        await (await self._writer()).send(data)
 
     async def close_stdin(self) -> None:
-        if not self._stdin_closed:
-            self._stdin_closed = True
-            self._attach.close_input()
+        if self._stdin_closed:
+            return
+        self._stdin_closed = True
+        opening = self._stdin
+        if opening is not None and opening.done() and not opening.cancelled():
+            writer = None if opening.exception() is not None else opening.result()
+            if writer is not None:
+                writer.close()
 
     async def freeze(self) -> None:
         """``docker pause``: the daemon freezes the container's cgroup. Never raises."""
@@ -434,10 +466,21 @@ class DockerBotProcess(BotProcess):
                 await asyncio.sleep(min(0.02, remaining or 0.02))
 
     async def peak_memory(self) -> int | None:
-        """The daemon's ``max_usage`` of the running container (cgroup v1 hosts only)."""
+        """The container's highest memory use, read from its cgroup where this host shows
+        it (a daemon on this machine), else the daemon's ``max_usage`` (cgroup v1 only).
+
+        The daemon's figure costs up to a second (its statistics come once a second, even
+        "one-shot"); the kernel's counter is the same number, read at once.
+        """
         docker = docker_sdk()
         if self._removed or self._exit is not None:
             return None
+        state = await self._state()
+        pid = state.get("Pid") if state is not None else None
+        if isinstance(pid, int) and pid > 0:
+            peak = peak_memory_of(pid, self.container_id)
+            if peak is not None:
+                return peak
 
         def read() -> Any:
             return self.container.stats(stream=False, one_shot=True)
@@ -460,9 +503,11 @@ class DockerBotProcess(BotProcess):
                 info = ExitInfo(returncode=None, detail="state unknown: the daemon did not say")
             return info
         finally:
+            # Its readers end now: the drain takes what is left into the notes, and ends.
             self._attach.abort()
-            if self._fifo is not None:
-                self._fifo.close()
+            if self._stdin is not None:
+                self._stdin.cancel()
+            self._fifo.close()
             if not self._removed:
                 self._removed = True
                 # Submitted before the next await: it runs even if we are cancelled meanwhile.
@@ -535,6 +580,10 @@ class DockerSandbox(Sandbox):
                 self._checked_images.add(image)
         return self._client
 
+    async def prepare(self) -> None:
+        """Connect, remove orphaned containers and check the image, now."""
+        await self._ready_client(self.image)
+
     async def start(self, bot: BotSpec, limits: Limits) -> BotProcess:
         image = bot.image or self.image
         if image_reference(image) not in self.allowed_images:
@@ -545,10 +594,10 @@ class DockerSandbox(Sandbox):
         client = await self._ready_client(image)
         docker = docker_sdk()
         try:
-            # The container's user (nobody) writes to it; the folder keeps it ours alone.
-            fifo = StdoutFifo.create(anyone=True)
+            # The container's user (nobody) uses them; the folder keeps them ours alone.
+            fifo = StdoutFifo.create(anyone=True, stdio=True)
         except OSError as exc:
-            raise InfrastructureError(f"cannot make {bot.name!r}'s stdout FIFO: {exc}") from exc
+            raise InfrastructureError(f"cannot make {bot.name!r}'s stdio FIFOs: {exc}") from exc
         options = self._create_options(bot, limits, image, fifo)
         creating = asyncio.ensure_future(self._run_blocking(client.containers.create, **options))
         try:
@@ -571,12 +620,16 @@ class DockerSandbox(Sandbox):
         try:
             sock = await self._run_blocking(_attach, container)
             attach = await _open_attach(sock)
-            stdout = await fifo.open_reader(_STREAM_LIMIT)
+            streams = (
+                await fifo.open_reader(_STREAM_LIMIT),
+                await fifo.open_reader(_STREAM_LIMIT, "stderr"),
+            )
             process = DockerBotProcess(
-                bot, container, attach, self._run_blocking, self._forget, fifo=fifo, stdout=stdout
+                bot, container, attach, fifo, streams, self._run_blocking, self._forget
             )
             self._live[id(process)] = process
             await self._run_blocking(container.start)
+            process.open_stdin()
             started = True
             return process
         except (docker.errors.DockerException, OSError) as exc:
@@ -607,13 +660,20 @@ class DockerSandbox(Sandbox):
             source, target = folder, _BOT_DIR
         mount = docker.types.Mount(target, str(source), type="bind", read_only=True)
         stdout = docker.types.Mount(INSIDE_PATH, str(fifo.path), type="bind", read_only=True)
+        assert fifo.stdin_path is not None and fifo.stderr_path is not None
+        stdin = docker.types.Mount(
+            STDIN_INSIDE_PATH, str(fifo.stdin_path), type="bind", read_only=True
+        )
+        stderr = docker.types.Mount(
+            STDERR_INSIDE_PATH, str(fifo.stderr_path), type="bind", read_only=True
+        )
         memory = f"{limits.memory_mb}m"
         file_size = limits.file_size_mb << 20
         return {
             "image": image,
             "command": [*fifo.shim(), *_container_command(bot)],
             "name": f"referee-{_NAME_UNSAFE.sub('-', bot.name)[:40]}-{uuid.uuid4().hex[:8]}",
-            "stdin_open": True,
+            "stdin_open": False,
             "tty": False,
             "network_mode": "none",
             "ipc_mode": "none",
@@ -641,7 +701,7 @@ class DockerSandbox(Sandbox):
                 LABEL_BOT: bot.name,
             },
             "working_dir": _BOT_DIR,
-            "mounts": [mount, stdout],
+            "mounts": [mount, stdout, stderr, stdin],
             "environment": {"TMPDIR": "/tmp", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
         }
 
@@ -680,7 +740,7 @@ def _attach(container: Any) -> socket.socket:
     socket was an unclosed-socket ``ResourceWarning``), so the socket's life is ours alone.
     Nothing can be buffered yet: the container has not run.
     """
-    raw = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+    raw = container.attach_socket(params={"stdout": 1, "stderr": 1, "stream": 1})
     inner = getattr(raw, "_sock", None)
     if not isinstance(inner, socket.socket):
         raw.close()

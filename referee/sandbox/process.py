@@ -1111,6 +1111,10 @@ class ProcessSandbox(Sandbox):
             sweep_leftovers(support)
         return status, support, program
 
+    async def prepare(self) -> None:
+        """Probe bubblewrap, cgroups and seccomp, and sweep dead referees' groups, now."""
+        await asyncio.to_thread(self._prepare)
+
     async def start(self, bot: BotSpec, limits: Limits) -> ProcessBotProcess:
         """Start ``bot`` under ``limits``.
 

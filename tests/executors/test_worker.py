@@ -4,9 +4,11 @@ between tasks, what it gives back, and what it stops when it closes."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from referee.errors import UsageError
 from referee.executors.base import MatchTask
 from referee.executors.local import _WorkerSlot
 from referee.executors.worker import PARTIAL_SUFFIX, Worker
@@ -69,6 +71,54 @@ def test_a_worker_keeps_its_bots_between_tasks_only_when_it_reuses(
     else:
         assert started_before_close == 9 and kept == 0
     assert _running(sandbox) == 0, "closing the worker stopped every bot it kept"
+
+
+def test_a_worker_told_the_next_match_starts_its_bots_while_it_plays(tmp_path: Path) -> None:
+    """A task naming the next one (another rotation of its deal, which none of its
+    processes may play): the fresh processes are started during the first match, and the
+    second match starts none of its own."""
+    sandbox = FakeSandbox({name: polite_bot for name in NAMES})
+    second = _task(tmp_path, 1, rotation=1)
+    first = _task(tmp_path, 1).followed_by(second)
+    assert first.next_up is not None and first.next_up.deal_id == second.spec.deal_id
+    with Worker(reuse=True, sandboxes=lambda name, images: sandbox) as worker:
+        assert worker.play(first).status == "done"
+        started_after_first = len(sandbox.started)
+        assert worker.play(second).status == "done"
+        started_after_second = len(sandbox.started)
+    assert started_after_first == 6 and started_after_second == 6
+    assert _running(sandbox) == 0
+
+
+def test_a_worker_prepares_its_sandbox_before_any_task_and_leaves_a_failure_to_it(
+    tmp_path: Path,
+) -> None:
+    """Worker.prepare makes the backend and runs its probe at once; a backend that cannot
+    work is not an error then, but the first task's (a usage error, as without it)."""
+
+    class Probed(FakeSandbox):
+        probes = 0
+
+        async def prepare(self) -> None:
+            Probed.probes += 1
+
+    class Broken(FakeSandbox):
+        async def prepare(self) -> None:
+            raise UsageError("no such backend here")
+
+        async def start(self, bot: Any, limits: Limits) -> Any:
+            raise UsageError("no such backend here")
+
+    probed = Probed({name: polite_bot for name in NAMES})
+    with Worker(reuse=True, sandboxes=lambda name, images: probed) as worker:
+        worker.prepare("fake")
+        assert Probed.probes == 1 and probed.started == []
+        assert worker.play(_task(tmp_path, 1)).status == "done"
+    broken = Broken({})
+    with Worker(reuse=True, sandboxes=lambda name, images: broken) as worker:
+        worker.prepare("fake")
+        outcome = worker.play(_task(tmp_path, 2))
+    assert outcome.status == "usage" and outcome.error == "no such backend here"
 
 
 def test_closing_a_worker_twice_or_unused_does_nothing(tmp_path: Path) -> None:

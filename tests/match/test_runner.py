@@ -77,6 +77,10 @@ def test_act_play_line_matches_the_model() -> None:
     model = m.ActPlay(**args)  # validated
     assert json.loads(line) == json.loads(m.encode(model))
     assert line.endswith(b"\n") and line.count(b"\n") == 1
+    args.update(passed=[0, 3], trick={"leader": 1, "count": 1, "top": ["7C"]})
+    line = _act_play_line(7, args["hand"], args["trick"], [0, 3], args["legal"], 0, [4, 7, 0, 5])
+    args["bank_ms"] = 0
+    assert line == m.encode(m.ActPlay(**args)), "byte for byte, as the model writes it"
 
 
 def test_a_public_event_is_encoded_once_per_codec_in_that_codecs_card_names() -> None:

@@ -180,3 +180,124 @@ def test_a_staged_table_plays_private_copies_and_removes_them() -> None:
     asyncio.run(go())
     assert seen and not any(folder.exists() for folder in seen)
     assert POLITE.is_file(), "the original is untouched"
+
+
+# --- warm starts: the next match's bots started while this one plays ---------------------
+
+ROTATION_0 = ("a", "b", "c")
+ROTATION_1 = ("b", "c", "a")
+
+
+def _procs(sessions: Any) -> set[int]:
+    return {id(s.channel.proc) for s in sessions}
+
+
+def test_a_warm_pool_starts_the_next_rotations_bots_during_the_match_never_reusing_them() -> (
+    None
+):
+    """Told that the next match is another rotation of the same deal, the pool starts three
+    fresh processes while this match plays; the next match takes them, greeted, starting
+    nothing; none of this match's processes plays the other rotation."""
+    sandbox = FakeSandbox({"a": polite_bot, "b": polite_bot, "c": polite_bot})
+    pool = SessionPool(sandbox, Limits(), TC)
+    first = [spec(n) for n in ROTATION_0]
+    second = [spec(n) for n in ROTATION_1]
+
+    async def go() -> None:
+        async with seated(first, pool=pool, deal_key="d1") as table:
+            pool.warm(second, "d1")
+            assert len(sandbox.started) == 3, "warm returns at once"
+            await play_match(table, RULES3, 1, match_id="r0")
+            assert len(sandbox.started) == 6, "started while the match played"
+        played = _procs(table.bots)
+        async with seated(second, pool=pool, deal_key="d1") as again:
+            assert len(sandbox.started) == 6, "the match started nothing itself"
+            assert not _procs(again.bots) & played, "a process played two rotations of d1"
+            assert all(s.fault is None for s in again.bots)
+            await play_match(again, RULES3, 2, match_id="r1")
+        assert pool.warmed == 3
+        await pool.aclose()
+
+    asyncio.run(go())
+    assert all(_ended(sandbox))
+    for proc in sandbox.started[3:]:
+        kinds = [msg["type"] for msg in proc.received]
+        assert kinds.count("hello") == 1 and kinds.count("match_start") == 1, kinds
+
+
+def test_a_warm_pool_keeps_within_its_idle_cap_making_room_first() -> None:
+    """A cap of one idle process: one started ahead, the rest when the match comes; an
+    idle process the next match cannot use is stopped to make room."""
+    sandbox = FakeSandbox({"a": polite_bot, "b": polite_bot, "c": polite_bot})
+    pool = SessionPool(sandbox, Limits(), TC, max_idle_total=1)
+    first = [spec(n) for n in ROTATION_0]
+    second = [spec(n) for n in ROTATION_1]
+
+    async def go() -> None:
+        async with seated(first, pool=pool, deal_key="d0") as table:
+            await play_match(table, RULES3, 0, match_id="d0")
+        assert sum(p.ended is None for p in sandbox.started) == 1, "one kept idle"
+        async with seated(first, pool=pool, deal_key="d1") as table:
+            assert len(sandbox.started) == 5, "the one kept played d1; two fresh"
+            pool.warm(second, "d1")
+            await play_match(table, RULES3, 1, match_id="r0")
+        assert pool.warmed == 1 and len(sandbox.started) == 6
+        async with seated(second, pool=pool, deal_key="d1") as again:
+            assert len(sandbox.started) == 8, "one warm, two started for the match"
+            await play_match(again, RULES3, 2, match_id="r1")
+        await pool.aclose()
+
+    asyncio.run(go())
+    assert all(_ended(sandbox))
+
+
+def test_a_bot_that_fails_hello_when_started_ahead_is_not_seated() -> None:
+    """The warm start of a bot whose second process never greets: the match starts its own
+    process rather than seat a faulted one, and nobody forfeits."""
+    starts = {"a": 0}
+
+    def flaky() -> Any:
+        starts["a"] += 1
+        return _never_answers("hello")() if starts["a"] == 2 else polite_bot("a")
+
+    sandbox = FakeSandbox({"a": flaky, "b": polite_bot, "c": polite_bot})
+    clock = FakeClock()
+    pool = SessionPool(sandbox, Limits(), TC, clock=clock)
+    first = [spec(n) for n in ROTATION_0]
+    second = [spec(n) for n in ROTATION_1]
+
+    async def go() -> None:
+        async with seated(first, pool=pool, deal_key="d1") as table:
+            pool.warm(second, "d1")
+            await play_match(table, RULES3, 1, match_id="r0")
+        async with seated(second, pool=pool, deal_key="d1") as again:
+            assert all(s.fault is None for s in again.bots)
+            result = await play_match(again, RULES3, 2, match_id="r1")
+        assert not any(s.forfeit for s in result.standings)
+        assert starts["a"] == 3, "started again for the match"
+        await pool.aclose()
+
+    clock.run(go())
+    assert all(_ended(sandbox))
+
+
+def test_closing_a_pool_stops_the_bots_it_is_starting_ahead() -> None:
+    """Closed (the worker exits) while bots start ahead: whatever was started is stopped."""
+
+    class Slow(FakeSandbox):
+        async def start(self, bot: Any, limits: Limits) -> Any:
+            await asyncio.sleep(0.01)
+            return await super().start(bot, limits)
+
+    sandbox = Slow({"a": polite_bot, "b": polite_bot, "c": polite_bot})
+    pool = SessionPool(sandbox, Limits(), TC)
+
+    async def go() -> None:
+        async with seated([spec(n) for n in ROTATION_0], pool=pool, deal_key="d1"):
+            pool.warm([spec(n) for n in ROTATION_1], "d1")
+        await asyncio.sleep(0.005)  # half-way through their start
+        await pool.aclose()
+        await asyncio.sleep(0.05)  # long enough for a start that was not stopped to end
+        assert all(_ended(sandbox)), "a bot started ahead outlived its pool"
+
+    asyncio.run(go())

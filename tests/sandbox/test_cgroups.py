@@ -31,6 +31,7 @@ from referee.sandbox.cgroups import (
     CgroupSupport,
     Hierarchy,
     group_prefix,
+    peak_memory_of,
     probe_cgroups,
     sweep_leftovers,
     unavailable,
@@ -450,6 +451,32 @@ def test_discovery_falls_back_to_v1(tmp_path: Path) -> None:
     assert found.version == 1 and found.swap_accounting and found.pids and not found.cpu
     assert found.hierarchies == (Hierarchy("memory", memory / "7"), Hierarchy("pids", pids))
     assert list((memory / "7").iterdir()) == [memory / "7" / "memory.memsw.limit_in_bytes"]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_containers_peak_memory_is_read_from_its_own_group(tmp_path: Path, version: int) -> None:
+    """The group of another process (a container's init, by its pid): its counter, and only
+    when the group is the one named (a pid from another pid namespace is someone else)."""
+    root = tmp_path / ("memory" if version == 1 else "unified")
+    group = root / "docker" / "c0ffee"
+    group.mkdir(parents=True)
+    counter = "memory.max_usage_in_bytes" if version == 1 else "memory.peak"
+    (group / counter).write_text("123456789\n")
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "4242").mkdir()
+    if version == 1:
+        mount = f"35 31 0:32 / {root} rw,relatime - cgroup cgroup rw,memory"
+        (proc / "4242" / "cgroup").write_text("8:pids:/docker/c0ffee\n4:memory:/docker/c0ffee\n")
+    else:
+        mount = f"30 23 0:26 / {root} rw - cgroup2 cgroup2 rw,nsdelegate"
+        (proc / "4242" / "cgroup").write_text("0::/docker/c0ffee\n")
+    (proc / "self" / "mountinfo").write_text(mount + "\n")
+    assert peak_memory_of(4242, "c0ffee", proc) == 123456789
+    assert peak_memory_of(4242, "decaf", proc) is None, "another container's group"
+    assert peak_memory_of(4243, "c0ffee", proc) is None, "no such process"
+    (group / counter).unlink()
+    assert peak_memory_of(4242, "c0ffee", proc) is None, "a kernel without the counter"
 
 
 def test_discovery_without_a_memory_hierarchy(tmp_path: Path) -> None:

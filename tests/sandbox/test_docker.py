@@ -214,6 +214,41 @@ def test_a_write_to_a_bot_that_never_reads_waits_then_fails_when_it_ends(
 
 
 @pytest.mark.docker
+def test_stdin_closed_before_the_bot_opened_it_is_end_of_file(
+    sandbox_client: Any, tmp_path: Path
+) -> None:
+    """Stdin is a FIFO the bot's side opens once its container runs: closed at once after
+    the start (before that), the bot still reads end of file, and exits."""
+    bot = single_file_bot(
+        tmp_path, "eof", "import sys\ndata = sys.stdin.read()\nprint('eof', len(data), flush=True)\n"
+    )
+
+    async def body(process: BotProcess) -> bytes:
+        await process.close_stdin()
+        return await read_line(process)
+
+    said, info = run(drive(sandbox_client, bot, LIMITS, body))
+    assert said == b"eof 0\n" and info.returncode == 0, (said, info)
+
+
+@pytest.mark.docker
+def test_peak_memory_counts_what_the_bot_held(sandbox_client: Any, tmp_path: Path) -> None:
+    """Read from the container's memory group (the daemon's figure took a second)."""
+    bot = single_file_bot(
+        tmp_path,
+        "holder",
+        "import sys\nheld = bytearray(48 << 20)\nprint('held', flush=True)\nsys.stdin.read()\n",
+    )
+
+    async def body(process: BotProcess) -> int | None:
+        assert await read_line(process) == b"held\n"
+        return await process.peak_memory()
+
+    peak, _ = run(drive(sandbox_client, bot, LIMITS, body, ends_itself=False))
+    assert peak is not None and 48 << 20 <= peak < LIMITS.memory_mb << 20, peak
+
+
+@pytest.mark.docker
 def test_memory_bomb_is_oom_killed(sandbox_client: Any, tmp_path: Path) -> None:
     bot = single_file_bot(
         tmp_path,

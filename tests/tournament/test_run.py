@@ -412,3 +412,19 @@ def test_the_progress_view_shows_the_coordinators_counts(capsys: pytest.CaptureF
     assert "1/20 matches" not in err  # a line per tenth, not per match
     assert "match rr/x/d000/r0 failed: sandbox down" in err
     assert "21/21 matches" in err
+
+
+def test_the_workers_start_while_the_coordinator_stages_and_schedules(tmp_path: Path) -> None:
+    """prepare() starts the pool's processes (each probes its sandbox before any task);
+    the run plays on them and stops them, as it stops a pool it starts itself."""
+    import multiprocessing
+
+    path = write_tournament(tmp_path, bots=4, table_size=3)
+    executor = LocalExecutor(2)
+    before = set(multiprocessing.active_children())
+    executor.prepare("process", ())
+    spawned = set(multiprocessing.active_children()) - before
+    assert len(spawned) == 2, "both workers started before any task"
+    summary = run_tournament(load_tournament(path), executor)
+    assert summary.done == summary.total == 12 and not summary.failed
+    assert not (set(multiprocessing.active_children()) & spawned), "the run stopped them"
