@@ -42,6 +42,7 @@ from typing import Protocol
 from referee.errors import InfrastructureError, Refused, UsageError
 from referee.match.compliance import CheckReport, Progress, Step, check_entry
 from referee.names import check_name, confusable_with, lookalike_note
+from referee.resources import SAMPLE_PREFIX, sample_by_name
 from referee.rules import RuleSet
 from referee.sandbox import (
     BotSpec,
@@ -98,7 +99,7 @@ class Submission:
 
 
 def submit(
-    bot: Path,
+    bot: str | Path,
     tournament: Tournament,
     *,
     name: str | None = None,
@@ -115,7 +116,9 @@ def submit(
     ``progress`` with each finished step. Raises :class:`~referee.errors.Refused` or
     :class:`~referee.errors.UsageError`; nothing is written then.
     """
-    if not os.path.lexists(bot):
+    if isinstance(bot, str) and bot.startswith(SAMPLE_PREFIX):
+        sample_by_name(bot)  # an unknown name is the user's mistake, as in play
+    elif not os.path.lexists(bot):
         raise UsageError(f"bot not found: {printable(str(bot))} does not exist")
     try:
         candidate, files = read_bot(bot)

@@ -737,7 +737,7 @@ def _secret_line(secret: DealSecret, dealt: int) -> str:
 
 
 @main.command()
-@click.argument("bot", type=click.Path(path_type=Path))
+@click.argument("bot")
 @click.option(
     "--to",
     "file",
@@ -753,11 +753,11 @@ def _secret_line(secret: DealSecret, dealt: int) -> str:
     "entrants of one author are limited and kept apart as the file's [authors] says.",
 )
 @friendly
-def submit(bot: Path, file: Path, name: str | None, author: str | None) -> None:
+def submit(bot: str, file: Path, name: str | None, author: str | None) -> None:
     """Check BOT as referee bot check would for the tournament FILE, and enter it.
 
-    BOT is a .py file, an executable, or a folder with bot.toml. Its files are read once:
-    exactly those bytes are checked (the handshake, short matches of the tournament's rules
+    BOT is a .py file, an executable, a folder with bot.toml, or a sample bot (@heuristic).
+    Its files are read once: exactly those bytes are checked (the handshake, short matches of the tournament's rules
     at its table size against the sample bots, two matches on one process: a few seconds)
     and copied into bots/ next to FILE, and a [[bots]] entry is appended to FILE. Exit
     code 1 when the bot is refused (the reason and bot check's diagnostics are shown), 2

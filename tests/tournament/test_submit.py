@@ -52,6 +52,15 @@ def test_a_good_folder_bot_is_copied_in_and_appended(tmp_path: Path) -> None:
     assert again == 2 and "already entered" in output
 
 
+def test_a_sample_bot_is_entered_by_its_name(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path / "t")
+    code, output = _submit("@lowest", "--to", str(path), "--name", f"low-{MARKER}")
+    assert code == 0, output
+    assert (tmp_path / "t" / "bots" / f"low-{MARKER}" / "bot.toml").is_file()
+    unknown, output = _submit("@nobody", "--to", str(path))
+    assert unknown == 2 and "no sample bot is called @nobody" in output
+
+
 def test_a_single_file_bot_keeps_its_file_name(tmp_path: Path) -> None:
     path = write_tournament(tmp_path)
     code, output = _submit(str(TEST_BOTS / "polite.py"), "--to", str(path))
