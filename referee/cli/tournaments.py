@@ -757,9 +757,10 @@ def submit(bot: str, file: Path, name: str | None, author: str | None) -> None:
     """Check BOT as referee bot check would for the tournament FILE, and enter it.
 
     BOT is a .py file, an executable, a folder with bot.toml, or a sample bot (@heuristic).
-    Its files are read once: exactly those bytes are checked (the handshake, short matches of the tournament's rules
-    at its table size against the sample bots, two matches on one process: a few seconds)
-    and copied into bots/ next to FILE, and a [[bots]] entry is appended to FILE. Exit
+    Its files are read once: exactly those bytes are checked (the handshake, short matches
+    of the tournament's rules at its table size against the sample bots, two matches on one
+    process: a few seconds) and copied into bots/ next to FILE, and a [[bots]] entry is
+    appended to FILE. Exit
     code 1 when the bot is refused (the reason and bot check's diagnostics are shown), 2
     for a usage error (a path that does not exist, a name already taken).
     """
