@@ -40,7 +40,13 @@ def publish(file: Path, out: Path, results_dir: Path | None) -> None:
     served by any static server. It may run while the tournament is playing: it shows what
     is stored, and says so.
     """
-    write_site(load_tournament(file), out, results_dir)
+    spec = load_tournament(file)
+    if spec.file.format == "league":
+        from referee.cli.league import publish_league_site
+
+        publish_league_site(spec, out, results_dir)
+        return
+    write_site(spec, out, results_dir)
 
 
 def write_site(spec: Tournament, out: Path, results_dir: Path | None = None) -> Path:
