@@ -52,7 +52,13 @@ from referee.executors import (
     MatchStarted,
     MatchTask,
 )
-from referee.ranking.incremental import rate_result, settle_batch, stored_match, tallies
+from referee.ranking.incremental import (
+    in_arrival_order,
+    rate_result,
+    settle_batch,
+    stored_match,
+    tallies,
+)
 from referee.ranking.matchmaking import LeagueState, Standing, plan_batch
 from referee.ranking.ratings import make_environment
 from referee.sandbox import (
@@ -64,13 +70,14 @@ from referee.sandbox import (
     remove_staging_root,
     stage_bot,
 )
-from referee.specs import EntrantRecord, MatchSpec
+from referee.specs import EntrantRecord, MatchSpec, StoredMatch, deal_key
 from referee.stderrlog import STDERR_SUFFIX
 from referee.text import printable
 from referee.tournament.chain import log_digest
 from referee.tournament.deals import redeal_seed
 from referee.tournament.file import Tournament, load_tournament
-from referee.tournament.league import LeagueLedger, Roster, Version, batch_specs, league_roster
+from referee.tournament.league import LeagueLedger, Roster, Version, league_roster
+from referee.tournament.scheduler import league_batch
 from referee.tournament.store import DealSecret, RunLock, Store, wipe
 
 __all__ = [
@@ -148,6 +155,7 @@ class BatchSettled:
     among them), ``failed`` matches failed on our side; ``store_ms``: the average time to
     store one result with its ratings, ``settle_ms``: to settle the batch."""
 
+
     batch: int
     played: int
     failed: int
@@ -155,6 +163,8 @@ class BatchSettled:
     seconds: float
     store_ms: float
     settle_ms: float
+    rated_again: int = 0
+    """Tables whose results arrived out of key order, rated again when it was settled."""
 
 
 LeagueEvent = (
@@ -196,7 +206,8 @@ def run_league(
 
     ``restart`` wipes its stored results first; ``deal_secret`` deals with that secret
     (to reproduce a league); ``clock`` is the time stored with each batch (the cap on
-    hogging counts from it) and ``wait`` how the league waits for entrants. Raises
+    hogging counts from it) and the one the file is polled by, ``wait`` how the league
+    waits for entrants. Raises
     ``UsageError`` for a file that is no league, stored results played with other
     settings, an entrant whose files changed since it joined, or a lock held by another run.
     """
@@ -288,7 +299,7 @@ class LeagueRun:
         t = self.tournament
         self.store.check_settings(t.settings())
         self.secret = self.store.deal_secret(deal_secret)
-        self.polled = (time.monotonic(), _stat(self.path))
+        self.polled = (self.clock(), _stat(self.path))
         problems = self._sync(t)
         if problems:
             raise UsageError(f"{self.path}: {'; '.join(problems)}")
@@ -308,7 +319,7 @@ class LeagueRun:
     def _poll(self) -> None:
         """Read the file again when ``poll_seconds`` have passed and it changed."""
         last, seen = self.polled
-        now = time.monotonic()
+        now = self.clock()
         if now - last < self.settings.poll_seconds:
             return
         stat = _stat(self.path)
@@ -439,7 +450,7 @@ class LeagueRun:
         assert self.secret is not None
         tables = [table.labels for table in plan.tables]
         authors = {label: e.author for label, e in entrants.items()} if f.authors.apart else None
-        specs = batch_specs(
+        specs = league_batch(
             batch, tables, ledger.dealt(tables), seed=f.seed, secret=self.secret.key,
             duplicate=f.duplicate, authors=authors,
         )  # fmt: skip
@@ -565,11 +576,23 @@ class LeagueRun:
         batch.faults += faults
 
     def _settle(self, batch: _Batch) -> None:
-        """Fold the batch's results into the settled ratings, in key order."""
+        """Fold the batch's results into the settled ratings, in key order: the live
+        ratings of the tables whose results arrived in key order, the others rated again
+        (:func:`~referee.ranking.incremental.in_arrival_order`)."""
         started = time.perf_counter()
         results = self.ledger.batch_results(batch.number)
-        seated = {seat.name for match in results for seat in match.seats}
-        settled = settle_batch(self.env, self.ledger.settled(seated), results)
+        arrival = self.ledger.arrival(batch.number)
+        tables: dict[str, list[StoredMatch]] = {}
+        for match in results:
+            tables.setdefault(deal_key(match.spec.key), []).append(match)
+        again = [m for ms in tables.values() if not in_arrival_order(ms, arrival) for m in ms]
+        again_keys = {m.spec.key for m in again}
+        kept = {seat.name for m in results if m.spec.key not in again_keys for seat in m.seats}
+        rated = {seat.name for m in again for seat in m.seats}
+        settled = {
+            **self.ledger.live(kept),
+            **settle_batch(self.env, self.ledger.settled(rated), again),
+        }
         self.ledger.settle(batch.number, settled, len(results), self.clock())
         self.summary.batches += 1
         self.summary.failed += batch.failed
@@ -583,13 +606,14 @@ class LeagueRun:
                 time.perf_counter() - batch.began,
                 batch.store_s / batch.stored * 1000 if batch.stored else 0.0,
                 (time.perf_counter() - started) * 1000,
+                len({deal_key(m.spec.key) for m in again}),
             )
         )
 
     def _drop_left(self) -> None:
         """Remove the staged copies of versions no longer in the league."""
         assert self.staging is not None
-        staying = self.ledger.in_league(self.ledger.next_batch())
+        staying = self.ledger.labels_in_league(self.ledger.next_batch())
         for label in [label for label in self.staged if label not in staying]:
             folder = self.staged.pop(label).folder
             if folder.parent == self.staging:

@@ -29,7 +29,6 @@ from referee.league import (
     LeagueWaiting,
     run_league,
 )
-from referee.publish import FORMATS
 from referee.text import printable
 from referee.tournament.file import Tournament, load_tournament
 
@@ -212,34 +211,6 @@ def check(file: Path) -> None:
     if found.problems:
         raise SystemExit(1)
     out.print("ok: the settled ratings and every record are the replay's", markup=False)
-
-
-def league_leaderboard(spec: Tournament, fmt: str) -> None:
-    """``referee leaderboard FILE`` for a league: its stored ratings (no replay)."""
-    from referee.publish.league import league_board, league_rich_table, render_league
-
-    assert fmt in FORMATS
-    board = league_board(spec)
-    if fmt == "table":
-        Console(highlight=False).print(league_rich_table(board))
-    else:
-        click.echo(render_league(board, fmt), nl=False)
-
-
-def publish_league_site(spec: Tournament, out: Path, results_dir: Path | None = None) -> Path:
-    """``referee publish FILE --out DIR`` for a league: only what is new is rendered."""
-    from referee.publish.league_site import publish_league
-
-    report = publish_league(spec, out, results_dir)
-    first, last = report.batches
-    say(
-        f"published batches {first} to {last - 1}: {report.matches} new matches, "
-        f"{report.bots} bot pages rewritten, {report.written / 1024:.0f} KiB written"
-        if last > first
-        else f"published: no new batch; {report.bots} bot pages rewritten"
-    )
-    click.echo(str(report.index.resolve()))
-    return report.index
 
 
 class _Publisher:

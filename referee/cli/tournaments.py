@@ -553,10 +553,14 @@ def leaderboard(file: Path, fmt: str) -> None:
     tournament runs.
     """
     spec = load_tournament(file)
-    if spec.file.format == "league":
-        from referee.cli.league import league_leaderboard
+    if spec.file.format == "league":  # its stored ratings: no replay
+        from referee.publish.league import league_board, league_rich_table, render_league
 
-        league_leaderboard(spec, fmt)
+        league = league_board(spec)
+        if fmt == "table":
+            Console(highlight=False).print(league_rich_table(league))
+        else:
+            click.echo(render_league(league, fmt), nl=False)
         return
     board = _leaderboard(spec)
     if fmt == "table":

@@ -14,7 +14,11 @@ league`) and the leaderboard reads them: its cost grows with the entrants, not t
   become those. Key order is batch order (the key starts with the batch), so the settled
   ratings are exactly a replay of every result in key order, made one batch at a time; the
   planner reads only these (:mod:`referee.ranking.matchmaking`), which is why the arrival
-  order never changes a choice.
+  order never changes a choice. Settling costs nearly nothing: a batch's tables are
+  disjoint, so only the order of each table's own results matters, and a table whose
+  results arrived in key order (nearly all, since its seat rotations are handed out a
+  batch's width apart) already has its settled ratings (:func:`in_arrival_order`); only the
+  others are rated again.
 * **Checked.** :func:`check_league` (``referee league check``) replays every stored result
   in key order from the initial ratings and compares: the settled ratings must be exactly
   the replay of the settled batches, and every entrant's record (matches, places, firsts,
@@ -40,6 +44,7 @@ __all__ = [
     "LeagueCheck",
     "Rating",
     "check_league",
+    "in_arrival_order",
     "rate_result",
     "settle_batch",
     "stored_match",
@@ -49,9 +54,9 @@ __all__ = [
 Rating = tuple[float, float]
 """``(mu, sigma)``."""
 
-_EXACT = 1e-9
-"""Settled ratings and a replay agree to this: they are the same updates in the same order,
-equal to the last bit (the tolerance only spares a report of nothing)."""
+_EXACT = 0.0
+"""Settled ratings and a replay are the same updates in the same order (through
+:func:`rate_result`): equal to the last bit."""
 
 
 def stored_match(spec: MatchSpec, result: MatchResult) -> StoredMatch:
@@ -94,8 +99,18 @@ def tallies(match: StoredMatch) -> list[SeatTally]:
 def rate_result(
     env: trueskill.TrueSkill, ratings: Mapping[str, Rating], match: StoredMatch
 ) -> dict[str, Rating]:
-    """The seats' ratings after ``match``, from ``ratings`` (theirs before it)."""
-    current = {name: env.create_rating(*ratings[name]) for name in ratings}
+    """The seats' ratings after ``match``, from ``ratings`` (theirs before it; a seat not
+    there starts at the environment's initial rating).
+
+    Ratings go in and out as ``(mu, sigma)``, as the league stores them: TrueSkill keeps a
+    rating as precision and precision-adjusted mean, and the way there and back may change
+    the last bit of ``mu``, so every way of rating a league (live, settled, the check's
+    replay) goes through here, one result at a time, and they agree to the last bit.
+    """
+    initial = (env.mu, env.sigma)
+    current = {
+        seat.name: env.create_rating(*ratings.get(seat.name, initial)) for seat in match.seats
+    }
     update(env, current, match)
     return {seat.name: (current[seat.name].mu, current[seat.name].sigma) for seat in match.seats}
 
@@ -103,14 +118,25 @@ def rate_result(
 def settle_batch(
     env: trueskill.TrueSkill, settled: Mapping[str, Rating], matches: Iterable[StoredMatch]
 ) -> dict[str, Rating]:
-    """The settled ratings of a batch's seats: ``settled`` (theirs before the batch), then
-    its ``matches`` in key order."""
-    current = {name: env.create_rating(*rating) for name, rating in settled.items()}
+    """The settled ratings of the seats of ``matches``: ``settled`` (theirs before the
+    batch), then the matches in key order."""
+    current = dict(settled)
     seated: set[str] = set()
     for match in sorted(matches, key=lambda m: m.spec.key):
-        update(env, current, match)
+        current.update(rate_result(env, current, match))
         seated.update(seat.name for seat in match.seats)
-    return {name: (current[name].mu, current[name].sigma) for name in sorted(seated)}
+    return {name: current[name] for name in sorted(seated)}
+
+
+def in_arrival_order(matches: Sequence[StoredMatch], arrival: Mapping[str, int]) -> bool:
+    """Whether ``matches`` (one table's, in key order) were stored in key order
+    (``arrival``: the results chain's position of each, :meth:`~referee.tournament.league.
+    LeagueLedger.arrival`). The tables of a batch are disjoint and TrueSkill updates of
+    disjoint seats commute, so a table whose results arrived in key order has its live
+    ratings equal, to the last bit, to the key-order replay: settling re-rates only the
+    other tables."""
+    positions = [arrival.get(m.spec.key, -1) for m in matches]
+    return positions == sorted(positions)
 
 
 @dataclass(frozen=True)
@@ -173,44 +199,36 @@ def check_league(ledger: LeagueLedger, env: trueskill.TrueSkill) -> LeagueCheck:
     """
     entrants = ledger.entrants()
     settled_batches = ledger.settled_batches()
-    ratings = {label: env.create_rating() for label in entrants}
+    ratings: dict[str, Rating] = {label: (env.mu, env.sigma) for label in entrants}
     records = {label: _Record() for label in entrants}
-    at_settled: dict[str, trueskill.Rating] | None = None
+    at_settled: dict[str, Rating] | None = None
     matches = open_matches = 0
     problems: list[str] = []
-    batch, touched = -1, set[str]()
     for match in ledger.completed():
-        if (batch_of(match.spec.key) or 0) != batch:
-            # A settled batch is stored as (mu, sigma) and read back: the same rounding here.
-            for label in touched:
-                ratings[label] = env.create_rating(ratings[label].mu, ratings[label].sigma)
-            batch, touched = batch_of(match.spec.key) or 0, set()
-        if batch >= settled_batches:
+        if (batch_of(match.spec.key) or 0) >= settled_batches:
             if at_settled is None:
                 at_settled = dict(ratings)
             open_matches += 1
-        update(env, ratings, match)
-        touched.update(seat.name for seat in match.seats)
+        ratings.update(rate_result(env, ratings, match))
         for tally in tallies(match):
             records.setdefault(tally.label, _Record()).add(tally)
         matches += 1
     if at_settled is None:
         at_settled = dict(ratings)
     for label, entrant in entrants.items():
-        settled = at_settled.get(label, env.create_rating())
-        if not _same((entrant.settled_mu, entrant.settled_sigma), (settled.mu, settled.sigma)):
+        mu, sigma = at_settled.get(label, (env.mu, env.sigma))
+        if not _same((entrant.settled_mu, entrant.settled_sigma), (mu, sigma)):
             problems.append(
                 f"{label}: settled rating {entrant.settled_mu:.6f} ± {entrant.settled_sigma:.6f} "
-                f"is not the replay's {settled.mu:.6f} ± {settled.sigma:.6f}"
+                f"is not the replay's {mu:.6f} ± {sigma:.6f}"
             )
         problems += _record_problems(label, entrant, records.get(label, _Record()))
     for label in sorted(set(records) - set(entrants)):
         problems.append(f"{label}: has results but is no entrant of the league")
     drift = tuple(
-        Drift(label, e.mu, e.sigma, ratings[label].mu, ratings[label].sigma)
+        Drift(label, e.mu, e.sigma, *ratings[label])
         for label, e in entrants.items()
-        if label in ratings
-        and not _same((e.mu, e.sigma), (ratings[label].mu, ratings[label].sigma))
+        if label in ratings and not _same((e.mu, e.sigma), ratings[label])
     )
     return LeagueCheck(
         matches,
@@ -219,7 +237,7 @@ def check_league(ledger: LeagueLedger, env: trueskill.TrueSkill) -> LeagueCheck:
         len(entrants),
         drift,
         tuple(problems),
-        _order(entrants, {k: (r.mu, r.sigma) for k, r in ratings.items()}),
+        _order(entrants, ratings),
     )
 
 

@@ -22,7 +22,8 @@ Tables are filled in three passes, each taking only entrants not seated yet:
    fewer matches than they hold: :func:`in_placement`) gets one, against a spread of the
    field: its opponents stand at evenly spaced places of the
    ranking (by ``mu - 3 sigma``), shifted from one placement table to the next by the
-   golden ratio, so that a few tables meet the top, the middle and the bottom.
+   golden ratio, so that a few tables meet the top, the middle and the bottom. Until then
+   it is no matchmaking opponent (its high sigma would draw it to every table).
 3. **Matchmaking.** The rest are drawn around the most uncertain entrants (highest sigma,
    then fewest matches), each with the opponents that tell most about it: near it in
    rating and uncertain relative to it. For a seed ``s`` and a candidate ``o`` that is
@@ -200,7 +201,8 @@ def plan_batch(
     if total == 0:
         return BatchPlan(state.batch, (), capped)
     beta = (ratings or RatingSettings()).beta
-    pool = _Pool(eligible, seed, state.batch, authors_apart)
+    placing = {s.label for s in eligible if in_placement(s, settings, k)}
+    pool = _Pool(eligible, seed, state.batch, authors_apart, placing)
     tables: list[PlannedTable] = []
 
     def fill(order: Sequence[Standing], limit: int, kind: TableKind) -> None:
@@ -220,8 +222,8 @@ def plan_batch(
     tiebreak = pool.tiebreak
     fill(sorted(eligible, key=lambda s: (s.last_batch, tiebreak[s.label])),
          fair_tables(total, settings), "fair")  # fmt: skip
-    placing = [s for s in eligible if in_placement(s, settings, k)]
-    fill(sorted(placing, key=lambda s: (s.placement, s.last_batch, tiebreak[s.label])),
+    newcomers = [s for s in eligible if s.label in placing]
+    fill(sorted(newcomers, key=lambda s: (s.placement, s.last_batch, tiebreak[s.label])),
          total, "placement")  # fmt: skip
     fill(sorted(eligible, key=lambda s: (-s.sigma, s.matches, tiebreak[s.label])),
          total, "matchmaking")  # fmt: skip
@@ -232,8 +234,17 @@ class _Pool:
     """The eligible entrants not seated yet in the batch being planned, by mu."""
 
     def __init__(
-        self, eligible: Sequence[Standing], seed: int, batch: int, authors_apart: bool
+        self,
+        eligible: Sequence[Standing],
+        seed: int,
+        batch: int,
+        authors_apart: bool,
+        placing: set[str],
     ) -> None:
+        self.placing = placing
+        """Entrants still in placement: seated at their own placement tables (or at
+        another's), never drawn as a matchmaking opponent (their sigma would draw them to
+        every table before they are placed)."""
         self.tiebreak = {s.label: _tiebreak(seed, batch, s.label) for s in eligible}
         self.by_label = {s.label: s for s in eligible}
         self.order = sorted((s.mu, self.tiebreak[s.label], s.label) for s in eligible)
@@ -261,7 +272,7 @@ class _Pool:
         candidates: list[Standing] = []
         while len(candidates) < want and (low >= 0 or high < len(self.order)):
             for index in (low, high):
-                if 0 <= index < len(self.order):
+                if 0 <= index < len(self.order) and self.order[index][2] not in self.placing:
                     candidates.append(self.by_label[self.order[index][2]])
             low, high = low - 1, high + 1
         ranked = sorted(
@@ -279,7 +290,9 @@ class _Pool:
         if len(field) < k - 1:
             return None
         shift = (seed.placement * _GOLDEN) % 1.0
-        spots = [round((i + shift) / (k - 1) * (len(field) - 1)) for i in range(k - 1)]
+        spots = [
+            round(((i + 0.5) / (k - 1) + shift) % 1.0 * (len(field) - 1)) for i in range(k - 1)
+        ]
         chosen = [seed.label]
         authors = {self._author(seed)}
         for target in spots:  # the free place nearest each spot

@@ -25,11 +25,10 @@ ever met it, and a league has no schedule to play them again from.
 
 **Match keys.** ``lg/<batch>/<table>/r<rotation>``: the batch in eight digits (so key order
 is batch order, the canonical rating order, :mod:`referee.ranking.incremental`), the table
-by a hash of the seed, the batch and its labels, and the seat rotation. A batch's tables are
-disjoint, so their deals are shared across them as in every format
-(:func:`referee.tournament.scheduler.deal_tables`: no entrant meets the same cards twice),
-and each table is seated by the balanced cycle of :mod:`referee.tournament.seating`, going on
-where its last deal left it (``league_tables`` counts the deals of each table).
+by a hash of the seed, the batch and its labels, and the seat rotation
+(:func:`referee.tournament.scheduler.league_batch` makes a batch's matches: its deals shared
+across its disjoint tables as in every format, each table seated by the balanced cycle,
+going on where its last deal left it: ``league_tables`` counts the deals of each table).
 
 **Records.** :class:`LeagueLedger` keeps, beside the store's own tables and in the same
 database (so that a result and the ratings it changes commit in one transaction):
@@ -48,7 +47,6 @@ database (so that a result and the ratings it changes commit in one transaction)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sqlite3
@@ -61,8 +59,6 @@ from referee.errors import UsageError
 from referee.names import skeleton
 from referee.specs import EntrantRecord, MatchSpec, StoredMatch, StoredSeat
 from referee.tournament.model import BotEntry, TournamentFile
-from referee.tournament.scheduler import Duplicate, TableDeal, deal_tables
-from referee.tournament.seating import base_order
 from referee.tournament.store import Store
 
 __all__ = [
@@ -77,7 +73,6 @@ __all__ = [
     "Version",
     "batch_of",
     "batch_prefix",
-    "batch_specs",
     "league_roster",
     "version_label",
 ]
@@ -171,10 +166,6 @@ def league_roster(file: TournamentFile, where: Path | str = "") -> Roster:
 # --------------------------------------------------------------------------- keys
 
 
-def _digest(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
 def batch_prefix(batch: int) -> str:
     """``lg/00000012/``: every key of the batch starts with it."""
     return f"{LEAGUE_PREFIX}{batch:0{_BATCH_DIGITS}d}/"
@@ -192,35 +183,6 @@ def _key_range(batch: int) -> tuple[str, str]:
     """Keys of the batch lie in ``[low, high)`` (``0`` follows ``/``): an index range."""
     low = batch_prefix(batch)
     return low, low[:-1] + "0"
-
-
-def batch_specs(
-    batch: int,
-    tables: Sequence[tuple[str, ...]],
-    dealt: Mapping[tuple[str, ...], int],
-    *,
-    seed: int,
-    secret: bytes,
-    duplicate: Duplicate,
-    authors: Mapping[str, str] | None = None,
-) -> list[MatchSpec]:
-    """Every seat rotation of one deal of each table of ``batch`` (each table's labels in
-    sorted order), dealt with ``secret``: deals shared across the batch's disjoint tables
-    (:func:`~referee.tournament.scheduler.deal_tables`), each table seated where its cycle
-    of balanced orders stands after ``dealt[table]`` deals."""
-    prefix = batch_prefix(batch)
-    slots = []
-    for table in tables:
-        ordered = tuple(sorted(table))
-        deal = dealt.get(ordered, 0)
-        table_id = _digest("lg", seed, batch, ordered)[:_TABLE_HASH]
-        slots.append(TableDeal(f"{prefix}{table_id}", base_order(ordered, deal, seed), deal))
-    specs = deal_tables(
-        slots, seed, secret, duplicate=duplicate, authors=authors, salt=f"lg/{batch}"
-    )
-    if len({spec.key for spec in specs}) != len(specs):
-        raise RuntimeError("two league matches got the same key; change the league's seed")
-    return specs
 
 
 # --------------------------------------------------------------------------- records
@@ -518,6 +480,25 @@ class LeagueLedger:
         )
         return [(MatchSpec.model_validate_json(s), status, int(n)) for s, status, n in rows]
 
+    def arrival(self, batch: int) -> dict[str, int]:
+        """The results chain's position of each stored result of the batch: the order in
+        which they arrived."""
+        low, high = _key_range(batch)
+        rows = self._db.execute(
+            "SELECT match_key, position FROM chain WHERE match_key >= ? AND match_key < ?",
+            (low, high),
+        )
+        return {key: int(position) for key, position in rows}
+
+    def labels_in_league(self, batch: int) -> set[str]:
+        """The labels of the versions that may be seated in ``batch``."""
+        rows = self._db.execute(
+            "SELECT label FROM league_entrants WHERE joined <= ? "
+            "AND (retired IS NULL OR retired > ?)",
+            (batch, batch),
+        )
+        return {row[0] for row in rows}
+
     def batch_results(self, batch: int) -> list[StoredMatch]:
         """The batch's finished matches with their seats, in key order."""
         low, high = _key_range(batch)
@@ -593,28 +574,25 @@ class LeagueLedger:
         the result's own transaction, :meth:`Store.transaction`)."""
         with self.store.transaction() as db:
             for tally in tallies:
-                row = db.execute(
-                    "SELECT faults FROM league_entrants WHERE label = ?", (tally.label,)
-                ).fetchone()
-                faults = dict(json.loads(row[0])) if row is not None else {}
                 if tally.fault is not None:
+                    row = db.execute(
+                        "SELECT faults FROM league_entrants WHERE label = ?", (tally.label,)
+                    ).fetchone()
+                    faults = dict(json.loads(row[0])) if row is not None else {}
                     faults[tally.fault] = faults.get(tally.fault, 0) + 1
+                    db.execute(
+                        "UPDATE league_entrants SET faults = ? WHERE label = ?",
+                        (json.dumps(dict(sorted(faults.items())), separators=(",", ":")),
+                         tally.label),
+                    )  # fmt: skip
                 mu, sigma = ratings[tally.label]
                 db.execute(
                     "UPDATE league_entrants SET mu = ?, sigma = ?, matches = matches + 1, "
                     "place_sum = place_sum + ?, firsts = firsts + ?, forfeits = forfeits + ?, "
-                    "faults = ?, last_played = MAX(COALESCE(last_played, 0), ?) WHERE label = ?",
-                    (
-                        mu,
-                        sigma,
-                        tally.place,
-                        int(tally.first),
-                        int(tally.forfeit),
-                        json.dumps(dict(sorted(faults.items())), separators=(",", ":")),
-                        finished,
-                        tally.label,
-                    ),
-                )
+                    "last_played = MAX(COALESCE(last_played, 0), ?) WHERE label = ?",
+                    (mu, sigma, tally.place, int(tally.first), int(tally.forfeit), finished,
+                     tally.label),
+                )  # fmt: skip
 
     def settle(
         self, batch: int, ratings: Mapping[str, tuple[float, float]], played: int, at: float
