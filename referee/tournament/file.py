@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from referee.errors import UsageError
-from referee.names import check_name, confusable_with, lookalike_note, skeleton
+from referee.names import check_name, lookalike_note, skeleton
 from referee.rules import ResolvedRules
 from referee.sandbox import BotSpec, Limits, bot_sha256, load_bot, read_bot_files
 from referee.sandbox.image import allowed_images, check_bot_image
@@ -309,6 +309,9 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
     base = path.parent
     bots: list[BotSpec] = []
     first_seen: dict[str, int] = {}
+    # Each skeleton to the first name with it: one skeleton per name, not one per pair (a
+    # league of 1,000 entrants is read again while it runs).
+    looks: dict[str, str] = {}
     for i, entry, display in entries:
         where = f"{path}: bots[{i}]"
         try:
@@ -326,7 +329,7 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
                 f"bots[{first_seen[spec.name]}]; "
                 'names must be unique (set name = "..." on one of them)'
             )
-        twin = confusable_with(spec.name, first_seen)
+        twin = looks.get(skeleton(spec.name))
         if twin is not None:
             raise UsageError(
                 f"{where}: the name {spec.name!r} looks like {twin!r} of bots[{first_seen[twin]}] "
@@ -334,6 +337,7 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
                 '(set name = "..." on one of them)'
             )
         first_seen[spec.name] = i
+        looks.setdefault(skeleton(spec.name), spec.name)
         bots.append(spec)
     tournament = Tournament(path=path, file=model, bots=tuple(bots), rules=rules, source=source)
     for i, spec in enumerate(bots):

@@ -430,3 +430,39 @@ def test_the_commands_know_a_league(tmp_path: Path) -> None:
     assert retire.exit_code == 0 and "retired: b1" in retire.output
     started = [e for e in play(path, Watched(), batches=1) if isinstance(e, MatchStarted)]
     assert started
+
+
+# --------------------------------------------------------------------------- submit
+
+
+def passing_check(staged: Any, sandbox: Any, ruleset: Any, seats: int, **kw: Any) -> Any:
+    """Stands in for bot check's steps (the slow tests run them for real)."""
+    from referee.match.compliance import CheckReport, Step
+
+    return CheckReport(staged.name, str(staged.folder), sandbox.name, kw["time_control"],
+                       kw["limits"], steps=[Step("handshake")])  # fmt: skip
+
+
+def test_submitting_under_a_taken_name_enters_a_new_version(tmp_path: Path) -> None:
+    from referee.errors import Refused
+    from referee.submit import submit
+
+    path = write(tmp_path / "league")
+    bot = tmp_path / "b3-next.py"
+    bot.write_text("# b3, rewritten\n")
+    entered = submit(bot, load_tournament(path), name="b3", check=passing_check)
+    assert entered.version is not None
+    assert (entered.version.label, entered.version.version) == ("b3#2", 2)
+    league = load_tournament(path)
+    assert "b3#2" in league.entrants and "b3" not in league.entrants
+    assert path.read_text().count('name = "b3"') == 2
+    with pytest.raises(Refused, match="a new version must change something"):
+        submit(bot, load_tournament(path), name="b3", check=passing_check)
+    with pytest.raises(UsageError, match="looks like 'b3'"):
+        submit(tmp_path / "b3-next.py", load_tournament(path), name="B3", check=passing_check)
+    append_retirement(path, "b4")
+    back = tmp_path / "b4-back.py"
+    back.write_text("# b4, back\n")
+    returned = submit(back, load_tournament(path), name="b4", check=passing_check)
+    assert returned.version is not None and returned.version.label == "b4#2"
+    assert "b4#2" in load_tournament(path).entrants

@@ -1,9 +1,11 @@
 """``referee league run`` with real bots in the process sandbox (slow: real processes).
 
 Six deterministic bots at tables of three, short matches (``target = 3``): the league runs
-on two local workers, takes a new version submitted with ``referee submit`` while it runs,
-is killed with SIGKILL in the middle of a batch, and run again goes on with every result
-kept once; ``referee league check`` then finds the stored ratings to be the replay's.
+on two local workers, takes a new version submitted with ``referee submit`` while it runs
+(its leaderboard read meanwhile), is killed with SIGKILL in the middle of a batch, and run
+again goes on with every result kept once and publishes its site; ``referee league check``
+then finds the stored ratings to be the replay's. The same league runs on a local Dask
+cluster.
 """
 
 from __future__ import annotations
@@ -77,13 +79,21 @@ def test_a_league_takes_a_new_version_is_killed_and_goes_on(tmp_path: Path) -> N
             wait_for(joined, 60, "the new version to be taken in")
         count = done(path)
         wait_for(lambda: done(path) >= count + 2, 60, "more results")
+        live = referee("leaderboard", str(path), "--format", "json", cwd=tmp_path)
+        assert live.returncode == 0, live.stderr  # read while the league writes
+        assert '"matches": ' in live.stdout and '"p2#2"' in live.stdout
     finally:
         os.kill(league.pid, signal.SIGKILL)  # the coordinator only: its workers follow it
         league.communicate(timeout=60)
     assert league.returncode == -signal.SIGKILL
-    again = referee("league", "run", str(path), "--batches", "2", "--workers", "2", cwd=tmp_path)
+    site = tmp_path / "site"
+    again = referee(
+        "league", "run", str(path), "--batches", "2", "--workers", "2", "--publish", str(site),
+        cwd=tmp_path,
+    )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert "batches settled in this run" in again.stderr
+    assert (site / "index.html").is_file() and list((site / "matches").glob("*.html"))
     check = referee("league", "check", str(path), cwd=tmp_path)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "ok: the settled ratings and every record are the replay's" in check.stdout
@@ -97,3 +107,15 @@ def test_a_league_takes_a_new_version_is_killed_and_goes_on(tmp_path: Path) -> N
     board = referee("leaderboard", str(path), "--format", "csv", cwd=tmp_path)
     assert board.returncode == 0, board.stderr
     assert '"p2#2","p2","2"' in board.stdout and '"replaced by p2#2"' in board.stdout
+
+
+def test_a_league_runs_on_a_local_dask_cluster(tmp_path: Path) -> None:
+    path = write_league(tmp_path)
+    run = referee(
+        "league", "run", str(path), "--executor", "dask", "--workers", "2", "--batches", "1",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "batch 0 settled: 6 results" in run.stderr
+    check = referee("league", "check", str(path), cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
