@@ -300,9 +300,7 @@ class LeagueRun:
         self.store.check_settings(t.settings())
         self.secret = self.store.deal_secret(deal_secret)
         self.polled = (self.clock(), _stat(self.path))
-        problems = self._sync(t)
-        if problems:
-            raise UsageError(f"{self.path}: {'; '.join(problems)}")
+        self._sync(t, strict=True)
         self._save_plan(t)
         self.notify(
             LeagueStarted(
@@ -342,10 +340,11 @@ class LeagueRun:
             self.problems.add(message)
             self.notify(FileProblem(message))
 
-    def _sync(self, tournament: Tournament) -> list[str]:
+    def _sync(self, tournament: Tournament, *, strict: bool = False) -> list[str]:
         """Take in the versions of the file new to the league and let go of those no longer
         current, from the next batch on; returns what cannot be done (a changed or
-        returning version), which changes nothing."""
+        returning version), which changes nothing. ``strict`` (when the league starts):
+        refuse the whole file then, before anything is stored."""
         roster = league_roster(tournament.file, self.path)
         stored = self.ledger.entrants()
         records = self.store.entrants()
@@ -377,6 +376,8 @@ class LeagueRun:
             for label, entrant in stored.items()
             if entrant.retired is None and label not in current
         }
+        if problems and strict:
+            raise UsageError(f"{self.path}: {'; '.join(problems)}")
         if joining or leaving:
             self._change(tournament, joining, leaving)
         return problems

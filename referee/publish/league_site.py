@@ -197,8 +197,10 @@ class _Publication:
         self.folder.marker()
         for path in sorted((_HERE / "static").iterdir()):
             self.folder.write("static", path.stem, path.suffix, path.read_bytes())
-        matches = sum(self._batch(batch, slugs) for batch in range(first, last))
-        records = self._bots(board, slugs, last)
+        matches, seated = 0, set[str]()
+        for batch in range(first, last):
+            matches += self._batch(batch, slugs, seated)
+        records, rendered = self._bots(board, slugs, last, seated)
         self._index(board, slugs)
         state = {"batch": last, "slugs": slugs, "records": records}
         self.folder.write("", LEAGUE_STATE, ".json", json.dumps(state).encode("utf-8"))
@@ -207,7 +209,7 @@ class _Publication:
             self.folder.target / "index.html",
             (first, last),
             matches,
-            sum(records[e.label] != self.before.get("records", {}).get(e.label) for e in every),
+            rendered,
             self.folder.written,
         )
 
@@ -220,9 +222,11 @@ class _Publication:
         )
         self.folder.write(folder, stem, ".html", page.encode("utf-8"))
 
-    def _batch(self, batch: int, slugs: Mapping[str, str]) -> int:
-        """The match pages of one settled batch."""
+    def _batch(self, batch: int, slugs: Mapping[str, str], seated: set[str]) -> int:
+        """The match pages of one settled batch (``seated`` gathers its bots: their pages
+        now link them)."""
         results = self.ledger.batch_results(batch)
+        seated.update(name for match in results for name in match.spec.table)
         records = self._records(batch)
         views = {
             m.spec.key: self._view(m, _stem(m.spec.key, m.spec.table), slugs, records)
@@ -316,9 +320,10 @@ class _Publication:
         return "ok"
 
     def _bots(
-        self, board: LeagueBoard, slugs: Mapping[str, str], last: int
-    ) -> dict[str, list[Any]]:
-        """The pages of the versions whose record changed; returns every version's record."""
+        self, board: LeagueBoard, slugs: Mapping[str, str], last: int, seated: set[str]
+    ) -> tuple[dict[str, list[Any]], int]:
+        """The pages of the versions whose record changed or whose matches were published
+        now; returns every version's record, and how many pages were written."""
         every = (*board.entries, *board.unrated, *board.retired)
         before = self.before.get("records", {})
         by_name: dict[str, list[LeagueEntry]] = {}
@@ -326,9 +331,10 @@ class _Publication:
             by_name.setdefault(entry.name, []).append(entry)
         stored = self.store.entrants()
         records: dict[str, list[Any]] = {}
+        rendered = 0
         for entry in every:
             records[entry.label] = [entry.matches, entry.rank, entry.left, entry.placing]
-            if records[entry.label] == before.get(entry.label):
+            if records[entry.label] == before.get(entry.label) and entry.label not in seated:
                 continue
             recent = [
                 (self._listed(match, last), seat)
@@ -341,7 +347,8 @@ class _Publication:
                 "league_bot.html", "bots", slugs[entry.label], root="../", e=entry,
                 record=stored.get(entry.label), versions=versions, recent=recent, slug=slugs,
             )  # fmt: skip
-        return records
+            rendered += 1
+        return records, rendered
 
     def _listed(self, match: StoredMatch, last: int) -> _Listed:
         key = match.spec.key

@@ -7,7 +7,7 @@ what the plan and its record need to know of it; the loop is :mod:`referee.leagu
 **Versions in the file.** In a league every ``[[bots]]`` entry names its entrant, and
 several entries may share a name: each is a **version** of that entrant, in file order
 (``referee submit BOT --to FILE`` appends one when the name is taken), and an entry with
-``retired = true`` takes the entrant out (``referee league retire NAME`` appends one,
+``retired = true`` takes the entrant out (``referee league retire FILE NAME`` appends one,
 :func:`referee.tournament.file.append_retirement`; a later entry brings it back as a new
 version). Every version rates on its own: a new version
 is a new program, and the old one's results stay what they were (:class:`Roster`). Each
@@ -59,7 +59,7 @@ from referee.errors import UsageError
 from referee.names import skeleton
 from referee.specs import EntrantRecord, MatchSpec, StoredMatch, StoredSeat
 from referee.tournament.model import BotEntry, TournamentFile
-from referee.tournament.store import Store
+from referee.tournament.store import DealSecret, Store
 
 __all__ = [
     "LEAGUE_PREFIX",
@@ -413,11 +413,10 @@ class LeagueLedger:
         planned: float,
         specs: Sequence[MatchSpec],
         placement: Iterable[str],
-        secret: Any,
+        secret: DealSecret,
     ) -> None:
-        """Store the batch's matches (dealt by ``secret``, a
-        :class:`~referee.tournament.store.DealSecret`), who sits in it, and the placement
-        tables it plays, in one transaction: from now on it is played as stored."""
+        """Store the batch's matches (dealt by ``secret``), who sits in it, and the
+        placement tables it plays, in one transaction: from now on it is played as stored."""
         seats: dict[str, int] = {}
         tables: dict[tuple[str, ...], int] = {}
         for spec in specs:
