@@ -17,7 +17,7 @@ from rich.console import Console
 
 from referee.cli.app import friendly, main, say
 from referee.cli.tournaments import _executor, _read_secret, _Where
-from referee.errors import UsageError
+from referee.errors import RefereeError, UsageError
 from referee.executors import MatchFailed
 from referee.league import (
     BatchPlanned,
@@ -217,6 +217,9 @@ class _Publisher:
     """Publishes the league's site every ``every`` minutes, after a batch is settled."""
 
     def __init__(self, spec: Tournament, out: Path, every: float) -> None:
+        from referee.publish.league_site import check_league_target
+
+        check_league_target(out, spec.results_dir)  # refused now, not after a batch
         self.spec = spec
         self.out = out
         self.every_s = every * 60
@@ -229,7 +232,11 @@ class _Publisher:
         from referee.publish.league_site import publish_league
 
         self.last = time.monotonic()
-        report = publish_league(self.spec, self.out)
+        try:
+            report = publish_league(self.spec, self.out)
+        except RefereeError as exc:  # the league goes on; the next publication tries again
+            say(f"warning: the site was not published: {exc}")
+            return
         say(
             f"site: {report.matches} new matches published, {report.bots} bot pages, "
             f"{report.written / 1024:.0f} KiB ({report.index})"

@@ -58,7 +58,7 @@ from referee.tournament.store import DATABASE, Store
 if TYPE_CHECKING:
     from referee.tournament.file import Tournament
 
-__all__ = ["LEAGUE_STATE", "LeagueSiteReport", "publish_league"]
+__all__ = ["LEAGUE_STATE", "LeagueSiteReport", "check_league_target", "publish_league"]
 
 LEAGUE_STATE = "league-site"
 """The stem of the file that says what was published (``league-site.json``)."""
@@ -96,12 +96,7 @@ def publish_league(
             f"no results yet for {tournament.name} ({folder} has none); "
             f"run: referee league run {tournament.path}"
         )
-    target = check_target(out, folder)
-    marked = target.is_dir() and (target / SITE_MARKER).exists()
-    if marked and not (target / f"{LEAGUE_STATE}.json").exists():
-        raise UsageError(
-            f"--out {out} holds a tournament's site, not a league's; name a new folder"
-        )
+    target = check_league_target(out, folder)
     try:
         with _Folder(target) as site, Store(folder, readonly=True) as store, store.snapshot():
             return _Publication(tournament, store, site).write()
@@ -110,6 +105,18 @@ def publish_league(
             f"cannot write the site {out}: {exc.strerror or exc}"
             f"{f' ({exc.filename})' if exc.filename else ''}"
         ) from exc
+
+
+def check_league_target(out: Path, results_dir: Path) -> Path:
+    """``out`` resolved, if a league's site may be written there (new, empty, or a league's
+    site; never the results): else a ``UsageError`` saying why."""
+    target = check_target(out, results_dir)
+    marked = target.is_dir() and (target / SITE_MARKER).exists()
+    if marked and not (target / f"{LEAGUE_STATE}.json").exists():
+        raise UsageError(
+            f"--out {out} holds a tournament's site, not a league's; name a new folder"
+        )
+    return target
 
 
 class _Folder:
