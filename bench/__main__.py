@@ -15,6 +15,7 @@ def main() -> int:
         cluster_bench,
         collusion_bench,
         engine_bench,
+        league_bench,
         match_bench,
         montecarlo_bench,
         parser_bench,
@@ -52,6 +53,10 @@ def main() -> int:
     ranking_bench.main([])
     print("=" * 72)
     collusion_bench.run()
+    print("=" * 72)
+    # 200 bots to 300 matches each, and the coordinator on 1,000 entrants; `python -m
+    # bench.league_bench --bots 1000 --budget 800` is the full simulation.
+    league_bench.run()
     print("=" * 72)
     # A quick look (12 deals); `python -m bench.montecarlo_bench` plays the 400 matches
     # that measure the score target.

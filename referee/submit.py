@@ -10,7 +10,10 @@ the reason, having changed nothing. In order, cheapest first:
    entered, whatever the author's folder holds by then;
 2. its Docker image must be one the tournament allows;
 3. its display name must be new and look like no entrant's (:mod:`referee.names`), its
-   author within the file's ``[authors]`` limit;
+   author within the file's ``[authors]`` limit; in a league, a name already entered
+   enters a **new version** of that entrant instead (:mod:`referee.tournament.league`: the
+   running league takes it in at its next batch and retires the version it replaces), which
+   must differ from the current one, and keeps the entrant's author unless given;
 4. its files must not be an entrant's, byte for byte, unless the file sets ``allow_twins``;
 5. the bots of the check must fit in the memory here;
 6. a staged copy of those bytes passes ``referee bot check``'s steps for the tournament's
@@ -65,6 +68,7 @@ from referee.tournament.file import (
     check_display_name,
     check_new_author,
 )
+from referee.tournament.league import Version, league_roster
 
 __all__ = ["EntryCheck", "Submission", "submit"]
 
@@ -96,6 +100,8 @@ class Submission:
     folder: Path
     entry: str
     report: CheckReport
+    version: Version | None = None
+    """In a league: the version entered (its number and the label its results go under)."""
 
 
 def submit(
@@ -125,34 +131,70 @@ def submit(
         check_bot_image(candidate, tournament.images, tournament.image_hint(candidate.image or ""))
     except UsageError as exc:
         raise Refused(f"bot refused: {exc}") from None
-    display = _display_name(tournament, name if name is not None else candidate.name)
+    wanted = name if name is not None else candidate.name
+    earlier = _earlier_version(tournament, wanted)
+    if earlier is not None and author is None:
+        author = earlier.entry.author  # a new version is the same entrant's
+    display = check_display_name(wanted) if earlier else _display_name(tournament, wanted)
     if author is not None:
         candidate = dataclasses.replace(candidate, author=check_name(author, "--author"))
     candidate = dataclasses.replace(candidate, name=display)
-    check_new_author(tournament, candidate.author or display)
-    _refuse_a_twin(tournament, bot_sha256(files))
+    sha256 = bot_sha256(files)
+    if earlier is None:
+        check_new_author(tournament, candidate.author or display)
+    else:
+        _refuse_unchanged(tournament, earlier, sha256)
+    _refuse_a_twin(tournament, sha256, own=earlier.label if earlier else None)
     if sandbox is None:
         sandbox = get_sandbox(tournament.file.sandbox.backend, images=tournament.images)
     _check_memory(tournament, sandbox)
     report = _check(tournament, sandbox, candidate, files, check, on_check, progress)
     folder, entry = _copy_in(tournament, candidate, files)
     try:
-        append_bot_entry(tournament.path, entry, display, author)
+        updated = append_bot_entry(tournament.path, entry, display, author)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return Submission(name=display, folder=folder, entry=entry, report=report)
+    version = None
+    if updated.file.format == "league":
+        version = league_roster(updated.file).latest(display)
+    return Submission(
+        name=display, folder=folder, entry=entry, report=report, version=version
+    )
+
+
+def _earlier_version(tournament: Tournament, wanted: str) -> Version | None:
+    """In a league, the latest version of the entrant called ``wanted`` (in the league or
+    retired): what a submission under its name enters a new version of."""
+    if tournament.file.format != "league":
+        return None
+    return league_roster(tournament.file, tournament.path).latest(wanted)
+
+
+def _refuse_unchanged(tournament: Tournament, earlier: Version, sha256: str) -> None:
+    """Refuse a new version whose files are the entrant's current ones, byte for byte."""
+    current = next((b for b in tournament.bots if b.name == earlier.label), None)
+    if current is not None and current.sha256 == sha256:
+        raise Refused(
+            f"bot refused: its files are those of {printable(earlier.label)!r}, the version of "
+            f"{printable(earlier.name)!r} in the league now (sha256 {sha256[:12]}…): a new "
+            "version must change something"
+        )
 
 
 def _display_name(tournament: Tournament, wanted: str) -> str:
-    """``wanted``, checked as a display name, new and unlike every entrant's."""
+    """``wanted``, checked as a display name, new and unlike every entrant's (in a league:
+    unlike every entrant's name, whatever its versions)."""
     display = check_display_name(wanted)
     file = tournament.path
-    if display in tournament.entrants:
+    names = tournament.entrants
+    if tournament.file.format == "league":
+        names = league_roster(tournament.file, file).names
+    if display in names:
         raise UsageError(
             f"{file}: a bot named {display!r} is already entered; choose another with --name"
         )
-    twin = confusable_with(display, tournament.entrants)
+    twin = confusable_with(display, names)
     if twin is not None:
         raise UsageError(
             f"{file}: the name {display!r} looks like {twin!r}, already entered "
@@ -161,10 +203,11 @@ def _display_name(tournament: Tournament, wanted: str) -> str:
     return display
 
 
-def _refuse_a_twin(tournament: Tournament, sha256: str) -> None:
+def _refuse_a_twin(tournament: Tournament, sha256: str, *, own: str | None = None) -> None:
     """Refuse a bot whose files are an entrant's, byte for byte, unless the file allows
-    twins (see :func:`referee.tournament.file.load_tournament`)."""
-    same = [bot.name for bot in tournament.bots if bot.sha256 == sha256]
+    twins (see :func:`referee.tournament.file.load_tournament`); ``own`` is the version
+    a new version replaces (:func:`_refuse_unchanged` speaks for it)."""
+    same = [bot.name for bot in tournament.bots if bot.sha256 == sha256 and bot.name != own]
     if same and not tournament.file.allow_twins:
         raise Refused(
             f"bot refused: its files are byte-identical to the entrant {printable(same[0])!r} "

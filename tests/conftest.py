@@ -72,6 +72,7 @@ SLOW_MODULES = frozenset(
         "tests/test_packaging.py",
         "tests/tournament/test_deals.py",
         "tests/tournament/test_fairness.py",
+        "tests/tournament/test_league_run.py",
         "tests/tournament/test_run.py",
         "tests/tournament/test_submit.py",
     }

@@ -38,6 +38,7 @@ from referee.tournament.model import (
     AuthorSettings,
     BotEntry,
     ExecutorSettings,
+    LeagueSettings,
     SandboxSettings,
     TournamentFile,
 )
@@ -627,10 +628,11 @@ KEY_SECTIONS: dict[str, type[BaseModel]] = {
     "`playoff`": PlayoffSettings,
     "`[authors]`": AuthorSettings,
     "`[executor]`": ExecutorSettings,
+    "`[league]`": LeagueSettings,
     "`[[bots]]`": BotEntry,
 }
 # Fields of the file that are sections of their own, documented under their heading.
-_SUBSECTIONS = {"time", "sandbox", "ratings", "playoff", "authors", "executor", "bots"}
+_SUBSECTIONS = {"time", "sandbox", "ratings", "playoff", "authors", "executor", "league", "bots"}
 
 
 def toml_value(text: str) -> Any:
@@ -750,7 +752,8 @@ def test_tournament_doc_commands_have_the_options_it_shows() -> None:
         for option in options - {"--help", "-h"}:
             assert option in text, f"docs/tournaments.md never mentions {option} of {argv[:used]}"
     wanted = {("tournament", "run"), ("tournament", "demo"), ("leaderboard",), ("publish",),
-              ("verify",), ("submit",)}  # fmt: skip
+              ("verify",), ("submit",), ("league", "run"), ("league", "retire"),
+              ("league", "check")}  # fmt: skip
     assert wanted <= documented
 
 

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from referee.cli.app import friendly, main, say
 from referee.tournament.file import Tournament, load_tournament
 
-__all__ = ["publish", "write_site"]
+__all__ = ["publish", "write_league_site", "write_site"]
 
 
 @main.command()
@@ -40,7 +40,11 @@ def publish(file: Path, out: Path, results_dir: Path | None) -> None:
     served by any static server. It may run while the tournament is playing: it shows what
     is stored, and says so.
     """
-    write_site(load_tournament(file), out, results_dir)
+    spec = load_tournament(file)
+    if spec.file.format == "league":
+        write_league_site(spec, out, results_dir)
+        return
+    write_site(spec, out, results_dir)
 
 
 def write_site(spec: Tournament, out: Path, results_dir: Path | None = None) -> Path:
@@ -72,3 +76,21 @@ def write_site(spec: Tournament, out: Path, results_dir: Path | None = None) -> 
     index = report.index.resolve()
     click.echo(str(index))
     return index
+
+
+def write_league_site(spec: Tournament, out: Path, results_dir: Path | None = None) -> Path:
+    """Bring the league ``spec``'s site in ``out`` up to date (only what is new is
+    rendered: :mod:`referee.publish.league_site`); returns its index.html."""
+    from referee.publish.league_site import publish_league
+
+    report = publish_league(spec, out, results_dir)
+    first, last = report.batches
+    if last > first:
+        say(
+            f"published batches {first} to {last - 1}: {report.matches} new matches, "
+            f"{report.bots} bot pages rewritten, {report.written / 1024:.0f} KiB written"
+        )
+    else:
+        say(f"published: no new batch; {report.bots} bot pages rewritten")
+    click.echo(str(report.index.resolve()))
+    return report.index

@@ -140,6 +140,10 @@ def run(
     retired) and keeps every other result.
     """
     spec = load_tournament(file)
+    if spec.file.format == "league":
+        raise UsageError(
+            f"{file} is a league, which never ends: run it with referee league run {file}"
+        )
     secret = _read_secret(deal_secret_file) if deal_secret_file is not None else None
     value = _beacon(beacon) if beacon is not None else None
     summary = _run(
@@ -567,7 +571,17 @@ def leaderboard(file: Path, fmt: str) -> None:
     a bot whose order over the next one is not significant. It may be called while the
     tournament runs.
     """
-    board = _leaderboard(load_tournament(file))
+    spec = load_tournament(file)
+    if spec.file.format == "league":  # its stored ratings: no replay
+        from referee.publish.league import league_board, league_rich_table, render_league
+
+        league = league_board(spec)
+        if fmt == "table":
+            Console(highlight=False).print(league_rich_table(league))
+        else:
+            click.echo(render_league(league, fmt), nl=False)
+        return
+    board = _leaderboard(spec)
     if fmt == "table":
         _print_board(board)
     else:
@@ -636,6 +650,12 @@ def verify(
     plan = None
     if results.suffix == ".toml" and results.is_file():
         loaded = load_tournament(results)
+        if loaded.file.format == "league":
+            raise UsageError(
+                f"{results} is a league: its tables are drawn as it runs and its deal secret "
+                "is revealed only when it ends; check its ratings with referee league check "
+                f"{results}"
+            )
         folder, plan = loaded.results_dir, loaded.plan()
     if tournament_file is not None:
         plan = load_tournament(tournament_file).plan()
@@ -786,4 +806,14 @@ def submit(bot: str, file: Path, name: str | None, author: str | None) -> None:
         on_check=started,
         progress=lambda step: say(step_lines(step)[0]),  # a refusal shows the problem
     )
+    version = entered.version
+    if version is not None and version.version > 1:
+        click.echo(
+            printable(
+                f"accepted: version {version.version} of {entered.name} entered in {file} as "
+                f"{entered.entry} (its results go under {version.label}); the running league "
+                "takes it in at its next batch and retires the version before it"
+            )
+        )
+        return
     click.echo(f"accepted: {entered.name} entered in {file} as {entered.entry}")

@@ -241,7 +241,14 @@ class ResultsFolder:
         stored = self.store.plan()
         if self.store.settings() is None or stored is None:
             raise UsageError(f"{self.where}: no tournament has run there yet")
-        return Plan.from_json(stored, self.store.path)
+        plan = Plan.from_json(stored, self.store.path)
+        if plan.file.format == "league":
+            raise UsageError(
+                f"{self.where} holds a league: its tables are drawn as it runs and its deal "
+                "secret is revealed only when it ends; check its ratings with "
+                "referee league check FILE"
+            )
+        return plan
 
     def fingerprints(self) -> dict[str, str]:
         return {name: e.sha256 for name, e in self.store.entrants().items()}

@@ -45,6 +45,7 @@ __all__ = [
     "rating_places",
     "rating_steps",
     "replay_order",
+    "update",
 ]
 
 
@@ -131,6 +132,14 @@ def _replayed(matches: Iterable[StoredMatch]) -> list[StoredMatch]:
     """``matches`` in :func:`replay_order`, without those of fewer than two seats."""
     ordered = sorted(matches, key=lambda m: replay_order(m.spec.key))
     return [match for match in ordered if len(match.seats) >= 2]
+
+
+def update(
+    env: trueskill.TrueSkill, ratings: dict[str, trueskill.Rating], match: StoredMatch
+) -> None:
+    """Update ``ratings`` in place with one match, exactly as every replay does (a league
+    rates each result as it is stored, :mod:`referee.ranking.incremental`)."""
+    _step(env, ratings, match)
 
 
 def _step(env: trueskill.TrueSkill, ratings: dict[str, trueskill.Rating], m: StoredMatch) -> None:

@@ -38,11 +38,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from referee.errors import UsageError
-from referee.names import check_name, confusable_with, lookalike_note, skeleton
+from referee.names import check_name, lookalike_note, skeleton
 from referee.rules import ResolvedRules
 from referee.sandbox import BotSpec, Limits, bot_sha256, load_bot, read_bot_files
 from referee.sandbox.image import allowed_images, check_bot_image
 from referee.specs import TimeControl, identical_groups
+from referee.tournament.league import Version, league_roster
 from referee.tournament.model import (
     AuthorSettings,
     BotEntry,
@@ -61,6 +62,7 @@ __all__ = [
     "Tournament",
     "TournamentFile",
     "append_bot_entry",
+    "append_retirement",
     "check_display_name",
     "check_new_author",
     "load_tournament",
@@ -233,6 +235,38 @@ def append_bot_entry(
     return updated
 
 
+def append_retirement(path: Path, name: str) -> Version:
+    """Append to the league file at ``path`` an entry that retires the entrant ``name``
+    (``referee league retire``: the running league takes it out at its next batch), leaving
+    the rest as written. Returns the version retired; ``UsageError`` when ``path`` is no
+    league or ``name`` is not in it."""
+    tournament = load_tournament(path)
+    if tournament.file.format != "league":
+        raise UsageError(
+            f'{path} is not a league (format = "{tournament.file.format}"): only a league '
+            "takes entrants out while it runs"
+        )
+    roster = league_roster(tournament.file, path)
+    current = roster.current(name)
+    if current is None:
+        listed = ", ".join(v.name for v in roster.active[:20])
+        why = "is already retired from" if name in roster.retired else "is not an entrant of"
+        raise UsageError(f"{path}: {name!r} {why} the league (in it now: {listed or 'nobody'})")
+    text = path.read_text(encoding="utf-8")
+    block = "" if not text or text.endswith("\n") else "\n"
+    block += (
+        f"\n[[bots]]\npath = {toml_string(current.entry.path)}\nname = {toml_string(name)}\n"
+        "retired = true\n"
+    )
+    try:
+        parse_tournament(text + block, path)  # the file as it will be must load
+    except UsageError as exc:
+        raise UsageError(f"cannot retire {name!r} in {path}: {exc}") from None
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(block)
+    return current
+
+
 def toml_string(value: str) -> str:
     """``value`` as a TOML basic string (quotes, backslashes and control characters escaped)."""
     out = ['"']
@@ -249,13 +283,24 @@ def toml_string(value: str) -> str:
     return "".join(out)
 
 
-def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
+def _entries(path: Path, model: TournamentFile) -> list[tuple[int, BotEntry, str | None]]:
+    """The entries to load, each with its index and the name its entrant goes by: every
+    entry; in a league, the current version of each entrant in it, named by its label
+    (:mod:`referee.tournament.league`: older versions' files may be gone)."""
+    if model.format == "league":
+        return [(v.index, v.entry, v.label) for v in league_roster(model, path).active]
     k = model.table_size
     if k > len(model.bots):
         raise UsageError(
             f"{path}: table_size: {k} is more than the {len(model.bots)} bots listed; "
             f"allowed: 3 to {min(6, len(model.bots))}"
         )
+    return [(i, entry, entry.name) for i, entry in enumerate(model.bots)]
+
+
+def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
+    k = model.table_size
+    entries = _entries(path, model)
     try:
         rules = model.ruleset().resolve(k)
     except UsageError as exc:
@@ -264,13 +309,16 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
     base = path.parent
     bots: list[BotSpec] = []
     first_seen: dict[str, int] = {}
-    for i, entry in enumerate(model.bots):
+    # Each skeleton to the first name with it: one skeleton per name, not one per pair (a
+    # league of 1,000 entrants is read again while it runs).
+    looks: dict[str, str] = {}
+    for i, entry, display in entries:
         where = f"{path}: bots[{i}]"
         try:
             spec = load_bot(entry.path, relative_to=base)
             spec = dataclasses.replace(spec, sha256=bot_sha256(read_bot_files(spec)))
-            if entry.name is not None:
-                spec = dataclasses.replace(spec, name=check_display_name(entry.name))
+            if display is not None:
+                spec = dataclasses.replace(spec, name=check_display_name(display))
             if entry.author is not None:
                 spec = dataclasses.replace(spec, author=check_name(entry.author, "author"))
         except UsageError as exc:
@@ -281,7 +329,7 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
                 f"bots[{first_seen[spec.name]}]; "
                 'names must be unique (set name = "..." on one of them)'
             )
-        twin = confusable_with(spec.name, first_seen)
+        twin = looks.get(skeleton(spec.name))
         if twin is not None:
             raise UsageError(
                 f"{where}: the name {spec.name!r} looks like {twin!r} of bots[{first_seen[twin]}] "
@@ -289,6 +337,7 @@ def _resolve(path: Path, model: TournamentFile, source: str = "") -> Tournament:
                 '(set name = "..." on one of them)'
             )
         first_seen[spec.name] = i
+        looks.setdefault(skeleton(spec.name), spec.name)
         bots.append(spec)
     tournament = Tournament(path=path, file=model, bots=tuple(bots), rules=rules, source=source)
     for i, spec in enumerate(bots):
@@ -338,6 +387,19 @@ def _check_twins(path: Path, tournament: Tournament) -> None:
 
 
 def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
+    if model.format == "league":
+        _check_league(path, model)
+        return
+    if "league" in model.model_fields_set:
+        raise UsageError(
+            f'{path}: league: only allowed when format = "league" (format is {model.format!r})'
+        )
+    retired = next((i for i, entry in enumerate(model.bots) if entry.retired), None)
+    if retired is not None:
+        raise UsageError(
+            f'{path}: bots[{retired}]: retired: only a league (format = "league") takes '
+            "entrants out while it runs; remove the entry instead"
+        )
     if model.format == "gauntlet":
         if model.candidate is None or model.matches is None:
             missing = "candidate" if model.candidate is None else "matches"
@@ -361,6 +423,21 @@ def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
             raise UsageError(
                 f'{path}: {key}: only allowed when format = "gauntlet" (format is {model.format!r})'
             )
+
+
+def _check_league(path: Path, model: TournamentFile) -> None:
+    """What a league may not have: a fixed schedule's keys (it draws its own tables, one
+    deal each, batch by batch) and play-offs (it never stops)."""
+    fixed = {
+        "candidate": 'only allowed when format = "gauntlet"',
+        "matches": 'only allowed when format = "gauntlet"',
+        "tables": "a league draws its own tables, batch by batch",
+        "deals": "a league plays one deal at each table it draws (in every seat rotation)",
+        "playoff": "a league never ends: its matchmaking seats close bots together all along",
+    }
+    for key, why in fixed.items():
+        if key in model.model_fields_set:
+            raise UsageError(f'{path}: {key}: not allowed when format = "league" ({why})')
 
 
 def _check_authors(path: Path, tournament: Tournament) -> None:

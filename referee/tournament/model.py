@@ -36,6 +36,7 @@ __all__ = [
     "AuthorSettings",
     "BotEntry",
     "ExecutorSettings",
+    "LeagueSettings",
     "Plan",
     "SandboxSettings",
     "TournamentFile",
@@ -66,11 +67,38 @@ class SandboxSettings(_Strict):
 class BotEntry(_Strict):
     """One ``[[bots]]`` entry: a path (relative to the file), an optional display name, and
     who wrote it (``author``: overrides the bot's own ``bot.toml``; by default each entrant is
-    its own author)."""
+    its own author).
+
+    In a league (``format = "league"``) every entry names its entrant, and entries may share
+    a name: each is a new version of that entrant, and ``retired = true`` takes the entrant
+    out of the league (:mod:`referee.tournament.league`)."""
 
     path: str = Field(min_length=1)
     name: str | None = None
     author: str | None = None
+    retired: bool = False
+
+
+class LeagueSettings(_Strict):
+    """``[league]``: how a league (``format = "league"``) chooses its tables.
+
+    A league plays in **batches** of at most ``batch`` tables, each table one deal in every
+    seat rotation, no entrant at two tables of a batch. A new entrant first plays
+    ``placement`` tables against a spread of the field. In every batch at least
+    ``fair_share`` of the tables are seated around the entrants that have waited longest
+    (no entrant starves), and no entrant is seated when it has already played more than
+    ``max_share`` times the average entrant's matches in the last ``window_minutes`` (none
+    hogs; its placement always fits). The file is read again every ``poll_seconds`` while
+    the league runs: entrants submitted or retired meanwhile join or leave at the next
+    batch (:mod:`referee.ranking.matchmaking`).
+    """
+
+    batch: int = Field(default=32, ge=1, le=4096)
+    placement: int = Field(default=3, ge=0, le=100)
+    fair_share: float = Field(default=0.25, gt=0, le=1)
+    max_share: float = Field(default=4.0, ge=1, le=1000)
+    window_minutes: int = Field(default=60, ge=1, le=10_080)
+    poll_seconds: int = Field(default=30, ge=1, le=60)
 
 
 class AuthorSettings(_Strict):
@@ -106,7 +134,7 @@ class TournamentFile(_Strict):
         description='a preset name, or a table { preset = "...", <parameter> = <value>, ... }',
     )
     table_size: int = Field(default=4, ge=3, le=6)
-    format: Literal["round-robin", "gauntlet"] = "round-robin"
+    format: Literal["round-robin", "gauntlet", "league"] = "round-robin"
     tables: Literal["all", "balanced"] = "all"
     duplicate: Literal["tables", "rotations"] = "tables"
     deals: int = Field(default=1, ge=1, le=10_000)
@@ -120,6 +148,7 @@ class TournamentFile(_Strict):
     playoff: PlayoffSettings | None = None
     authors: AuthorSettings = AuthorSettings()
     executor: ExecutorSettings = ExecutorSettings()
+    league: LeagueSettings = LeagueSettings()
     allow_twins: bool = False
     """Whether two entrants may be byte-identical (the same SHA-256 of their files):
     refused by default (:func:`referee.tournament.file.load_tournament` says why)."""
@@ -171,6 +200,12 @@ class Plan:
             "time": f.time.model_dump(),
             "candidate": f.candidate,
         }
+        if f.format == "league":
+            # Entrants come and go while a league runs: its field and their authors are
+            # the league's records (referee.tournament.league), not settings.
+            settings["duplicate"] = f.duplicate
+            settings["authors_apart"] = f.authors.apart
+            return settings
         if f.tables != "all":
             # A balanced design is made for its whole field: another bot, other tables.
             settings["tables"] = f.tables
@@ -210,6 +245,8 @@ def schedule_size_problem(model: TournamentFile) -> str | None:
     """Why the schedule of ``model`` is too large to list (more than :data:`MAX_SCHEDULED`
     matches: 64 bots at tables of 6 make 75 million tables, which would exhaust memory while
     the schedule is listed), or ``None``; counted, never built."""
+    if model.format == "league":
+        return None  # a league plans its matches batch by batch, never all at once
     n, k, deals = len(model.bots), model.table_size, model.deals
     balanced = min(design_size(n, k).tables, math.comb(n, k))
     if model.format == "gauntlet":
@@ -240,6 +277,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "bots": BotEntry,
     "ratings": RatingSettings,
     "playoff": PlayoffSettings,
+    "league": LeagueSettings,
 }
 
 

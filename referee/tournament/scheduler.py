@@ -46,7 +46,9 @@ position in the list: adding a deal keeps every existing match as it was.
 
 Play-off matches (:mod:`referee.ranking.playoff`) are keyed
 ``po/<round>/<table>/d<deal>/r<rotation>`` and dealt the same way, so ``referee verify``
-checks them like any match.
+checks them like any match. A league's (:func:`league_batch`), drawn batch by batch by
+:mod:`referee.ranking.matchmaking`, are keyed ``lg/<batch>/<table>/r<rotation>`` and dealt
+the same way too.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from referee.specs import PLAYOFF_PREFIX, MatchSpec
 from referee.tournament.deals import deal_seed
 from referee.tournament.design import balanced_design
+from referee.tournament.league import batch_prefix
 from referee.tournament.seating import base_order
 
 if TYPE_CHECKING:
@@ -72,6 +75,7 @@ __all__ = [
     "TableDeal",
     "deal_tables",
     "gauntlet",
+    "league_batch",
     "playoff_deals",
     "round_robin",
     "round_robin_tables",
@@ -268,6 +272,32 @@ def playoff_deals(
         deal_tables(
             slots, seed, secret, duplicate=duplicate, authors=authors, salt=f"po/{round_no}"
         )
+    )
+
+
+def league_batch(
+    batch: int,
+    tables: Sequence[tuple[str, ...]],
+    dealt: Mapping[tuple[str, ...], int],
+    *,
+    seed: int,
+    secret: bytes,
+    duplicate: Duplicate,
+    authors: Mapping[str, str] | None = None,
+) -> list[MatchSpec]:
+    """A league's batch (:mod:`referee.tournament.league`): every seat rotation of one deal
+    of each of its tables (each table's labels in sorted order), dealt with ``secret``:
+    deals shared across the batch's disjoint tables (:func:`deal_tables`), each table seated
+    where its cycle of balanced orders stands after ``dealt[table]`` deals."""
+    prefix = batch_prefix(batch)
+    slots = []
+    for table in tables:
+        ordered = tuple(sorted(table))
+        deal = dealt.get(ordered, 0)
+        table_id = _digest("lg", seed, batch, ordered)[:_KEY_HASH_CHARS]
+        slots.append(TableDeal(f"{prefix}{table_id}", base_order(ordered, deal, seed), deal))
+    return _unique(
+        deal_tables(slots, seed, secret, duplicate=duplicate, authors=authors, salt=f"lg/{batch}")
     )
 
 

@@ -268,6 +268,9 @@ class Store:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
+        if self._db.in_transaction:  # joined: the outermost block commits or rolls back
+            yield
+            return
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -275,6 +278,22 @@ class Store:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One transaction around the block, joined by every store method called in it.
+
+        For the tables a module keeps beside the store's own in the same database (the
+        league's ratings, :mod:`referee.tournament.league`): a result and what it changes
+        there commit together or not at all. Yields the connection to write them with.
+        """
+        with self._transaction():
+            yield self._db
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The connection, to read those tables (inside :meth:`snapshot` for one state)."""
+        return self._db
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:

@@ -1,0 +1,385 @@
+"""A league's leaderboard: its stored ratings, in a terminal table, Markdown, JSON and CSV.
+
+A round robin's leaderboard replays every match (:mod:`referee.publish.source`); a league's
+reads the ratings the league stores as each result arrives (:mod:`referee.ranking.
+incremental`), one row per version of an entrant, so :func:`league_board` costs the same
+after a hundred matches as after a million: its work grows with the entrants, never the
+matches (``tests/tournament/test_league.py`` counts it). What needs every match (score
+intervals over whole deals, the confidence of adjacent pairs, the collusion check, the
+rating history) is left to ``referee league check`` and to tournaments.
+
+Each entrant in the league is ranked by ``mu - 3 sigma`` with its matches, its uncertainty
+(sigma), when it last played and whether it is still in placement; entrants without a
+result yet are listed apart, unrated; so are the **retired versions** (replaced by a new
+version, or retired): their rating and record as they left, no longer ranked.
+
+Bot names are untrusted display text: every renderer escapes them as the tournament's
+leaderboard does (:mod:`referee.publish.leaderboard`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from referee.errors import UsageError
+from referee.publish.leaderboard import csv_text_cell, markdown_escape, terminal_text
+from referee.publish.settings import format_time
+from referee.tournament.league import LeagueEntrant, LeagueLedger
+from referee.tournament.store import DATABASE, Store
+
+if TYPE_CHECKING:
+    from referee.tournament.file import Tournament
+
+__all__ = [
+    "LeagueBoard",
+    "LeagueEntry",
+    "league_board",
+    "read_board",
+    "render_league",
+]
+
+_DIGITS = 3
+
+
+@dataclass(frozen=True)
+class LeagueEntry:
+    """One version of an entrant on the league's leaderboard (``rank`` ``None``: unrated or
+    retired)."""
+
+    rank: int | None
+    label: str
+    name: str
+    version: int
+    mu: float
+    sigma: float
+    matches: int
+    avg_place: float | None
+    firsts: int
+    forfeits: int
+    faults: dict[str, int]
+    last_played: float | None
+    placing: bool
+    """Still in placement: fewer placement tables played than the league's ``placement``."""
+    joined: int
+    left: int | None = None
+    """The batch it left the league at (retired versions)."""
+    why: str | None = None
+    """Why it left: ``replaced by alice#2``, ``retired``."""
+
+    @property
+    def score(self) -> float:
+        return self.mu - 3 * self.sigma
+
+    @property
+    def last_played_text(self) -> str:
+        return "—" if self.last_played is None else format_time(self.last_played)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "name": self.label,
+            "entrant": self.name,
+            "version": self.version,
+            "score": round(self.score, _DIGITS),
+            "mu": round(self.mu, _DIGITS),
+            "sigma": round(self.sigma, _DIGITS),
+            "matches": self.matches,
+            "avg_place": None if self.avg_place is None else round(self.avg_place, _DIGITS),
+            "firsts": self.firsts,
+            "forfeits": self.forfeits,
+            "faults": dict(self.faults),
+            "last_played": self.last_played,
+            "placement": self.placing,
+            "joined_batch": self.joined,
+            "left_batch": self.left,
+            "left_why": self.why,
+        }
+
+
+@dataclass(frozen=True)
+class LeagueBoard:
+    """A league's leaderboard at one moment (see the module docstring)."""
+
+    league: str
+    rules: str
+    table_size: int
+    matches: int
+    """Results stored so far (every version's, retired ones' included)."""
+    batches: int
+    """Batches settled so far."""
+    entries: tuple[LeagueEntry, ...]
+    unrated: tuple[LeagueEntry, ...] = ()
+    retired: tuple[LeagueEntry, ...] = ()
+    commitment: str | None = None
+    """The commitment of the secret dealing the league's matches."""
+    chain_head: str | None = None
+    """The results chain's head when the board was read."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape: league, rules, table_size, matches, batches, commitment,
+        chain_head, entries, unrated, retired, notes."""
+        return {
+            "league": self.league,
+            "rules": self.rules,
+            "table_size": self.table_size,
+            "matches": self.matches,
+            "batches": self.batches,
+            "commitment": self.commitment,
+            "chain_head": self.chain_head,
+            "entries": [e.as_dict() for e in self.entries],
+            "unrated": [e.as_dict() for e in self.unrated],
+            "retired": [e.as_dict() for e in self.retired],
+            "notes": league_notes(self),
+        }
+
+
+def league_board(tournament: Tournament, results_dir: Path | None = None) -> LeagueBoard:
+    """The leaderboard of the league ``tournament`` from its store (which it may be writing
+    meanwhile); ``UsageError`` when it has no results yet."""
+    folder = results_dir or tournament.results_dir
+    if not (folder / DATABASE).exists():
+        raise UsageError(
+            f"no results yet for {tournament.name} ({folder} has none); "
+            f"run: referee league run {tournament.path}"
+        )
+    with Store(folder, readonly=True) as store, store.snapshot():
+        return read_board(tournament, LeagueLedger(store, readonly=True), store)
+
+
+def read_board(tournament: Tournament, ledger: LeagueLedger, store: Store) -> LeagueBoard:
+    """The leaderboard from an open ledger: a query per table, none per match."""
+    f = tournament.file
+    k = f.table_size
+    batch = ledger.next_batch()
+    entrants = ledger.entrants()
+    placement = f.league.placement
+    entries = [_entry(e, placement * k, placement, batch) for e in entrants.values()]
+    live = [e for e in entries if e.left is None]
+    rated = sorted((e for e in live if e.matches), key=lambda e: (-e.score, -e.mu, e.label))
+    ranked = tuple(_ranked(e, i) for i, e in enumerate(rated, start=1))
+    unrated = tuple(sorted((e for e in live if not e.matches), key=lambda e: e.label))
+    retired = tuple(sorted((e for e in entries if e.left is not None), key=lambda e: e.left or 0))
+    secret = store.connection.execute(
+        "SELECT commitment FROM deal_secrets ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    head = store.connection.execute(
+        "SELECT head FROM chain ORDER BY position DESC LIMIT 1"
+    ).fetchone()
+    return LeagueBoard(
+        league=tournament.name,
+        rules=tournament.rules.name,
+        table_size=k,
+        matches=sum(e.matches for e in entrants.values()) // k,
+        batches=ledger.settled_batches(),
+        entries=ranked,
+        unrated=unrated,
+        retired=retired,
+        commitment=None if secret is None else str(secret[0]),
+        chain_head=None if head is None else str(head[0]),
+    )
+
+
+def _entry(e: LeagueEntrant, matches: int, placement: int, batch: int) -> LeagueEntry:
+    """``e`` as the board shows it: placing while it has played fewer than ``placement``
+    placement tables and fewer than ``matches`` matches (as the planner sees it)."""
+    left = e.retired if e.retired is not None and e.retired <= batch else None
+    return LeagueEntry(
+        rank=None,
+        label=e.label,
+        name=e.name,
+        version=e.version,
+        mu=e.mu,
+        sigma=e.sigma,
+        matches=e.matches,
+        avg_place=e.place_sum / e.matches if e.matches else None,
+        firsts=e.firsts,
+        forfeits=e.forfeits,
+        faults=dict(e.faults),
+        last_played=e.last_played,
+        placing=e.placement < placement and e.matches < matches and left is None,
+        joined=e.joined,
+        left=left,
+        why=e.retired_why if left is not None else None,
+    )
+
+
+def _ranked(entry: LeagueEntry, rank: int) -> LeagueEntry:
+    return replace(entry, rank=rank)
+
+
+def league_notes(board: LeagueBoard) -> list[str]:
+    """The sentences under every format."""
+    notes = [
+        "Rank: TrueSkill, mu - 3 sigma, updated as each result is stored and settled batch "
+        "by batch in match-key order (referee league check replays every result and "
+        "reports any difference). Sigma is the uncertainty left: a new version starts "
+        "high and comes down as it plays.",
+        f"{board.matches} matches in {board.batches} settled batches, tables of "
+        f"{board.table_size}, each table one deal in every seat rotation.",
+    ]
+    placing = [e.label for e in board.entries if e.placing]
+    if placing:
+        listed = ", ".join(placing)
+        notes.append(f"In placement (first tables, against a spread of the field): {listed}.")
+    if board.unrated:
+        notes.append(f"Unrated (no match yet): {', '.join(e.label for e in board.unrated)}.")
+    if board.retired:
+        notes.append(
+            "Retired versions are listed apart: their results stay counted for their "
+            "opponents (they were real matches), their own rating is kept and no longer "
+            "ranked."
+        )
+    if board.commitment:
+        notes.append(
+            f"Deals: secret, committed to sha256 {board.commitment} (a league never ends: "
+            "the secret is not revealed while it runs)."
+        )
+    if board.chain_head:
+        notes.append(f"Results chain head: {board.chain_head}.")
+    return notes
+
+
+def render_league(board: LeagueBoard, fmt: str) -> str:
+    """The leaderboard as text in ``fmt`` (``table``, ``md``, ``json`` or ``csv``)."""
+    if fmt == "json":
+        return json.dumps(board.as_dict(), ensure_ascii=False, indent=2) + "\n"
+    if fmt == "md":
+        return _markdown(board)
+    if fmt == "csv":
+        return _csv(board)
+    if fmt == "table":
+        console = Console(width=160, color_system=None, file=io.StringIO(), highlight=False)
+        console.print(league_rich_table(board))
+        out = console.file
+        assert isinstance(out, io.StringIO)
+        return out.getvalue()
+    raise ValueError(f"unknown leaderboard format {fmt!r}")
+
+
+def _faults_text(faults: dict[str, int]) -> str:
+    return ", ".join(f"{kind}: {count}" for kind, count in faults.items())
+
+
+def _avg(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _markdown(board: LeagueBoard) -> str:
+    head = (
+        f"## League: {markdown_escape(board.league)}\n\n"
+        f"Rules {markdown_escape(board.rules)}, {board.matches} matches, "
+        f"{board.batches} batches.\n\n"
+        "| rank | bot | version | score | mu | sigma | matches | avg place | last played "
+        "| forfeits | faults |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|\n"
+    )
+
+    def row(e: LeagueEntry) -> str:
+        mark = " (placement)" if e.placing else ""
+        return (
+            f"| {e.rank or ''} | {markdown_escape(e.label)}{mark} | {e.version} "
+            f"| {e.score:.2f} | {e.mu:.2f} | {e.sigma:.2f} | {e.matches} | {_avg(e.avg_place)} "
+            f"| {e.last_played_text} | {e.forfeits} | {markdown_escape(_faults_text(e.faults))} |\n"
+        )
+
+    text = head + "".join(row(e) for e in (*board.entries, *board.unrated))
+    if board.retired:
+        text += (
+            "\n### Retired versions\n\n"
+            "| bot | version | score | mu | sigma | matches | last played | left at batch "
+            "| why |\n|---|---:|---:|---:|---:|---:|---|---:|---|\n"
+        )
+        text += "".join(
+            f"| {markdown_escape(e.label)} | {e.version} | {e.score:.2f} | {e.mu:.2f} "
+            f"| {e.sigma:.2f} | {e.matches} | {e.last_played_text} | {e.left} "
+            f"| {markdown_escape(e.why or '')} |\n"
+            for e in board.retired
+        )
+    notes = "".join(f"\n{markdown_escape(note)}\n" for note in league_notes(board))
+    return text + notes
+
+
+_CSV_COLUMNS = (
+    "rank", "name", "entrant", "version", "score", "mu", "sigma", "matches", "avg_place",
+    "firsts", "forfeits", "faults", "last_played", "placement", "retired", "left_batch",
+    "left_why",
+)  # fmt: skip
+
+
+def _csv(board: LeagueBoard) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(_CSV_COLUMNS)
+    for e in (*board.entries, *board.unrated, *board.retired):
+        writer.writerow(
+            [
+                e.rank or "",
+                csv_text_cell(e.label),
+                csv_text_cell(e.name),
+                e.version,
+                f"{e.score:.3f}",
+                f"{e.mu:.3f}",
+                f"{e.sigma:.3f}",
+                e.matches,
+                "" if e.avg_place is None else f"{e.avg_place:.3f}",
+                e.firsts,
+                e.forfeits,
+                csv_text_cell(";".join(f"{k}:{v}" for k, v in e.faults.items())),
+                "" if e.last_played is None else e.last_played_text,
+                "yes" if e.placing else "no",
+                "yes" if e.left is not None else "no",
+                "" if e.left is None else e.left,
+                csv_text_cell(e.why or ""),
+            ]
+        )
+    return out.getvalue()
+
+
+def league_rich_table(board: LeagueBoard) -> Group:
+    """The terminal table and the notes under it (names made safe for a terminal)."""
+    table = Table(
+        title=Text(
+            f"{terminal_text(board.league)} · {terminal_text(board.rules)} · "
+            f"{board.matches} matches · {board.batches} batches"
+        ),
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        show_edge=False,
+    )
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("bot", overflow="fold", min_width=10)
+    for column in ("score", "mu ± sigma", "played", "avg place"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("last played", no_wrap=True)
+    table.add_column("note", overflow="fold", min_width=8)
+    for e in (*board.entries, *board.unrated, *board.retired):
+        note = "placement" if e.placing else ""
+        if e.left is not None:
+            note = f"retired at batch {e.left}: {e.why}"
+        elif not e.matches:
+            note = "unrated"
+        if e.faults:
+            note = f"{note} faults {_faults_text(e.faults)}".strip()
+        table.add_row(
+            "" if e.rank is None else str(e.rank),
+            Text(terminal_text(e.label)),
+            f"{e.score:.2f}",
+            f"{e.mu:.2f}±{e.sigma:.2f}",
+            str(e.matches),
+            _avg(e.avg_place),
+            e.last_played_text,
+            Text(terminal_text(note)),
+        )
+    notes = [terminal_text(note) for note in league_notes(board)]
+    return Group(table, Text("\n".join(notes)))

@@ -1,0 +1,408 @@
+"""A league's site, kept current while it runs: each publication renders only what is new.
+
+``referee publish FILE --out DIR`` on a league, and ``referee league run FILE --publish DIR
+--every MINUTES`` while it plays, write::
+
+    index.html              the leaderboard: the entrants in the league, the unrated, and
+                            the retired versions apart (:mod:`referee.publish.league`)
+    bots/<slug>.html        a version's page: rating, record, its other versions, its last
+                            matches
+    matches/<stem>.html|.js|.jsonl|.stderr.js   a match with its replay
+    static/                 the site's style and scripts
+    leaderboard.md|json|csv the leaderboard in the other formats
+    league-site.json        what was published: the last batch, every bot's slug and record
+
+**Only what is new.** A tournament's site is written whole each time
+(:mod:`referee.publish.site`); a league's would grow without end. So a publication writes
+the leaderboard (its cost grows with the entrants), the pages of the versions whose record
+changed since the last one (they played, joined or left), and the match pages of the
+batches settled since; pages written before stay as they are. Its cost grows with the
+entrants and with what was played since, never with every match. A match is published
+once its batch is settled: the deals of a batch are shared by its tables only, so every
+match dealt the same cards is played by then, and a replay (which shows every hand) gives
+nothing away.
+
+**Written in place, one file at a time.** Each file is written under a new name in its
+folder (``O_CREAT | O_EXCL | O_NOFOLLOW``, relative to a descriptor of the folder opened
+with ``O_NOFOLLOW``) and renamed over the old one: a reader sees the old page or the new,
+never half of one, and nothing is written through a link. ``league-site.json`` goes last,
+so a publication interrupted half-way is done again from the same batch. ``--out`` must be
+new, empty, or a league's site (:func:`~referee.publish.folder.check_target`); a
+tournament's site there is refused rather than mixed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from referee.errors import InfrastructureError, UsageError
+from referee.publish.folder import SITE_MARKER, check_target
+from referee.publish.league import LeagueBoard, LeagueEntry, league_notes, read_board, render_league
+from referee.publish.paths import file_name, match_names, site_slug
+from referee.publish.replaydata import log_script, stderr_script
+from referee.publish.settings import format_time
+from referee.publish.site import MatchView, SeatView, _environment
+from referee.specs import StoredMatch
+from referee.stderrlog import stderr_path
+from referee.tournament.league import LeagueLedger, batch_of
+from referee.tournament.store import DATABASE, Store
+
+if TYPE_CHECKING:
+    from referee.tournament.file import Tournament
+
+__all__ = ["LEAGUE_STATE", "LeagueSiteReport", "check_league_target", "publish_league"]
+
+LEAGUE_STATE = "league-site"
+"""The stem of the file that says what was published (``league-site.json``)."""
+RECENT = 30
+"""Matches listed on a bot's page, latest first."""
+_SUBFOLDERS = ("bots", "matches", "static")
+_HERE = Path(__file__).resolve().parent
+_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class LeagueSiteReport:
+    """What a publication wrote: the batches it published, match and bot pages, bytes."""
+
+    out: Path
+    index: Path
+    batches: tuple[int, int]
+    """The batches whose matches it published, ``[first, last)``."""
+    matches: int
+    bots: int
+    written: int
+    """Bytes written by this publication."""
+
+
+def publish_league(
+    tournament: Tournament, out: Path, results_dir: Path | None = None
+) -> LeagueSiteReport:
+    """Bring the league site in ``out`` up to date with the stored results (see the module
+    docstring). ``UsageError`` for a wrong ``out`` or a league with no results yet,
+    ``InfrastructureError`` when the disk refuses a write."""
+    folder = results_dir or tournament.results_dir
+    if not (folder / DATABASE).exists():
+        raise UsageError(
+            f"no results yet for {tournament.name} ({folder} has none); "
+            f"run: referee league run {tournament.path}"
+        )
+    target = check_league_target(out, folder)
+    try:
+        with _Folder(target) as site, Store(folder, readonly=True) as store, store.snapshot():
+            return _Publication(tournament, store, site).write()
+    except OSError as exc:
+        raise InfrastructureError(
+            f"cannot write the site {out}: {exc.strerror or exc}"
+            f"{f' ({exc.filename})' if exc.filename else ''}"
+        ) from exc
+
+
+def check_league_target(out: Path, results_dir: Path) -> Path:
+    """``out`` resolved, if a league's site may be written there (new, empty, or a league's
+    site; never the results): else a ``UsageError`` saying why."""
+    target = check_target(out, results_dir)
+    marked = target.is_dir() and (target / SITE_MARKER).exists()
+    if marked and not (target / f"{LEAGUE_STATE}.json").exists():
+        raise UsageError(
+            f"--out {out} holds a tournament's site, not a league's; name a new folder"
+        )
+    return target
+
+
+class _Folder:
+    """The site's folder, written in place one whole file at a time (module docstring)."""
+
+    def __init__(self, target: Path) -> None:
+        target.mkdir(parents=True, exist_ok=True)
+        self.target = target
+        self.fds: dict[str, int] = {}
+        self.written = 0
+        try:
+            self.fds[""] = os.open(target, _DIR_FLAGS)
+            for sub in _SUBFOLDERS:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(sub, 0o755, dir_fd=self.fds[""])
+                self.fds[sub] = os.open(sub, _DIR_FLAGS, dir_fd=self.fds[""])
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> _Folder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds.clear()
+
+    def write(self, folder: str, stem: str, suffix: str, data: bytes) -> None:
+        self._put(folder, file_name(stem, suffix), data)
+
+    def marker(self) -> None:
+        self._put("", SITE_MARKER, b"written by referee publish; publishing again updates it\n")
+
+    def _put(self, folder: str, name: str, data: bytes) -> None:
+        fd_dir = self.fds[folder]
+        temporary = f".{name}.{secrets.token_hex(6)}.new"
+        fd = os.open(temporary, _FILE_FLAGS, 0o644, dir_fd=fd_dir)
+        try:
+            with open(fd, "wb", closefd=True) as handle:
+                handle.write(data)
+            os.rename(temporary, name, src_dir_fd=fd_dir, dst_dir_fd=fd_dir)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=fd_dir)
+            raise
+        self.written += len(data)
+
+    def state(self) -> dict[str, Any]:
+        """What the last publication wrote (empty for a new site)."""
+        try:
+            fd = os.open(f"{LEAGUE_STATE}.json", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.fds[""])
+        except FileNotFoundError:
+            return {}
+        with open(fd, "rb", closefd=True) as handle:
+            try:
+                data = json.loads(handle.read())
+            except ValueError:
+                return {}  # unreadable: published again from the start
+        return data if isinstance(data, dict) else {}
+
+
+class _Publication:
+    """One publication of a league's site."""
+
+    def __init__(self, tournament: Tournament, store: Store, folder: _Folder) -> None:
+        self.tournament = tournament
+        self.store = store
+        self.folder = folder
+        self.ledger = LeagueLedger(store, readonly=True)
+        self.env = _environment()
+        self.published = format_time(time.time())
+        self.before = folder.state()
+
+    def write(self) -> LeagueSiteReport:
+        board = read_board(self.tournament, self.ledger, self.store)
+        every = (*board.entries, *board.unrated, *board.retired)
+        slugs = _slugs(dict(self.before.get("slugs", {})), [e.label for e in every])
+        first = int(self.before.get("batch", 0))
+        last = board.batches
+        self.folder.marker()
+        for path in sorted((_HERE / "static").iterdir()):
+            self.folder.write("static", path.stem, path.suffix, path.read_bytes())
+        matches, seated = 0, set[str]()
+        for batch in range(first, last):
+            matches += self._batch(batch, slugs, seated)
+        records, rendered = self._bots(board, slugs, last, seated)
+        self._index(board, slugs)
+        state = {"batch": last, "slugs": slugs, "records": records}
+        self.folder.write("", LEAGUE_STATE, ".json", json.dumps(state).encode("utf-8"))
+        return LeagueSiteReport(
+            self.folder.target,
+            self.folder.target / "index.html",
+            (first, last),
+            matches,
+            rendered,
+            self.folder.written,
+        )
+
+    def _render(self, template: str, folder: str, stem: str, **context: Any) -> None:
+        page = self.env.get_template(template).render(
+            tournament=self.tournament.name,
+            in_progress=True,
+            published=self.published,
+            **context,
+        )
+        self.folder.write(folder, stem, ".html", page.encode("utf-8"))
+
+    def _batch(self, batch: int, slugs: Mapping[str, str], seated: set[str]) -> int:
+        """The match pages of one settled batch (``seated`` gathers its bots: their pages
+        now link them)."""
+        results = self.ledger.batch_results(batch)
+        seated.update(name for match in results for name in match.spec.table)
+        records = self._records(batch)
+        views = {
+            m.spec.key: self._view(m, _stem(m.spec.key, m.spec.table), slugs, records)
+            for m in results
+        }
+        for match in results:
+            view = views[match.spec.key]
+            rotations = [
+                views[m.spec.key]
+                for m in results
+                if m.spec.key != view.key and m.spec.key.rsplit("/r", 1)[0] == view.table_deal
+            ]
+            same = [
+                views[m.spec.key]
+                for m in results
+                if m.spec.deal_id == view.deal_id and views[m.spec.key] not in rotations
+                and m.spec.key != view.key
+            ]
+            self._render(
+                "league_match.html", "matches", view.stem, root="../", match=view,
+                bot_slug=slugs, same_cards=same, rotations=rotations,
+            )  # fmt: skip
+        return len(results)
+
+    def _records(self, batch: int) -> dict[str, tuple[int | None, float | None, float | None]]:
+        low = f"lg/{batch:08d}/"
+        rows = self.store.connection.execute(
+            "SELECT key, rounds, duration, finished FROM matches WHERE key >= ? AND key < ?",
+            (low, low[:-1] + "0"),
+        )
+        return {key: (rounds, duration, finished) for key, rounds, duration, finished in rows}
+
+    def _view(
+        self,
+        match: StoredMatch,
+        stem: str,
+        slugs: Mapping[str, str],
+        records: Mapping[str, tuple[int | None, float | None, float | None]],
+    ) -> MatchView:
+        key = match.spec.key
+        replay, note, lines = self._replay(key, stem)
+        stderr = self._stderr(key, stem) if replay == "ok" else "none"
+        rounds, duration, finished = records.get(key, (None, None, None))
+        return MatchView(
+            key=key,
+            stem=stem,
+            label=f"batch {batch_of(key)}, rotation {match.spec.rotation}",
+            table=match.spec.table,
+            seats=tuple(
+                SeatView(s.seat, s.name, slugs.get(s.name), s.place, s.score, s.forfeit,
+                         s.fault_kind, s.fault_detail, lines.get(s.seat))
+                for s in match.seats
+            ),
+            rounds=rounds,
+            duration=duration,
+            finished=format_time(finished) if finished else None,
+            replay=replay,
+            replay_note=note,
+            filter_keys=" ".join(slugs.get(name, "") for name in match.spec.table),
+            deal_id=match.spec.deal_id,
+            table_deal=key.rsplit("/r", 1)[0],
+            stderr=stderr,
+        )
+
+    def _replay(self, key: str, stem: str) -> tuple[str, str, dict[int, int]]:
+        source = self.store.log_path(key)
+        try:
+            raw = source.read_bytes()
+        except OSError:
+            return "missing", f"its log {source.name} is not in the results folder", {}
+        try:
+            data = log_script(raw)
+        except ValueError as exc:
+            return "unreadable", f"its log cannot be read ({exc})", {}
+        self.folder.write("matches", stem, ".js", data.script.encode("utf-8"))
+        self.folder.write("matches", stem, ".jsonl", raw)
+        return "ok", "", data.fault_lines
+
+    def _stderr(self, key: str, stem: str) -> str:
+        try:
+            raw = stderr_path(self.store.log_path(key)).read_bytes()
+        except FileNotFoundError:
+            return "none"
+        except OSError:
+            return "unreadable"
+        try:
+            script = stderr_script(raw)
+        except ValueError:
+            return "unreadable"
+        self.folder.write("matches", stem, ".stderr.js", script.encode("utf-8"))
+        return "ok"
+
+    def _bots(
+        self, board: LeagueBoard, slugs: Mapping[str, str], last: int, seated: set[str]
+    ) -> tuple[dict[str, list[Any]], int]:
+        """The pages of the versions whose record changed or whose matches were published
+        now; returns every version's record, and how many pages were written."""
+        every = (*board.entries, *board.unrated, *board.retired)
+        before = self.before.get("records", {})
+        by_name: dict[str, list[LeagueEntry]] = {}
+        for entry in every:
+            by_name.setdefault(entry.name, []).append(entry)
+        stored = self.store.entrants()
+        records: dict[str, list[Any]] = {}
+        rendered = 0
+        for entry in every:
+            records[entry.label] = [entry.matches, entry.rank, entry.left, entry.placing]
+            if records[entry.label] == before.get(entry.label) and entry.label not in seated:
+                continue
+            recent = [
+                (self._listed(match, last), seat)
+                for match in self.ledger.recent(entry.label, RECENT)
+                for seat in match.seats
+                if seat.name == entry.label
+            ]
+            versions = sorted(by_name[entry.name], key=lambda e: e.version)
+            self._render(
+                "league_bot.html", "bots", slugs[entry.label], root="../", e=entry,
+                record=stored.get(entry.label), versions=versions, recent=recent, slug=slugs,
+            )  # fmt: skip
+            rendered += 1
+        return records, rendered
+
+    def _listed(self, match: StoredMatch, last: int) -> _Listed:
+        key = match.spec.key
+        batch = batch_of(key) or 0
+        stem = _stem(key, match.spec.table)
+        return _Listed(
+            key, stem, f"batch {batch}, rotation {match.spec.rotation}", match.spec.table,
+            batch < last,
+        )  # fmt: skip
+
+    def _index(self, board: LeagueBoard, slugs: Mapping[str, str]) -> None:
+        self._render("league_index.html", "", "index", root="", board=board, slug=slugs,
+                     notes=league_notes(board))  # fmt: skip
+        for suffix, fmt in ((".md", "md"), (".json", "json"), (".csv", "csv")):
+            self.folder.write("", "leaderboard", suffix, render_league(board, fmt).encode())
+
+
+@dataclass(frozen=True)
+class _Listed:
+    """A match on a bot's page: linked once its batch is published."""
+
+    key: str
+    stem: str
+    label: str
+    table: tuple[str, ...]
+    published: bool
+
+
+def _slugs(known: dict[str, str], labels: Sequence[str]) -> dict[str, str]:
+    """Every label's slug: those published before keep theirs (a page's address never
+    changes), new ones get a slug no other has."""
+    taken = set(known.values())
+    for label in labels:
+        if label in known:
+            continue
+        base = site_slug(label)
+        slug, n = base, 1
+        while slug in taken:
+            n += 1
+            slug = f"{base}-{n}"
+        taken.add(slug)
+        known[label] = slug
+    return known
+
+
+def _stem(key: str, table: Sequence[str]) -> str:
+    """A match page's stem: its batch, its bots' slugs and rotation, and the table's hash
+    (two tables of one batch whose bots slug alike stay apart, on every page alike)."""
+    table_id = key.split("/")[2] if key.count("/") >= 3 else ""
+    return f"{match_names({key: table})[key]}_{table_id[:8]}".rstrip("_")

@@ -1,0 +1,84 @@
+"""A league's site (:mod:`referee.publish.league_site`): kept current, rendering only what is new.
+
+Published after one batch and again after three, the second publication writes the match
+pages of the two new batches only, leaves the first batch's pages as they were, and
+rewrites the leaderboard; hostile names are escaped on every page and in every file;
+``--out`` holding a tournament's site, or anything else, is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from referee.cli import main
+from referee.errors import UsageError
+from referee.league import run_league
+from referee.publish.league_site import publish_league
+from referee.testing import InProcessExecutor
+from referee.tournament.file import load_tournament
+from tests.tournament.test_league import NAMES, SECRET, Clock, handlers, play, write
+
+HOSTILE = '<img src=x onerror=alert(1)>'
+FORMULA = "=HYPERLINK(1)"
+
+
+def test_a_second_publication_renders_only_what_is_new(tmp_path: Path) -> None:
+    path = write(tmp_path / "league")
+    play(path, batches=1)
+    site = tmp_path / "site"
+    first = publish_league(load_tournament(path), site)
+    assert first.batches == (0, 1) and first.matches == 8 and first.bots == len(NAMES)
+    pages = {p.name: p.stat().st_mtime_ns for p in (site / "matches").glob("*.html")}
+    assert len(pages) == 8 and all(name.startswith("lg_00000000_") for name in pages)
+    play(path, batches=2)
+    second = publish_league(load_tournament(path), site)
+    assert second.batches == (1, 3) and second.matches == 16
+    after = {p.name: p.stat().st_mtime_ns for p in (site / "matches").glob("*.html")}
+    assert len(after) == 24
+    assert all(after[name] == stamp for name, stamp in pages.items())  # not written again
+    board = json.loads((site / "leaderboard.json").read_text())
+    assert board["batches"] == 3 and board["matches"] == 24
+    third = publish_league(load_tournament(path), site)
+    assert third.batches == (3, 3) and third.matches == 0 and third.bots == 0
+    index = (site / "index.html").read_text()
+    assert "24 matches" in index and "b0" in index
+
+
+def test_hostile_names_are_escaped_everywhere(tmp_path: Path) -> None:
+    names = (*NAMES[:3], "evil", "formula")
+    path = write(tmp_path / "league", names)
+    text = path.read_text().replace('name = "evil"', f'name = "{HOSTILE}"')
+    path.write_text(text.replace('name = "formula"', f'name = "{FORMULA}"'))
+    run_league(path, InProcessExecutor(handlers(HOSTILE, FORMULA)), batches=1,
+               deal_secret=SECRET, clock=Clock())  # fmt: skip
+    site = tmp_path / "site"
+    publish_league(load_tournament(path), site)
+    for page in [site / "index.html", *site.glob("bots/*.html"), *site.glob("matches/*.html")]:
+        assert HOSTILE not in page.read_text(), page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in (site / "index.html").read_text()
+    csv = (site / "leaderboard.csv").read_text()
+    assert f"\"'{FORMULA}\"" in csv and f'"{FORMULA}"' not in csv
+    markdown = (site / "leaderboard.md").read_text()
+    assert HOSTILE not in markdown
+
+
+def test_out_must_be_new_empty_or_a_league_site(tmp_path: Path) -> None:
+    path = write(tmp_path / "league")
+    play(path, batches=1)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine\n")
+    with pytest.raises(UsageError, match="holds no site published by the referee"):
+        publish_league(load_tournament(path), busy)
+    tournament_site = tmp_path / "tsite"
+    tournament_site.mkdir()
+    (tournament_site / ".referee-site").write_text("x\n")
+    with pytest.raises(UsageError, match="holds a tournament's site"):
+        publish_league(load_tournament(path), tournament_site)
+    result = CliRunner().invoke(main, ["publish", str(path), "--out", str(tmp_path / "ok")])
+    assert result.exit_code == 0, result.output
+    assert "published batches 0 to 0: 8 new matches" in result.output
