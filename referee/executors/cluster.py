@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
@@ -50,13 +51,13 @@ import platform
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import distributed
-from distributed import Client, Event, Future, Variable
+from distributed import Client, Future, Variable
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from referee.errors import InfrastructureError, UsageError
@@ -221,7 +222,12 @@ class RefereePlugin(WorkerPlugin):
         name, description = self._probes[backend, images]
         return {**_facts_here(), "sandbox": name, "sandbox_description": description}
 
-    def play(self, cluster_task: ClusterTask, fetch: Callable[[str], bytes]) -> ClusterOutcome:
+    def play(
+        self,
+        cluster_task: ClusterTask,
+        fetch: Callable[[str], bytes],
+        claim: Callable[[], Awaitable[None]] | None = None,
+    ) -> ClusterOutcome:
         """Play one attempt: its bots from the shelf, its log in a folder of its own.
 
         An attempt of a run that was stopped (:meth:`stop`) is not played: Dask cannot take
@@ -249,7 +255,7 @@ class RefereePlugin(WorkerPlugin):
                     task, bots=bots, log_path=str(log_path), next_up=next_up
                 )
                 try:
-                    outcome = self._worker.play(here, on_start=self._started)
+                    outcome = self._worker.play(here, on_start=self._started, before_deal=claim)
                 finally:
                     with self._state:
                         self._current = self._loop = None
@@ -355,23 +361,28 @@ def _fetch(key: str) -> bytes:
 
 
 def play_on_worker(cluster_task: ClusterTask) -> ClusterOutcome:
-    """The Dask task of one attempt: claim it, then play it with this worker's plugin.
+    """The Dask task of one attempt: play it with this worker's plugin, once.
 
-    The claim is one round trip to the scheduler (is it set?); setting it is sent without
-    waiting for the answer, before any bot is seated: no card is dealt before it is on its
-    way, and a worker that dies has sent it.
+    An attempt's first start claims it on the scheduler (module docstring). The question
+    "claimed already?" is sent at once and answered while the bots are seated; the answer
+    is awaited before any card is dealt, and the claim is then set without waiting (it is
+    on its way before the deal, so a worker that dies afterwards has sent it).
     """
     client = distributed.get_client()
-    if Event(cluster_task.claim, client=client).is_set():
-        return ClusterOutcome(
-            TaskOutcome(
-                "infrastructure",
-                error="the worker playing this match was lost; it is played again on fresh "
-                "cards",
+    asked = _ask_scheduler(client, "event_is_set", cluster_task.claim)
+
+    async def claim() -> None:
+        try:
+            claimed = await asyncio.wrap_future(asked)
+        except Exception as exc:  # the scheduler did not answer: our side, retried
+            raise InfrastructureError(f"the match could not be claimed: {exc!r}") from None
+        if claimed:
+            raise InfrastructureError(
+                "the worker playing this match was lost; it is played again on fresh cards"
             )
-        )
-    _call_scheduler(client, "event_set", cluster_task.claim)
-    return _plugin().play(cluster_task, _fetch)
+        _call_scheduler(client, "event_set", cluster_task.claim)
+
+    return _plugin().play(cluster_task, _fetch, claim)
 
 
 def worker_facts(backend: str, images: tuple[str, ...], dask_worker: Any = None) -> dict[str, Any]:
@@ -764,19 +775,37 @@ def _scheduler_lost(client: Client) -> bool:
     return True
 
 
-def _call_scheduler(client: Client, handler: str, name: str) -> None:
-    """Send ``handler(name=...)`` to the scheduler (an event's set or clear) on the
-    client's loop, without waiting for the answer."""
+def _ask_scheduler(client: Client, handler: str, name: str) -> concurrent.futures.Future[Any]:
+    """Send ``handler(name=...)`` to the scheduler on the client's loop; the answer comes in
+    the returned future."""
+    answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
     async def call() -> None:
-        scheduler = client.scheduler
-        if scheduler is not None:
-            with contextlib.suppress(Exception):
-                await getattr(scheduler, handler)(name=name)
+        try:
+            scheduler = client.scheduler
+            if scheduler is None:
+                raise InfrastructureError("the Dask client has no scheduler")
+            answer.set_result(await getattr(scheduler, handler)(name=name))
+        except Exception as exc:  # handed to whoever waits for the answer
+            answer.set_exception(exc)
 
     loop = client.loop
-    if loop is not None:
-        loop.add_callback(call)
+    if loop is None:
+        raise InfrastructureError("the Dask client has no event loop")
+    loop.add_callback(call)
+    return answer
+
+
+def _call_scheduler(client: Client, handler: str, name: str) -> None:
+    """:func:`_ask_scheduler` without waiting for the answer (an event's set or clear)."""
+    with contextlib.suppress(InfrastructureError):
+        _ask_scheduler(client, handler, name).add_done_callback(_ignore)
+
+
+def _ignore(answer: concurrent.futures.Future[Any]) -> None:
+    """What a call sent without waiting answered: nothing to do with it (failures too)."""
+    if not answer.cancelled():
+        answer.exception()
 
 
 def _write_log(path: Path, data: bytes) -> None:

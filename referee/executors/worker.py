@@ -29,7 +29,7 @@ import contextlib
 import os
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,11 @@ class Worker:
     # -- a task ----------------------------------------------------------------------------
 
     def play(
-        self, task: MatchTask, *, on_start: Callable[[asyncio.Task[Any]], None] | None = None
+        self,
+        task: MatchTask,
+        *,
+        on_start: Callable[[asyncio.Task[Any]], None] | None = None,
+        before_deal: Callable[[], Awaitable[None]] | None = None,
     ) -> TaskOutcome:
         """Play one match on this worker's loop; never raises for a match that went wrong.
 
@@ -136,6 +140,8 @@ class Worker:
         :func:`referee.interrupts.cancel_main_task`) cancels the match; its seating stops
         its bots; so does cancelling the task that ``on_start`` is handed when the match
         starts (from another thread: through its loop's ``call_soon_threadsafe``).
+        ``before_deal`` is awaited once the bots are seated, before any card is dealt: an
+        ``InfrastructureError`` from it ends the attempt there (a cluster's claim).
         """
         final = Path(task.log_path)
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -145,7 +151,9 @@ class Worker:
         os.close(fd)
         partial = Path(name)
         try:
-            result = interrupts.run(self._match(task, partial, on_start), self._loop())
+            result = interrupts.run(
+                self._match(task, partial, on_start, before_deal), self._loop()
+            )
             os.replace(stderr_path(partial), stderr_path(final))
             os.replace(partial, final)
         except InfrastructureError as exc:
@@ -166,6 +174,7 @@ class Worker:
         task: MatchTask,
         log_path: Path,
         on_start: Callable[[asyncio.Task[Any]], None] | None = None,
+        before_deal: Callable[[], Awaitable[None]] | None = None,
     ) -> MatchResult:
         if on_start is not None:
             current = asyncio.current_task()
@@ -182,6 +191,8 @@ class Worker:
                 limits=task.limits,
             )
         async with seating as table:
+            if before_deal is not None:
+                await before_deal()  # may refuse the match: no card is dealt yet
             if pool is not None and task.next_up is not None:
                 # Started while this match plays: the next match finds them greeted.
                 pool.warm(task.next_up.bots, task.next_up.deal_id)
