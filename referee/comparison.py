@@ -51,13 +51,13 @@ __all__ = [
     "ComparisonEvent",
     "ComparisonRun",
     "ComparisonSummary",
-    "TestProgress",
+    "SprtProgress",
     "run_comparison",
 ]
 
 
 @dataclass(frozen=True)
-class TestProgress:
+class SprtProgress:
     """Where the test stands: after a deal completed, and when a run starts.
 
     ``matches`` and ``faults`` count every match stored (this run's and earlier ones), and
@@ -72,7 +72,7 @@ class TestProgress:
     limit: int
 
 
-ComparisonEvent = Event | TestProgress
+ComparisonEvent = Event | SprtProgress
 
 
 @dataclass(frozen=True)
@@ -242,7 +242,7 @@ class ComparisonRun(TournamentRun):
 
     def _progress_test(self) -> None:
         self.notify_test(
-            TestProgress(
+            SprtProgress(
                 self.state(), len(self.counted), self.faults, len(self.deals.spoiled),
                 self.max_deals,
             )

@@ -309,7 +309,7 @@ class _Progress:
         self.say(f"results in {self.folder} (the same command with --results resumes there)")
 
     def update(self, event: Any) -> None:
-        from referee.comparison import TestProgress
+        from referee.comparison import SprtProgress
         from referee.coordinator import RunStarted
         from referee.executors import MatchFailed
 
@@ -322,7 +322,7 @@ class _Progress:
             verb = "failed" if event.final else f"will be retried (attempt {event.attempt})"
             last = event.error.strip().splitlines()[-1:] or ["?"]
             self.say(f"match {event.key} {verb}: {last[0]}")
-        elif isinstance(event, TestProgress):
+        elif isinstance(event, SprtProgress):
             self._show(event)
 
     def _show(self, progress: Any) -> None:
