@@ -337,7 +337,7 @@ class _Progress:
             return
         deals = progress.state.deals
         every = max(1, min(10, progress.limit // 10))
-        if deals != self.last and (deals % every == 0 or progress.state.decided):
+        if deals and deals != self.last and (deals % every == 0 or progress.state.decided):
             self.say(line)
         self.last = deals
 
@@ -348,14 +348,14 @@ class _Progress:
 
 
 def progress_line(progress: Any) -> str:
-    """``deal 12: LLR 1.23 (-2.94, 2.94), difference +0.031 [+0.012, +0.050], 96 matches,
+    """``12 deals, 96 matches: LLR 1.23 (-2.94, 2.94), difference +0.031 [+0.012, +0.050],
     0 faults``."""
     state = progress.state
     low, high = state.bounds
     spoiled = f", {progress.spoiled} deals left out" if progress.spoiled else ""
     return (
-        f"deal {state.deals}: LLR {state.llr:.2f} ({low:.2f}, {high:.2f}), difference "
-        f"{_interval(state)}, {progress.matches} matches, {progress.faults} faults{spoiled}"
+        f"{state.deals} deals, {progress.matches} matches: LLR {state.llr:.2f} ({low:.2f}, "
+        f"{high:.2f}), difference {_interval(state)}, {progress.faults} faults{spoiled}"
     )
 
 
@@ -368,7 +368,7 @@ def _interval(state: Any) -> str:
 def _verdict(summary: Any, new: str, old: str, test: Any) -> str:
     state = summary.state
     if state.decision == "H1":
-        return f"H1 accepted: {new} is better than {old} by {_interval(state)}"
+        return f"H1 accepted: {new} is better than {old} by {_interval(state)} (95% interval)"
     if state.decision == "H0":
         return (
             f"H0 accepted: {new} is not better than {old} by {test.d1:g}; the difference "

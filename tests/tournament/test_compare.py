@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from referee.cli import main
 from referee.comparison import SprtProgress, run_comparison
 from referee.executors import MatchTask
+from referee.publish.verify import verify_results
 from referee.ranking.sprt import MIN_DEALS, PairedDeals, Sprt
 from referee.rules import RuleSet
 from referee.sandbox import Limits, load_bot
@@ -187,6 +190,13 @@ def test_a_clearly_better_bot_reaches_h1_and_a_resumed_run_keeps_the_verdict(
     assert again.state == state and again.matches == summary.matches
 
 
+def test_verify_checks_a_comparison_up_to_the_deal_it_reached(tmp_path: Path) -> None:
+    summary = _comparison(tmp_path, lowest_bot, careless_bot)
+    found = verify_results(tmp_path / "results")
+    assert found.ok, found.problems
+    assert found.scheduled == summary.matches < 40 * 6
+
+
 def test_twins_are_never_found_better(tmp_path: Path) -> None:
     """Two copies of one program on the same cards and seeds play the same games: every
     observation is 0, and the test accepts H0 as soon as it may."""
@@ -208,3 +218,37 @@ def test_the_limit_leaves_the_test_undecided(tmp_path: Path) -> None:
     with Store(tmp_path / "results", readonly=True) as store:
         assert len(store.done_keys()) == (MIN_DEALS - 1) * 6
         assert store.deal_secrets()[0].revealed is not None, "every match done: revealed"
+
+
+# --------------------------------------------------------------------- the command's refusals
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--sprt", "0.02,0"], "D0 must be below D1"),
+        (["--sprt", "x"], "give two numbers, D0,D1"),
+        (["--sprt", "0,nan"], "D0 must be below D1"),
+        (["--alpha", "0.7"], "0.7 is not in the range"),
+        (["--max-matches", "7"], "a deal is 8 matches (both versions in 4 seat rotations)"),
+        (["--field", "@lowest", "--field", "@random"], "needs at least 3 field bots"),
+        (["--table-size", "3", "--field", "@lowest"], "at tables of 3 needs at least 2 field"),
+        (["--restart"], "--restart discards the results in --results DIR; name it"),
+    ],
+)
+def test_the_command_refuses_bad_settings_in_one_line(args: list[str], says: str) -> None:
+    result = CliRunner().invoke(main, ["compare", "@heuristic", "@lowest", *args])
+    assert result.exit_code == 2, result.output
+    assert says in result.output and "Traceback" not in result.output
+
+
+def test_the_command_names_the_versions_apart_from_the_field(tmp_path: Path) -> None:
+    from referee.cli.compare import _named_bots
+
+    mine = write_bot(tmp_path, "heuristic", "first")
+    bots = _named_bots([str(mine), "@heuristic", "@heuristic", "@heuristic", "@lowest"], 4, ())
+    assert [b.name for b in bots] == [
+        "heuristic-new", "heuristic-old", "heuristic#1", "heuristic#2", "lowest"
+    ]  # fmt: skip
+    bots = _named_bots(["@heuristic", "@lowest", "@heuristic", "@lowest", "@random"], 4, ())
+    assert [b.name for b in bots] == ["heuristic", "lowest", "heuristic#2", "lowest#2", "random"]
