@@ -23,8 +23,13 @@ of 4, in both its formats (matches to 15 points, one-round matches):
   ``h04`` and ``h08`` pairs need at most a third of the matches unpaired play needs.
 * **Error rates**, over ``--runs`` simulated runs each, every run drawing observations at
   random (with replacement) from a pool of real ones: *twins*, ``h08`` against a copy of
-  itself that makes its own random draws (the same program, so the true difference is 0 =
-  D0), from a pool of ``--pool`` paired deals, must accept H1 in at most alpha of runs; and
+  itself, one of the two making random draws of its own (the copy on even deals, the
+  original on odd ones), from a pool of ``--pool`` paired deals, must accept H1 in at most
+  alpha of runs. The two are one program, so the true difference is 0 = D0 and the law of
+  an observation is symmetric about it (which copy plays NEW is arbitrary): the pool is
+  taken with every observation negated too, so the runs are drawn at D0 exactly rather than
+  at the pool's own mean (400 deals leave that mean off by 0.005 or so, a quarter of D1,
+  which would move the rate). And
   ``h00`` against ``h08`` (their true scores differ by 0.093 in matches to 15 points, 0.039
   in one-round matches: above D1) must accept H0 in at most beta, from the observations of
   the paired runs above. Twins that draw alike (two copies on the same seeds) play the same
@@ -148,10 +153,11 @@ def run_job(job: Job) -> tuple[Job, Decision, list[float]]:
 
 
 def twin_deal(packed: tuple[int, str, bool]) -> float:
-    """A deal of :data:`TWIN` against its copy, with its own draws or the same."""
+    """A deal of :data:`TWIN` against its copy: one of them with draws of its own (the copy
+    on even deals, the original on odd ones), or both drawing alike."""
     deal, fmt, own = packed
     rates = {**LADDER, TWIN_COPY: LADDER[TWIN]}
-    own_draws = frozenset({TWIN_COPY}) if own else frozenset()
+    own_draws = frozenset({TWIN_COPY if deal % 2 == 0 else TWIN}) if own else frozenset()
     return paired_deal(TWIN, TWIN_COPY, deal, 0, fmt, rates, own_draws)
 
 
@@ -187,14 +193,14 @@ def simulated_runs(pool: Sequence[float], runs: int, cap: int, salt: str) -> lis
     """``runs`` sequential tests, each on observations drawn with replacement from ``pool``."""
     rng = random.Random(f"simulated {salt}")
     test = Sprt()
-    return [sequential(lambda i: rng.choice(pool), cap, test)[0] for _ in range(runs)]
+    return [
+        test.first_decision([rng.choice(pool) for _ in range(cap)]).decision for _ in range(runs)
+    ]
 
 
-def measure(fmt: str, seeds: int, runs: int, pool: int, cap: int, workers: int,
-            say: Callable[[str], None]) -> list[str]:  # fmt: skip
-    """Every figure of one format, as lines."""
-    jobs = [Job(paired, fmt, old, seed, cap) for old in OLDS for paired in (True, False)
-            for seed in range(1, seeds + 1)]  # fmt: skip
+def play_runs(jobs: Sequence[Job], workers: int, say: Callable[[str], None]
+              ) -> dict[tuple[bool, str], Runs]:  # fmt: skip
+    """Every job's run, by (paired, OLD)."""
     results: dict[tuple[bool, str], Runs] = {}
     started = time.monotonic()
     with multiprocessing.get_context("fork").Pool(workers) as processes:
@@ -205,12 +211,13 @@ def measure(fmt: str, seeds: int, runs: int, pool: int, cap: int, workers: int,
             runs_of.decisions.append(decision)
             runs_of.observations.append(seen)
             if done % max(1, len(jobs) // 10) == 0:
-                say(f"{fmt}: {done}/{len(jobs)} runs, {time.monotonic() - started:.0f} s")
-        own = processes.map(twin_deal, [(d, fmt, True) for d in range(pool)], chunksize=4)
-        same = processes.map(twin_deal, [(d, fmt, False) for d in range(MIN_DEALS)])
-    lines = [f"compare, {FORMATS_TITLES[fmt]}: {NEW} as NEW, the field the other rungs; "
-             f"{seeds} runs each way, mean matches to a decision (D0 0, D1 0.02, alpha = beta "
-             f"= 0.05, at most {cap * MATCHES_PER_OBSERVATION} matches a run)"]  # fmt: skip
+                say(f"{job.fmt}: {done}/{len(jobs)} runs, {time.monotonic() - started:.0f} s")
+    return results
+
+
+def comparison_lines(results: dict[tuple[bool, str], Runs]) -> list[str]:
+    """Paired against unpaired, for each OLD."""
+    lines = []
     for old in OLDS:
         paired, unpaired = results[True, old], results[False, old]
         ratio = unpaired.matches() / paired.matches()
@@ -224,25 +231,48 @@ def measure(fmt: str, seeds: int, runs: int, pool: int, cap: int, workers: int,
             f"paired{target}; variance of an observation {paired.variance():.4f} paired, "
             f"{unpaired.variance():.4f} unpaired ({unpaired.variance() / paired.variance():.1f}x)"
         )
-    twins = simulated_runs(own, runs, cap, f"twins {fmt}")
-    mean_own = sum(own) / len(own)
+    return lines
+
+
+def error_lines(fmt: str, strong: Sequence[float], runs: int, pool: int, cap: int,
+                workers: int) -> list[str]:  # fmt: skip
+    """The twins' false H1s and the false H0s of ``h00`` against ``h08`` (``strong``: the
+    observations of its paired runs)."""
+    with multiprocessing.get_context("fork").Pool(workers) as processes:
+        own = processes.map(twin_deal, [(d, fmt, True) for d in range(pool)], chunksize=4)
+        same = processes.map(twin_deal, [(d, fmt, False) for d in range(MIN_DEALS)])
+    twins = simulated_runs([*own, *(-x for x in own)], runs, cap, f"twins {fmt}")
     h1 = twins.count("H1")
-    lines.append(
-        f"  twins ({TWIN} against a copy with its own draws; {runs} runs drawn from {pool} "
-        f"deals, their mean {mean_own:+.4f}): H1 in {h1}/{runs} = {h1 / runs:.3f} "
-        f"(alpha 0.05: {'met' if h1 <= 0.05 * runs else 'NOT met'}), H0 in "
-        f"{twins.count('H0')}, undecided {twins.count('undecided')}; copies drawing alike: "
-        f"observations {sorted(set(same))}"
-    )
-    strong = [x for xs in results[True, "h08"].observations for x in xs]
     rung2 = simulated_runs(strong, runs, cap, f"rung2 {fmt}")
     h0 = rung2.count("H0")
-    lines.append(
+    return [
+        f"  twins ({TWIN} against a copy, one with draws of its own; {runs} runs drawn from "
+        f"{pool} deals and their negations, the deals' mean {sum(own) / len(own):+.4f}): H1 "
+        f"in {h1}/{runs} = {h1 / runs:.3f} (alpha 0.05: "
+        f"{'met' if h1 <= 0.05 * runs else 'NOT met'}), H0 in {twins.count('H0')}, undecided "
+        f"{twins.count('undecided')}; copies drawing alike: observations {sorted(set(same))}",
         f"  {NEW} against h08 ({runs} runs drawn from the {len(strong)} deals of its paired "
         f"runs, their mean {sum(strong) / len(strong):+.4f}): H0 in {h0}/{runs} = "
-        f"{h0 / runs:.3f} (beta 0.05: {'met' if h0 <= 0.05 * runs else 'NOT met'})"
-    )
-    return lines
+        f"{h0 / runs:.3f} (beta 0.05: {'met' if h0 <= 0.05 * runs else 'NOT met'})",
+    ]
+
+
+def measure(fmt: str, seeds: int, runs: int, pool: int, cap: int, workers: int,
+            say: Callable[[str], None], only_errors: bool = False) -> list[str]:  # fmt: skip
+    """Every figure of one format, as lines (``only_errors``: the error rates alone, with
+    just the paired runs of ``h08`` they need)."""
+    olds = ("h08",) if only_errors else OLDS
+    ways = (True,) if only_errors else (True, False)
+    jobs = [Job(paired, fmt, old, seed, cap) for old in olds for paired in ways
+            for seed in range(1, seeds + 1)]  # fmt: skip
+    results = play_runs(jobs, workers, say)
+    lines = [f"compare, {FORMATS_TITLES[fmt]}: {NEW} as NEW, the field the other rungs; "
+             f"{seeds} runs each way, mean matches to a decision (D0 0, D1 0.02, alpha = beta "
+             f"= 0.05, at most {cap * MATCHES_PER_OBSERVATION} matches a run)"]  # fmt: skip
+    if not only_errors:
+        lines += comparison_lines(results)
+    strong = [x for xs in results[True, "h08"].observations for x in xs]
+    return lines + error_lines(fmt, strong, runs, pool, cap, workers)
 
 
 FORMATS_TITLES = {
@@ -254,7 +284,10 @@ FORMATS_TITLES = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=32, help="runs of each pair, each way")
-    parser.add_argument("--runs", type=int, default=200, help="simulated runs for error rates")
+    parser.add_argument(
+        "--only-errors", action="store_true", help="only the error rates (no runs but h08's)"
+    )
+    parser.add_argument("--runs", type=int, default=1000, help="simulated runs for error rates")
     parser.add_argument("--pool", type=int, default=400, help="twins' deals to draw runs from")
     parser.add_argument("--cap", type=int, default=600, help="most observations a run takes")
     parser.add_argument("--workers", type=int, default=2)
@@ -264,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     for i, fmt in enumerate(formats):
         lines = measure(
             fmt, args.seeds, args.runs, args.pool, args.cap, args.workers,
-            lambda line: print("  " + line, file=sys.stderr, flush=True),
+            lambda line: print("  " + line, file=sys.stderr, flush=True), args.only_errors,
         )  # fmt: skip
         if i:
             print()

@@ -86,7 +86,6 @@ class ComparisonSummary:
     faults: int
     failed: int
     spoiled: int
-    limit: int
     results_dir: Path
 
 
@@ -136,7 +135,7 @@ class ComparisonRun(TournamentRun):
         batch: int = 2,
     ) -> None:
         super().__init__(tournament, store, executor, notify)
-        self.notify_test = notify
+        self.notify_test = notify  # the run's events, and the test's progress too
         self.test = test
         self.max_deals = max_deals
         self.batch = max(1, batch)
@@ -152,7 +151,7 @@ class ComparisonRun(TournamentRun):
     def result(self) -> ComparisonSummary:
         return ComparisonSummary(
             self.state(), len(self.counted), self.faults, len(self.failed),
-            len(self.deals.spoiled), self.max_deals, self.store.results_dir,
+            len(self.deals.spoiled), self.store.results_dir,
         )  # fmt: skip
 
     def state(self) -> SprtState:

@@ -21,7 +21,7 @@ import pytest
 from referee.comparison import run_comparison
 from referee.executors.local import LocalExecutor
 from referee.matchlog import read_log
-from referee.ranking.sprt import Sprt
+from referee.ranking.sprt import MIN_DEALS, Sprt
 from referee.sandbox import load_bot
 from referee.specs import TimeControl
 from referee.tournament.quick import compare_tournament
@@ -135,7 +135,7 @@ def test_a_clearly_better_bot_reaches_h1_and_the_json_says_so(
     assert data["llr"] >= data["bounds"][1] and data["bounds"][0] == -data["bounds"][1]
     low, high = data["interval"]
     assert 0 < low < data["difference"] < high
-    assert 10 <= data["deals"] < 40 and data["matches"] >= 8 * data["deals"]
+    assert MIN_DEALS <= data["deals"] < 40 and data["matches"] >= 8 * data["deals"]
     assert (data["new"], data["old"]) == ("heuristic", "random")
     assert data["field"] == ["lowest#1", "lowest#2", "random#2"]
     assert data["sprt"] == {"d0": 0.0, "d1": 0.02, "alpha": 0.05, "beta": 0.05}
