@@ -73,7 +73,11 @@ def _sprt_hypotheses(ctx: click.Context, param: click.Parameter, value: str) -> 
 @click.option("--rules", "preset", default="arschloch", show_default=True, help="Preset name.")
 @click.option("--max-rounds", default=None, type=click.IntRange(1, 10_000), help="Hard round cap.")
 @click.option(
-    "--table-size", default=4, show_default=True, type=click.IntRange(3, 6), help="Seats at a table."
+    "--table-size",
+    default=4,
+    show_default=True,
+    type=click.IntRange(3, 6),
+    help="Seats at a table.",
 )
 @click.option(
     "--sprt",
