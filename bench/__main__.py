@@ -57,7 +57,7 @@ def main() -> int:
     # Estimators beside the published one, as ranking_bench's 4 seeds (the README's: 16).
     estimator_bench.main(["--seeds", "4"])
     print("=" * 72)
-    # Its defaults: 32 runs each way and 200 simulated runs (about 2 hours on 2 cores).
+    # Its defaults: 32 runs each way, 1,000 simulated runs (about 3 hours on 2 loaded cores).
     compare_bench.main([])
     print("=" * 72)
     collusion_bench.run()
