@@ -14,7 +14,9 @@ def main() -> int:
     from bench import (
         cluster_bench,
         collusion_bench,
+        compare_bench,
         engine_bench,
+        estimator_bench,
         league_bench,
         match_bench,
         montecarlo_bench,
@@ -51,6 +53,12 @@ def main() -> int:
     publish_bench.run()
     print("=" * 72)
     ranking_bench.main([])
+    print("=" * 72)
+    # Estimators beside the published one, as ranking_bench's 4 seeds (the README's: 16).
+    estimator_bench.main(["--seeds", "4"])
+    print("=" * 72)
+    # Its defaults: 32 runs each way, 1,000 simulated runs (about 3 hours on 2 loaded cores).
+    compare_bench.main([])
     print("=" * 72)
     collusion_bench.run()
     print("=" * 72)

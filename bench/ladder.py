@@ -14,7 +14,12 @@ the match runner would send (built by the runner's own
 as parsed JSON, skipping the sandbox, the clock and the framing: about twice the speed of the
 runner with :class:`~referee.testing.FakeSandbox`, and the same games. Every bot's random
 choices are seeded from the match key and its seat, so a match is a pure function of its
-spec: the same spec gives the same result in any process.
+spec: the same spec gives the same result in any process. With ``seeded`` they are seeded
+as the referee seeds them since protocol 1.2 instead: from ``match_start``'s ``seed``
+(:func:`referee.match.runner.bot_seed` of the match seed and the seat), the same for a seat
+wherever the same cards are dealt to it, which is what ``referee compare`` pairs on
+(:mod:`bench.compare_bench`); a name in ``own_draws`` then mixes its own name in, a copy
+with draws of its own.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from referee.match.runner import EventTranslator
+from referee.match.runner import EventTranslator, bot_seed
 from referee.rules import GIVE, PLAY, Game, ResolvedRules, RuleSet
 from referee.specs import MatchSpec, StoredMatch, StoredSeat
 
@@ -98,25 +103,50 @@ def rules(table_size: int = TABLE_SIZE, fmt: str = DEFAULT_FORMAT) -> ResolvedRu
     return RuleSet.preset(RULES).with_overrides(**FORMATS[fmt]).resolve(table_size)
 
 
-def play(spec: MatchSpec, rates: dict[str, float], fmt: str = DEFAULT_FORMAT) -> StoredMatch:
+def play(
+    spec: MatchSpec,
+    rates: dict[str, float],
+    fmt: str = DEFAULT_FORMAT,
+    *,
+    seeded: bool = False,
+    own_draws: frozenset[str] = frozenset(),
+) -> StoredMatch:
     """Play ``spec`` among ladder bots (``rates`` by name) in format ``fmt``; the result as
-    the store keeps it."""
+    the store keeps it (``seeded``, ``own_draws``: the module docstring)."""
+    return play_rounds(spec, rates, fmt, seeded=seeded, own_draws=own_draws)[0]
+
+
+def play_rounds(
+    spec: MatchSpec,
+    rates: dict[str, float],
+    fmt: str = DEFAULT_FORMAT,
+    *,
+    seeded: bool = False,
+    own_draws: frozenset[str] = frozenset(),
+) -> tuple[StoredMatch, tuple[tuple[int, ...], ...]]:
+    """:func:`play`, and the seats of every round in the order they finished it."""
     table = spec.table
     game = Game(rules(len(table), fmt), list(table), spec.match_seed)
-    bots = [diluted_bot(rates[name], f"{spec.key}:{seat}") for seat, name in enumerate(table)]
+    seeds = [bot_seed(spec.match_seed, seat) for seat in range(len(table))]
+
+    def draws(seat: int, name: str) -> str:
+        if not seeded:
+            return f"{spec.key}:{seat}"
+        return f"{seeds[seat]}:{name}" if name in own_draws else str(seeds[seat])
+
+    bots = [diluted_bot(rates[name], draws(seat, name)) for seat, name in enumerate(table)]
     translator = EventTranslator(game)
     protocol_rules = game.rules.as_protocol()
     for seat, bot in enumerate(bots):
-        bot.handle(
-            {
-                "type": "match_start",
-                "match": spec.key,
-                "seat": seat,
-                "players": list(table),
-                "rules": protocol_rules,
-                "bank_ms": 10_000,
-            }
-        )
+        start = {
+            "type": "match_start",
+            "match": spec.key,
+            "seat": seat,
+            "players": list(table),
+            "rules": protocol_rules,
+            "bank_ms": 10_000,
+        }
+        bot.handle({**start, "seed": seeds[seat]} if seeded else start)
     sent = 0
     request = 0
     while True:
@@ -154,7 +184,8 @@ def play(spec: MatchSpec, rates: dict[str, float], fmt: str = DEFAULT_FORMAT) ->
         StoredSeat(st["seat"], table[st["seat"]], st["place"], st["score"], False, None, None)
         for st in standings
     )
-    return StoredMatch(spec, seats)
+    rounds = tuple(tuple(event.places) for event in game.events if event.type == "round_end")
+    return StoredMatch(spec, seats), rounds
 
 
 def play_all(

@@ -259,27 +259,36 @@ class TournamentRun:
         self.replaced: tuple[str, ...] = ()
 
     def play(self, deal_secret: bytes | None, beacon: str | None = None) -> RunSummary:
-        """Prepare, play the scheduled matches and the play-offs, reveal the secret."""
+        """Prepare, play the rounds (:meth:`_rounds`), reveal the secret once all is done."""
         _remove_partial_logs(self.store)
         staging = make_staging_root()
         try:
             secret = self._prepare(staging, deal_secret, beacon)
-            specs = self._schedule(secret)
             with contextlib.ExitStack() as keep:
-                if self.tournament.file.playoff is not None and isinstance(
+                if self._rounds_to_come() and isinstance(
                     self.executor, contextlib.AbstractContextManager
                 ):
                     keep.enter_context(self.executor)  # one pool for the rounds to come
-                complete = self._play_round(specs, first=True)
-                playoff = self.tournament.file.playoff
-                if complete and playoff is not None:
-                    complete = self._play_offs(playoff, secret)
+                complete = self._rounds(secret)
             if complete:
                 self.store.reveal_secrets()  # published; it never deals again
         finally:
             remove_staging_root(staging)
             _remove_partial_logs(self.store)
         return self.summary
+
+    def _rounds_to_come(self) -> bool:
+        """Whether more than one round may be played (then the executor keeps its pool)."""
+        return self.tournament.file.playoff is not None
+
+    def _rounds(self, secret: DealSecret) -> bool:
+        """The scheduled matches, then the play-offs; True when every match is done."""
+        specs = self._schedule(secret)
+        complete = self._play_round(specs, first=True)
+        playoff = self.tournament.file.playoff
+        if complete and playoff is not None:
+            complete = self._play_offs(playoff, secret)
+        return complete
 
     # -- the steps -------------------------------------------------------------------------
 
@@ -350,7 +359,7 @@ class TournamentRun:
         done = self.store.done_keys()
         started = self.store.attempts()
         tasks = [self._task(spec, started[spec.key]) for spec in specs if spec.key not in done]
-        tasks.sort(key=lambda task: (task.spec.rotation, task.spec.key))
+        tasks.sort(key=self._order)
         self.tables.update({spec.key: spec.table for spec in specs})
         self.summary.total += len(specs)
         self.summary.done += len(specs) - len(tasks)
@@ -377,6 +386,11 @@ class TournamentRun:
         if tasks:
             self.executor.run(tasks, self._record)
         return {spec.key for spec in specs} <= self.store.done_keys()
+
+    @staticmethod
+    def _order(task: MatchTask) -> tuple[int | str, ...]:
+        """Where a task goes in a round: rotation-major (see :meth:`_play_round`)."""
+        return (task.spec.rotation, task.spec.key)
 
     def _record(self, event: AttemptEvent) -> None:
         """Commit what the executor reports, then pass it on."""

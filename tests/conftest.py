@@ -70,6 +70,7 @@ SLOW_MODULES = frozenset(
         "tests/test_interrupts.py",
         "tests/test_kits.py",
         "tests/test_packaging.py",
+        "tests/tournament/test_compare_run.py",
         "tests/tournament/test_deals.py",
         "tests/tournament/test_fairness.py",
         "tests/tournament/test_league_run.py",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 import select
 import shutil
 import subprocess
@@ -577,3 +578,49 @@ def test_javascript_kit_takes_the_referees_counts() -> None:
     """
     out = subprocess.run(["node", "-e", script], capture_output=True, timeout=10, check=True)
     assert json.loads(out.stdout) == [2, 5, 0, 7]
+
+
+def _draws_after(start: dict[str, Any]) -> list[float]:
+    bot = _kit().Bot()
+    bot.handle(start)
+    return [bot.random.random() for _ in range(3)]
+
+
+def test_python_kit_seeds_its_generator_from_match_starts_seed() -> None:
+    """Protocol 1.2: the seed decides the draws, whatever the match id and seat (both halves
+    of a ``referee compare`` pair have other ids); without one, the match id and seat do."""
+    seeded = {**match_start(seat=1, match="cmp/d00001/new/r1"), "seed": 2**52 + 17}
+    other_half = {**seeded, "match": "cmp/d00001/old/r1"}
+    assert _draws_after(seeded) == _draws_after(other_half)
+    assert _draws_after(seeded) != _draws_after({**seeded, "seed": 2**52 + 18})
+    old_referee = match_start(seat=1, match="t-9")
+    before_1_2 = random.Random("t-9:1")
+    assert _draws_after(old_referee) == [before_1_2.random() for _ in range(3)]
+    assert _draws_after({**old_referee, "seed": True}) == _draws_after(old_referee)
+
+
+@pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
+def test_javascript_kit_seeds_its_generator_from_match_starts_seed() -> None:
+    seeded = {**match_start(seat=1, match="cmp/d00001/new/r1"), "seed": 2**52 + 17}
+    starts = [
+        seeded,
+        {**seeded, "match": "cmp/d00001/old/r1"},
+        {**seeded, "seed": 2**52 + 18},
+        match_start(seat=1, match="t-9"),
+        match_start(seat=1, match="t-9"),
+    ]
+    script = f"""
+        const k = require({str(JS_KIT)!r});
+        const draws = {json.dumps(starts)}.map((msg) => {{
+            const bot = new k.Bot();
+            bot.handle(msg);
+            return [bot.random(), bot.random(), bot.random()];
+        }});
+        console.log(JSON.stringify(draws));
+    """
+    out = subprocess.run(["node", "-e", script], capture_output=True, timeout=10, check=True)
+    draws = json.loads(out.stdout)
+    assert all(0 <= x < 1 for row in draws for x in row)
+    assert draws[0] == draws[1] and draws[0] != draws[2]
+    assert draws[3] == draws[4] and draws[3] != draws[0]
+    assert len({x for row in draws[:1] + draws[2:4] for x in row}) == 9

@@ -48,6 +48,7 @@ TO_BOT: list[dict[str, Any]] = [
         "players": ["a", "b", "c", "d"],
         "rules": {**RULES, "players": 4},
         "bank_ms": 10000,
+        "seed": 8_417_230_925_417_113,
     },
     {
         "type": "round_start",

@@ -2,6 +2,7 @@
 
 from referee.cli import (  # noqa: F401  (they register)
     bots,
+    compare,
     league,
     play,
     protocol,

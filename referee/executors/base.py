@@ -59,7 +59,10 @@ class MatchTask:
     An attempt that does not finish was seen by its bots, so a retry never deals the same
     cards again: ``spec.match_seed`` deals the first attempt of this run and ``reseeds``
     the later ones (:meth:`attempt`), and ``first_attempt`` is the deal attempt the first
-    one is (more than 0 when an earlier run started the match already).
+    one is (more than 0 when an earlier run started the match already). The exception is
+    ``same_cards``: every attempt plays the scheduled deal (``referee compare``, whose
+    trusted bots see every deal several times anyway, and whose pairs need both halves on
+    the same cards).
     """
 
     spec: MatchSpec
@@ -75,10 +78,12 @@ class MatchTask:
     first_attempt: int = 0
     next_up: Upcoming | None = None
     """The match its worker will likely play next (see :class:`Upcoming`)."""
+    same_cards: bool = False
 
     def attempt(self, number: int) -> MatchTask:
-        """The task for this run's attempt ``number`` (1, 2, ...): fresh cards after the first."""
-        if number == 1:
+        """The task for this run's attempt ``number`` (1, 2, ...): fresh cards after the first
+        (the same cards every time with ``same_cards``)."""
+        if number == 1 or self.same_cards:
             return self
         if not 2 <= number <= len(self.reseeds) + 1:
             raise ValueError(f"match {self.spec.key}: no fresh deal for attempt {number}")
@@ -93,6 +98,8 @@ class MatchTask:
 
     def deal_attempt(self, number: int) -> int:
         """The deal attempt (0: the scheduled deal) this run's attempt ``number`` plays."""
+        if self.same_cards:
+            return 0
         return self.first_attempt + number - 1
 
 

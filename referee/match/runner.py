@@ -35,6 +35,8 @@ sandbox closed, stopping cleanly on Ctrl-C or SIGTERM.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import itertools
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -56,11 +58,27 @@ from referee.sandbox.base import BotSpec, Limits, Sandbox
 from referee.specs import TimeControl
 from referee.stderrlog import stderr_json, stderr_path
 
-__all__ = ["EventTranslator", "Match", "play_match", "play_once", "run_in_command"]
+__all__ = ["EventTranslator", "Match", "bot_seed", "play_match", "play_once", "run_in_command"]
 
 _STDERR_REPORT = 4096
 _T = TypeVar("_T")
 _Messages = list[tuple[int | None, bytes]]
+
+
+def bot_seed(match_seed: int, seat: int) -> int:
+    """``match_start``'s ``seed`` for ``seat`` (protocol 1.2): a seed for the bot's own random
+    choices, below :data:`~referee.protocol.messages.SEED_LIMIT`.
+
+    HMAC-SHA256, keyed by the match seed, of its own label and the seat. The match seed is
+    derived from the deal secret (:mod:`referee.tournament.deals`), so this is too, under a
+    label of its own: the same for a seat wherever the same cards are dealt to it (both
+    halves of a ``referee compare`` pair, whose bots then draw the same random numbers),
+    different from seat to seat, and one-way, so it tells a bot nothing of the match seed
+    and nothing of the cards.
+    """
+    key = str(match_seed).encode("ascii")
+    digest = hmac.new(key, b"referee bot seed\0%d" % seat, hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") % m.SEED_LIMIT
 
 
 class EventTranslator:
@@ -281,6 +299,7 @@ class Match:
                 players=players,
                 rules=rules,
                 bank_ms=self.time_control.bank_ms,
+                seed=bot_seed(self.seed, seat),
             )
             session.queue(m.encode(start))
 

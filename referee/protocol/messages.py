@@ -51,6 +51,7 @@ __all__ = [
     "MAX_NESTING",
     "PROTOCOL_VERSION",
     "REPLY_KINDS",
+    "SEED_LIMIT",
     "Act",
     "ActGive",
     "ActLeftover",
@@ -240,8 +241,13 @@ class ActLeftover(_ToBot):
 # --- referee -> bot: events -------------------------------------------------------------
 
 
+SEED_LIMIT = 2**53
+"""``match_start``'s ``seed`` is below this: a JSON number every language reads exactly."""
+
+
 class MatchStart(_ToBot):
-    """A match begins: your seat, everybody's names and the rules."""
+    """A match begins: your seat, everybody's names, the rules, and a seed for your own
+    random choices (protocol 1.2)."""
 
     type: Literal["match_start"] = "match_start"
     match: str
@@ -249,6 +255,13 @@ class MatchStart(_ToBot):
     players: list[str] = Field(description="names by seat")
     rules: Rules
     bank_ms: int = Field(ge=0)
+    seed: int = Field(
+        ge=0,
+        lt=SEED_LIMIT,
+        description="a seed for your own random choices, the same for your seat wherever "
+        "the same cards are dealt to it; it tells nothing of the cards (protocol 1.2; "
+        "absent from an older referee)",
+    )
 
 
 class RoundStart(_ToBot):

@@ -87,7 +87,7 @@ async def seated(
 
     Bots are started in ``sandbox`` (with ``time_control``, ``limits``, ``request_ids`` and
     ``clock``, each defaulting to the usual), or borrowed from ``pool`` for a match of
-    ``deal_key`` (never for another seat rotation of a deal they have played; the pool's
+    ``deal_key`` (never for another match of a deal they have played; the pool's
     time control, limits, ids and clock apply, and asking for others is a ``ValueError``).
     ``occupied`` maps seat numbers to sessions the caller brings and keeps; the bots fill
     the other seats in order. ``stage`` copies the bots into a staging folder first (not
@@ -237,9 +237,11 @@ class SessionPool:
 
     A session goes back to the pool after a match it finished without a fault, and is
     handed out again for a later match of the same bot, greeted already. Two rules keep
-    duplicate play fair: a session never serves two seat rotations of the same deal (it
-    would know the others' hands), so a match names its ``deal_key``; and a fault always
-    ends the process. ``max_matches`` bounds how many matches one process serves,
+    duplicate play fair: a session never serves two matches of the same deal (it would know
+    the others' hands), so a match names its ``deal_key``: not two seat rotations of it, nor
+    both halves of a ``referee compare`` pair, whose matches all name one deal (a field bot
+    must not carry what it saw with NEW into the match with OLD); and a fault always ends
+    the process. ``max_matches`` bounds how many matches one process serves,
     ``max_idle`` how many idle processes of one bot are kept (per seat it takes), and
     ``max_idle_total`` how many are kept in all, whatever the number of bots: the ones idle
     longest go first. Every idle process holds its memory limit's worth of promise, so the

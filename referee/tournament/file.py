@@ -135,9 +135,12 @@ class Tournament:
         return self.plan().settings()
 
     def warnings(self) -> list[str]:
-        """What this file chose that weakens the tournament, said when a run starts."""
+        """What this file chose that weakens the tournament, said when a run starts
+        (``referee compare`` says what its own design implies itself)."""
         f = self.file
-        found = []
+        found: list[str] = []
+        if f.format == "compare":
+            return found
         if f.duplicate == "rotations":
             found.append(
                 'duplicate = "rotations": every entrant holds each seat\'s cards of a deal in '
@@ -387,6 +390,17 @@ def _check_twins(path: Path, tournament: Tournament) -> None:
 
 
 def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
+    if model.format == "compare":
+        raise UsageError(
+            f'{path}: format: "compare" is what referee compare writes into its results (it '
+            "stops when its test decides); compare two versions of a bot with "
+            "referee compare NEW OLD"
+        )
+    if model.baseline is not None:
+        raise UsageError(
+            f"{path}: baseline: only referee compare uses it (compare two versions of a bot "
+            "with referee compare NEW OLD)"
+        )
     if model.format == "league":
         _check_league(path, model)
         return

@@ -134,7 +134,7 @@ class TournamentFile(_Strict):
         description='a preset name, or a table { preset = "...", <parameter> = <value>, ... }',
     )
     table_size: int = Field(default=4, ge=3, le=6)
-    format: Literal["round-robin", "gauntlet", "league"] = "round-robin"
+    format: Literal["round-robin", "gauntlet", "league", "compare"] = "round-robin"
     tables: Literal["all", "balanced"] = "all"
     duplicate: Literal["tables", "rotations"] = "tables"
     deals: int = Field(default=1, ge=1, le=10_000)
@@ -143,6 +143,9 @@ class TournamentFile(_Strict):
     sandbox: SandboxSettings = SandboxSettings()
     bots: list[BotEntry] = Field(min_length=3)
     candidate: str | None = None
+    baseline: str | None = None
+    """``format = "compare"``: the version ``candidate`` is compared with (``referee
+    compare`` writes such a file into its results; a tournament file cannot use it)."""
     matches: int | None = Field(default=None, ge=1, le=100_000)
     ratings: RatingSettings = RatingSettings()
     playoff: PlayoffSettings | None = None
@@ -206,6 +209,10 @@ class Plan:
             settings["duplicate"] = f.duplicate
             settings["authors_apart"] = f.authors.apart
             return settings
+        if f.format == "compare":
+            # The field bots drawn for each deal depend on the whole field.
+            settings["baseline"] = f.baseline
+            settings["field"] = sorted(self.entrants)
         if f.tables != "all":
             # A balanced design is made for its whole field: another bot, other tables.
             settings["tables"] = f.tables
@@ -252,6 +259,8 @@ def schedule_size_problem(model: TournamentFile) -> str | None:
     if model.format == "gauntlet":
         tables = model.matches or 0
         what = f"{tables:,} tables"
+    elif model.format == "compare":
+        tables, what = 2, "2 tables (the pair's halves)"
     elif model.tables == "balanced":
         tables, what = balanced, f"{balanced:,} balanced tables"
     else:

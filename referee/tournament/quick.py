@@ -44,10 +44,13 @@ from referee.tournament.file import Tournament, toml_string
 from referee.tournament.model import TournamentFile
 from referee.tournament.scheduler import Duplicate
 
-__all__ = ["QUICK_NAME", "deals_for", "quick_tournament"]
+__all__ = ["COMPARE_NAME", "QUICK_NAME", "compare_tournament", "deals_for", "quick_tournament"]
 
 QUICK_NAME = "play"
 """The tournament's name: it names nothing on disk (the caller picks the results folder)."""
+
+COMPARE_NAME = "compare"
+"""The name of ``referee compare``'s tournament (its results folder is the caller's too)."""
 
 
 def deals_for(matches: int, table_size: int) -> int:
@@ -94,15 +97,17 @@ def quick_tournament(
         memory_mb=memory_mb,
         images=images,
     )
+    return _tournament(bots, source, folder / f"{QUICK_NAME}.toml")
+
+
+def _tournament(bots: Sequence[BotSpec], source: str, path: Path) -> Tournament:
+    """The tournament of the file ``source`` (made here, so checked by its model alone)."""
     model = TournamentFile.model_validate(tomllib.loads(source))
     rules = model.ruleset().resolve(model.table_size)
     fingerprinted = tuple(
         dataclasses.replace(bot, sha256=bot_sha256(read_bot_files(bot))) for bot in bots
     )
-    return Tournament(
-        path=folder / f"{QUICK_NAME}.toml", file=model, bots=fingerprinted, rules=rules,
-        source=source,
-    )  # fmt: skip
+    return Tournament(path=path, file=model, bots=fingerprinted, rules=rules, source=source)
 
 
 def _source(
@@ -120,13 +125,48 @@ def _source(
     images: Sequence[str],
 ) -> str:
     """The tournament file these settings make (paths as the user gave them, printable)."""
+    lines = _settings_lines(
+        QUICK_NAME,
+        preset=preset,
+        max_rounds=max_rounds,
+        table_size=len(bots),
+        deals=deals,
+        seed=seed,
+        duplicate=duplicate,
+        time_control=time_control,
+        backend=backend,
+        memory_mb=memory_mb,
+        images=images,
+    )
+    for bot, path in zip(bots, given, strict=True):
+        lines += ["", "[[bots]]", f"path = {toml_string(printable(path))}"]
+        lines.append(f"name = {toml_string(bot.name)}")
+    return "\n".join(lines) + "\n"
+
+
+def _settings_lines(
+    name: str,
+    *,
+    preset: str,
+    max_rounds: int | None,
+    table_size: int,
+    deals: int,
+    seed: int,
+    duplicate: Duplicate,
+    time_control: TimeControl,
+    backend: str,
+    memory_mb: int,
+    images: Sequence[str],
+) -> list[str]:
+    """A command's tournament file up to its bots: one author's bots (copies allowed, nobody
+    kept apart), the command's rules, clock and sandbox."""
     rules = f"{{ preset = {toml_string(preset)}"
     rules += f", max_rounds = {max_rounds} }}" if max_rounds is not None else " }"
     listed = ", ".join(toml_string(image) for image in images)
-    lines = [
-        f"name = {toml_string(QUICK_NAME)}",
+    return [
+        f"name = {toml_string(name)}",
         f"rules = {rules}",
-        f"table_size = {len(bots)}",
+        f"table_size = {table_size}",
         f"deals = {deals}",
         f"seed = {seed}",
         f"duplicate = {toml_string(duplicate)}",
@@ -143,7 +183,55 @@ def _source(
         "[authors]",
         "apart = false",
     ]
+
+
+def compare_tournament(
+    new: BotSpec,
+    old: BotSpec,
+    field: Sequence[BotSpec],
+    given: Sequence[str],
+    *,
+    preset: str,
+    max_rounds: int | None,
+    table_size: int,
+    deals: int,
+    time_control: TimeControl,
+    backend: str,
+    memory_mb: int,
+    images: Sequence[str],
+    folder: Path,
+) -> Tournament:
+    """``referee compare``'s tournament: ``new`` against ``old`` on at most ``deals`` paired
+    deals, each at a table of ``new`` (or ``old``) and ``table_size - 1`` of the ``field``
+    bots (:func:`referee.tournament.scheduler.compare`). ``given`` are the paths as the user
+    named the bots (new, old, then the field); names must be distinct already.
+
+    Raises ``UsageError`` when the rules do not work at this many seats, ``ValueError`` when
+    two bots have one name.
+    """
+    bots = (new, old, *field)
+    names = [bot.name for bot in bots]
+    if len(set(names)) != len(names):
+        raise ValueError(f"the bots' names must be distinct: {names}")
+    lines = _settings_lines(
+        COMPARE_NAME,
+        preset=preset,
+        max_rounds=max_rounds,
+        table_size=table_size,
+        deals=deals,
+        seed=0,
+        duplicate="rotations",
+        time_control=time_control,
+        backend=backend,
+        memory_mb=memory_mb,
+        images=images,
+    )
+    lines[3:3] = [
+        'format = "compare"',
+        f"candidate = {toml_string(new.name)}",
+        f"baseline = {toml_string(old.name)}",
+    ]
     for bot, path in zip(bots, given, strict=True):
         lines += ["", "[[bots]]", f"path = {toml_string(printable(path))}"]
         lines.append(f"name = {toml_string(bot.name)}")
-    return "\n".join(lines) + "\n"
+    return _tournament(bots, "\n".join(lines) + "\n", folder / f"{COMPARE_NAME}.toml")

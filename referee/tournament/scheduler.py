@@ -36,6 +36,15 @@ Formats:
   Entrants whose authors are kept apart never sit at one table.
 * ``gauntlet``: the candidate against ``k - 1`` opponents drawn from the field, ``matches``
   times, each draw played for ``deals`` table deals.
+* ``compare`` (``referee compare NEW OLD``): paired duplicate matches of two versions of a
+  bot against trusted field bots (:func:`compare`). Each deal seats the candidate and
+  ``k - 1`` field bots drawn for it, in every seat rotation, and then again with the
+  baseline in the candidate's seat: the same field bots in the same seats, the same cards.
+  All ``2 k`` matches of a deal share one deal (its ``deal_id``, ``cmp/d<deal>``), so the
+  field bots hold each seat's cards of it in every rotation and both halves: for trusted
+  bots only, and no bot process serves two of them
+  (:class:`~referee.protocol.seats.SessionPool`). Keys are
+  ``cmp/d<deal>/<new|old>/r<rotation>``.
 
 Keys come from SHA hashes of the tournament seed and the table, never from ``hash()`` or a
 random generator whose algorithm could change, so the same file schedules the same matches
@@ -70,9 +79,13 @@ if TYPE_CHECKING:
     from referee.tournament.file import Plan, Tournament
 
 __all__ = [
+    "COMPARE_PREFIX",
     "DUPLICATE_MODES",
+    "HALVES",
     "Duplicate",
     "TableDeal",
+    "compare",
+    "compare_deal",
     "deal_tables",
     "gauntlet",
     "league_batch",
@@ -87,6 +100,12 @@ Seating = Callable[[Sequence[str], int, int], tuple[str, ...]]
 """``(table, deal number, seed) -> base seat order``: :func:`~.seating.base_order`, the
 balanced one; a test's control seats differently."""
 DUPLICATE_MODES: tuple[Duplicate, ...] = ("tables", "rotations")
+
+COMPARE_PREFIX = "cmp/"
+"""Keys of ``referee compare``'s matches start with this (``cmp/d<deal>/<half>/r<rotation>``)."""
+
+HALVES = ("new", "old")
+"""The halves of a compared pair: the candidate's matches, then the baseline's."""
 
 _KEY_HASH_CHARS = 12
 _SLOTS_SCANNED = 4096
@@ -111,6 +130,11 @@ def schedule(
     each table seated by ``seating``."""
     f = tournament.file
     authors = tournament.authors_apart()
+    if f.format == "compare":
+        assert f.candidate is not None and f.baseline is not None  # referee compare sets them
+        pair = (f.candidate, f.baseline)
+        field = [name for name in tournament.entrants if name not in pair]
+        return compare(*pair, field, f.table_size, f.deals, f.seed, secret)
     if f.format == "gauntlet":
         assert f.candidate is not None and f.matches is not None  # load_tournament checks
         return gauntlet(
@@ -245,6 +269,59 @@ def gauntlet(
             slots, seed, secret, duplicate=duplicate, authors=authors, salt=f"g/m{draw}"
         )
     return _unique(specs)
+
+
+def compare(
+    new: str,
+    old: str,
+    field: Sequence[str],
+    table_size: int,
+    deals: int,
+    seed: int,
+    secret: bytes,
+    *,
+    first_deal: int = 0,
+) -> list[MatchSpec]:
+    """Both halves of ``referee compare``'s deals ``first_deal`` to ``deals - 1``
+    (:func:`compare_deal` each), deal by deal."""
+    specs: list[MatchSpec] = []
+    for deal in range(first_deal, deals):
+        specs += compare_deal(new, old, field, table_size, deal, seed, secret)
+    return _unique(specs)
+
+
+def compare_deal(
+    new: str,
+    old: str,
+    field: Sequence[str],
+    table_size: int,
+    deal: int,
+    seed: int,
+    secret: bytes,
+) -> list[MatchSpec]:
+    """One deal of ``referee compare``: ``new`` and the ``table_size - 1`` field bots drawn
+    for the deal in every seat rotation, then ``old`` in ``new``'s seats; all on one deal.
+
+    The field bots drawn are those whose SHA-256 of ``(seed, deal, name)`` is smallest (the
+    whole field when it is just large enough); the base order cycles through the balanced
+    orders (:func:`~referee.tournament.seating.base_order`) of the table with ``new``, which
+    both halves share.
+    """
+    if len(set(field)) < table_size - 1 or new in field or old in field or new == old:
+        raise ValueError(
+            f"a comparison at tables of {table_size} needs two versions and "
+            f"{table_size - 1} field bots besides them"
+        )
+    drawn = sorted(sorted(set(field)), key=lambda name: _digest("field", seed, deal, name))
+    base = base_order((new, *sorted(drawn[: table_size - 1])), deal, seed)
+    deal_id = f"{COMPARE_PREFIX}d{deal:05d}"
+    cards = deal_seed(secret, "deal", seed, deal_id)
+    specs = []
+    for half, candidate in zip(HALVES, (new, old), strict=True):
+        seats = tuple(candidate if name == new else name for name in base)
+        slot = TableDeal(f"{deal_id}/{half}", seats, deal)
+        specs += [_spec(slot, rotation, deal_id, cards) for rotation in range(table_size)]
+    return specs
 
 
 def playoff_deals(

@@ -355,7 +355,7 @@ class Bot:
     name = "botkit-bot"
     version = None
     safety_net = True
-    reseed = True  # seed self.random from the match id and seat at every match_start
+    reseed = True  # seed self.random from match_start's seed (or match id and seat) each match
 
     def __init__(self, seed=None):
         self.state = GameState()
@@ -392,8 +392,12 @@ class Bot:
             log("botkit: could not follow a message; continuing\n" + traceback.format_exc())
         kind = msg.get("type")
         if kind == "match_start" and self.reseed:
-            # Same match, same seat, same choices: tournaments stay reproducible.
-            self.random.seed("%s:%s" % (msg.get("match"), msg.get("seat")))
+            # Protocol 1.2's seed: the same for this seat on the same cards, so both halves
+            # of a `referee compare` pair draw alike. Before 1.2, the match id and seat.
+            seed = msg.get("seed")
+            if not isinstance(seed, int) or isinstance(seed, bool):
+                seed = "%s:%s" % (msg.get("match"), msg.get("seat"))
+            self.random.seed(seed)
         self.on_event(state, msg)
         if kind not in _NOT_EVENT_HOOKS:
             hook = getattr(self, "on_" + str(kind), None)

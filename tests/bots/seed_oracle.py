@@ -3,7 +3,9 @@
 
 The engine's deal is public: a Mersenne Twister seeded with the match seed draws 32 bits per
 card, the deck sorted by them is dealt one card at a time from the dealer's left. This bot
-tries every small seed and every number in the match id until one deals it its own hand.
+tries every small seed, every number in the match id, and the ``seed`` of ``match_start``
+(protocol 1.2: a seed for the bot's own random choices) with a few obvious transforms, until
+one deals it its own hand.
 If it ever finds the seed it makes that visible by replying with a card that does not
 exist (an illegal fault the tests look for) and saying so on stderr; otherwise it plays
 like polite.py.
@@ -34,7 +36,13 @@ def deal(seed, n, rules):
     return [sorted(names[c] for c in deck[(s - 1) % n : dealt : n]) for s in range(n)]
 
 
-def candidates(match_id):
+def candidates(match_id, bot_seed=None):
+    if isinstance(bot_seed, int):
+        # The seed bots are given: as it is, its halves, and its neighbours.
+        yield from (bot_seed, bot_seed >> 21, bot_seed & 0xFFFFFFFF, bot_seed - 1, bot_seed + 1)
+        for seat in range(8):
+            yield bot_seed - seat
+            yield bot_seed ^ seat
     yield from range(SMALL_SEEDS)
     for token in re.findall(r"[0-9a-fA-F]+", match_id):
         yield int(token, 16)
@@ -45,7 +53,7 @@ def candidates(match_id):
 def search(state, hand):
     n = len(state["players"])
     mine = sorted(hand)
-    for seed in candidates(state["match"]):
+    for seed in candidates(state["match"], state.get("seed")):
         if deal(seed, n, state["rules"])[state["seat"]] == mine:
             return seed
     return None

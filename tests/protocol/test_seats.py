@@ -301,3 +301,30 @@ def test_closing_a_pool_stops_the_bots_it_is_starting_ahead() -> None:
         assert all(_ended(sandbox)), "a bot started ahead outlived its pool"
 
     asyncio.run(go())
+
+
+def test_a_pooled_process_never_serves_two_matches_of_one_compared_deal() -> None:
+    """Both halves of a ``referee compare`` pair and all their rotations are one deal: a
+    process kept between matches serves at most one of them, and is reused for others."""
+    from referee.tournament.scheduler import HALVES, compare
+
+    names = ["new", "old", "f1", "f2"]
+    sandbox = FakeSandbox({name: polite_bot for name in names})
+    pool = SessionPool(sandbox, Limits(), TC, max_idle=4)
+    specs = compare("new", "old", ["f1", "f2"], 3, 3, 0, b"x" * 32)
+    specs.sort(key=lambda s: (s.rotation, HALVES.index(s.key.split("/")[2]), s.deal))
+    served: dict[int, list[str]] = {}
+
+    async def go() -> None:
+        for match in specs:
+            bots = [spec(name) for name in match.table]
+            async with seated(bots, pool=pool, deal_key=match.deal_id) as table:
+                for session in table.bots:
+                    served.setdefault(id(session), []).append(match.deal_id)
+                await play_match(table, RULES3, match.match_seed, match_id=match.key)
+        await pool.aclose()
+
+    asyncio.run(go())
+    assert len(specs) == 18
+    assert all(len(deals) == len(set(deals)) for deals in served.values())
+    assert max(len(deals) for deals in served.values()) > 1, "processes were reused"

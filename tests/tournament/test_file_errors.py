@@ -78,7 +78,7 @@ def _load(tmp_path: Path, top: str = "", sections: str = "", bots: str = BOTS) -
         ("", '[sandbox]\nimages = [""]', BOTS, "sandbox.images[0]: empty; write a value between the quotes"),
         ("", f'[sandbox]\nimages = ["{"x" * 600}"]', BOTS, "sandbox.images[0]: 600 characters; at most 512 are allowed"),
         # a value not among those allowed; a name that cannot name a folder
-        ('format = "swiss"', "", BOTS, "format: got 'swiss'; allowed: 'round-robin', 'gauntlet' or 'league'"),
+        ('format = "swiss"', "", BOTS, "format: got 'swiss'; allowed: 'round-robin', 'gauntlet', 'league' or 'compare'"),
         ('duplicate = "deals"', "", BOTS, "duplicate: got 'deals'; allowed: 'tables' or 'rotations'"),
         ("", '[sandbox]\nbackend = "vm"', BOTS, "sandbox.backend: got 'vm'; allowed: 'process', 'docker' or 'auto'"),
         # the rules table's own parameters, worded the same way

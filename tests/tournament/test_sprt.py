@@ -13,10 +13,11 @@ from referee.ranking.sprt import MIN_DEALS, Sprt, bounds, interval, llr
 def test_the_llr_matches_a_hand_computed_value() -> None:
     xs = [0.05, -0.02, 0.10, 0.00, 0.03]
     n, mean = 5, 0.032
-    s2 = sum((x - mean) ** 2 for x in xs) / n
-    assert s2 == pytest.approx(0.001736)  # by hand: 0.00868 / 5
-    by_hand = n / 2 * math.log((s2 + (mean - 0.0) ** 2) / (s2 + (mean - 0.02) ** 2))
-    assert llr(xs, 0.0, 0.02) == pytest.approx(by_hand) == pytest.approx(0.9599, abs=1e-4)
+    s2 = sum((x - mean) ** 2 for x in xs) / (n - 1)
+    assert s2 == pytest.approx(0.00217)  # by hand: 0.00868 / 4
+    by_hand = n * (0.02 - 0.0) * (2 * mean - 0.0 - 0.02) / (2 * s2)
+    # 5 * 0.02 * 0.044 / 0.00434 = 0.0044 / 0.00434
+    assert llr(xs, 0.0, 0.02) == pytest.approx(by_hand) == pytest.approx(1.01382, abs=1e-5)
     assert llr(xs, 0.02, 0.0) == pytest.approx(-by_hand)
     assert llr(xs[:1], 0.0, 0.02) == 0.0
 

@@ -90,6 +90,12 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
             'candidate: required when format = "gauntlet"',
         ),
         ("deals = 1", "deals = 1\nmatches = 2", 'matches: only allowed when format = "gauntlet"'),
+        (
+            'format = "round-robin"',
+            'format = "compare"',
+            'format: "compare" is what referee compare writes into its results',
+        ),
+        ("deals = 1", 'deals = 1\nbaseline = "x"', "baseline: only referee compare uses it"),
         (f"{MARKER}-b.py", "missing.py", "bots[1]: bot not found"),
         (
             f'path = "bots/{MARKER}-c.py"',

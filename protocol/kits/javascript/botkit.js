@@ -31,6 +31,34 @@ function log(...parts) {
   process.stderr.write(parts.join(" ") + "\n");
 }
 
+/**
+ * A seeded generator of numbers in [0, 1) (sfc32), like Math.random() but repeatable: the
+ * same seed (a whole number, or a string) gives the same numbers on every machine.
+ */
+function seededRandom(seed) {
+  let a = 0x9e3779b9;
+  let b = 0x243f6a88;
+  let c = 0xb7e15162;
+  let d = 1;
+  const text = String(seed);
+  for (let i = 0; i < text.length; i++) {
+    a = Math.imul(a ^ text.charCodeAt(i), 0x85ebca6b);
+    b = Math.imul(b ^ a, 0xc2b2ae35);
+    c = (c + (b >>> 13)) | 0;
+  }
+  const next = () => {
+    const t = (((a + b) | 0) + d) | 0;
+    d = (d + 1) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    c = (c + t) | 0;
+    return (t >>> 0) / 4294967296;
+  };
+  for (let i = 0; i < 15; i++) next();
+  return next;
+}
+
 /** The rank token of a card: "10H" -> "10". */
 function rankOf(card) {
   return card.slice(0, -1);
@@ -334,6 +362,9 @@ class Bot {
     this.version = version;
     this.safetyNet = true;
     this.state = new GameState();
+    // this.random() is in [0, 1), reseeded at every match_start (set reseed = false to keep it).
+    this.reseed = true;
+    this.random = seededRandom(0);
   }
 
   /** Lead the single lowest card; otherwise pass (the referee's fallback policy). */
@@ -362,6 +393,12 @@ class Bot {
     } catch (err) {
       // A malformed message must not take the bot down.
       log(`botkit: could not follow a message; continuing\n${err && err.stack}`);
+    }
+    if (msg.type === "match_start" && this.reseed) {
+      // Protocol 1.2's seed: the same for this seat on the same cards, so both halves of a
+      // `referee compare` pair draw alike. Before 1.2, the match id and seat.
+      const seed = Number.isSafeInteger(msg.seed) ? msg.seed : `${msg.match}:${msg.seat}`;
+      this.random = seededRandom(seed);
     }
     this.onEvent(state, msg);
     if (!NOT_EVENT_HOOKS.has(msg.type)) {
@@ -475,6 +512,7 @@ module.exports = {
   Bot,
   GameState,
   log,
+  seededRandom,
   rankOf,
   suitOf,
   sortCards,

@@ -1,0 +1,427 @@
+"""``referee compare NEW OLD``: is the new version better, and how sure is that?
+
+Thin, like every command: it loads the bots and names them, makes the comparison's
+tournament (:func:`referee.tournament.quick.compare_tournament`), plays it with
+:func:`referee.comparison.run_comparison` on local workers into a results folder (the same
+command with the same ``--results`` resumes), shows the test's progress on stderr and prints
+the verdict (or its JSON) on stdout. Exit code 0 whatever the verdict; 1 when matches failed
+on the referee's side (their deals are left out; running again retries them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from referee.cli.app import (
+    allow_image_option,
+    check_images,
+    check_memory,
+    friendly,
+    main,
+    memory_option,
+    sandbox_option,
+    say,
+    time_control_options,
+)
+from referee.errors import UsageError
+from referee.specs import TimeControl
+from referee.text import printable
+
+__all__ = ["compare_command"]
+
+_MAX_MATCHES = 100_000
+
+
+def _sprt_hypotheses(ctx: click.Context, param: click.Parameter, value: str) -> tuple[float, float]:
+    """``--sprt D0,D1``: two numbers, D1 larger, both between -1 and 1."""
+    try:
+        d0, d1 = (float(part) for part in value.split(","))
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r}: give two numbers, D0,D1 (e.g. 0,0.02)", ctx, param
+        ) from None
+    if not (-1 < d0 < d1 < 1) or not all(math.isfinite(x) for x in (d0, d1)):
+        raise click.BadParameter(
+            f"{value!r}: D0 must be below D1, both between -1 and 1 (differences of mean "
+            "normalised finishing score)",
+            ctx,
+            param,
+        )
+    return d0, d1
+
+
+@main.command("compare")
+@click.argument("new")
+@click.argument("old")
+@click.option(
+    "--field",
+    "field_paths",
+    multiple=True,
+    metavar="BOT",
+    help="A field bot (repeatable, one each). Default: the bundled samples whose play repeats "
+    "with match_start's seed: @heuristic, @js-lowest, @lowest, @random.",
+)
+@click.option("--rules", "preset", default="arschloch", show_default=True, help="Preset name.")
+@click.option("--max-rounds", default=None, type=click.IntRange(1, 10_000), help="Hard round cap.")
+@click.option(
+    "--table-size",
+    default=4,
+    show_default=True,
+    type=click.IntRange(3, 6),
+    help="Seats at a table.",
+)
+@click.option(
+    "--sprt",
+    "hypotheses",
+    default="0,0.02",
+    show_default=True,
+    callback=_sprt_hypotheses,
+    metavar="D0,D1",
+    help="The test's hypotheses: NEW's mean normalised finishing score minus OLD's is D0 "
+    "(H0) or D1 (H1).",
+)
+@click.option(
+    "--alpha",
+    default=0.05,
+    show_default=True,
+    type=click.FloatRange(0, 0.5, min_open=True),
+    help="How often the test may accept H1 when H0 holds.",
+)
+@click.option(
+    "--beta",
+    default=0.05,
+    show_default=True,
+    type=click.FloatRange(0, 0.5, min_open=True),
+    help="How often the test may accept H0 when H1 holds.",
+)
+@click.option(
+    "--max-matches",
+    default=4000,
+    show_default=True,
+    type=click.IntRange(1, _MAX_MATCHES),
+    help="Stop undecided after this many matches (whole deals: 2 x table size matches each).",
+)
+@click.option(
+    "--seed",
+    default=None,
+    type=click.IntRange(0),
+    help="Deal from this seed (the same seed, the same deals); the cards are then "
+    "predictable. Default: secret deals.",
+)
+@click.option("--workers", default=None, type=click.IntRange(1, 1024), help="Worker processes.")
+@click.option(
+    "--results",
+    "results_dir",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the results and every match log in this folder; the same command again "
+    "resumes there (default: a new folder under the temp folder, named when it starts).",
+)
+@click.option("--restart", is_flag=True, help="Discard the results stored in --results first.")
+@sandbox_option
+@allow_image_option
+@time_control_options
+@memory_option
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as one JSON object.")
+@friendly
+def compare_command(**options: Any) -> None:
+    """Is NEW better than OLD? Paired duplicate matches stopped by a sequential test.
+
+    Every deal is played at a table of NEW and field bots in every seat rotation, and again
+    with OLD in NEW's seat: the same field bots in the same seats, the same cards, and the
+    same seed for their random choices. After each deal a sequential probability ratio
+    test weighs H1 (NEW's mean normalised finishing score is D1 above OLD's) against H0
+    (D0 above), and the run stops when it decides ("H1 accepted", "H0 accepted") or at
+    --max-matches ("undecided"). Exit code 0 whatever the verdict.
+
+    The field bots meet every deal twice (once with each version): use bots you trust.
+    """
+    _compare(**options)
+
+
+def _compare(
+    new: str,
+    old: str,
+    field_paths: tuple[str, ...],
+    preset: str,
+    max_rounds: int | None,
+    table_size: int,
+    hypotheses: tuple[float, float],
+    alpha: float,
+    beta: float,
+    max_matches: int,
+    seed: int | None,
+    workers: int | None,
+    results_dir: Path | None,
+    restart: bool,
+    sandbox_name: str,
+    allow_images: tuple[str, ...],
+    time_control: TimeControl,
+    memory_mb: int,
+    as_json: bool,
+) -> None:
+    from referee.comparison import run_comparison
+    from referee.executors.local import LocalExecutor
+    from referee.ranking.sprt import Sprt
+    from referee.sandbox import Limits, get_sandbox
+    from referee.tournament.quick import compare_tournament
+
+    if restart and results_dir is None:
+        raise UsageError("--restart discards the results in --results DIR; name it")
+    deals = max_matches // (2 * table_size)
+    if deals < 1:
+        raise UsageError(
+            f"--max-matches {max_matches}: a deal is {2 * table_size} matches (both versions "
+            f"in {table_size} seat rotations); give at least {2 * table_size}"
+        )
+    given = [new, old, *(field_paths or _default_field())]
+    bots = _named_bots(given, table_size, allow_images)
+    folder = results_dir or Path(tempfile.mkdtemp(prefix="referee-compare-"))
+    tournament = compare_tournament(
+        bots[0], bots[1], bots[2:], given,
+        preset=preset, max_rounds=max_rounds, table_size=table_size, deals=deals,
+        time_control=time_control, backend=sandbox_name, memory_mb=memory_mb,
+        images=allow_images, folder=folder,
+    )  # fmt: skip
+    sandbox = get_sandbox(sandbox_name, images=allow_images)
+    check_memory(sandbox, table_size, memory_mb, fix="lower --memory-mb")
+    executor = LocalExecutor.within_memory(
+        workers, seats=table_size, limits=Limits(memory_mb=memory_mb),
+        own_cgroup=sandbox.name == "process",
+    )  # fmt: skip
+    test = Sprt(*hypotheses, alpha=alpha, beta=beta)
+    view = _Progress(folder)
+    view.intro(tournament, test, max_matches, seed, executor.workers)
+    for note in executor.memory.notes if executor.memory is not None else ():
+        say(note)
+    try:
+        summary = run_comparison(
+            tournament, executor, test,
+            max_deals=deals, results_dir=folder, batch=2 * executor.workers, restart=restart,
+            on_event=view.update,
+            deal_secret=_seeded_secret(seed) if seed is not None else None,
+        )  # fmt: skip
+    finally:
+        view.close()
+    _report(summary, tournament, test, max_matches, as_json)
+
+
+def _default_field() -> list[str]:
+    """The bundled samples whose play repeats with the seed (see the command's help)."""
+    from referee.resources import SAMPLE_PREFIX, sample_bot_names
+
+    # montecarlo searches for as long as its clock allows, so the two halves of a pair
+    # would differ by the machine's load as well as by the versions (and it is slow).
+    return [SAMPLE_PREFIX + name for name in sample_bot_names() if name != "montecarlo"]
+
+
+def _named_bots(given: list[str], table_size: int, allow_images: tuple[str, ...]) -> list[Any]:
+    """NEW, OLD and the field, loaded and checked, with distinct names: NEW and OLD of one
+    name become NAME-new and NAME-old, a field bot given twice name#1 and name#2, and a
+    field bot named like NEW or OLD name#2 (the versions keep their names)."""
+    from referee.protocol.session import distinct_names
+    from referee.sandbox import load_bot
+
+    field = len(given) - 2
+    if field < table_size - 1:
+        raise UsageError(
+            f"a comparison at tables of {table_size} needs at least {table_size - 1} field "
+            f"bots (--field, one each); {field} given"
+        )
+    specs = [load_bot(path) for path in given]
+    check_images(specs, allow_images)
+    versions = [spec.name for spec in specs[:2]]
+    if versions[0] == versions[1]:
+        versions = [f"{versions[0]}-new", f"{versions[1]}-old"]
+    taken = set(versions)
+    field_names = []
+    for name in distinct_names([spec.name for spec in specs[2:]]):
+        free, number = name, 2
+        while free in taken:
+            free, number = f"{name}#{number}", number + 1
+        taken.add(free)
+        field_names.append(free)
+    names = versions + field_names
+    return [dataclasses.replace(spec, name=name) for spec, name in zip(specs, names, strict=True)]
+
+
+def _seeded_secret(seed: int) -> bytes:
+    """The deal secret ``--seed`` stands for: the same seed deals the same cards."""
+    return hashlib.sha256(b"referee compare --seed\0%d" % seed).digest()
+
+
+def _bundled(bot: Any) -> bool:
+    """Whether ``bot`` is a bundled sample as shipped (the same files, whatever its path)."""
+    from referee.resources import sample_bot, sample_bot_names
+    from referee.sandbox import bot_sha256, load_bot, read_bot_files
+
+    shipped = {
+        bot_sha256(read_bot_files(load_bot(sample_bot(name)))) for name in sample_bot_names()
+    }
+    return bot.sha256 in shipped
+
+
+class _Progress:
+    """What the comparison says while it runs, on stderr: one status line on a terminal
+    (redrawn), a line every tenth of the deals played otherwise."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.last = -1
+        self.status: Any = None
+
+    def say(self, text: str) -> None:
+        self.console.print(printable(text), markup=False)
+
+    def intro(
+        self, tournament: Any, test: Any, max_matches: int, seed: int | None, workers: int
+    ) -> None:
+        f = tournament.file
+        field = [name for name in tournament.entrants if name not in (f.candidate, f.baseline)]
+        self.say(
+            f"comparing {f.candidate} (new) with {f.baseline} (old) at tables of "
+            f"{f.table_size} ({tournament.rules.name}), each deal in every seat rotation with "
+            f"each version, against {', '.join(field)}"
+        )
+        self.say(
+            f"test: H0 difference {test.d0:g} against H1 {test.d1:g}, alpha {test.alpha:g}, "
+            f"beta {test.beta:g}; at most {f.deals} deals ({f.deals * 2 * f.table_size} "
+            f"matches of --max-matches {max_matches}) with {workers} worker"
+            f"{'s' if workers != 1 else ''}"
+        )
+        strangers = [bot.name for bot in tournament.bots if bot.name in field and not _bundled(bot)]
+        if strangers:
+            self.say(
+                f"note: {', '.join(strangers)} {'is' if len(strangers) == 1 else 'are'} not "
+                "a bundled sample: field bots meet every deal in both halves and every "
+                "rotation (a process never serves two of them, but copies could pass what "
+                "they saw through the shared kernel); use field bots you trust"
+            )
+        if seed is not None:
+            self.say(
+                f"note: --seed {seed} makes the deals predictable: a bot that knows the seed "
+                "can compute every hand. Leave it out for secret deals."
+            )
+        self.say(f"results in {self.folder} (the same command with --results resumes there)")
+
+    def update(self, event: Any) -> None:
+        from referee.comparison import SprtProgress
+        from referee.coordinator import RunStarted
+        from referee.executors import MatchFailed
+
+        if isinstance(event, RunStarted):
+            self.say(f"sandbox: {event.sandbox}")
+            self.say(f"limits: {event.limits}")
+            for warning in event.warnings:
+                self.say(f"warning: {warning}")
+        elif isinstance(event, MatchFailed):
+            verb = "failed" if event.final else f"will be retried (attempt {event.attempt})"
+            last = event.error.strip().splitlines()[-1:] or ["?"]
+            self.say(f"match {event.key} {verb}: {last[0]}")
+        elif isinstance(event, SprtProgress):
+            self._show(event)
+
+    def _show(self, progress: Any) -> None:
+        line = progress_line(progress)
+        if self.console.is_terminal:
+            if self.status is None:
+                self.status = self.console.status(line)
+                self.status.start()
+            self.status.update(line)
+            if progress.state.decided:
+                self.close()
+            return
+        deals = progress.state.deals
+        every = max(1, min(10, progress.limit // 10))
+        if deals and deals != self.last and (deals % every == 0 or progress.state.decided):
+            self.say(line)
+        self.last = deals
+
+    def close(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+
+
+def progress_line(progress: Any) -> str:
+    """``12 deals, 96 matches: LLR 1.23 (-2.94, 2.94), difference +0.031 [+0.012, +0.050],
+    0 faults``."""
+    state = progress.state
+    low, high = state.bounds
+    spoiled = f", {progress.spoiled} deals left out" if progress.spoiled else ""
+    return (
+        f"{state.deals} deals, {progress.matches} matches: LLR {state.llr:.2f} ({low:.2f}, "
+        f"{high:.2f}), difference {_interval(state)}, {progress.faults} faults{spoiled}"
+    )
+
+
+def _interval(state: Any) -> str:
+    if not math.isfinite(state.low):
+        return f"{state.difference:+.3f}"
+    return f"{state.difference:+.3f} [{state.low:+.3f}, {state.high:+.3f}]"
+
+
+def _verdict(summary: Any, new: str, old: str, test: Any) -> str:
+    state = summary.state
+    if state.decision == "H1":
+        return f"H1 accepted: {new} is better than {old} by {_interval(state)} (95% interval)"
+    if state.decision == "H0":
+        return (
+            f"H0 accepted: {new} is not better than {old} by {test.d1:g}; the difference "
+            f"is {_interval(state)}"
+        )
+    return f"undecided at the limit: the difference is {_interval(state)}"
+
+
+def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json: bool) -> None:
+    """The verdict and how it was reached (or its JSON); exit code 1 when matches failed."""
+    f = tournament.file
+    state = summary.state
+    if as_json:
+        data = {
+            "decision": state.decision,
+            "llr": state.llr,
+            "bounds": list(state.bounds),
+            "difference": state.difference,
+            "interval": [_finite(state.low), _finite(state.high)],
+            "deals": state.deals,
+            "matches": summary.matches,
+            "faults": summary.faults,
+            "spoiled": summary.spoiled,
+            "failed": summary.failed,
+            "new": f.candidate,
+            "old": f.baseline,
+            "field": [n for n in tournament.entrants if n not in (f.candidate, f.baseline)],
+            "sprt": {"d0": test.d0, "d1": test.d1, "alpha": test.alpha, "beta": test.beta},
+            "max_matches": max_matches,
+            "results": str(summary.results_dir),
+        }
+        click.echo(json.dumps(data, ensure_ascii=False))
+    else:
+        click.echo(printable(_verdict(summary, f.candidate, f.baseline, test)))
+        low, high = state.bounds
+        click.echo(
+            f"LLR {state.llr:.2f} (bounds {low:.2f}, {high:.2f}) after {state.deals} deals; "
+            f"{summary.matches} matches played, {summary.faults} faults"
+        )
+        say(f"match logs in {summary.results_dir / 'logs'}; results in {summary.results_dir}")
+    if summary.failed:
+        say(
+            f"referee: {summary.failed} matches failed on the referee's side (their deals are "
+            f"left out); run the same command with --results {summary.results_dir} to retry them"
+        )
+        raise SystemExit(1)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None

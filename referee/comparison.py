@@ -1,0 +1,248 @@
+"""``referee compare NEW OLD``: is NEW better than OLD, and how sure is that?
+
+A comparison is a tournament of its own kind (``format = "compare"``,
+:func:`referee.tournament.quick.compare_tournament`), played by a :class:`ComparisonRun`:
+the coordinator's :class:`~referee.coordinator.TournamentRun` with the rounds replaced.
+Instead of a schedule fixed in advance it plays **paired deals** a batch at a time
+(:func:`referee.tournament.scheduler.compare`: NEW and the field bots in every seat
+rotation, then OLD in NEW's seats, the same field bots, the same cards) and after every
+completed deal weighs the observations (:class:`~referee.ranking.sprt.PairedDeals`) with
+the sequential test (:class:`~referee.ranking.sprt.Sprt`). It stops when the test decides,
+or when the deals allowed (``--max-matches``) are spent.
+
+What makes the pairs tight, and what the comparison trusts:
+
+* **The same cards, seats and field**: both halves of a deal are one deal (one ``deal_id``).
+* **The same random draws**: ``match_start``'s ``seed`` is derived from the cards' seed and
+  the seat (:func:`referee.match.runner.bot_seed`), so a field bot that seeds its generator
+  from it (the kits do) draws the same numbers in both halves.
+* **The same cards again after a failure**: an attempt that did not finish is played again
+  on its own cards (``same_cards``), unlike a tournament's, since a pair needs both halves
+  on one deal; the field bots are trusted, and see every deal ``2 k`` times anyway.
+* **No process sees a deal twice**: a bot process is never lent to a second match of one
+  deal (:class:`~referee.protocol.seats.SessionPool`), so nothing is carried from one half,
+  or one rotation, to another in memory; across processes it could be (covert channels of
+  a shared kernel), which is why the field must be trusted (the command says so when a field
+  bot is not a bundled sample).
+
+The verdict is the test's state at the first deal, in deal order, where it decided
+(:meth:`~referee.ranking.sprt.Sprt.first_decision`): the matches of a batch that finish
+after it do not change it, and neither do the number of workers, the order results arrive
+in, or an interruption (the results are stored like a tournament's, so the same command
+resumes where it stopped, and replays an unfinished match on its own cards).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from referee.coordinator import Event, TournamentRun
+from referee.executors import AttemptEvent, Executor, MatchFailed, MatchFinished, MatchTask
+from referee.ranking.sprt import PairedDeals, Sprt, SprtState
+from referee.specs import MatchSpec, StoredMatch, StoredSeat
+from referee.tournament.file import Tournament
+from referee.tournament.scheduler import COMPARE_PREFIX, HALVES, compare
+from referee.tournament.store import DealSecret, RunLock, Store, wipe
+
+__all__ = [
+    "ComparisonEvent",
+    "ComparisonRun",
+    "ComparisonSummary",
+    "SprtProgress",
+    "run_comparison",
+]
+
+
+@dataclass(frozen=True)
+class SprtProgress:
+    """Where the test stands: after a deal completed, and when a run starts.
+
+    ``matches`` and ``faults`` count every match stored (this run's and earlier ones), and
+    the bot faults in them; ``spoiled`` the deals left out because a match of theirs failed
+    on the referee's side; ``limit`` is the most deals this run may play.
+    """
+
+    state: SprtState
+    matches: int
+    faults: int
+    spoiled: int
+    limit: int
+
+
+ComparisonEvent = Event | SprtProgress
+
+
+@dataclass(frozen=True)
+class ComparisonSummary:
+    """How a comparison ended: the test's ``state`` (its ``decision`` is ``"undecided"``
+    when the deals allowed were spent first), the matches stored and their bot faults,
+    the matches that failed on the referee's side for good in this run, the deals left out."""
+
+    state: SprtState
+    matches: int
+    faults: int
+    failed: int
+    spoiled: int
+    results_dir: Path
+
+
+def run_comparison(
+    tournament: Tournament,
+    executor: Executor,
+    test: Sprt,
+    *,
+    max_deals: int,
+    results_dir: Path,
+    batch: int = 2,
+    restart: bool = False,
+    on_event: Callable[[ComparisonEvent], None] | None = None,
+    deal_secret: bytes | None = None,
+) -> ComparisonSummary:
+    """Play ``tournament`` (``format = "compare"``) until ``test`` decides or ``max_deals``
+    deals are played, ``batch`` deals at a time; resume what ``results_dir`` holds
+    (``restart`` wipes it first).
+
+    ``batch``: enough deals for every worker to have matches of other deals to go on with
+    (so it can keep its bot processes), few enough that little is played past the deal the
+    test decides at; twice the workers is both. ``deal_secret`` deals the comparison's
+    cards (to reproduce one; a fresh secret otherwise). Raises ``UsageError`` as
+    :func:`referee.coordinator.run_tournament` does.
+    """
+    with RunLock(results_dir):
+        if restart:
+            wipe(results_dir)
+        with Store(results_dir) as store:
+            notify = on_event or (lambda event: None)
+            run = ComparisonRun(tournament, store, executor, notify, test, max_deals, batch)
+            run.play(deal_secret)
+            return run.result()
+
+
+class ComparisonRun(TournamentRun):
+    """A comparison against its open store (see the module docstring)."""
+
+    def __init__(
+        self,
+        tournament: Tournament,
+        store: Store,
+        executor: Executor,
+        notify: Callable[[ComparisonEvent], None],
+        test: Sprt,
+        max_deals: int,
+        batch: int = 2,
+    ) -> None:
+        super().__init__(tournament, store, executor, notify)
+        self.notify_test = notify  # the run's events, and the test's progress too
+        self.test = test
+        self.max_deals = max_deals
+        self.batch = max(1, batch)
+        f = tournament.file
+        assert f.format == "compare" and f.candidate is not None and f.baseline is not None
+        self.pair = (f.candidate, f.baseline)
+        self.field = [name for name in tournament.entrants if name not in self.pair]
+        self.deals = PairedDeals(*self.pair, f.table_size)
+        self.counted: set[str] = set()
+        self.failed: set[str] = set()
+        self.faults = 0
+
+    def result(self) -> ComparisonSummary:
+        return ComparisonSummary(
+            self.state(), len(self.counted), self.faults, len(self.failed),
+            len(self.deals.spoiled), self.store.results_dir,
+        )  # fmt: skip
+
+    def state(self) -> SprtState:
+        return self.test.first_decision(self.deals.observations())
+
+    # -- the rounds ---------------------------------------------------------------------
+
+    def _rounds_to_come(self) -> bool:
+        return True
+
+    def _rounds(self, secret: DealSecret) -> bool:
+        """Play what is stored and not done, then batches of new deals until the test
+        decides or the deals allowed are spent; True when every stored match is done (the
+        secret is then revealed). A match that failed for good spoils its deal and holds
+        nothing up; the next run plays it again."""
+        for match in self.store.completed():
+            self._count(match)
+        self._progress_test()
+        stored = [s for s in self.store.specs().values() if s.key.startswith(COMPARE_PREFIX)]
+        next_deal = max((s.deal + 1 for s in stored), default=0)
+        pending = sorted(stored, key=lambda spec: spec.key)
+        first = True
+        while True:
+            done = self.store.done_keys()
+            pending = [s for s in pending if s.key not in done and s.key not in self.failed]
+            if pending:
+                self._play_round(pending, first=first)
+                first = False
+                continue
+            if self.state().decided or next_deal >= self.max_deals:
+                return self.store.done_keys() >= set(self.store.specs())
+            last = min(self.max_deals, next_deal + self.batch)
+            pending = self._deal(secret, next_deal, last)
+            next_deal = last
+
+    def _deal(self, secret: DealSecret, first: int, last: int) -> list[MatchSpec]:
+        """Store deals ``first`` to ``last - 1``; returns them as stored."""
+        f = self.tournament.file
+        specs = compare(*self.pair, self.field, f.table_size, last, f.seed, secret.key,
+                        first_deal=first)  # fmt: skip
+        self.store.add_matches(specs, secret)
+        stored = self.store.specs()
+        return [stored[spec.key] for spec in specs]
+
+    # -- what the executor reports -------------------------------------------------------
+
+    def _task(self, spec: MatchSpec, started: int) -> MatchTask:
+        """Every attempt on the scheduled cards (see the module docstring)."""
+        task = dataclasses.replace(
+            super()._task(spec, 0), reseeds=(), first_attempt=0, same_cards=True
+        )
+        self.tasks[spec.key] = task
+        return task
+
+    @staticmethod
+    def _order(task: MatchTask) -> tuple[int | str, ...]:
+        """Rotation, then half, then deal: a worker's consecutive matches are of other
+        deals, so it may keep its bot processes (never for a second match of one deal)."""
+        spec = task.spec
+        return (spec.rotation, HALVES.index(spec.key.split("/")[2]), spec.deal)
+
+    def _record(self, event: AttemptEvent) -> None:
+        super()._record(event)
+        if isinstance(event, MatchFinished):
+            spec = self.tasks[event.key].spec
+            seats = tuple(
+                StoredSeat(
+                    st.seat, spec.table[st.seat], st.place, st.score, st.forfeit,
+                    st.fault.kind if st.fault else None, st.fault.detail if st.fault else None,
+                )
+                for st in event.result.standings
+            )  # fmt: skip
+            if self._count(StoredMatch(spec, seats)) is not None:
+                self._progress_test()
+        elif isinstance(event, MatchFailed) and event.final:
+            self.failed.add(event.key)
+            self.deals.fail(self.tasks[event.key].spec.deal)
+            self._progress_test()
+
+    def _count(self, match: StoredMatch) -> int | None:
+        """Count a stored match (once); its deal when that deal is now complete."""
+        if match.spec.key in self.counted:
+            return None
+        self.counted.add(match.spec.key)
+        self.faults += sum(seat.fault_kind is not None for seat in match.seats)
+        return self.deals.add(match)
+
+    def _progress_test(self) -> None:
+        self.notify_test(
+            SprtProgress(
+                self.state(), len(self.counted), self.faults, len(self.deals.spoiled),
+                self.max_deals,
+            )
+        )  # fmt: skip
