@@ -1,7 +1,7 @@
 """Is my new version better? How many matches ``referee compare`` needs, paired and unpaired,
 and how often it is wrong.
 
-``python -m bench.compare_bench [--seeds 32] [--runs 200] [--workers 2] [--format both]``
+``python -m bench.compare_bench [--seeds 32] [--runs 4000] [--workers 2] [--format both]``
 (``make bench`` runs it with these defaults) plays the ladder of :mod:`bench.ladder` in-process
 (8 rungs: the heuristic sample bot diluted with random plays at rates 0 to 0.28), at tables
 of 4, in both its formats (matches to 15 points, one-round matches):
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only-errors", action="store_true", help="only the error rates (no runs but h08's)"
     )
-    parser.add_argument("--runs", type=int, default=1000, help="simulated runs for error rates")
+    parser.add_argument("--runs", type=int, default=4000, help="simulated runs for error rates")
     parser.add_argument("--pool", type=int, default=400, help="twins' deals to draw runs from")
     parser.add_argument("--cap", type=int, default=600, help="most observations a run takes")
     parser.add_argument("--workers", type=int, default=2)

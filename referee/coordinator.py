@@ -39,6 +39,7 @@ from referee.executors import (
     MatchFinished,
     MatchStarted,
     MatchTask,
+    release_prepared,
 )
 from referee.ranking.playoff import PlayoffState, plan_round
 from referee.ranking.ratings import Rater
@@ -263,7 +264,11 @@ class TournamentRun:
         _remove_partial_logs(self.store)
         staging = make_staging_root()
         try:
-            secret = self._prepare(staging, deal_secret, beacon)
+            try:
+                secret = self._prepare(staging, deal_secret, beacon)
+            except BaseException:  # refused (other settings, changed bots) or interrupted
+                release_prepared(self.executor)
+                raise
             with contextlib.ExitStack() as keep:
                 if self._rounds_to_come() and isinstance(
                     self.executor, contextlib.AbstractContextManager

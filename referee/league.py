@@ -51,6 +51,7 @@ from referee.executors import (
     MatchFinished,
     MatchStarted,
     MatchTask,
+    release_prepared,
 )
 from referee.ranking.incremental import (
     in_arrival_order,
@@ -272,7 +273,11 @@ class LeagueRun:
         _remove_partial_logs(self.store)
         self.staging = make_staging_root()
         try:
-            self._prepare(deal_secret)
+            try:
+                self._prepare(deal_secret)
+            except BaseException:  # refused (other settings, changed bots) or interrupted
+                release_prepared(self.executor)
+                raise
             with contextlib.ExitStack() as keep:
                 if isinstance(self.executor, contextlib.AbstractContextManager):
                     keep.enter_context(self.executor)  # one pool for every batch

@@ -207,7 +207,7 @@ def test_crash_in_round_2_shows_its_stderr_from_before_hello() -> None:
 
 def test_bad_leftover_reply() -> None:
     text = _failed(check(BOTS / "bad_leftover.py"))
-    assert "(leftover, round 2): " in text and "is not an offered leftover" in text
+    assert "(leftover, round " in text and "is not an offered leftover" in text
     assert "expected: take one of " in text
 
 

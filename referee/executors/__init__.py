@@ -19,6 +19,7 @@ from referee.executors.base import (
     MatchStarted,
     MatchTask,
     TaskOutcome,
+    release_prepared,
 )
 
 if TYPE_CHECKING:
@@ -46,4 +47,5 @@ __all__ = [
     "TaskOutcome",
     "Worker",
     "play_task",
+    "release_prepared",
 ]

@@ -34,6 +34,7 @@ __all__ = [
     "SandboxPlan",
     "TaskOutcome",
     "Upcoming",
+    "release_prepared",
 ]
 
 
@@ -166,6 +167,14 @@ class Executor(Protocol):
     def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan: ...
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None: ...
+
+
+def release_prepared(executor: Executor) -> None:
+    """Stop what ``executor.prepare`` started ahead of a run that will not come (it was
+    refused while preparing), for an executor that starts anything there."""
+    release = getattr(executor, "release_prepared", None)
+    if callable(release):
+        release()
 
 
 class RunsHere:

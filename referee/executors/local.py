@@ -167,6 +167,15 @@ class LocalExecutor(RunsHere):
             self._spawn(self._early[0])
         return plan
 
+    def release_prepared(self) -> None:
+        """Stop the workers :meth:`prepare` started when no run will take them (the run was
+        refused while it prepared): left alone, they would die half-started with the
+        coordinator, each printing a traceback."""
+        if self._early is not None:
+            (pool, stop), self._early = self._early, None
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+
     def __enter__(self) -> LocalExecutor:
         """Keep one pool for every ``run`` until the ``with`` block ends."""
         if self._early is not None:

@@ -101,14 +101,14 @@ REUSE = ("arschloch", 4, (1, 2))
 """The reuse step: preset, seats and the seeds of its two matches."""
 
 SEEDS: dict[tuple[str, int], tuple[int, ...]] = {
-    ("arschloch", 3): (19, 2, 5),
-    ("arschloch", 6): (1, 16, 29),
-    ("arschloch-high10", 3): (6, 8, 19),
-    ("arschloch-high10", 6): (23, 2, 6),
-    ("arschloch-52", 3): (17, 20, 19),
-    ("arschloch-52", 6): (6, 8, 10),
-    ("trou-du-cul", 3): (21, 10, 52),
-    ("trou-du-cul", 6): (6, 10, 16),
+    ("arschloch", 3): (36, 38),
+    ("arschloch", 6): (9, 16),
+    ("arschloch-high10", 3): (6, 36),
+    ("arschloch-high10", 6): (41,),
+    ("arschloch-52", 3): (6, 17, 23),
+    ("arschloch-52", 6): (46,),
+    ("trou-du-cul", 3): (52,),
+    ("trou-du-cul", 6): (9,),
     ("president-es", 3): (1,),
     ("president-es", 6): (1,),
 }

@@ -220,13 +220,24 @@ class Store:
         self.results_dir = results_dir
         self.logs_dir = results_dir / LOGS
         self.path = results_dir / DATABASE
+        try:
+            self._open(readonly)
+        except sqlite3.DatabaseError as exc:  # a damaged file, or not a database at all
+            if getattr(self, "_db", None) is not None:
+                self._db.close()
+            fix = "" if readonly else "; move it away, or run with --restart to discard it"
+            raise UsageError(
+                f"{self.path} cannot be read as a results database ({exc}){fix}"
+            ) from exc
+
+    def _open(self, readonly: bool) -> None:
         if readonly:
             uri = f"file:{self.path.as_posix()}?mode=ro"
             self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
             rows = self._db.execute("SELECT value FROM meta WHERE key = 'schema'")
             self._check_schema(rows, readonly=True)
             return
-        private_folder(results_dir, parents=True)
+        private_folder(self.results_dir, parents=True)
         private_folder(self.logs_dir)
         self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -329,7 +340,9 @@ class Store:
         changed = sorted(k for k in keys if settings.get(k) != stored.get(k))
         if changed:
             why = ""
-            if "field" in changed:
+            if settings.get("format") == "compare":
+                why = " (these are the results of another comparison: give another --results)"
+            elif "field" in changed:
                 why = " (a balanced round robin's tables are made for its whole field of bots)"
             raise UsageError(
                 f"{self.path}: results were played with other settings ({', '.join(changed)} "

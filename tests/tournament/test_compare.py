@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.comparison import SprtProgress, run_comparison
+from referee.errors import UsageError
 from referee.executors import MatchTask
 from referee.publish.verify import verify_results
 from referee.ranking.sprt import MIN_DEALS, PairedDeals, Sprt
@@ -252,3 +253,12 @@ def test_the_command_names_the_versions_apart_from_the_field(tmp_path: Path) -> 
     ]  # fmt: skip
     bots = _named_bots(["@heuristic", "@lowest", "@heuristic", "@lowest", "@random"], 4, ())
     assert [b.name for b in bots] == ["heuristic", "lowest", "heuristic#2", "lowest#2", "random"]
+
+
+def test_a_results_folder_of_another_comparison_is_refused_as_such(tmp_path: Path) -> None:
+    with Store(tmp_path / "r") as store:
+        store.check_settings({"format": "compare", "baseline": "v6", "field": ["a", "b"]})
+        store.check_settings({"format": "compare", "baseline": "v6", "field": ["a", "b"]})
+        with pytest.raises(UsageError, match=r"baseline changed \(these are the results of "
+                           r"another comparison: give another --results\)"):  # fmt: skip
+            store.check_settings({"format": "compare", "baseline": "v5", "field": ["a", "b"]})

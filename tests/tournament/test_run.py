@@ -269,6 +269,44 @@ def test_changed_settings_are_refused(tmp_path: Path) -> None:
         run_tournament(load_tournament(path), LocalExecutor(1))
 
 
+def test_a_refused_run_stops_the_workers_it_started_while_preparing(tmp_path: Path) -> None:
+    """prepare() starts the workers before the stored settings are checked: a refusal
+    stops them (left alone they die half-started with the command, each with a traceback)."""
+    import multiprocessing
+
+    path = write_tournament(tmp_path, bots=3, table_size=3)
+    run_tournament(load_tournament(path), LocalExecutor(1))
+    path.write_text(path.read_text().replace("seed = 7", "seed = 8"))
+    before = set(multiprocessing.active_children())
+    with pytest.raises(UsageError, match="other settings"):
+        run_tournament(load_tournament(path), LocalExecutor(2))
+    assert not set(multiprocessing.active_children()) - before
+
+    refused = subprocess.run(
+        [str(REFEREE), "tournament", "run", str(path), "--workers", "2"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "other settings (seed changed)" in refused.stderr
+    assert "Traceback" not in refused.stderr, refused.stderr
+
+
+@pytest.mark.parametrize("junk", [b"not a database at all", b"SQLite format 3\x00" + b"\xff" * 200])
+def test_a_damaged_results_database_is_a_clear_error(tmp_path: Path, junk: bytes) -> None:
+    path = write_tournament(tmp_path, bots=3, table_size=3)
+    _db(path).parent.mkdir()
+    _db(path).write_bytes(junk)
+    runner = CliRunner()
+    for args in (["tournament", "run", str(path)], ["leaderboard", str(path)]):
+        result = runner.invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert "cannot be read as a results database" in result.output, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert _db(path).read_bytes() == junk  # nothing lost: the file is left as it was
+    restarted = runner.invoke(main, ["tournament", "run", str(path), "--restart"])
+    assert restarted.exit_code == 0, restarted.output
+
+
 def test_leaderboard_before_any_run_says_what_to_do(tmp_path: Path) -> None:
     path = write_tournament(tmp_path)
     result = CliRunner().invoke(main, ["leaderboard", str(path)])

@@ -11,14 +11,16 @@ from referee.ranking.sprt import MIN_DEALS, Sprt, bounds, interval, llr
 
 
 def test_the_llr_matches_a_hand_computed_value() -> None:
-    xs = [0.05, -0.02, 0.10, 0.00, 0.03]
-    n, mean = 5, 0.032
-    s2 = sum((x - mean) ** 2 for x in xs) / (n - 1)
-    assert s2 == pytest.approx(0.00217)  # by hand: 0.00868 / 4
+    xs = [0.05, -0.02, 0.10, 0.00, 0.03, 0.04, -0.01]
+    n, mean = 7, 0.027142857142857
+    squares = sum((x - mean) ** 2 for x in xs)
+    assert squares == pytest.approx(0.0103428571)  # 0.0155 - 7 * mean ** 2
+    s2 = squares / (n - 5)  # the sample variance scaled by (n - 1) / (n - 5)
     by_hand = n * (0.02 - 0.0) * (2 * mean - 0.0 - 0.02) / (2 * s2)
-    # 5 * 0.02 * 0.044 / 0.00434 = 0.0044 / 0.00434
-    assert llr(xs, 0.0, 0.02) == pytest.approx(by_hand) == pytest.approx(1.01382, abs=1e-5)
+    # 7 * 0.02 * 0.0342857 / 0.0103428571 = 0.0048 / 0.0103428571
+    assert llr(xs, 0.0, 0.02) == pytest.approx(by_hand) == pytest.approx(0.464088, abs=1e-5)
     assert llr(xs, 0.02, 0.0) == pytest.approx(-by_hand)
+    assert llr(xs[:5], 0.0, 0.02) == 0.0  # too few to weigh
     assert llr(xs[:1], 0.0, 0.02) == 0.0
 
 
