@@ -13,6 +13,7 @@ import fcntl
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -105,6 +106,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A shell without job control starts a background command (`.ci/run &`, `nohup make
+    # test &`) with SIGINT ignored, and an ignored signal stays ignored through fork and
+    # exec: every referee the tests start, and then stop with Ctrl-C, would ignore it too.
+    # The tests ask what Ctrl-C does, so their processes get Python's default handler back
+    # (a handler, unlike SIG_IGN, is reset to the default in an exec'd child).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if "REFEREE_SANDBOX_UIDS" not in os.environ:
         uids = _claim_uid_block()
         os.environ["REFEREE_SANDBOX_UIDS"] = f"{uids.start}-{uids.stop - 1}"
