@@ -57,7 +57,7 @@ def main() -> int:
     # Estimators beside the published one, as ranking_bench's 4 seeds (the README's: 16).
     estimator_bench.main(["--seeds", "4"])
     print("=" * 72)
-    # Its defaults: 32 runs each way, 4,000 simulated runs (about 3 hours on 2 loaded cores).
+    # Its defaults: 32 runs each way, 4,000 simulated runs (an hour on 2 quiet cores).
     compare_bench.main([])
     print("=" * 72)
     collusion_bench.run()
