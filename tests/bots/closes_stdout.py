@@ -37,8 +37,8 @@ def answer(msg):
 
 
 def trick(msg):
+    log("STDOUT: closing")  # first: the referee may stop this bot as soon as it is closed
     os.close(1)
-    log("STDOUT: closed")
     for _ in sys.stdin:
         pass
     time.sleep(3600)

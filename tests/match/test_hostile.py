@@ -139,7 +139,7 @@ def closed_stdout_fault(played: Any) -> Any:
     fault = next(s.fault for s in played.result.standings if s.seat == 0)
     assert fault is not None and fault.kind == "crash", fault
     assert "closed its stdout" in fault.detail, fault.detail
-    assert "STDOUT: closed" in played.stderr[0]
+    assert "STDOUT: closing" in played.stderr[0]
     budget = CLOSE_TC.move_ms + CLOSE_TC.bank_ms
     assert fault.elapsed_ms is not None and fault.elapsed_ms < budget // 10, fault
     return fault
@@ -160,7 +160,7 @@ def test_the_worst_line_for_the_parser_at_hello_harms_only_its_sender(play) -> N
     assert bad.fault is not None and bad.fault.kind == "protocol"
     assert bad.fault.detail == "reply nests arrays/objects 65 deep; the limit is 64"
     assert bad.fault.reply is not None and bad.fault.reply.startswith("[" * 65 + '"')
-    assert "WORST: 65536 bytes sent" in played.stderr[0]
+    assert "WORST: sending 65536 bytes" in played.stderr[0]
     assert all(s.ready_name == "polite" and s.fault is None for s in others)
     assert [s.seat for s in played.result.standings if s.forfeit] == [0]
     replay(played.log)
