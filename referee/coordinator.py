@@ -48,7 +48,7 @@ from referee.specs import EntrantRecord, MatchSpec, PlayoffSettings, playoff_rou
 from referee.stderrlog import STDERR_SUFFIX
 from referee.text import printable
 from referee.tournament.chain import log_digest
-from referee.tournament.deals import BeaconDeclaration, redeal_seed
+from referee.tournament.deals import BeaconDeclaration
 from referee.tournament.file import Tournament
 from referee.tournament.replacement import live_key, replace_entrants
 from referee.tournament.scheduler import schedule
@@ -328,30 +328,15 @@ class TournamentRun:
         return [stored[live_key(spec.key, retired)] for spec in scheduled]
 
     def _task(self, spec: MatchSpec, started: int) -> MatchTask:
-        """The task of ``spec``, started ``started`` times before: each attempt from then on
-        is dealt fresh cards (its bots may have seen the cards of the earlier ones)."""
-        t = self.tournament
+        """The task of ``spec``, started ``started`` times before (:meth:`MatchTask.dealt`:
+        fresh cards from then on)."""
         assert self.secret is not None
-        key, seed = self.secret.key, t.file.seed
-        if started:
-            spec = spec.model_copy(
-                update={"match_seed": redeal_seed(key, seed, spec.key, started)}
-            )
-        task = MatchTask(
-            spec=spec,
-            bots=tuple(self.staged[name] for name in spec.table),
-            rules=t.rules,
-            time_control=t.time_control,
-            limits=t.limits,
-            sandbox=self.sandbox.name,
-            log_path=str(self.store.log_path(spec.key)),
+        task = MatchTask.dealt(
+            self.tournament, spec, [self.staged[name] for name in spec.table],
+            key=self.secret.key, started=started, max_attempts=self.executor.max_attempts,
+            sandbox=self.sandbox.name, log_path=self.store.log_path(spec.key),
             images=self.images,
-            reseeds=tuple(
-                redeal_seed(key, seed, spec.key, started + n)
-                for n in range(1, self.executor.max_attempts)
-            ),
-            first_attempt=started,
-        )
+        )  # fmt: skip
         self.tasks[spec.key] = task
         return task
 

@@ -75,7 +75,6 @@ from referee.specs import EntrantRecord, MatchSpec, StoredMatch, deal_key
 from referee.stderrlog import STDERR_SUFFIX
 from referee.text import printable
 from referee.tournament.chain import log_digest
-from referee.tournament.deals import redeal_seed
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.league import LeagueLedger, Roster, Version, league_roster
 from referee.tournament.scheduler import league_batch
@@ -519,27 +518,14 @@ class LeagueRun:
 
     def _task(self, spec: MatchSpec, started: int, bots: list[BotSpec]) -> MatchTask:
         """The task of ``spec``, started ``started`` times before (fresh cards from then on,
-        as in a tournament)."""
-        t = self.tournament
+        as in a tournament: :meth:`MatchTask.dealt`)."""
         assert self.secret is not None and self.batch is not None
-        key, seed = self.secret.key, t.file.seed
-        if started:
-            spec = spec.model_copy(update={"match_seed": redeal_seed(key, seed, spec.key, started)})
-        task = MatchTask(
-            spec=spec,
-            bots=tuple(bots),
-            rules=t.rules,
-            time_control=t.time_control,
-            limits=t.limits,
-            sandbox=self.sandbox.name,
-            log_path=str(self.store.log_path(spec.key)),
+        task = MatchTask.dealt(
+            self.tournament, spec, bots,
+            key=self.secret.key, started=started, max_attempts=self.executor.max_attempts,
+            sandbox=self.sandbox.name, log_path=self.store.log_path(spec.key),
             images=self.images,
-            reseeds=tuple(
-                redeal_seed(key, seed, spec.key, started + n)
-                for n in range(1, self.executor.max_attempts)
-            ),
-            first_attempt=started,
-        )
+        )  # fmt: skip
         self.batch.tasks[spec.key] = task
         return task
 

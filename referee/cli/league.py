@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 
 from referee.cli.app import friendly, main, say
-from referee.cli.tournaments import _executor, _read_secret, _Where
+from referee.cli.tournaments import _executor, _read_secret, _Where, executor_options
 from referee.errors import RefereeError, UsageError
 from referee.executors import MatchFailed
 from referee.league import (
@@ -47,20 +47,7 @@ def league() -> None:
     default=None,
     help="Worker processes (default: one per core).",
 )
-@click.option(
-    "--executor",
-    "executor_kind",
-    type=click.Choice(["local", "dask"]),
-    default=None,
-    help="Where the matches run: worker processes here (local, the default) or a Dask "
-    "cluster (dask; see --cluster). Overrides the file's executor.kind.",
-)
-@click.option(
-    "--cluster",
-    default=None,
-    metavar="ADDRESS",
-    help="The Dask scheduler to run on, e.g. tcp://10.0.0.5:8786 (implies --executor dask).",
-)
+@executor_options
 @click.option(
     "--batches",
     type=click.IntRange(1, None),

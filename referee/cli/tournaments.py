@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -63,6 +63,27 @@ def tournament() -> None:
     """Run tournaments described by a TOML file (see docs/tournaments.md)."""
 
 
+def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--executor`` and ``--cluster``, as every command that runs matches has them (the
+    command then takes ``executor_kind`` and ``cluster``, for :func:`_executor`)."""
+    command = click.option(
+        "--cluster",
+        default=None,
+        metavar="ADDRESS",
+        help="The Dask scheduler to run on, e.g. tcp://10.0.0.5:8786 (implies --executor "
+        "dask). With --executor dask and no address, a local cluster of --workers processes "
+        "is started.",
+    )(command)
+    return click.option(
+        "--executor",
+        "executor_kind",
+        type=click.Choice(["local", "dask"]),
+        default=None,
+        help="Where the matches run: worker processes here (local, the default) or a Dask "
+        "cluster (dask; see --cluster). Overrides the file's executor.kind.",
+    )(command)
+
+
 @tournament.command("run")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
@@ -100,21 +121,7 @@ def tournament() -> None:
     "memory here (a bot the kernel then kills outside its own limit is not blamed: its "
     "match is played again).",
 )
-@click.option(
-    "--executor",
-    "executor_kind",
-    type=click.Choice(["local", "dask"]),
-    default=None,
-    help="Where the matches run: worker processes here (local, the default) or a Dask "
-    "cluster (dask; see --cluster). Overrides the file's executor.kind.",
-)
-@click.option(
-    "--cluster",
-    default=None,
-    metavar="ADDRESS",
-    help="The Dask scheduler to run on, e.g. tcp://10.0.0.5:8786 (implies --executor dask). "
-    "With --executor dask and no address, a local cluster of --workers processes is started.",
-)
+@executor_options
 @friendly
 def run(
     file: Path,

@@ -13,13 +13,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from referee.errors import UsageError
 from referee.results import MatchResult
 from referee.rules import ResolvedRules
 from referee.sandbox import BotSpec, Limits, get_sandbox
 from referee.specs import MatchSpec, TimeControl
+from referee.tournament.deals import redeal_seed
+
+if TYPE_CHECKING:
+    from referee.tournament.file import Tournament
 
 __all__ = [
     "DEFAULT_ATTEMPTS",
@@ -80,6 +85,41 @@ class MatchTask:
     next_up: Upcoming | None = None
     """The match its worker will likely play next (see :class:`Upcoming`)."""
     same_cards: bool = False
+
+    @classmethod
+    def dealt(
+        cls,
+        tournament: Tournament,
+        spec: MatchSpec,
+        bots: Sequence[BotSpec],
+        *,
+        key: bytes,
+        started: int,
+        max_attempts: int,
+        sandbox: str,
+        log_path: Path,
+        images: tuple[str, ...],
+    ) -> MatchTask:
+        """The task of ``tournament``'s match ``spec`` (``bots`` staged, in seat order),
+        started ``started`` times before: each attempt from then on is dealt fresh cards
+        from the dealing ``key`` (its bots may have seen the cards of the earlier ones)."""
+        seed = tournament.file.seed
+        if started:
+            spec = spec.model_copy(update={"match_seed": redeal_seed(key, seed, spec.key, started)})
+        return cls(
+            spec=spec,
+            bots=tuple(bots),
+            rules=tournament.rules,
+            time_control=tournament.time_control,
+            limits=tournament.limits,
+            sandbox=sandbox,
+            log_path=str(log_path),
+            images=images,
+            reseeds=tuple(
+                redeal_seed(key, seed, spec.key, started + n) for n in range(1, max_attempts)
+            ),
+            first_attempt=started,
+        )
 
     def attempt(self, number: int) -> MatchTask:
         """The task for this run's attempt ``number`` (1, 2, ...): fresh cards after the first
