@@ -93,7 +93,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -934,6 +934,37 @@ class ProcessBotProcess(BotProcess):
 # --------------------------------------------------------------------------- the backend
 
 
+@dataclass
+class _Launch:
+    """What one bot's start has composed and made so far: the command, and the resources
+    to give back (:meth:`undo`) when the start fails half-way."""
+
+    lease: UidLease | None
+    scratch: Path | None = None
+    cgroup: BotCgroup | None = None
+    program_fd: int | None = None
+    """The seccomp program for bubblewrap; closed by the caller once the child has it."""
+    fifo: StdoutFifo | None = None
+    argv: list[str] = field(default_factory=list)
+    cwd: str = "/"
+    env: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+    preexec: Callable[[], None] | None = None
+    switch_user: UidLease | None = None
+    """The uid the child takes as it starts (``None``: it starts as it is, or setpriv does)."""
+
+    def undo(self) -> None:
+        """Give back what the start made: FIFOs, cgroup, scratch folder, the uid."""
+        if self.fifo is not None:
+            self.fifo.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+        if self.scratch is not None:
+            _remove_tree(self.scratch)
+        if self.lease is not None:
+            self.lease.release()
+
+
 class ProcessSandbox(Sandbox):
     """Run bots as local processes: cgroups and bubblewrap where they work, rlimits, and a
     dropped uid when root.
@@ -1122,95 +1153,104 @@ class ProcessSandbox(Sandbox):
         ``InfrastructureError`` when the process cannot be started.
         """
         status, support, program = await asyncio.to_thread(self._prepare)
-        lease = self._uids.acquire() if self._uids is not None else None
-        uid = lease.uid if lease is not None else os.geteuid()
-        scratch: Path | None = None
-        cgroup: BotCgroup | None = None
-        program_fd: int | None = None
-        fifo: StdoutFifo | None = None
+        launch = _Launch(self._uids.acquire() if self._uids is not None else None)
         try:
-            if lease is not None:
-                self._check_reachable(bot, lease.uid)
-            if status is None or not status.sized_tmpfs:
-                scratch = self._make_scratch(lease)
-            pids = limits.pids + (_BWRAP_PROCESSES if status is not None else 0)
-            rlimits = _rlimits(limits, nproc=pids if lease is not None else None)
-            if status is not None:
-                if program is not None:
-                    program_fd = _program_fd(program)
-                fifo = StdoutFifo.create(owner=None if lease is None else (lease.uid, lease.gid))
-                argv = self._bwrap_argv(bot, limits, status, scratch, program_fd, fifo)
-                cwd = "/"
-                env = {"PATH": SANDBOX_PATH}
-                note = f"process sandbox: bubblewrap, uid {uid}"
-                if program_fd is not None:
-                    note += ", seccomp filter"
-            else:
-                assert scratch is not None
-                argv, cwd = list(bot.command), str(bot.folder)
-                env = _bot_env(str(scratch))
-                note = f"process sandbox: no bubblewrap, uid {uid}"
-            preexec: Callable[[], None] | None = None
-            if self._prlimit is not None:
-                argv = _prlimit_argv(self._prlimit, rlimits) + argv
-            else:
-                preexec = _set_rlimits_in_child(rlimits)
-            argv = _oom_first_argv() + argv
-            switch_user = lease
-            if support.works:
-                cgroup = BotCgroup.create(
-                    support, memory_bytes=limits.memory_mb * _MIB, pids=pids, cpus=limits.cpus
-                )
-                if lease is not None:
-                    assert self._setpriv is not None
-                    argv = _setpriv_argv(self._setpriv, lease) + argv
-                    switch_user = None  # the shell must still be root to join the groups
-                argv = cgroup.enter_argv() + argv
-                note += f", {cgroup.name}"
+            self._compose(launch, bot, limits, status, support, program)
+            switch_user, fifo = launch.switch_user, launch.fifo
             loop = asyncio.get_running_loop()
             transport, protocol = await loop.subprocess_exec(
                 lambda: _BotProtocol(_STREAM_LIMIT, loop),
-                *argv,
+                *launch.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE if fifo is None else asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
-                cwd=cwd,
-                env=env,
+                cwd=launch.cwd,
+                env=launch.env,
                 start_new_session=True,
-                preexec_fn=preexec,
+                preexec_fn=launch.preexec,
                 user=None if switch_user is None else switch_user.uid,
                 group=None if switch_user is None else switch_user.gid,
                 extra_groups=None if switch_user is None else [],
-                pass_fds=() if program_fd is None else (program_fd,),
+                pass_fds=() if launch.program_fd is None else (launch.program_fd,),
             )
             stdout = None if fifo is None else await fifo.open_reader(_STREAM_LIMIT)
         except BaseException as exc:
-            if fifo is not None:
-                fifo.close()
-            if cgroup is not None:
-                cgroup.remove()
-            if scratch is not None:
-                _remove_tree(scratch)
-            if lease is not None:
-                lease.release()
+            launch.undo()
             if isinstance(exc, OSError):
                 raise InfrastructureError(f"cannot start bot {bot.name!r}: {exc}") from exc
             raise
         finally:
-            if program_fd is not None:
-                os.close(program_fd)  # the child has its own copy; bwrap reads it once
+            if launch.program_fd is not None:
+                os.close(launch.program_fd)  # the child has its own copy; bwrap reads it once
+        cgroup = launch.cgroup
         return ProcessBotProcess(
             bot,
             transport,
             protocol,
-            lease=lease,
-            scratch=scratch,
+            lease=launch.lease,
+            scratch=launch.scratch,
             bwrap=status is not None,
-            notes=[note, *(cgroup.notes if cgroup is not None else ())],
+            notes=[launch.note, *(cgroup.notes if cgroup is not None else ())],
             cgroup=cgroup,
             fifo=fifo,
             stdout=stdout,
         )
+
+    def _compose(
+        self,
+        launch: _Launch,
+        bot: BotSpec,
+        limits: Limits,
+        status: BwrapStatus | None,
+        support: CgroupSupport,
+        program: bytes | None,
+    ) -> None:
+        """Fill ``launch`` with the command that starts ``bot``: its argv (bubblewrap or
+        not, rlimits, the OOM score, the cgroup), folder, environment and the uid switch,
+        making the scratch folder, FIFOs, seccomp program and cgroup it needs on the way
+        (``launch`` keeps each as soon as it exists, for :meth:`_Launch.undo`)."""
+        lease = launch.lease
+        uid = lease.uid if lease is not None else os.geteuid()
+        if lease is not None:
+            self._check_reachable(bot, lease.uid)
+        if status is None or not status.sized_tmpfs:
+            launch.scratch = self._make_scratch(lease)
+        pids = limits.pids + (_BWRAP_PROCESSES if status is not None else 0)
+        rlimits = _rlimits(limits, nproc=pids if lease is not None else None)
+        if status is not None:
+            if program is not None:
+                launch.program_fd = _program_fd(program)
+            owner = None if lease is None else (lease.uid, lease.gid)
+            launch.fifo = StdoutFifo.create(owner=owner)
+            argv = self._bwrap_argv(
+                bot, limits, status, launch.scratch, launch.program_fd, launch.fifo
+            )
+            launch.env = {"PATH": SANDBOX_PATH}
+            launch.note = f"process sandbox: bubblewrap, uid {uid}"
+            if launch.program_fd is not None:
+                launch.note += ", seccomp filter"
+        else:
+            assert launch.scratch is not None
+            argv, launch.cwd = list(bot.command), str(bot.folder)
+            launch.env = _bot_env(str(launch.scratch))
+            launch.note = f"process sandbox: no bubblewrap, uid {uid}"
+        if self._prlimit is not None:
+            argv = _prlimit_argv(self._prlimit, rlimits) + argv
+        else:
+            launch.preexec = _set_rlimits_in_child(rlimits)
+        argv = _oom_first_argv() + argv
+        launch.switch_user = lease
+        if support.works:
+            cgroup = launch.cgroup = BotCgroup.create(
+                support, memory_bytes=limits.memory_mb * _MIB, pids=pids, cpus=limits.cpus
+            )
+            if lease is not None:
+                assert self._setpriv is not None
+                argv = _setpriv_argv(self._setpriv, lease) + argv
+                launch.switch_user = None  # the shell must still be root to join the groups
+            argv = cgroup.enter_argv() + argv
+            launch.note += f", {cgroup.name}"
+        launch.argv = argv
 
     def _check_reachable(self, bot: BotSpec, uid: int) -> None:
         target = bot.folder / bot.single_file if bot.single_file else bot.folder
