@@ -13,7 +13,6 @@ import dataclasses
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import jinja2
@@ -22,7 +21,6 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.coordinator import run_tournament
-from referee.executors.base import AttemptEvent, MatchTask, SandboxPlan
 from referee.publish import site as site_module
 from referee.publish.paths import match_names
 from referee.publish.reuse import CACHE
@@ -35,21 +33,6 @@ from referee.tournament.file import Tournament, load_tournament
 from tests.publish.conftest import HANDLERS, play_fake, write_fake_tournament
 
 CACHE_FILE = f"{CACHE}.json"
-
-
-class _StopsAfter:
-    """Plays the first ``count`` tasks it is given and stops, as a run killed mid-way."""
-
-    max_attempts = 1
-
-    def __init__(self, count: int) -> None:
-        self.inner, self.count = InProcessExecutor(HANDLERS), count
-
-    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
-        return self.inner.prepare(backend, images)
-
-    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
-        self.inner.run(tasks[: self.count], on_event)
 
 
 class Made:
@@ -127,8 +110,7 @@ def _changed(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:
 def _play(path: Path, count: int | None, *, first: bool = False) -> Tournament:
     """Play ``count`` more matches of the fake tournament (all that are left: ``None``)."""
     spec = load_tournament(path)
-    executor = InProcessExecutor(HANDLERS) if count is None else _StopsAfter(count)
-    run_tournament(spec, executor, restart=first)
+    run_tournament(spec, InProcessExecutor(HANDLERS, stop_after=count), restart=first)
     return spec
 
 
