@@ -19,6 +19,8 @@ files. Layout::
     verification/           what ``referee verify SITE`` checks it with: the plan, the
                             deals, a manifest of every match, the results chain
                             (:mod:`referee.publish.evidence`)
+    publish-cache.json      what each match file was made from, for the next publication
+                            (:mod:`referee.publish.reuse`; nothing ``verify`` reads)
 
 Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoescaping
 everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
@@ -28,7 +30,12 @@ site is written into a fresh folder that takes ``--out``'s place when complete, 
 a new one, never into the results folder (:mod:`referee.publish.folder`).
 
 The ranking (TrueSkill over every match, then the bootstrap) is most of the work: for a
-large tournament it is computed in another process while the match pages are written.
+large tournament it is computed in another process while the match pages (and the
+verification files, which do not need it) are written. Published again into the same
+folder, the match pages and scripts whose inputs are unchanged are copied from the site
+there, each checked against what it was recorded to hold (:mod:`referee.publish.reuse`):
+a page's inputs are exactly its template's context, which is why a match page gets only
+what it shows of the matches it links (:class:`MatchLink`) and the slugs of its own bots.
 
 A replay shows every hand, so while the tournament runs, a match whose deal (``spec.deal_id``)
 still has matches to play is listed without its replay, and without anything else that may
@@ -314,7 +321,7 @@ class _Site:
             return False
         data, entry = lent
         self.write(folder, stem, suffix, data)
-        self.reuse.record(name, inputs, data, entry.fault_lines)
+        self.reuse.made[name] = entry
         self.reused += 1
         return True
 
