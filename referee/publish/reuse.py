@@ -22,8 +22,8 @@ what went into each of those files and what came out; publishing again into the 
   (``O_NOFOLLOW``, relative to its folder, itself opened so), a regular file with no other
   name (one link: a hard link to a file elsewhere is never copied into the site, even if
   its SHA-256 was recorded, since a hash can be known without the bytes), of the recorded
-  size and SHA-256. The bytes copied are the bytes checked, read once. A file changed,
-  truncated, replaced by a link or a FIFO is made again.
+  size and SHA-256, and at most :data:`MAX_REUSED_BYTES`. The bytes copied are the bytes
+  checked, read once. A file changed, truncated, replaced by a link or a FIFO is made again.
 
 Anything else is made again, as a full publication would. The copy is a new file in the new
 folder like every other (never a link to the old one), and the new site still takes the old
@@ -45,6 +45,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import secrets
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ from referee.publish.folder import SITE_MARKER
 __all__ = [
     "CACHE",
     "MAX_CACHE_BYTES",
+    "MAX_REUSED_BYTES",
     "CachedFile",
     "Reuse",
     "fingerprint",
@@ -69,6 +71,9 @@ CACHE = "publish-cache"
 FORMAT = 1
 MAX_CACHE_BYTES = 64 * 1024 * 1024
 """A larger cache is ignored (about 200 bytes a file: some 100,000 matches)."""
+MAX_REUSED_BYTES = 64 * 1024 * 1024
+"""A larger file is made again, never read from the old site (whose cache may claim any
+size: it is read whole, to check it)."""
 _FOLDERS = ("matches",)
 """The folders whose files may be reused."""
 _HERE = Path(__file__).resolve().parent
@@ -133,7 +138,15 @@ def _fields(value: object) -> dict[str, object]:
 def fingerprint() -> str:
     """What every cached file also depends on: this referee's version, the versions of
     Jinja2, MarkupSafe and pydantic, and the bytes of the templates and of the code that
-    turns inputs into files (``referee/publish/*.py``, ``referee/stderrlog.py``)."""
+    turns inputs into files (``referee/publish/*.py``, ``referee/stderrlog.py``). A referee
+    that cannot read its own files gets a fingerprint of chance: it reuses nothing."""
+    try:
+        return _fingerprint()
+    except OSError:
+        return secrets.token_hex(32)
+
+
+def _fingerprint() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     import referee
@@ -209,7 +222,7 @@ class Reuse:
         """The bytes of the old site's file ``name`` (``matches/<stem><suffix>``) and its
         record, if it was made from ``inputs`` and holds what the cache says; else ``None``."""
         entry = self._before.get(name)
-        if entry is None or entry.inputs != inputs:
+        if entry is None or entry.inputs != inputs or entry.size > MAX_REUSED_BYTES:
             return None
         folder, _, base = name.rpartition("/")
         fd = self._folder(folder)

@@ -354,6 +354,23 @@ def _per_match(out: Path) -> set[str]:
     }
 
 
+def test_a_file_over_the_size_the_old_site_may_lend_is_made_again(
+    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache says how large a file is, and a file that large is read whole to check
+    it: past a bound, nothing is read (a planted sparse file of terabytes costs nothing)."""
+    from referee.publish import reuse
+
+    results = load_results(dotted)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    small = {n for n in _per_match(out) if (out / n).stat().st_size <= 1000}
+    assert small and len(small) < len(_per_match(out))
+    monkeypatch.setattr(reuse, "MAX_REUSED_BYTES", 1000)
+    report = publish_site(results, out)
+    assert set(report.rendered) == _per_match(out) - small and report.reused == len(small)
+
+
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_a_reused_file_damaged_in_the_old_site_is_made_again(
     dotted: Tournament, tmp_path: Path, damage: str
