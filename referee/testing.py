@@ -244,12 +244,17 @@ class InProcessExecutor:
     :class:`~referee.executors.worker.Worker`); only the bots are not. A task that fails on
     our side is a final :class:`~referee.executors.base.MatchFailed` (one attempt each), a
     ``UsageError`` stops the run, and a bug is raised here, with the worker's traceback,
-    rather than recorded: a test must not pass over it."""
+    rather than recorded: a test must not pass over it. With ``stop_after``, it plays that
+    many of the tasks it is given and stops, as a run killed part-way would (the tournament
+    is left unfinished, to resume)."""
 
     max_attempts = 1
 
-    def __init__(self, handlers: dict[str, Callable[[], Handler]]) -> None:
+    def __init__(
+        self, handlers: dict[str, Callable[[], Handler]], *, stop_after: int | None = None
+    ) -> None:
         self.handlers = handlers
+        self.stop_after = stop_after
 
     def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
         """The fake sandbox stands in for whatever backend the tournament names."""
@@ -266,7 +271,7 @@ class InProcessExecutor:
 
         sandbox = FakeSandbox(self.handlers)
         with Worker(sandboxes=lambda name, images: sandbox) as worker:
-            for task in tasks:
+            for task in tasks[: self.stop_after]:
                 key = task.spec.key
                 on_event(MatchStarted(key, 1))
                 outcome = worker.play(task)

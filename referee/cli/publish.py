@@ -29,8 +29,14 @@ __all__ = ["publish", "write_league_site", "write_site"]
     default=None,
     help="The results folder (default: NAME.results next to FILE).",
 )
+@click.option(
+    "--no-reuse",
+    is_flag=True,
+    help="Make every match page and replay again, copying nothing from the site published "
+    "in OUT before (by default, what is provably unchanged is copied).",
+)
 @friendly
-def publish(file: Path, out: Path, results_dir: Path | None) -> None:
+def publish(file: Path, out: Path, results_dir: Path | None, no_reuse: bool) -> None:
     """Write the static site of the tournament FILE into the folder OUT.
 
     The site has the leaderboard (with the settings, the deal commitments, the rating
@@ -38,17 +44,21 @@ def publish(file: Path, out: Path, results_dir: Path | None) -> None:
     fault with the bot's stderr, the match list, and a replay viewer for every match; plus
     leaderboard.md, leaderboard.json and leaderboard.csv. It works opened from disk and
     served by any static server. It may run while the tournament is playing: it shows what
-    is stored, and says so.
+    is stored, and says so. Published again into the same OUT, the match pages and replays
+    whose inputs are unchanged are copied from the site there instead of made again.
     """
     spec = load_tournament(file)
     if spec.file.format == "league":
         write_league_site(spec, out, results_dir)
         return
-    write_site(spec, out, results_dir)
+    write_site(spec, out, results_dir, reuse=not no_reuse)
 
 
-def write_site(spec: Tournament, out: Path, results_dir: Path | None = None) -> Path:
-    """Publish ``spec``'s stored results into ``out`` with a progress bar; returns index.html."""
+def write_site(
+    spec: Tournament, out: Path, results_dir: Path | None = None, *, reuse: bool = True
+) -> Path:
+    """Publish ``spec``'s stored results into ``out`` with a progress bar; returns index.html.
+    ``reuse``: copy the unchanged match files of the site published there before."""
     from referee.publish.site import publish_site
     from referee.publish.source import load_results
 
@@ -62,12 +72,18 @@ def write_site(spec: Tournament, out: Path, results_dir: Path | None = None) -> 
             results,
             out,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
+            reuse=reuse,
         )
     note = ""
     if report.withheld:
         note = f"; {report.withheld} replays held back until their deals are fully played"
     if report.missing:
         note += f"; {report.missing} logs missing or unreadable"
+    if report.reused:
+        note += (
+            f"; {report.reused:,} match files copied from the site published before, "
+            f"{len(report.rendered):,} made"
+        )
     say(
         f"published {report.matches} matches ({report.replays} replays{note}) and "
         f"{report.bots} bots; leaderboard page {report.index_bytes / 1024:.0f} KiB, "

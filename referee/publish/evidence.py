@@ -276,6 +276,7 @@ def _matches(
     """Every stored match of the manifest, in key order (an open deal's without its seeds
     and log)."""
     done = {m.spec.key: m for m in (*results.matches, *results.retired)}
+    entries = results.chain_entries  # built on each use: once here, not once a match
     matches = []
     for key in sorted(results.specs):
         spec = results.specs[key]
@@ -295,7 +296,7 @@ def _matches(
                 secret=results.secret_of.get(key, -1),
                 attempt=attempt,
                 deal_seed=None if open_deal else str(spec.deal_seed),
-                seed=None if open_deal else _played_seed(results, key),
+                seed=None if open_deal else _played_seed(entries.get(key)),
                 log=None if open_deal or log is None else log[0],
                 log_sha256=None if open_deal or log is None else log[1],
                 seats=[] if match is None else _seats(match),
@@ -306,9 +307,8 @@ def _matches(
     return matches
 
 
-def _played_seed(results: StoredTournament, key: str) -> str | None:
+def _played_seed(entry: str | None) -> str | None:
     """The seed a finished match was played on, from its chain entry (``None`` if none)."""
-    entry = results.chain_entries.get(key)
     if entry is None:
         return None
     seed = json.loads(entry).get("seed")

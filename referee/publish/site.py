@@ -19,6 +19,8 @@ files. Layout::
     verification/           what ``referee verify SITE`` checks it with: the plan, the
                             deals, a manifest of every match, the results chain
                             (:mod:`referee.publish.evidence`)
+    publish-cache.json      what each match file was made from, for the next publication
+                            (:mod:`referee.publish.reuse`; nothing ``verify`` reads)
 
 Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoescaping
 everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
@@ -28,7 +30,12 @@ site is written into a fresh folder that takes ``--out``'s place when complete, 
 a new one, never into the results folder (:mod:`referee.publish.folder`).
 
 The ranking (TrueSkill over every match, then the bootstrap) is most of the work: for a
-large tournament it is computed in another process while the match pages are written.
+large tournament it is computed in another process while the match pages (and the
+verification files, which do not need it) are written. Published again into the same
+folder, the match pages and scripts whose inputs are unchanged are copied from the site
+there, each checked against what it was recorded to hold (:mod:`referee.publish.reuse`):
+a page's inputs are exactly its template's context, which is why a match page gets only
+what it shows of the matches it links (:class:`MatchLink`) and the slugs of its own bots.
 
 A replay shows every hand, so while the tournament runs, a match whose deal (``spec.deal_id``)
 still has matches to play is listed without its replay, and without anything else that may
@@ -67,6 +74,7 @@ from referee.publish.leaderboard import (
 )
 from referee.publish.paths import bot_slugs, match_names
 from referee.publish.replaydata import log_script, stderr_script
+from referee.publish.reuse import CACHE, Reuse, fingerprint, inputs_key
 from referee.publish.settings import format_time
 from referee.publish.source import Ranking, StoredTournament, rank
 from referee.publish.stats import PairRecord, ReplyStats, pair_records, place_counts
@@ -182,6 +190,16 @@ class MatchView:
 
 
 @dataclass(frozen=True)
+class MatchLink:
+    """Another match as a match page links it (its rotations, the same cards elsewhere):
+    all the page may read of it, so nothing else of it is among the page's inputs."""
+
+    stem: str
+    label: str
+    table: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class VersionView:
     """A replaced version of a bot as its history shows it."""
 
@@ -206,6 +224,11 @@ class SiteReport:
     index_bytes: int
     total_bytes: int
     largest: tuple[str, int]
+    reused: int = 0
+    """Per-match files (pages, log and stderr scripts) copied from the site published
+    before (:mod:`referee.publish.reuse`)."""
+    rendered: tuple[str, ...] = ()
+    """The per-match files made this time, by their path in the site."""
 
 
 def _environment() -> jinja2.Environment:
@@ -236,9 +259,12 @@ def _environment() -> jinja2.Environment:
 class _Site:
     """One publication: the snapshot, the names of its files, and the pages as written."""
 
-    def __init__(self, results: StoredTournament, out: Path) -> None:
+    def __init__(self, results: StoredTournament, out: Path, reuse: Reuse) -> None:
         self.results = results
         self.out = out
+        self.reuse = reuse
+        self.rendered: list[str] = []
+        self.reused = 0
         self.env = _environment()
         self._folder: SiteFolder | None = None
         entrants = results.tournament.entrants
@@ -276,12 +302,43 @@ class _Site:
 
     def render(self, template: str, folder: str, stem: str, **context: Any) -> None:
         """The page ``folder/stem.html`` (``folder`` ``""`` for the top) from ``template``."""
+        self.write(folder, stem, ".html", self._page(template, context))
+
+    def _page(self, template: str, context: dict[str, Any]) -> bytes:
         page = self.env.get_template(template).render(
             tournament=self.results.tournament.name,
             in_progress=self.in_progress,
             **context,
         )
-        self.write(folder, stem, ".html", page.encode("utf-8"))
+        return page.encode("utf-8")
+
+    def reused_file(self, folder: str, stem: str, suffix: str, inputs: str) -> bool:
+        """Write the old site's ``folder/stem+suffix`` again if it was made from ``inputs``
+        and is intact (:meth:`Reuse.lend`): whether it was."""
+        name = f"{folder}/{stem}{suffix}"
+        lent = self.reuse.lend(name, inputs)
+        if lent is None:
+            return False
+        data, entry = lent
+        self.write(folder, stem, suffix, data)
+        self.reuse.made[name] = entry
+        self.reused += 1
+        return True
+
+    def made_file(
+        self,
+        folder: str,
+        stem: str,
+        suffix: str,
+        inputs: str,
+        data: bytes,
+        fault_lines: dict[int, int] | None = None,
+    ) -> None:
+        """Write ``folder/stem+suffix``, made now from ``inputs``, and record it."""
+        name = f"{folder}/{stem}{suffix}"
+        self.write(folder, stem, suffix, data)
+        self.reuse.record(name, inputs, data, fault_lines)
+        self.rendered.append(name)
 
     def write(self, folder: str, stem: str, suffix: str, data: bytes) -> None:
         """A new file ``folder/stem+suffix`` (:meth:`SiteFolder.write` checks the name)."""
@@ -310,20 +367,27 @@ class _Site:
             self.views[match.spec.key] = self._match_view(match)
             if progress is not None:
                 progress(done, 2 * len(matches))
+        links = {
+            key: MatchLink(view.stem, view.label, view.table) for key, view in self.views.items()
+        }
         for done, match in enumerate(matches, start=len(matches) + 1):
             view = self.views[match.spec.key]
-            same_cards = [self.views[k] for k in by_deal[view.deal_id] if k != view.key]
-            rotations = [self.views[k] for k in by_table_deal[view.table_deal] if k != view.key]
-            self.render(
-                "match.html",
-                "matches",
-                view.stem,
-                root="../",
-                match=view,
-                bot_slug=self.slugs,
-                same_cards=[v for v in same_cards if v not in rotations],
-                rotations=rotations,
+            rotations = [k for k in by_table_deal[view.table_deal] if k != view.key]
+            same_cards = [k for k in by_deal[view.deal_id] if k != view.key and k not in rotations]
+            # The context is the page's inputs: only the slugs of the bots it links.
+            context = {
+                "root": "../",
+                "match": view,
+                "bot_slug": {s.name: s.slug for s in view.seats if s.slug is not None},
+                "same_cards": [links[k] for k in same_cards],
+                "rotations": [links[k] for k in rotations],
+            }
+            inputs = inputs_key(
+                "match.html", self.results.tournament.name, self.in_progress, context
             )
+            if not self.reused_file("matches", view.stem, ".html", inputs):
+                page = self._page("match.html", context)
+                self.made_file("matches", view.stem, ".html", inputs, page)
             if progress is not None:
                 progress(done, 2 * len(matches))
 
@@ -378,16 +442,23 @@ class _Site:
         except OSError:
             self.missing += 1
             return "missing", f"its log {source.name} is not in the results folder", {}
-        try:
-            data = log_script(raw)
-        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
-            self.missing += 1
-            return "unreadable", f"its log cannot be read ({exc})", {}
-        self.write("matches", stem, ".js", data.script.encode("utf-8"))
+        digest = log_digest(raw)
+        inputs = inputs_key("log_script", digest)
+        if self.reused_file("matches", stem, ".js", inputs):
+            fault_lines = self.reuse.made[f"matches/{stem}.js"].fault_lines or {}
+        else:
+            try:
+                data = log_script(raw)
+            except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
+                self.missing += 1
+                return "unreadable", f"its log cannot be read ({exc})", {}
+            fault_lines = data.fault_lines
+            script = data.script.encode("utf-8")
+            self.made_file("matches", stem, ".js", inputs, script, fault_lines)
         self.write("matches", stem, ".jsonl", raw)  # a copy: see referee.publish.folder
-        self.logs[key] = (f"{stem}.jsonl", log_digest(raw))
+        self.logs[key] = (f"{stem}.jsonl", digest)
         self.replays += 1
-        return "ok", "", data.fault_lines
+        return "ok", "", dict(fault_lines)
 
     def _stderr(self, key: str, stem: str) -> str:
         """Publish the bots' stderr of a match whose replay is published: its state."""
@@ -397,11 +468,14 @@ class _Site:
             return "none"
         except OSError:
             return "unreadable"
+        inputs = inputs_key("stderr_script", log_digest(raw))
+        if self.reused_file("matches", stem, ".stderr.js", inputs):
+            return "ok"
         try:
             script = stderr_script(raw)
         except ValueError:
             return "unreadable"
-        self.write("matches", stem, ".stderr.js", script.encode("utf-8"))
+        self.made_file("matches", stem, ".stderr.js", inputs, script.encode("utf-8"))
         return "ok"
 
     # -- the other pages ---------------------------------------------------------------
@@ -553,6 +627,10 @@ class _Site:
         for stem, data in files.items():
             self.write(EVIDENCE, stem, ".json", data)
 
+    def reuse_cache(self) -> None:
+        """What the next publication may reuse (:mod:`referee.publish.reuse`)."""
+        self.write("", CACHE, ".json", self.reuse.cache())
+
     def leaderboard_files(self) -> None:
         board = self.board
         for suffix, text in (
@@ -570,6 +648,7 @@ def publish_site(
     progress: Callable[[int, int], None] | None = None,
     background_from: int | None = None,
     site_folder: Callable[[Path], SiteFolder] = SiteFolder,
+    reuse: bool = True,
 ) -> SiteReport:
     """Write the site of ``results`` into ``out``; ``progress(done, total)`` per match page.
 
@@ -583,24 +662,33 @@ def publish_site(
     script calling this must guard its entry point (``if __name__ == "__main__":``), as for
     a tournament run. ``site_folder`` makes the folder the site is written into
     (:class:`~referee.publish.folder.SiteFolder`; a test's, to fail a write).
+
+    With ``reuse`` (the default), the per-match files of the site published in ``out``
+    before whose inputs are unchanged are copied from it instead of made again
+    (:mod:`referee.publish.reuse`): the site is the same, byte for byte, as one made whole.
     """
     if background_from is None:
         background_from = BACKGROUND_FROM
     target = check_target(out, results.results_dir)
-    site = _Site(results, target)
+    cache = Reuse(fingerprint())
+    site = _Site(results, target, cache)
     existed = target.exists()
     try:
-        with site_folder(target) as folder, _ranking(results, background_from) as ranking:
+        with cache, site_folder(target) as folder, _ranking(results, background_from) as ranking:
+            if reuse and existed:
+                cache.open(target)
             site.into(folder)
             site.static_files()
-            site.match_pages(progress)  # meanwhile the ranking is computed
+            # Meanwhile the ranking is computed: what does not need it comes first.
+            site.match_pages(progress)
+            site.verification_files()
             site.use(ranking())
             site.matches_page()
             site.bot_pages()
             site.index_page()
             site.collusion_page()
             site.leaderboard_files()
-            site.verification_files()
+            site.reuse_cache()
             folder.commit()
     except OSError as exc:  # the disk, not the results: say so, in one line
         kept = "the site published before is unchanged" if existed else "nothing was kept"
@@ -659,6 +747,8 @@ def _report(site: _Site) -> SiteReport:
         index_bytes=sizes["index.html"],
         total_bytes=sum(sizes.values()),
         largest=largest,
+        reused=site.reused,
+        rendered=tuple(site.rendered),
     )
 
 

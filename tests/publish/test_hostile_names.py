@@ -8,12 +8,16 @@ second publication replaces the first), and the site must hold every match's pag
 replay data, each its own, while every file of the results folder keeps its bytes.
 
 A publication that fails half-way must leave the site published before as it was, and no
-half-written folder beside it.
+half-written folder beside it. What a publication copies from the site published before
+(:mod:`referee.publish.reuse`) is checked file by file: a file changed, truncated, linked
+or replaced by a FIFO is made again, and a cache that is not what ``publish`` writes (not
+JSON, other shapes, too large, names outside ``matches/``, a link) is ignored whole.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import stat
@@ -39,7 +43,7 @@ NAME_SETS = {
     "look-alikes": ("Ålice", "alice", "日本語", "bot", "x" * 64, "Bot!"),
 }
 SAFE_PATH = re.compile(
-    r"(bots|matches|static|verification)/[a-z0-9][a-z0-9_-]*(\.stderr)?\.[a-z]+|[a-z0-9][a-z.]*"
+    r"(bots|matches|static|verification)/[a-z0-9][a-z0-9_-]*(\.stderr)?\.[a-z]+|[a-z0-9][a-z.-]*"
 )
 
 
@@ -72,7 +76,7 @@ def test_every_replay_is_published_its_own_and_the_results_keep_their_bytes(
     before = _hashes(results.results_dir)
     assert len(results.matches) >= 30
     out = tmp_path / "site"
-    for _ in range(2):  # publishing again replaces the site: its old files are never opened
+    for _ in range(2):  # publishing again replaces the site: its old files are only read
         report = publish_site(results, out)
         assert _hashes(results.results_dir) == before
     assert report.replays == report.matches == len(results.matches)
@@ -301,3 +305,199 @@ def test_a_folder_filled_while_the_site_is_written_is_not_replaced(
         )
     assert [p.name for p in out.iterdir()] == ["thesis.tex"]
     assert _beside(out) == []
+
+
+# ------------------------------------------------------------- what the old site lends the new
+
+
+def _damage_changed(path: Path, outside: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit, the size kept
+    path.write_bytes(bytes(data))
+
+
+def _damage_truncated(path: Path, outside: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-7])
+
+
+def _damage_symlink(path: Path, outside: Path) -> None:
+    outside.write_bytes(path.read_bytes())  # the very bytes, behind a link
+    path.unlink()
+    path.symlink_to(outside)
+
+
+def _damage_hard_link(path: Path, outside: Path) -> None:
+    outside.write_bytes(path.read_bytes())  # the very bytes, a file with another name
+    path.unlink()
+    os.link(outside, path)
+
+
+def _damage_fifo(path: Path, outside: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)  # opened without O_NONBLOCK, it would hold the publication for ever
+
+
+DAMAGE = {
+    "changed": _damage_changed,
+    "truncated": _damage_truncated,
+    "symlink": _damage_symlink,
+    "hard link": _damage_hard_link,
+    "fifo": _damage_fifo,
+}
+
+
+def _per_match(out: Path) -> set[str]:
+    return {
+        p.relative_to(out).as_posix()
+        for p in (out / "matches").iterdir()
+        if p.suffix != ".jsonl"
+    }
+
+
+def test_a_file_over_the_size_the_old_site_may_lend_is_made_again(
+    dotted: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache says how large a file is, and a file that large is read whole to check
+    it: past a bound, nothing is read (a planted sparse file of terabytes costs nothing)."""
+    from referee.publish import reuse
+
+    results = load_results(dotted)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    small = {n for n in _per_match(out) if (out / n).stat().st_size <= 1000}
+    assert small and len(small) < len(_per_match(out))
+    monkeypatch.setattr(reuse, "MAX_REUSED_BYTES", 1000)
+    report = publish_site(results, out)
+    assert set(report.rendered) == _per_match(out) - small and report.reused == len(small)
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_reused_file_damaged_in_the_old_site_is_made_again(
+    dotted: Tournament, tmp_path: Path, damage: str
+) -> None:
+    """The old site is someone's files: each one lent is checked (its record's size and
+    SHA-256, a regular file with one name, no link), else made again."""
+    results = load_results(dotted)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    every = _per_match(out)
+    page, script = sorted(every)[0], next(n for n in sorted(every) if n.endswith(".stderr.js"))
+    for name in (page, script):
+        DAMAGE[damage](out / name, tmp_path / f"outside-{Path(name).name}")
+    report = publish_site(results, out)
+    assert sorted(report.rendered) == sorted([page, script])
+    assert report.reused == len(every) - 2
+    publish_site(results, tmp_path / "whole", reuse=False)
+    assert _hashes(out) == _hashes(tmp_path / "whole")
+    for name in (page, script):
+        info = (out / name).lstat()
+        assert stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+
+
+def test_a_linked_matches_folder_lends_nothing(dotted: Tournament, tmp_path: Path) -> None:
+    results = load_results(dotted)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    (out / "matches").rename(tmp_path / "elsewhere")
+    (out / "matches").symlink_to(tmp_path / "elsewhere")
+    report = publish_site(results, out)
+    assert report.reused == 0 and set(report.rendered) == _per_match(out)
+
+
+def _valid(cache: bytes) -> dict:  # type: ignore[type-arg]
+    return json.loads(cache)  # type: ignore[no-any-return]
+
+
+def _with_file(cache: bytes, name: str) -> bytes:
+    """The cache with one more entry, a copy of a real one under ``name``."""
+    data = _valid(cache)
+    data["files"][name] = next(iter(data["files"].values()))
+    return json.dumps(data).encode()
+
+
+def _retyped(cache: bytes) -> bytes:
+    data = _valid(cache)
+    entry = next(iter(data["files"].values()))
+    entry["size"] = str(entry["size"])
+    return json.dumps(data).encode()
+
+
+def _with_key(cache: bytes) -> bytes:
+    data = _valid(cache)
+    data["owner"] = "someone"
+    return json.dumps(data).encode()
+
+
+def _other_format(cache: bytes) -> bytes:
+    data = _valid(cache)
+    data["format"] = 2
+    return json.dumps(data).encode()
+
+
+def _bad_fault_lines(cache: bytes) -> bytes:
+    data = _valid(cache)
+    entry = next(e for n, e in data["files"].items() if n.endswith(".js"))
+    entry["fault_lines"] = [["0", "<script>"]]
+    return json.dumps(data).encode()
+
+
+HOSTILE_CACHES: dict[str, Callable[[bytes], bytes]] = {
+    "not json": lambda cache: cache[: len(cache) // 2],
+    "empty": lambda cache: b"",
+    "a list": lambda cache: b"[]",
+    "nested deep": lambda cache: b"[" * 100_000 + b"]" * 100_000,
+    "not utf-8": lambda cache: b'{"format": 1, "\xff\xfe": 1}',
+    "wrong types": _retyped,
+    "unknown key": _with_key,
+    "other format": _other_format,
+    "bad fault lines": _bad_fault_lines,
+    "path up": lambda cache: _with_file(cache, "matches/../../../etc/passwd.html"),
+    "absolute path": lambda cache: _with_file(cache, "/etc/passwd"),
+    "another folder": lambda cache: _with_file(cache, "verification/manifest.json"),
+    "backslash": lambda cache: _with_file(cache, "matches\\..\\x.html"),
+}
+
+
+@pytest.mark.parametrize("hostile_cache", sorted([*HOSTILE_CACHES, "huge", "symlink"]))
+def test_a_damaged_or_hostile_cache_is_ignored_whole(
+    dotted: Tournament, tmp_path: Path, hostile_cache: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache that is not what ``publish`` writes lends nothing: a full publication, no
+    traceback, and a cache the next one can use."""
+    from referee.publish import reuse
+
+    results = load_results(dotted)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    cache = out / f"{reuse.CACHE}.json"
+    valid = cache.read_bytes()
+    if hostile_cache == "huge":
+        monkeypatch.setattr(reuse, "MAX_CACHE_BYTES", len(valid) - 1)
+    elif hostile_cache == "symlink":
+        (tmp_path / "cache.json").write_bytes(valid)
+        cache.unlink()
+        cache.symlink_to(tmp_path / "cache.json")
+    else:
+        cache.write_bytes(HOSTILE_CACHES[hostile_cache](valid))
+    report = publish_site(results, out)
+    assert report.reused == 0 and set(report.rendered) == _per_match(out)
+    assert cache.read_bytes() == valid
+    monkeypatch.undo()
+    assert publish_site(results, out).rendered == ()
+
+
+def test_the_command_publishes_over_a_broken_cache_and_can_reuse_nothing(
+    dotted: Tournament, tmp_path: Path
+) -> None:
+    out = tmp_path / "site"
+    runner = CliRunner()
+    first = runner.invoke(main, ["publish", str(dotted.path), "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    again = runner.invoke(main, ["publish", str(dotted.path), "--out", str(out)])
+    assert "match files copied from the site published before, 0 made" in again.output
+    (out / "publish-cache.json").write_bytes(b"\x00" * 100)
+    broken = runner.invoke(main, ["publish", str(dotted.path), "--out", str(out)])
+    assert broken.exit_code == 0 and "Traceback" not in broken.output
+    assert "copied from the site" not in broken.output
+    whole = runner.invoke(main, ["publish", str(dotted.path), "--out", str(out), "--no-reuse"])
+    assert whole.exit_code == 0 and "copied from the site" not in whole.output
