@@ -102,13 +102,15 @@ TABLES = (3, 6)
 MOST_OPPONENTS = 2 * (max(TABLES) - 1)
 """Sample bot processes alive at once at most: the opponents at the largest table, and as
 many kept idle by the pool (its cap is the largest table it seated)."""
-BOT_PROCESSES = 5
+BOT_PROCESSES = 3
 """Processes of the bot under test alive at once at most (``ahead`` at its default of
-:func:`run_check`, ``BOT_PROCESSES - 1``): its step's, and others started ahead for the
-steps to come or being stopped behind them."""
-AHEAD = 3
-"""Processes of the bot under test started ahead at most (where ``ahead`` leaves room):
-three keep two cores busy starting containers (``bench/docker_bench.py``)."""
+:func:`run_check`, ``BOT_PROCESSES - 1``): its step's, one started ahead for the next
+step, and one being stopped behind."""
+AHEAD = 1
+"""Processes of the bot under test started ahead at most (where ``ahead`` leaves room).
+One: three ahead were no faster in Docker (``bench/docker_bench.py``: the check is bound by
+the CPU each container costs, not by waiting for one), and cost twice the memory and
+more idle copies of the bot beside the one playing."""
 REQUEST_KINDS = ("play", "give", "leftover")
 REUSE = ("arschloch", 4, (1, 2))
 """The reuse step: preset, seats and the seeds of its two matches."""
