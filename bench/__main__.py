@@ -42,7 +42,7 @@ def main() -> int:
         if ok:
             from bench import docker_bench
 
-            docker_bench.main()
+            docker_bench.main([])
         else:
             print(f"Docker benchmarks skipped: {why}")
     print("=" * 72)

@@ -10,11 +10,16 @@ function prints its figures and returns them, so ``make bench`` can collect them
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
+import functools
 import json
 import os
 import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
@@ -23,7 +28,13 @@ from typing import Any
 
 from referee.sandbox import ProcessSandbox, make_staging_root, remove_staging_root, stage_bot
 from referee.sandbox.base import BotSpec, Limits
-from referee.sandbox.docker import DockerSandbox, _container_command, _open_attach, connect
+from referee.sandbox.docker import (
+    DockerSandbox,
+    _attach,
+    _container_command,
+    _open_attach,
+    connect,
+)
 from referee.sandbox.stdout_fifo import StdoutFifo
 
 ECHO_BOT = """\
@@ -369,13 +380,255 @@ def bench_warm(
     }
 
 
-def main() -> dict[str, float]:
+HELLO = (
+    json.dumps({"type": "hello", "id": 1, "protocol": "1.2", "seat": 0, "name": "bench",
+                "time": {"move_ms": 1000, "bank_ms": 10000}}).encode() + b"\n"
+)  # fmt: skip
+BYE = json.dumps({"type": "bye"}).encode() + b"\n"
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds of process ``pid`` and of the children it reaped (0 when gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _pids_running(match: Callable[[str], bool]) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if match(command):
+                found.append(int(entry.name))
+    return found
+
+
+def _is_shim_of(container_id: str, command: str) -> bool:
+    return "containerd-shim" in command and container_id in command
+
+
+def _daemons_cpu(daemons: list[int]) -> float:
+    return sum(_cpu_of(pid) for pid in daemons)
+
+
+def _container_cpu(pid: int) -> float | None:
+    """CPU seconds used in the cgroup of the container whose init is ``pid``."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, group = line.split(":", 2)
+        if "cpuacct" in controllers.split(","):
+            usage = Path("/sys/fs/cgroup/cpuacct") / group.lstrip("/") / "cpuacct.usage"
+            with contextlib.suppress(OSError, ValueError):
+                return int(usage.read_text()) / 1e9
+        if controllers == "":
+            stat = Path("/sys/fs/cgroup") / group.lstrip("/") / "cpu.stat"
+            with contextlib.suppress(OSError, ValueError, StopIteration):
+                text = stat.read_text().splitlines()
+                return int(next(x for x in text if x.startswith("usage_usec")).split()[1]) / 1e6
+    return None
+
+
+async def _docker_lifecycle(bot: BotSpec, runs: int) -> dict[str, list[float]]:
+    """One container of ``bot`` ``runs`` times, as the backend makes it, each phase timed."""
+    sandbox = DockerSandbox(client=connect())
+    client = await sandbox._ready_client(sandbox.image)
+    daemons = _pids_running(lambda c: c.split(" ")[0].endswith(("dockerd", "containerd")))
+    phases: dict[str, list[float]] = {}
+
+    def note(name: str, value: float) -> None:
+        phases.setdefault(name, []).append(value)
+
+    try:
+        for _ in range(runs):
+            own, daemon = time.process_time(), _daemons_cpu(daemons)
+            started = time.perf_counter()
+            fifo = StdoutFifo.create(anyone=True, stdio=True)
+            options = sandbox._create_options(bot, Limits(), sandbox.image, fifo)
+            container = await asyncio.to_thread(client.containers.create, **options)
+            created = time.perf_counter()
+            note("create (dockerd)", created - started)
+            attach = await _open_attach(await asyncio.to_thread(_attach, container))
+            stdout = await fifo.open_reader(2**16)
+            await fifo.open_reader(2**16, "stderr")
+            await asyncio.to_thread(container.start)
+            running = time.perf_counter()
+            note("start (containerd, shim, runc)", running - created)
+            writer = await fifo.open_writer(attach.ended)
+            assert writer is not None
+            await writer.send(HELLO)
+            assert b'"ready"' in await stdout.readline()
+            ready = time.perf_counter()
+            note("hello -> ready (docker-init, sh, the bot's start)", ready - running)
+            note("= start to ready", ready - started)
+            container.reload()
+            pid = container.attrs["State"]["Pid"]
+            shim = _pids_running(functools.partial(_is_shim_of, container.id))
+            note("cpu: dockerd + containerd, to ready", _daemons_cpu(daemons) - daemon)
+            note("cpu: shim + runc, to ready", sum(_cpu_of(p) for p in shim))
+            note("cpu: in the container, to ready", _container_cpu(pid) or 0.0)
+            note("cpu: the referee, to ready", time.process_time() - own)
+            own, daemon = time.process_time(), _daemons_cpu(daemons)
+            stopping = time.perf_counter()
+            await writer.send(BYE)
+            writer.close()
+            await attach.ended.wait()
+            ended = time.perf_counter()
+            note("bye -> exit (the end of its attach stream)", ended - stopping)
+            attach.abort()
+            fifo.close()
+            await asyncio.to_thread(container.remove)
+            note("remove", time.perf_counter() - ended)
+            note("= bye to removed", time.perf_counter() - stopping)
+            note("cpu: dockerd + containerd, bye to removed", _daemons_cpu(daemons) - daemon)
+            note("cpu: the referee, bye to removed", time.process_time() - own)
+    finally:
+        await sandbox.aclose()
+    return phases
+
+
+async def _process_lifecycle(bot: BotSpec, runs: int) -> dict[str, list[float]]:
+    sandbox = ProcessSandbox()
+    await sandbox.prepare()
+    phases: dict[str, list[float]] = {}
+    try:
+        for _ in range(runs):
+            started = time.perf_counter()
+            process = await sandbox.start(bot, Limits())
+            await process.write(HELLO)
+            assert b'"ready"' in await process.stdout.readline()
+            stopping = time.perf_counter()
+            phases.setdefault("= start to ready", []).append(stopping - started)
+            await process.write(BYE)
+            await process.close_stdin()
+            await process.wait(5)
+            await process.cleanup()
+            phases.setdefault("= bye to removed", []).append(time.perf_counter() - stopping)
+    finally:
+        await sandbox.aclose()
+    return phases
+
+
+def bench_lifecycle(runs: int = 10) -> dict[str, float]:
+    """Where a container's time goes, phase by phase, and whose CPU it is (the daemons',
+    the shim's and runc's, the container's own, the referee's), for the ``heuristic``
+    sample bot, one container at a time as bot check's steps need them; beside the process
+    sandbox's start and stop of the same bot. The daemons' CPU includes any other client's
+    work meanwhile (a shared daemon)."""
+    from referee.resources import sample_bot
+    from referee.sandbox import load_bot
+
+    staging = make_staging_root()
+    try:
+        bot = stage_bot(load_bot(sample_bot("heuristic")), staging)
+        docker = asyncio.run(_docker_lifecycle(bot, runs))
+        process = asyncio.run(_process_lifecycle(bot, runs))
+    finally:
+        remove_staging_root(staging)
+    load = os.getloadavg()[0]
+    print(f"one bot's container, phase by phase ({runs} runs, medians; load {load:.1f}):")
+    figures: dict[str, float] = {}
+    for name, seconds in docker.items():
+        print(f"  {name:52} {statistics.median(seconds) * 1000:6.0f} ms")
+        figures[f"lifecycle_{name}_ms"] = statistics.median(seconds) * 1000
+    cpu = sum(statistics.median(v) for k, v in docker.items() if k.startswith("cpu:"))
+    print(f"  {'= CPU of one container, start to removed':52} {cpu * 1000:6.0f} ms")
+    for name, seconds in process.items():
+        print(f"  process sandbox {name:36} {statistics.median(seconds) * 1000:6.0f} ms")
+        figures[f"lifecycle_process_{name}_ms"] = statistics.median(seconds) * 1000
+    figures["lifecycle_cpu_ms"] = cpu * 1000
+    return figures
+
+
+def _timed_check(sandbox: str, source: Path | None) -> float:
+    """Seconds for ``referee bot check @heuristic --sandbox SANDBOX`` as a user runs it (a
+    fresh Python, the check's output discarded); ``source``: a referee checkout run instead
+    of the installed one."""
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
+    command = [sys.executable, "-m", "referee", "bot", "check", "@heuristic", "--sandbox", sandbox]
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}")
+    return elapsed
+
+
+def bench_check(pairs: int = 5, before: Path | None = None) -> dict[str, float]:
+    """``referee bot check @heuristic`` in Docker beside the process sandbox, ``pairs``
+    times, taking turns (each pair in the other order than the one before) so that both
+    see the same load; with ``before``, a referee checkout (the code before a change) takes
+    its turns in the same pairs. Prints each pair with the load, then min / median / max
+    and the ratio Docker / process (median of the pairs' ratios, and their range)."""
+    variants: dict[str, tuple[str, Path | None]] = {}
+    if before is not None:
+        variants["before, docker"] = ("docker", before)
+        variants["before, process"] = ("process", before)
+    variants["docker"] = ("docker", None)
+    variants["process"] = ("process", None)
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    print(f"bot check @heuristic, {pairs} turns, Docker beside the process sandbox:")
+    for turn in range(pairs):
+        load = os.getloadavg()
+        order = list(variants) if turn % 2 == 0 else list(reversed(variants))
+        for name in order:
+            times[name].append(_timed_check(*variants[name]))
+        each = "  ".join(f"{name} {times[name][-1]:5.2f} s" for name in variants)
+        print(f"  turn {turn + 1}  load {load[0]:4.1f} {load[1]:4.1f} {load[2]:4.1f}   {each}")
+    figures: dict[str, float] = {}
+    for name, seconds in times.items():
+        print(
+            f"  {name:16} min {min(seconds):5.2f} s   median {statistics.median(seconds):5.2f} s"
+            f"   max {max(seconds):5.2f} s"
+        )
+        figures[f"check_{name.replace(', ', '_')}_s"] = statistics.median(seconds)
+    for prefix in ["before, ", ""] if before is not None else [""]:
+        docker, process = times[f"{prefix}docker"], times[f"{prefix}process"]
+        ratios = [d / p for d, p in zip(docker, process, strict=True)]
+        print(
+            f"  {prefix + 'docker / process':24} {statistics.median(ratios):4.2f}x (pairs "
+            f"{min(ratios):4.2f}x to {max(ratios):4.2f}x; target <= 1.5x)"
+        )
+        figures[f"check_{prefix.replace(', ', '_')}ratio"] = statistics.median(ratios)
+    print(f"  load at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return figures
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = argparse.ArgumentParser(prog="python -m bench.docker_bench", description=__doc__)
+    parser.add_argument(
+        "--check-only", action="store_true", help="only bot check, Docker beside process"
+    )
+    parser.add_argument("--pairs", type=int, default=5, help="bot check's turns (default 5)")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a referee checkout (e.g. `git archive main | tar -x -C DIR`) whose bot check "
+        "takes its turns in the same pairs",
+    )
+    args = parser.parse_args(argv)
+    if args.check_only:
+        figures = bench_lifecycle()
+        figures.update(bench_check(args.pairs, args.before))
+        return figures
     print(f"Docker sandbox ({len(REQUEST)}-byte request lines)")
     figures = bench_start()
     figures.update(bench_round_trip())
     figures.update(bench_reuse())
     figures.update(bench_warm())
     figures.update(bench_warm(think_ms=5))
+    figures.update(bench_lifecycle())
+    figures.update(bench_check(args.pairs, args.before))
     return figures
 
 

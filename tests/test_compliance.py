@@ -8,6 +8,8 @@ processes and the command line are in ``tests/test_bot_check.py``.
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -268,13 +270,20 @@ class _Counting(FakeSandbox):
         return [p for p in self.started if p.spec.name == "scripted"]
 
 
-@pytest.mark.parametrize("ahead", [True, False])
-def test_each_steps_process_starts_during_the_step_before_and_changes_nothing_found(
-    ahead: bool,
+def _steps_served(proc: Any) -> set[str]:
+    """The steps whose matches a process of the bot under test played (by match id)."""
+    ids = [m["match"] for m in proc.received if m["type"] == "match_start"]
+    return {"reuse" if i.startswith("check-reuse") else i.rsplit("-", 1)[0] for i in ids}
+
+
+@pytest.mark.parametrize("ahead", [0, 1, BOT_PROCESSES - 1])
+def test_each_steps_process_starts_during_the_steps_before_and_changes_nothing_found(
+    ahead: int,
 ) -> None:
-    """Started ahead, the bot under test still gets a fresh process per step, none wasted
-    after the last step, at most BOT_PROCESSES alive at once; the report is the one of a
-    run that starts each process when its step comes."""
+    """Started ahead, the bot under test still gets a fresh process per step (per seed),
+    none serving two, none wasted after the last step, at most ``ahead + 1`` alive at once
+    (BOT_PROCESSES at bot check's default); the report is the one of a run that starts each
+    process when its step comes."""
     factories: dict[str, Any] = {name: handler(name) for name in OPPONENTS}
     factories["scripted"] = lambda: polite_bot("scripted")
     sandbox = _Counting(factories)
@@ -287,14 +296,43 @@ def test_each_steps_process_starts_during_the_step_before_and_changes_nothing_fo
     matches = 1 + sum(len(s.seeds) for s in report.steps[1:-1]) + 1  # handshake, ..., reuse
     own = sandbox.own()
     assert len(own) == matches, "a fresh process for each, and none started for nothing"
+    assert [_steps_served(p) for p in own].count(set()) == 1, "the handshake's only"
     for proc in own[1:]:
-        assert [m["type"] for m in proc.received].count("match_start") >= 1
+        assert len(_steps_served(proc)) == 1, "a process served two steps"
+        starts = [m for m in proc.received if m["type"] == "match_start"]
+        assert len(starts) == (2 if _steps_served(proc) == {"reuse"} else 1)
     assert all(p.ended is not None for p in sandbox.started)
-    if ahead:  # the next one started while a step played (a fake stops at once: not 3)
-        assert 2 <= sandbox.most_alive <= BOT_PROCESSES
+    if ahead:  # started while a step played (a fake stops at once: never ahead + 1)
+        assert 2 <= sandbox.most_alive <= ahead + 1 <= BOT_PROCESSES
     else:
         assert sandbox.most_alive == 1
     plain = _run(_scripted(lambda: polite_bot("scripted")))
     assert [(s.name, s.ok, s.seeds, s.note) for s in report.steps] == [
         (s.name, s.ok, s.seeds, s.note) for s in plain.steps
     ]
+
+
+@pytest.mark.parametrize("keep_going", [False, True])
+def test_a_failing_bot_is_found_the_same_with_processes_started_ahead(keep_going: bool) -> None:
+    """A bot that plays one card into pairs: the same failed steps, faults and problems
+    whether its processes start ahead or one at a time, and every process stopped."""
+    reports = []
+    for ahead in (0, BOT_PROCESSES - 1):
+        run = _scripted(_one_card_on_pairs)
+        run.ahead = ahead
+        run.own.max_idle_total = ahead
+        run.own.close_behind = ahead > 0
+        reports.append(_run(run, keep_going))
+        assert all(p.ended is not None for p in run.sandbox.started)  # type: ignore[attr-defined]
+    one_at_a_time, ahead_of_time = reports
+    assert not ahead_of_time.passed
+    assert _without_ids(ahead_of_time) == _without_ids(one_at_a_time)
+    assert ahead_of_time.stopped_early == (not keep_going)
+
+
+def _without_ids(report: CheckReport) -> str:
+    """The steps as JSON, their times left out and request ids made alike: ids count every
+    request of the run, the ``hello`` of a process started ahead included, so they are
+    numbered otherwise when processes start earlier (the cards, lines and verdicts not)."""
+    steps = json.dumps([s.as_json() | {"seconds": 0} for s in report.steps])
+    return re.sub(r'(act |\\"id\\": ?|"id": |"request_id": )\d+', r"\1<id>", steps)

@@ -214,6 +214,36 @@ def test_after_sigkill_the_next_start_removes_the_dead_referees_containers(
         remove(docker_client, containers(docker_client, dead))
 
 
+# --------------------------------------------------------------------------- bot check
+
+
+@pytest.mark.docker
+def test_bot_check_in_docker_removes_every_container_on_ctrl_c(
+    docker_client: Any, tmpdir_for_bots: Path
+) -> None:
+    """Stopped while a step waits on the bot and the containers of the steps to come and the
+    opponents run beside it: every one of them is removed before the command exits."""
+    referee = subprocess.Popen(
+        [sys.executable, "-m", "referee", "bot", "check", str(SLEEPS), "--sandbox", "docker",
+         "--move-ms", "600000", "--bank-ms", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(tmpdir_for_bots)},
+    )  # fmt: skip
+    mine = owner_label(referee.pid)
+    try:
+        # The step's container, 2 opponents at 3 seats, 3 more for 6 seats, 3 started ahead.
+        wait_for(lambda: len(containers(docker_client, mine)) >= 7, 60, "the containers")
+        time.sleep(1.0)
+        returncode, err = stop(referee, signal.SIGINT)
+        left = containers(docker_client, mine)
+    finally:
+        remove(docker_client, containers(docker_client, mine))  # whatever happened
+    assert returncode == 130, err
+    assert left == [], "the check left containers behind"
+    assert staging_folders(tmpdir_for_bots) == []
+    assert "Traceback" not in err
+
+
 # --------------------------------------------------------------------------- tournament
 
 

@@ -78,22 +78,24 @@ def bot_check(
     spec = load_bot(path)
     check_images([spec], allow_images)
     sandbox = get_sandbox(sandbox_name, images=allow_images)
-    # The bot under test at its limit (twice: each step's process starts during the step
-    # before, or once where that does not fit); the sample bots at 6 seats and those idle.
-    ahead = True
-    try:
-        check_memory(
-            sandbox,
-            compliance.BOT_PROCESSES,
-            memory_mb,
-            samples=compliance.MOST_OPPONENTS,
-            fix="lower --memory-mb",
-        )
-    except UsageError:
-        ahead = False
-        check_memory(
-            sandbox, 1, memory_mb, samples=compliance.MOST_OPPONENTS, fix="lower --memory-mb"
-        )
+    # The bot under test at its limit, as many times as fit up to BOT_PROCESSES (steps'
+    # processes start during the steps before and stop behind them; once where no more
+    # fit); the sample bots at 6 seats and those idle.
+    for processes in range(compliance.BOT_PROCESSES, 0, -1):
+        try:
+            check_memory(
+                sandbox,
+                processes,
+                memory_mb,
+                samples=compliance.MOST_OPPONENTS,
+                fix="lower --memory-mb",
+            )
+        except UsageError:
+            if processes == 1:
+                raise
+        else:
+            break
+    ahead = processes - 1
     log_dir = default_log(f"check-{safe_name(spec.name)}-{secrets.token_hex(4)}").with_suffix("")
     log_dir.mkdir(mode=0o700)
 

@@ -24,12 +24,20 @@ seat), so a given bot meets the same deals and the same replies every time it is
 The opponents' processes are pooled across the run
 (:class:`~referee.protocol.seats.SessionPool`); the bot under test gets a fresh process per
 step, so one failure does not spill into the next step. That process comes from a pool of
-its own that serves one match (block) per process; with ``ahead`` it starts the next step's
-process while this step plays (a container's start, a quarter to half a second, would
-otherwise come before every step) and stops the last one in the background: at most
-:data:`BOT_PROCESSES` of the bot are alive at once. Neither pool freezes its idle bots:
-the sample bots are ours, and the bot under test's next process could only slow the bot
-itself (``docker pause`` and ``unpause`` cost tens of milliseconds a match). Both are
+its own that serves one match (block) per process. All the steps are known up front, so
+with ``ahead`` that pool starts the processes of the steps to come while a step plays, up
+to :data:`AHEAD` of them (no more than the steps left need: one each), and stops the used
+ones in the background; ``ahead`` bounds those started ahead and those being stopped
+together, so at most ``ahead + 1`` (:data:`BOT_PROCESSES` by default) of the bot are alive
+at once. Once the first process is greeted, the opponents of the largest table start too.
+A container's start costs a quarter to half a second, most of it CPU in the daemons
+(dockerd, containerd, its shim and runc: about 0.16 s a container from create to removed,
+``bench/docker_bench.py``), and a check needs 19 of them; started side by side while the
+steps play, they use the CPU the steps leave idle, but on a busy machine that CPU is the
+limit, not the order they start in (README, Benchmarks). Neither pool
+freezes its idle bots: the sample bots are ours, and the bot under test's next processes
+could only slow the bot itself (``docker pause`` and ``unpause`` cost tens of
+milliseconds a match). Both are
 seated the one way (:func:`~referee.protocol.seats.seated`): the bot under test's process
 is seated alone for its step, then takes seat 0 of each match of the step, an occupied seat
 among the borrowed opponents. By default the run stops at the first failed step (a bot that
@@ -70,6 +78,7 @@ from referee.sandbox.base import BotSpec, Limits, Sandbox
 from referee.specs import TimeControl
 
 __all__ = [
+    "AHEAD",
     "BOT_PROCESSES",
     "CHECK_ROUNDS",
     "FALLBACK_SEEDS",
@@ -94,8 +103,14 @@ MOST_OPPONENTS = 2 * (max(TABLES) - 1)
 """Sample bot processes alive at once at most: the opponents at the largest table, and as
 many kept idle by the pool (its cap is the largest table it seated)."""
 BOT_PROCESSES = 3
-"""Processes of the bot under test alive at once at most, with ``ahead``: its step's, the
-next step's (started ahead), and the last step's while it is being stopped."""
+"""Processes of the bot under test alive at once at most (``ahead`` at its default of
+:func:`run_check`, ``BOT_PROCESSES - 1``): its step's, one started ahead for the next
+step, and one being stopped behind."""
+AHEAD = 1
+"""Processes of the bot under test started ahead at most (where ``ahead`` leaves room).
+One: three ahead were no faster in Docker (``bench/docker_bench.py``: the check is bound by
+the CPU each container costs, not by waiting for one), and cost twice the memory and
+more idle copies of the bot beside the one playing."""
 REQUEST_KINDS = ("play", "give", "leftover")
 REUSE = ("arschloch", 4, (1, 2))
 """The reuse step: preset, seats and the seeds of its two matches."""
@@ -278,7 +293,7 @@ class ComplianceRun:
         progress: Progress | None = None,
         *,
         clock: Clock | None = None,
-        ahead: bool = False,
+        ahead: int = 0,
     ) -> None:
         self.sandbox = sandbox
         self.bot = bot
@@ -293,34 +308,52 @@ class ComplianceRun:
             sandbox, report.limits, report.time_control, clock=self.clock, freeze_idle=False
         )
         self.ids: itertools.count[int] = self.pool.ids
-        # One block per process, one kept (started ahead); ids shared with the opponents,
-        # who sit at the same tables.
+        self.ahead = int(ahead)
+        """Processes of the bot alive at once beside its step's: started ahead for the steps
+        to come, or being stopped behind (0: one at a time; see the module docstring)."""
+        # One block per process; the cap counts those started ahead and those being
+        # stopped. Ids shared with the opponents, who sit at the same tables.
         self.own = SessionPool(
             sandbox,
             report.limits,
             report.time_control,
             clock=self.clock,
             max_matches=1,
-            max_idle=1,
-            max_idle_total=1,
+            max_idle=AHEAD,
+            max_idle_total=self.ahead,
             request_ids=self.ids,
             freeze_idle=False,
-            close_behind=ahead,
+            close_behind=self.ahead > 0,
         )
-        self.ahead = ahead
-        """Start the next step's process while this one plays (see the module docstring)."""
+        self._later = 0  # processes the steps after this one need at least (one each)
+        self._tables: Sequence[int] = ()  # whose opponents start with the first process
 
     # -- the bot under test ----------------------------------------------------------------
 
     @contextlib.asynccontextmanager
     async def own_process(self) -> AsyncIterator[Table]:
         """A fresh, greeted process of the bot, alone at its table (``table.bots[0]``; its
-        fault set when ``hello`` failed), stopped when the block ends (behind the next step,
-        with :attr:`ahead`, whose process starts meanwhile)."""
+        fault set when ``hello`` failed), stopped when the block ends (in the background,
+        with :attr:`ahead`, while the processes of the steps to come start)."""
         async with seated([self.bot], pool=self.own) as table:
-            if self.ahead:
-                self.own.warm([self.bot], None)
+            if table.bots[0].fault is None:  # else the run may stop here: start nothing
+                self._warm()
             yield table
+
+    def _warm(self) -> None:
+        """Start, while a step plays, the processes of the bot the steps to come need at
+        least (at most :data:`AHEAD`, within :attr:`ahead`), and the first time, every
+        opponent of the largest table: all the steps are known, so both can be started
+        before they are needed. Called once a process is seated, so that the handshake's
+        time is not the machine's time to start all of them."""
+        if self._tables:
+            seats = max(self._tables)
+            self._tables = ()
+            specs = [self.opponents[OPPONENTS[i % len(OPPONENTS)]] for i in range(seats - 1)]
+            self.pool.max_idle_total = max(self.pool.max_idle_total or 0, seats - 1)
+            self.pool.warm(specs, None)
+        if self.ahead:
+            self.own.warm([self.bot] * min(AHEAD, self.ahead, self._later), None)
 
     async def note_peak(self, session: BotSession) -> None:
         """Note the process's peak memory (before it is stopped, which frees the counter)."""
@@ -382,7 +415,7 @@ class ComplianceRun:
                     match_id = f"check-{preset}-{seats}-{seed}"
                     await self._play(step, session, rules, seed, match_id)
                 finally:
-                    # The pool says bye and stops it (behind the next step, with ahead).
+                    # The pool says bye and stops it (in the background, with ahead).
                     await asyncio.shield(self.note_peak(session))
             if not step.ok or all(step.asked[k] for k in wanted):
                 break
@@ -488,15 +521,19 @@ class ComplianceRun:
             functools.partial(self.reuse, ruleset, seats),
         ]
 
-    async def run(self, steps: Sequence[StepRun], keep_going: bool = False) -> None:
+    async def run(
+        self, steps: Sequence[StepRun], keep_going: bool = False, tables: Sequence[int] = ()
+    ) -> None:
         """Every step in order (:meth:`preset_steps` or :meth:`tournament_steps`); stops
-        after a failed handshake, or any failure unless ``keep_going``. The opponents'
-        processes are stopped at the end."""
+        after a failed handshake, or any failure unless ``keep_going``. ``tables``: the
+        table sizes the steps play at, whose opponents start once the bot's first process
+        is greeted (else when a step needs them). The opponents' processes are stopped at
+        the end."""
         self.report.planned = len(steps)
-        ahead = self.ahead
+        self._tables = tables
         try:
             for i, make in enumerate(steps):
-                self.ahead = ahead and i < len(steps) - 1  # nothing comes after the last
+                self._later = len(steps) - 1 - i  # nothing comes after the last
                 step = await make()
                 self.report.steps.append(step)
                 self.progress(step)
@@ -607,15 +644,15 @@ def run_check(
     log_dir: Path | None = None,
     on_start: Callable[[CheckReport], None] | None = None,
     progress: Progress | None = None,
-    ahead: bool = True,
+    ahead: int = BOT_PROCESSES - 1,
 ) -> CheckReport:
     """Check ``bot`` (as loaded) in ``sandbox``; stages the bots, stops everything after.
 
     Ctrl-C and SIGTERM stop the run with every bot stopped (:mod:`referee.interrupts`).
     Match logs go to ``log_dir`` when given. ``on_start`` is called with the empty report
-    (what is checked, where), ``progress`` with each finished step. ``ahead`` starts each
-    step's process of the bot while the step before plays (:data:`BOT_PROCESSES` alive at
-    once, not one).
+    (what is checked, where), ``progress`` with each finished step. ``ahead``: how many
+    processes of the bot may be alive beside the one playing, started ahead for the steps
+    to come or being stopped behind them (0: one at a time; see the module docstring).
     """
     from referee.sandbox import make_staging_root, remove_staging_root, stage_bot
 
@@ -628,7 +665,7 @@ def run_check(
     try:
         staged = stage_bot(bot, staging)
         steps = functools.partial(ComplianceRun.preset_steps, presets=list(presets or PRESETS))
-        _run(staged, sandbox, report, staging, steps, keep_going, log_dir, progress, ahead)
+        _run(staged, sandbox, report, staging, steps, TABLES, keep_going, log_dir, progress, ahead)
     finally:
         remove_staging_root(staging)
     return report
@@ -661,7 +698,7 @@ def check_entry(
     staging = make_staging_root()
     try:
         steps = functools.partial(ComplianceRun.tournament_steps, ruleset=ruleset, seats=seats)
-        _run(staged, sandbox, report, staging, steps, False, None, progress)
+        _run(staged, sandbox, report, staging, steps, (seats,), False, None, progress)
     finally:
         remove_staging_root(staging)
     return report
@@ -685,10 +722,11 @@ def _run(
     report: CheckReport,
     staging: Path,
     steps: Callable[[ComplianceRun], list[StepRun]],
+    tables: Sequence[int],
     keep_going: bool,
     log_dir: Path | None,
     progress: Progress | None,
-    ahead: bool = False,
+    ahead: int = 0,
 ) -> None:
     """The sample bots staged in ``staging``, then the ``steps`` of a run for ``staged``."""
     from referee.resources import sample_bot
@@ -696,4 +734,4 @@ def _run(
 
     opponents = {name: stage_bot(load_bot(sample_bot(name)), staging) for name in OPPONENTS}
     check = ComplianceRun(sandbox, staged, opponents, report, log_dir, progress, ahead=ahead)
-    run_in_command(lambda: check.run(steps(check), keep_going), sandbox)
+    run_in_command(lambda: check.run(steps(check), keep_going, tables), sandbox)

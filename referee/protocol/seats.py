@@ -232,6 +232,10 @@ async def _close_all(sessions: Sequence[BotSession]) -> None:
     await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
 
 
+_Coming = tuple[dict[tuple[str, str], int], str | None, tuple[BotSpec, ...]]
+"""The match :meth:`SessionPool.warm` was last told of: its seats per bot, its deal, its bots."""
+
+
 class SessionPool:
     """Keeps bot processes (or containers) alive between consecutive matches, like cutechess.
 
@@ -252,7 +256,8 @@ class SessionPool:
     in the background, the processes that match would otherwise have to start (a bot it
     keeps none of, or only ones that have seen that deal), so that the start of a process
     or a container is hidden behind the match being played. They count as idle processes
-    (within ``max_idle_total``: idle ones the coming match cannot use make room first), a
+    (within ``max_idle_total``: idle ones the coming match cannot use make room, never
+    one it would take: stopping it to start another would gain nothing), a
     fresh process has seen no deal, and :meth:`acquire` waits for one still starting rather
     than start another. When the guess was wrong they are idle processes like any other.
 
@@ -263,7 +268,9 @@ class SessionPool:
     input without burning CPU and need no fairness guard (the sample bots a ``bot check``
     plays against), since ``docker pause`` and ``unpause`` cost tens of milliseconds each.
     ``close_behind`` closes the processes the pool gives up in the background (:meth:`aclose`
-    waits for them), for a caller whose memory budget counts them until then.
+    waits for them), for a caller whose memory budget counts them until then: they count
+    against ``max_idle_total`` until they are gone, and each one gone makes room for what
+    the coming match (:meth:`warm`) still lacks, started then.
     ``request_ids`` (default: a count of the pool's own) numbers every request its bots are
     sent, so that the bots of two pools seated at one table never see an id twice.
 
@@ -297,7 +304,8 @@ class SessionPool:
         self._idle: dict[tuple[str, str], list[BotSession]] = {}
         self._lent: dict[int, BotSession] = {}
         self._warming: dict[tuple[str, str], list[asyncio.Task[BotSession | None]]] = {}
-        self._coming: tuple[dict[tuple[str, str], int], str | None] | None = None
+        self._coming: _Coming | None = None
+        self._shut = False
         self._closing: set[asyncio.Future[None]] = set()
         self._deals: dict[int, set[str]] = {}
         self._served: dict[int, int] = {}
@@ -315,6 +323,13 @@ class SessionPool:
 
     def _cap(self) -> int:
         return self.max_idle_total if self.max_idle_total is not None else self._largest_table
+
+    def _kept(self) -> int:
+        """The processes that count against the cap: idle, starting ahead, and with
+        ``close_behind`` those still being stopped."""
+        kept = sum(len(group) for group in self._idle.values())
+        kept += sum(len(group) for group in self._warming.values())
+        return kept + (len(self._closing) if self.close_behind else 0)
 
     def _usable(self, session: BotSession, deal_key: str | None) -> bool:
         return (
@@ -417,10 +432,12 @@ class SessionPool:
         """Start in the background what a coming match of ``bots`` on ``deal_key`` could not
         take from the pool (see the class docstring). Returns at once; the starts go on
         while the caller's loop runs (the match being played)."""
+        if self._shut:
+            return
         need: dict[tuple[str, str], int] = {}
         for spec in bots:
             need[self._key(spec)] = need.get(self._key(spec), 0) + 1
-        self._coming = (need, deal_key)
+        self._coming = (need, deal_key, tuple(bots))
         specs = {self._key(spec): spec for spec in bots}
         starts: list[BotSpec] = []
         for key, seats in need.items():
@@ -432,11 +449,9 @@ class SessionPool:
             )
             have += len(self._warming.get(key, []))
             starts += [specs[key]] * max(0, seats - have)
-        kept = sum(len(group) for group in self._idle.values())
-        kept += sum(len(group) for group in self._warming.values())
-        room = self._cap() - kept
+        room = self._cap() - self._kept()
         if room < len(starts):
-            for session in self._evictable()[: len(starts) - room]:
+            for session in self._spare()[: len(starts) - room]:
                 self._idle[self._key(session.spec)].remove(session)
                 self._idle_since.pop(id(session), None)
                 self._close_later(session)
@@ -478,8 +493,22 @@ class SessionPool:
         """True when the match :meth:`warm` was last told of could take ``session``."""
         if self._coming is None:
             return False
-        need, deal_key = self._coming
+        need, deal_key, _ = self._coming
         return self._key(session.spec) in need and self._usable(session, deal_key)
+
+    def _spare(self) -> list[BotSession]:
+        """Idle sessions that may make room for a warm start: those the coming match cannot
+        use, and of those it can, more of a bot than it has seats for (the longest idle);
+        stopping one it would take, to start another, would gain nothing."""
+        need = dict(self._coming[0]) if self._coming is not None else {}
+        evictable = self._evictable()
+        taken: set[int] = set()
+        for session in reversed(evictable):  # the shortest idle first
+            key = self._key(session.spec)
+            if self._useful(session) and need.get(key, 0) > 0:
+                need[key] -= 1
+                taken.add(id(session))
+        return [s for s in evictable if id(s) not in taken]
 
     def _evictable(self) -> list[BotSession]:
         """Idle sessions in the order they are closed to keep within the caps: those the
@@ -529,8 +558,7 @@ class SessionPool:
     def _over_total(self) -> list[BotSession]:
         """Take the idle sessions beyond ``max_idle_total`` out of the pool (see release)."""
         idle = self._evictable()
-        kept = len(idle) + sum(len(group) for group in self._warming.values())
-        surplus = idle[: max(0, kept - self._cap())]
+        surplus = idle[: max(0, self._kept() - self._cap())]
         for session in surplus:
             self._idle[self._key(session.spec)].remove(session)
             self._idle_since.pop(id(session), None)
@@ -547,7 +575,15 @@ class SessionPool:
         with ``close_behind``); :meth:`aclose` waits for it."""
         closing = asyncio.ensure_future(self._close(session))
         self._closing.add(closing)
-        closing.add_done_callback(self._closing.discard)
+        closing.add_done_callback(self._closed_behind)
+
+    def _closed_behind(self, closing: asyncio.Future[None]) -> None:
+        """A background close ended (see :meth:`_close_later`)."""
+        self._closing.discard(closing)
+        if self.close_behind and self._coming is not None:
+            # Its room is free now: start what the coming match still lacks.
+            _, deal_key, bots = self._coming
+            self.warm(bots, deal_key)
 
     async def _close(self, session: BotSession) -> None:
         self._deals.pop(id(session), None)
@@ -558,6 +594,8 @@ class SessionPool:
 
     async def aclose(self) -> None:
         """Stop the bots starting ahead, then say ``bye`` to every idle bot and stop it."""
+        self._shut = True  # nothing starts ahead any more, even when a close makes room
+        self._coming = None
         warming = [task for group in self._warming.values() for task in group]
         for task in warming:
             task.cancel()

@@ -7,6 +7,7 @@ waited out in virtual time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +300,91 @@ def test_closing_a_pool_stops_the_bots_it_is_starting_ahead() -> None:
         await pool.aclose()
         await asyncio.sleep(0.05)  # long enough for a start that was not stopped to end
         assert all(_ended(sandbox)), "a bot started ahead outlived its pool"
+
+    asyncio.run(go())
+
+
+def test_a_warm_start_never_stops_an_idle_process_the_coming_match_would_take() -> None:
+    """At its cap, a pool makes room for a warm start with idle processes the coming match
+    cannot use or has no seat for, never with one it would take."""
+    sandbox = FakeSandbox({"a": polite_bot, "b": polite_bot, "c": polite_bot})
+    pool = SessionPool(sandbox, Limits(), TC, max_idle_total=3)
+
+    async def settle() -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    def alive() -> list[str]:
+        return sorted(p.spec.name for p in sandbox.started if p.ended is None)
+
+    async def go() -> None:
+        async with seated([spec("a"), spec("a"), spec("c")], pool=pool, deal_key="d0") as table:
+            await play_match(table, RULES3, 0, match_id="d0")
+        assert alive() == ["a", "a", "c"]
+        pool.warm([spec("a"), spec("b"), spec("c")], "d1")  # one a is spare: room for b
+        await settle()
+        assert len(sandbox.started) == 4 and alive() == ["a", "b", "c"]
+        pool.warm([spec("a"), spec("a"), spec("b"), spec("c")], "d1")  # none spare: no room
+        await settle()
+        assert len(sandbox.started) == 4 and alive() == ["a", "b", "c"]
+        await pool.aclose()
+
+    asyncio.run(go())
+
+
+def test_closing_behind_counts_against_the_cap_and_makes_room_when_done() -> None:
+    """``close_behind``: a process given up is stopped in the background, counted as kept
+    until it is gone (the memory budget counts it), and its room then goes to what the
+    coming match still lacks; a process serves one block only, as in bot check's pool."""
+    stopping = asyncio.Event()
+
+    live: set[int] = set()  # processes started and not cleaned up (a container not removed)
+
+    class SlowStop(FakeSandbox):
+        async def start(self, bot: Any, limits: Limits) -> Any:
+            proc = await super().start(bot, limits)
+            cleanup = proc.cleanup
+            live.add(id(proc))
+
+            async def slow_cleanup() -> Any:
+                # Bounded: a failed assertion's cleanup must not wait for ever.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), 5)
+                live.discard(id(proc))
+                return await cleanup()
+
+            proc.cleanup = slow_cleanup
+            return proc
+
+    sandbox = SlowStop({"a": polite_bot})
+    pool = SessionPool(sandbox, Limits(), TC, max_matches=1, max_idle_total=2, close_behind=True)
+
+    def alive() -> int:
+        return len(live)
+
+    async def settle() -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    async def go() -> None:
+        async with seated([spec("a")], pool=pool) as table:
+            pool.warm([spec("a")] * 3, None)
+            await settle()
+            assert len(sandbox.started) == 3, "two ahead: the cap"
+            used = _procs(table.bots)
+        await settle()
+        assert alive() == 3, "the used one is being stopped behind, and counted"
+        async with seated([spec("a")], pool=pool) as table:
+            assert not _procs(table.bots) & used, "a fresh process for each block"
+            pool.warm([spec("a")] * 3, None)
+            await settle()
+            assert len(sandbox.started) == 3, "no room while one is being stopped"
+            stopping.set()
+            await settle()
+            assert len(sandbox.started) == 4, "its room went to the coming match"
+            assert alive() == 3
+        await pool.aclose()
+        assert alive() == 0
 
     asyncio.run(go())
 
