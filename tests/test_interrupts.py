@@ -138,10 +138,11 @@ def test_play_in_docker_stops_its_containers_on_a_signal(
         time.sleep(1.0)  # the match is on: the sleeper holds its first request
         assert staging_folders(tmpdir_for_bots)
         returncode, err = stop(referee, signum)
+        left = containers(docker_client, mine)  # read before the cleanup below
     finally:
-        remove(docker_client, containers(docker_client, mine))
+        remove(docker_client, containers(docker_client, mine))  # whatever happened
     assert returncode == code, err
-    assert containers(docker_client, mine) == []
+    assert left == [], "the referee left containers behind"
     assert staging_folders(tmpdir_for_bots) == []
     last = err.strip().splitlines()[-1]
     assert last.startswith("referee: ") and "every bot was stopped" in last
@@ -231,7 +232,7 @@ def test_bot_check_in_docker_removes_every_container_on_ctrl_c(
     )  # fmt: skip
     mine = owner_label(referee.pid)
     try:
-        # The step's container, 2 opponents at 3 seats, 3 more for 6 seats, 3 started ahead.
+        # The step's container, the 5 opponents of the largest table, 1 started ahead.
         wait_for(lambda: len(containers(docker_client, mine)) >= 7, 60, "the containers")
         time.sleep(1.0)
         returncode, err = stop(referee, signal.SIGINT)
