@@ -2,8 +2,8 @@
 designs compared on a calibrated surrogate.
 
 ``python -m bench.league_bound [--bots 200] [--seeds 6] [--budget 1000] [--designs ...]
-[--calibration-bots 200] [--skip-bound] [--skip-designs]`` needs numpy and scipy (not
-dependencies of the referee: ``pip install numpy scipy``). It answers the question
+[--calibration-bots 200] [--skip-bound] [--skip-designs]`` needs numpy and scipy (in the
+``dev`` extra, not dependencies of the referee). It answers the question
 :mod:`bench.league_bench` leaves open: matchmaking there is nowhere near half of random
 tables' matches to Kendall tau 0.9; could any design be?
 
