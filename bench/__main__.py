@@ -18,6 +18,7 @@ def main() -> int:
         engine_bench,
         estimator_bench,
         league_bench,
+        league_bound,
         match_bench,
         montecarlo_bench,
         parser_bench,
@@ -65,6 +66,10 @@ def main() -> int:
     # 200 bots to 300 matches each, and the coordinator on 1,000 entrants; `python -m
     # bench.league_bench --bots 1000 --budget 800` is the full simulation.
     league_bench.run()
+    print("=" * 72)
+    # What any design could gain there: the oracle bound and designs on a calibrated
+    # surrogate (needs numpy and scipy; skipped with a note without them).
+    league_bound.main([])
     print("=" * 72)
     # A quick look (12 deals); `python -m bench.montecarlo_bench` plays the 400 matches
     # that measure the score target.

@@ -13,19 +13,31 @@ itself and nearly so, one bot in a hundred), the many close together in the midd
 is the order of the dilutions (more random plays, weaker: measured monotone by
 :mod:`bench.ladder_truth` on the ladder's rungs, and by :func:`strength_check` here).
 
-**Simulation.** Two leagues play the field batch by batch, exactly as ``referee league run``
+**Simulation.** Leagues play the field batch by batch, exactly as ``referee league run``
 plans and rates (the same :func:`~referee.ranking.matchmaking.plan_batch`,
 :func:`~referee.tournament.scheduler.league_batch` for seats and shared deals,
 :func:`~referee.ranking.incremental.settle_batch` for ratings; only the store and the
-sandbox are left out), with the same batch size, one deal per table in every seat rotation:
+sandbox are left out), with the same batch size, one deal per table in every seat rotation.
+Three ways of choosing the tables (``--arms``):
 
 * **matchmaking**: the league's own planner, default ``[league]`` knobs;
-* **random tables**: each batch's disjoint tables drawn at random from the field.
+* **random tables**: each batch's disjoint tables drawn at random from the field;
+* **oracle tables**: tables chosen knowing the truth (:mod:`bench.league_bound` has the
+  bound on what any design can do, and other designs on a surrogate): each batch seats
+  the bots that played least (equal counts), each table drawn around the least played of
+  them among the bots within a quarter of the field of it in the true order (opponents
+  close in strength, so each match tells nearly the most a match can, yet spread enough to
+  keep every neighbourhood tied to the rest).
 
-After each batch, Kendall's tau between the published order (``mu - 3 sigma``) and the
-truth. Reported: the matches per bot each needs to reach tau 0.9 (the first batch at
-which it is reached and held at the next two checks), their ratio (target: matchmaking
-needs at most half), and at matchmaking's budget, each one's tau and its top-10 accuracy:
+Every ``--check`` matches per bot, each league's order is read three ways and compared
+with the truth by Kendall's tau: **published** (``mu - 3 sigma``, the leaderboard),
+**mu** (TrueSkill's mean alone) and **bt**, a Bradley-Terry fit of every stored result
+broken into its pairs of places (:func:`bradley_terry`: Plackett-Luce's pairwise marginals
+are exactly Bradley-Terry, so this is its composite likelihood; unlike TrueSkill it keeps
+every correlation between ratings). Reported for each order side by side: the matches per
+bot each league needs to reach tau 0.7, 0.8, 0.85 and 0.9 (the first check at which it is
+reached and held at the next two), its ratio to random tables' in the same order (target:
+matchmaking needs at most half, to 0.9), and at the end each one's tau and top-10 accuracy:
 how many of the true top 10 are in its top 10, and tau within the true top 10.
 
 **Coordinator throughput.** A real league (store, ledger, planner, settling, events) of
@@ -143,12 +155,49 @@ def top_accuracy(order: Sequence[str], truth: Sequence[str], top: int = TOP) -> 
 # --------------------------------------------------------------------------- simulation
 
 
+ARMS = ("matchmaking", "random", "oracle")
+ARM_LABELS = {"matchmaking": "matchmaking", "random": "random tables", "oracle": "oracle tables"}
+ORDERS = ("published", "mu", "bt")
+"""How a league's order is read (module docstring): the leaderboard's ``mu - 3 sigma``,
+TrueSkill's ``mu``, and a Bradley-Terry fit of every result."""
+ORACLE_WINDOW = 4
+"""Oracle tables draw opponents within ``n / ORACLE_WINDOW`` places of the true order."""
+
+
+def bradley_terry(
+    pairs: dict[tuple[str, str], list[int]],
+    names: Sequence[str],
+    start: dict[str, float] | None = None,
+    iterations: int = 30,
+) -> dict[str, float]:
+    """Log-strengths of a Bradley-Terry fit of ``pairs`` (``(a, b)`` with ``a < b`` ->
+    ``[a's wins, b's wins]``) by Hunter's MM iterations, from ``start`` (a fit of fewer
+    results: a warm start, so a few iterations suffice). Each name also holds half a win
+    and half a loss against a virtual entrant of strength 1, so that a name with all wins
+    or all losses has a finite rating."""
+    w = {n: math.exp((start or {}).get(n, 0.0)) for n in names}
+    won = {n: 0.5 for n in names}
+    for (a, b), (wa, wb) in pairs.items():
+        won[a] += wa
+        won[b] += wb
+    for _ in range(iterations):
+        den = {n: 1.0 / (w[n] + 1.0) for n in names}
+        for (a, b), (wa, wb) in pairs.items():
+            share = (wa + wb) / (w[a] + w[b])
+            den[a] += share
+            den[b] += share
+        w = {n: won[n] / den[n] for n in names}
+        centre = sum(math.log(v) for v in w.values()) / len(w)
+        w = {n: v / math.exp(centre) for n, v in w.items()}
+    return {n: math.log(v) for n, v in w.items()}
+
+
 @dataclass
 class League:
     """One simulated league: the planner's state, kept as the league's ledger keeps it."""
 
     rates: dict[str, float]
-    matchmaking: bool
+    arm: str
     seed: int
     settings: LeagueSettings = field(default_factory=LeagueSettings)
     batch: int = 0
@@ -156,34 +205,80 @@ class League:
     standings: dict[str, Standing] = field(default_factory=dict)
     dealt: dict[tuple[str, ...], int] = field(default_factory=dict)
     seats: int = 0
+    pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    strengths: dict[str, float] = field(default_factory=dict)
+    """The last Bradley-Terry fit (:meth:`fit`)."""
 
     def __post_init__(self) -> None:
         env = make_environment()
         for name in sorted(self.rates):
             self.ratings[name] = (env.mu, env.sigma)
             self.standings[name] = Standing(name, env.mu, env.sigma, last_batch=-1)
+        truth = truth_of(self.rates)
+        self.true_rank = {name: i for i, name in enumerate(truth)}
 
     @property
     def per_bot(self) -> float:
         return self.seats / len(self.rates)
 
-    def order(self) -> list[str]:
+    def order(self, how: str = "published") -> list[str]:
+        """The league's order, read ``how`` (:data:`ORDERS`)."""
+        if how == "bt":
+            return sorted(self.strengths, key=lambda n: (-self.strengths[n], n))
+        sigmas = 3 if how == "published" else 0
         return sorted(
-            self.ratings, key=lambda n: (-(self.ratings[n][0] - 3 * self.ratings[n][1]), n)
+            self.ratings,
+            key=lambda n: (-(self.ratings[n][0] - sigmas * self.ratings[n][1]), n),
         )
 
+    def fit(self) -> None:
+        """Fit Bradley-Terry to every result so far (warm-started from the last fit)."""
+        self.strengths = bradley_terry(self.pairs, sorted(self.rates), self.strengths)
+
+    def _shuffled(self, label: str) -> list[str]:
+        names = sorted(self.rates)
+        random.Random(f"{label} {self.seed} {self.batch}").shuffle(names)
+        return names
+
     def tables(self) -> list[tuple[str, ...]]:
-        if not self.matchmaking:
-            names = sorted(self.rates)
-            random.Random(f"random tables {self.seed} {self.batch}").shuffle(names)
-            count = min(self.settings.batch, len(names) // TABLE_SIZE)
+        count = min(self.settings.batch, len(self.rates) // TABLE_SIZE)
+        if self.arm == "random":
+            names = self._shuffled("random tables")
             return [
                 tuple(sorted(names[i * TABLE_SIZE : (i + 1) * TABLE_SIZE])) for i in range(count)
             ]
+        if self.arm == "oracle":
+            return self._oracle_tables(count)
         state = LeagueState(self.batch, tuple(self.standings.values()), 0)
         plan = plan_batch(state, self.settings, table_size=TABLE_SIZE, seed=self.seed)
         self.placed = plan.placement
         return [table.labels for table in plan.tables]
+
+    def _oracle_tables(self, count: int) -> list[tuple[str, ...]]:
+        """Oracle tables (module docstring): the least played, each table among bots close
+        to its first in the true order."""
+        shuffled = self._shuffled("oracle tables")
+        tiebreak = {name: i for i, name in enumerate(shuffled)}
+        chosen = sorted(
+            self.rates, key=lambda n: (self.standings[n].matches, tiebreak[n])
+        )[: count * TABLE_SIZE]
+        free = set(chosen)
+        window = len(self.rates) // ORACLE_WINDOW
+        rng = random.Random(f"oracle opponents {self.seed} {self.batch}")
+        tables = []
+        for name in chosen:
+            if name not in free:
+                continue
+            free.discard(name)
+            here = self.true_rank[name]
+            near = sorted(n for n in free if abs(self.true_rank[n] - here) <= window)
+            if len(near) < TABLE_SIZE - 1:
+                near = sorted(free, key=lambda n: (abs(self.true_rank[n] - here), n))
+                near = near[: TABLE_SIZE - 1]
+            opponents = rng.sample(near, TABLE_SIZE - 1)
+            free.difference_update(opponents)
+            tables.append(tuple(sorted([name, *opponents])))
+        return tables
 
     def play_batch(self, workers: int) -> int:
         """Plan, play and settle one batch; returns its matches."""
@@ -205,6 +300,13 @@ class League:
         for match in results:
             for seat in match.seats:
                 counts[seat.name] = counts.get(seat.name, 0) + 1
+            for i, ahead in enumerate(match.seats):
+                for behind in match.seats[i + 1 :]:
+                    if ahead.place == behind.place:
+                        continue
+                    a, b = sorted((ahead.name, behind.name))
+                    tally = self.pairs.setdefault((a, b), [0, 0])
+                    tally[0 if a == ahead.name else 1] += 1
         for table in tables:
             self.dealt[table] = self.dealt.get(table, 0) + 1
         for name, n in counts.items():
@@ -220,52 +322,62 @@ class League:
 
 @dataclass
 class Run:
-    """One league's taus, batch by batch: ``(matches per bot, tau)``, and the orders."""
+    """One league's taus at each check: ``(matches per bot, {order: tau})``, and the orders."""
 
-    points: list[tuple[float, float]] = field(default_factory=list)
-    orders: list[list[str]] = field(default_factory=list)
+    points: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    orders: list[dict[str, list[str]]] = field(default_factory=list)
 
-    def reached(self, target: float = TARGET_TAU) -> float | None:
-        """Matches per bot at the first check from which tau stays at ``target`` for the
-        next two checks as well (a single lucky batch does not count)."""
+    def reached(self, target: float = TARGET_TAU, how: str = "published") -> float | None:
+        """Matches per bot at the first check from which tau (of the order read ``how``)
+        stays at ``target`` for the next two checks as well (a single lucky check does not
+        count)."""
         for i, (per_bot, _) in enumerate(self.points):
             window = self.points[i : i + 3]
-            if len(window) == 3 and all(tau >= target for _, tau in window):
+            if len(window) == 3 and all(taus[how] >= target for _, taus in window):
                 return per_bot
         return None
 
-    def at(self, per_bot: float) -> tuple[float, list[str]]:
-        """Tau and order after the last batch within ``per_bot`` matches per bot."""
+    def at(self, per_bot: float, how: str = "published") -> tuple[float, list[str]]:
+        """Tau and order (read ``how``) at the last check within ``per_bot`` matches per bot."""
         index = max(i for i, (p, _) in enumerate(self.points) if p <= per_bot + 1e-9)
-        return self.points[index][1], self.orders[index]
+        return self.points[index][1][how], self.orders[index][how]
 
 
 def simulate(
     rates: dict[str, float],
     *,
-    matchmaking: bool,
+    arm: str,
     seed: int,
     budget: float,
     workers: int,
+    check: float,
     progress: Callable[[str], None],
 ) -> Run:
-    """One league played until ``budget`` matches per bot (or tau held at the target)."""
-    league = League(rates, matchmaking, seed, settings=bench_settings(len(rates)))
+    """One league played until ``budget`` matches per bot (or every order held at the
+    target), its orders checked every ``check`` matches per bot."""
+    league = League(rates, arm, seed, settings=bench_settings(len(rates)))
     truth = truth_of(rates)
     run = Run()
     started = time.perf_counter()
+    next_check = check
     while league.per_bot < budget:
         league.play_batch(workers)
-        order = league.order()
-        run.points.append((league.per_bot, kendall_tau(order, truth)))
-        run.orders.append(order)
-        if league.batch % 100 == 0:
+        if league.per_bot + 1e-9 < min(next_check, budget):
+            continue
+        next_check += check
+        league.fit()
+        orders = {how: league.order(how) for how in ORDERS}
+        run.points.append(
+            (league.per_bot, {how: kendall_tau(order, truth) for how, order in orders.items()})
+        )
+        run.orders.append(orders)
+        if len(run.points) % 10 == 0:
+            taus = ", ".join(f"{how} {tau:.3f}" for how, tau in run.points[-1][1].items())
             progress(
-                f"  {'matchmaking' if matchmaking else 'random'} seed {seed}: batch "
-                f"{league.batch}, {league.per_bot:.0f} matches per bot, tau "
-                f"{run.points[-1][1]:.3f} ({time.perf_counter() - started:.0f} s)"
+                f"  {ARM_LABELS[arm]} seed {seed}: batch {league.batch}, {league.per_bot:.0f} "
+                f"matches per bot, tau {taus} ({time.perf_counter() - started:.0f} s)"
             )
-        if run.reached() is not None:
+        if all(run.reached(how=how) is not None for how in ORDERS):
             break
     return run
 
@@ -276,57 +388,87 @@ target within an affordable budget, and the ratio at lower levels still says whi
 matchmaking goes."""
 
 
-def simulation(bots: int, seeds: int, budget: float, workers: int) -> bool:
-    """Both leagues on ``seeds`` fields; prints the figures; True when the target is met."""
+def simulation(
+    bots: int,
+    seeds: int,
+    budget: float,
+    workers: int,
+    *,
+    check: float = 10.0,
+    arms: Sequence[str] = ARMS,
+) -> bool:
+    """The leagues of ``arms`` on ``seeds`` fields; prints the figures side by side; True
+    when the target is met (matchmaking's published order at most half of random tables'
+    matches to tau 0.9)."""
     print(f"League simulation: {bots} bots of known strength, one-round arschloch at tables "
-          f"of {TABLE_SIZE}, batches of {bench_settings(bots).batch} tables; tau target "
-          f"{TARGET_TAU}")  # fmt: skip
-    ratios: dict[float, list[float]] = {level: [] for level in LEVELS}
-    lines = []
+          f"of {TABLE_SIZE}, batches of {bench_settings(bots).batch} tables, orders checked "
+          f"every {check:g} matches per bot; tau target {TARGET_TAU}")  # fmt: skip
+    reached: dict[tuple[str, str, float], list[float | None]] = {}
+    finals: list[str] = []
     for seed in range(seeds):
         rates = field_of(bots, seed)
         truth = truth_of(rates)
         runs = {
-            matchmaking: simulate(
-                rates, matchmaking=matchmaking, seed=seed, budget=budget, workers=workers,
+            arm: simulate(
+                rates, arm=arm, seed=seed, budget=budget, workers=workers, check=check,
                 progress=print,
             )
-            for matchmaking in (True, False)
+            for arm in arms
         }  # fmt: skip
+        for how in ORDERS:
+            for level in LEVELS:
+                for arm in arms:
+                    reached.setdefault((how, arm, level), []).append(runs[arm].reached(level, how))
+        end = min(run.points[-1][0] for run in runs.values())
+        for how in ORDERS:
+            for arm in arms:
+                tau, order = runs[arm].at(end, how)
+                found, within = top_accuracy(order, truth)
+                finals.append(
+                    f"  seed {seed}, {how}, {ARM_LABELS[arm]}: at {end:.0f} matches per bot tau "
+                    f"{tau:.3f}, top {TOP}: {found}/{TOP} found, their order tau {within:.2f}"
+                )
+    print(f"  matches per bot to tau, seed by seed ('-': not reached within {budget:.0f}), "
+          f"their mean and its ratio to random tables' read the same way:")  # fmt: skip
+    width = 14 + 5 * seeds
+    print("  order      level " + "".join(f"{ARM_LABELS[a]:>{width}}" for a in arms))
+    ratios: dict[tuple[str, str, float], float | None] = {}
+    for how in ORDERS:
         for level in LEVELS:
-            made, rand = runs[True].reached(level), runs[False].reached(level)
-            shown = [f"{r:.0f}" if r is not None else f"> {budget:.0f}" for r in (made, rand)]
-            ratio = "" if made is None or rand is None else f", ratio {made / rand:.2f}"
-            if made is not None and rand is not None:
-                ratios[level].append(made / rand)
-            lines.append(f"  seed {seed}: matches per bot to tau {level}: matchmaking "
-                         f"{shown[0]}, random tables {shown[1]}{ratio}")  # fmt: skip
-        made = runs[True].reached()
-        level = made if made is not None else min(budget, runs[False].points[-1][0])
-        for label, run in (("matchmaking", runs[True]), ("random tables", runs[False])):
-            tau, order = run.at(level)
-            found, within = top_accuracy(order, truth)
-            lines.append(
-                f"  seed {seed}: at {level:.0f} matches per bot, {label}: tau {tau:.3f}, "
-                f"top {TOP}: {found}/{TOP} found, their order tau {within:.2f}"
-            )
-    print("\n".join(lines))
-    for level in LEVELS:
-        if ratios[level]:
-            mean = sum(ratios[level]) / len(ratios[level])
-            print(f"  matchmaking / random, matches per bot to tau {level}: {mean:.2f}")
-    target = ratios[TARGET_TAU]
-    ok = bool(target) and sum(target) / len(target) <= TARGET_RATIO
-    verdict = "OK" if ok else ("MISSED" if target else "NOT MEASURED (budget)")
+            cells = []
+            base = _mean_reached(reached.get((how, "random", level), []))
+            for arm in arms:
+                values = reached[(how, arm, level)]
+                mean = _mean_reached(values)
+                ratio = mean / base if mean is not None and base is not None else None
+                ratios[(how, arm, level)] = ratio
+                shown = "/".join("-" if v is None else f"{v:.0f}" for v in values)
+                if mean is not None and seeds > 1:
+                    shown += f" = {mean:.0f}"
+                if arm != "random" and ratio is not None:
+                    shown += f" ({ratio:.2f})"
+                cells.append(f"{shown:>{width}}")
+            print(f"  {how:<10} {level:<5} " + "".join(cells))
+    print("\n".join(finals))
+    made = ratios.get(("published", "matchmaking", TARGET_TAU))
+    ok = made is not None and made <= TARGET_RATIO
+    verdict = "OK" if ok else ("MISSED" if made is not None else "NOT MEASURED (budget)")
     print(f"  target: matchmaking needs at most {TARGET_RATIO} of random's matches per bot to "
           f"tau {TARGET_TAU}: {verdict}")  # fmt: skip
     return ok
 
 
+def _mean_reached(values: Sequence[float | None]) -> float | None:
+    """The mean matches per bot to a level over seeds, None when a seed did not reach it."""
+    if not values or any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None) / len(values)
+
+
 def strength_check(bots: int, seed: int, matches: int, workers: int) -> None:
     """The truth's premise: mean score falls with the dilution (random tables, quartiles)."""
     rates = field_of(bots, seed)
-    league = League(rates, matchmaking=False, seed=seed)
+    league = League(rates, "random", seed)
     scores: dict[str, list[float]] = {n: [] for n in rates}
     while league.per_bot < matches:
         tables = league.tables()
@@ -483,6 +625,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--budget", type=float, default=600.0, help="matches per bot at most")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--check", type=float, default=10.0, help="matches per bot between checks")
+    parser.add_argument("--arms", default=",".join(ARMS), help="of: " + ", ".join(ARMS))
     parser.add_argument("--throughput-bots", type=int, default=1000)
     parser.add_argument("--throughput-results", type=int, default=20_000)
     parser.add_argument("--skip-simulation", action="store_true")
@@ -493,7 +637,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.strength_check:
         strength_check(args.bots, 0, args.strength_check, args.workers)
     if not args.skip_simulation:
-        ok = simulation(args.bots, args.seeds, args.budget, args.workers) and ok
+        arms = [arm for arm in args.arms.split(",") if arm]
+        if "random" not in arms or any(arm not in ARMS for arm in arms):
+            parser.error(f"--arms: a list of {', '.join(ARMS)}, random among them")
+        ok = (
+            simulation(args.bots, args.seeds, args.budget, args.workers, check=args.check,
+                       arms=arms)
+            and ok
+        )  # fmt: skip
     if not args.skip_throughput:
         ok = throughput(args.throughput_bots, args.throughput_results) and ok
     return 0 if ok else 1
