@@ -17,21 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Coroutine, Iterator
 from types import FrameType
 from typing import Any, TypeVar
 
-__all__ = [
-    "Terminated",
-    "cancel_main_task",
-    "event_loop_factory",
-    "handle_sigterm",
-    "on_sigterm",
-    "run",
-]
+__all__ = ["Terminated", "cancel_main_task", "handle_sigterm", "on_sigterm", "run"]
 
 _T = TypeVar("_T")
 
@@ -101,23 +93,6 @@ async def _as_main(coro: Coroutine[Any, Any, _T]) -> _T:
         _Main.task = _Main.loop = None
 
 
-def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's loop when it is installed (a dependency), else ``None``: asyncio's own.
-
-    Every request of a match crosses the event loop a few times; uvloop's loop (libuv, in
-    C) takes about a quarter off the referee's time per request against asyncio's
-    (``bench/match_bench.py`` measures both side by side). ``REFEREE_EVENT_LOOP=asyncio``
-    keeps asyncio's loop (to rule the loop out when something misbehaves).
-    """
-    if os.environ.get("REFEREE_EVENT_LOOP", "").strip().lower() == "asyncio":
-        return None
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
-
-
 def run(coro: Coroutine[Any, Any, _T], runner: asyncio.Runner | None = None) -> _T:
     """Run ``coro`` as the main task (on ``runner``, else a fresh :func:`asyncio.run`).
 
@@ -131,7 +106,7 @@ def run(coro: Coroutine[Any, Any, _T], runner: asyncio.Runner | None = None) -> 
         if runner is not None:
             result = runner.run(_as_main(coro))
         else:
-            with asyncio.Runner(loop_factory=event_loop_factory()) as fresh:
+            with asyncio.Runner() as fresh:
                 result = fresh.run(_as_main(coro))
     except asyncio.CancelledError:
         if _Main.stop_requested:

@@ -119,7 +119,7 @@ class Worker:
 
     def _loop(self) -> asyncio.Runner:
         if self._runner is None:
-            self._runner = asyncio.Runner(loop_factory=interrupts.event_loop_factory())
+            self._runner = asyncio.Runner()
         return self._runner
 
     # -- a task ----------------------------------------------------------------------------

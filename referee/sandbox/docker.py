@@ -52,7 +52,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from referee.errors import InfrastructureError, UsageError
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
@@ -238,8 +238,8 @@ class _AttachProtocol(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream transport (asyncio's, or uvloop's, which does not subclass its class).
-        self._transport = cast(asyncio.Transport, transport)
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
 
     def data_received(self, data: bytes) -> None:
         self._demux.feed(data)

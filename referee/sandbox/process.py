@@ -95,7 +95,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from referee.errors import InfrastructureError, UsageError
 from referee.folders import private_folder
@@ -598,23 +598,6 @@ def _set_rlimits_in_child(rlimits: dict[int, tuple[int, int]]) -> Callable[[], N
     def apply() -> None:
         for res, limit in rlimits.items():
             resource.setrlimit(res, limit)
-
-    return apply
-
-
-def _drop_root_in_child(
-    lease: UidLease, then: Callable[[], None] | None
-) -> Callable[[], None]:
-    """A ``preexec_fn`` that runs ``then`` (the rlimits, set as root) and drops to the
-    lease's uid and gid with no supplementary groups: what ``user=``, ``group=`` and
-    ``extra_groups=[]`` do on asyncio's own loop, for a loop without them (uvloop)."""
-
-    def apply() -> None:
-        if then is not None:
-            then()
-        os.setgroups([])
-        os.setresgid(lease.gid, lease.gid, lease.gid)
-        os.setresuid(lease.uid, lease.uid, lease.uid)
 
     return apply
 
@@ -1175,16 +1158,6 @@ class ProcessSandbox(Sandbox):
             self._compose(launch, bot, limits, status, support, program)
             switch_user, fifo = launch.switch_user, launch.fifo
             loop = asyncio.get_running_loop()
-            switch: dict[str, Any] = {}
-            if switch_user is not None:
-                if isinstance(loop, asyncio.BaseEventLoop):
-                    switch = {
-                        "user": switch_user.uid,
-                        "group": switch_user.gid,
-                        "extra_groups": [],
-                    }
-                else:  # uvloop's subprocess_exec has no user=: the child drops root itself
-                    launch.preexec = _drop_root_in_child(switch_user, launch.preexec)
             transport, protocol = await loop.subprocess_exec(
                 lambda: _BotProtocol(_STREAM_LIMIT, loop),
                 *launch.argv,
@@ -1195,8 +1168,10 @@ class ProcessSandbox(Sandbox):
                 env=launch.env,
                 start_new_session=True,
                 preexec_fn=launch.preexec,
+                user=None if switch_user is None else switch_user.uid,
+                group=None if switch_user is None else switch_user.gid,
+                extra_groups=None if switch_user is None else [],
                 pass_fds=() if launch.program_fd is None else (launch.program_fd,),
-                **switch,
             )
             stdout = None if fifo is None else await fifo.open_reader(_STREAM_LIMIT)
         except BaseException as exc:

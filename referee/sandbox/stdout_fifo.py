@@ -42,7 +42,6 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import cast
 
 __all__ = ["INSIDE_PATH", "STDERR_INSIDE_PATH", "STDIN_INSIDE_PATH", "FifoWriter", "StdoutFifo"]
 
@@ -78,8 +77,8 @@ class FifoWriter(asyncio.BaseProtocol):
         self.lost = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A pipe transport (asyncio's, or uvloop's, which does not subclass its class).
-        self._transport = cast(asyncio.WriteTransport, transport)
+        assert isinstance(transport, asyncio.WriteTransport)
+        self._transport = transport
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import uvloop
 
 import referee.sandbox
 from referee.errors import InfrastructureError, UsageError
@@ -340,41 +339,6 @@ def test_inside_view(mode: str, staging: Path) -> None:
         assert seen["groups"] in ([], [seen["gid"]])
         extra = 2 if mode == "bwrap" else 0
         assert seen["limits"]["NPROC"] == [LIMITS.pids + extra] * 2
-
-
-@needs_root
-@pytest.mark.parametrize("prlimit", [True, False])
-def test_on_uvloop_the_child_drops_root_itself(staging: Path, prlimit: bool) -> None:
-    """uvloop's ``subprocess_exec`` takes no ``user=``: without a cgroup (where setpriv
-    switches), the child drops to the bot's uid, gid and no groups after its rlimits."""
-    spec = script(
-        staging,
-        """
-        import json, os, resource
-        print(json.dumps({"uid": os.getresuid(), "gid": os.getresgid(),
-                          "groups": os.getgroups(),
-                          "data": resource.getrlimit(resource.RLIMIT_DATA)}))
-        """,
-    )
-    sandbox = make_sandbox("plain", cgroups=False)
-    if not prlimit:
-        sandbox._prlimit = None  # the rlimits come from the same preexec function
-
-    async def scenario() -> dict[str, Any]:
-        bot = await sandbox.start(spec, LIMITS)
-        try:
-            assert bot.uid is not None
-            return {"lease": bot.uid, **await reply(bot)}
-        finally:
-            await bot.cleanup()
-
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        seen = runner.run(asyncio.wait_for(scenario(), 60))
-    lease = seen["lease"]
-    assert lease in run_uids()
-    assert seen["uid"] == [lease] * 3 and seen["gid"] == [lease] * 3
-    assert seen["groups"] in ([], [lease])
-    assert seen["data"] == [256 * 1024 * 1024] * 2
 
 
 def test_rlimits_without_prlimit(staging: Path) -> None:
