@@ -341,6 +341,42 @@ def test_inside_view(mode: str, staging: Path) -> None:
         assert seen["limits"]["NPROC"] == [LIMITS.pids + extra] * 2
 
 
+def test_a_bot_inherits_no_descriptor_but_its_stdio(mode: str, staging: Path) -> None:
+    """Nothing the referee holds open reaches the bot, an inheritable descriptor included
+    (a worker's pool sentinel is one: a bot holding it kept a killed worker alive to its
+    pool, and a bot may read or write whatever it inherits)."""
+    spec = script(
+        staging,
+        """
+        import json, os
+        seen = {}
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                seen[fd] = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                pass  # the listing's own descriptor, closed by now
+        print(json.dumps(seen))
+        """,
+    )
+    held_r, held_w = os.pipe()
+    os.set_inheritable(held_r, True)
+    os.set_inheritable(held_w, True)
+
+    async def scenario() -> dict[str, str]:
+        bot = await make_sandbox(mode).start(spec, LIMITS)
+        try:
+            return await reply(bot)
+        finally:
+            await bot.cleanup()
+
+    try:
+        seen = run(scenario())
+    finally:
+        os.close(held_r)
+        os.close(held_w)
+    assert set(seen) == {"0", "1", "2"}, seen
+
+
 def test_rlimits_without_prlimit(staging: Path) -> None:
     """Where prlimit is missing, the same limits come from a preexec function."""
     spec = script(staging, "import resource; print(resource.getrlimit(resource.RLIMIT_DATA))")
