@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench import installed_bytecode
 from bench.tournament_bench import _tournament
 from referee.coordinator import run_tournament
 from referee.executors.cluster import DaskExecutor
@@ -37,6 +38,7 @@ def _timed(path: Path, executor: LocalExecutor | DaskExecutor) -> float:
 
 def run(matches: int = 200, rounds: int = 3, workers: int = 2) -> dict[str, float]:
     """Both executors, ``rounds`` runs each, interleaved; the figures, printed."""
+    print(installed_bytecode())
     local_s: list[float] = []
     cluster_s: list[float] = []
     with _tournament(deals=matches // 4) as path:

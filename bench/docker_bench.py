@@ -26,6 +26,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from bench import installed_bytecode
 from referee.sandbox import ProcessSandbox, make_staging_root, remove_staging_root, stage_bot
 from referee.sandbox.base import BotSpec, Limits
 from referee.sandbox.docker import (
@@ -617,6 +618,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "takes its turns in the same pairs",
     )
     args = parser.parse_args(argv)
+    print(installed_bytecode())
     if args.check_only:
         figures = bench_lifecycle()
         figures.update(bench_check(args.pairs, args.before))

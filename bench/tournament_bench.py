@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench import installed_bytecode
 from referee.coordinator import run_tournament
 from referee.executors.base import MatchFinished
 from referee.executors.local import LocalExecutor
@@ -114,6 +115,7 @@ def _run_timed(path: Path, workers: int) -> tuple[float, float]:
 def throughput(matches: int = 200, rounds: int = 3) -> dict[str, float]:
     """Matches per second with 1 and 2 workers (``rounds`` runs each, taking turns; the
     median), their ratio, and the time to the first finished match."""
+    print(installed_bytecode())
     figures: dict[str, float] = {}
     runs: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
     with _tournament(deals=matches // 4) as path:

@@ -299,6 +299,7 @@ class _PoolProcess:
             os._exit(1)
         threading.Thread(target=self.watch_coordinator, daemon=True).start()
         multiprocessing.util.Finalize(None, self.worker.close, exitpriority=10)
+        interrupts.skip_teardown()
 
     def on_stop(self, signum: int, frame: FrameType | None) -> None:
         """SIGTERM, or the coordinator is gone: stop this worker's bots, then exit.

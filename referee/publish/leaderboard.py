@@ -388,6 +388,64 @@ def _entry_dict(e: LeaderboardEntry) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class RatedPart:
+    """What the ratings decide (:func:`rated_part`): every entrant's rating, best first,
+    and how sure each place is over the next. TrueSkill over every match, then a bootstrap
+    per adjacent pair: the costlier part of a ranking, which needs the order."""
+
+    rated: tuple[EntrantRating, ...]
+    pairs: tuple[OrderConfidence, ...]
+
+
+@dataclass(frozen=True)
+class ScoredPart:
+    """What needs no rating (:func:`scored_part`): each entrant's score interval and the
+    collusion check. A publication computes them while its ratings are computed."""
+
+    intervals: dict[str, ScoreInterval]
+    collusion: CollusionCheck
+
+
+def rated_part(
+    matches: Sequence[StoredMatch],
+    entrants: Sequence[str],
+    *,
+    ratings: RatingSettings | None = None,
+    ruleset: ResolvedRules | None = None,
+    observe: Callable[[StoredMatch, Mapping[str, Any]], None] | None = None,
+) -> RatedPart:
+    """Rate ``matches`` (in canonical order) and compare each rated entrant with the next
+    over the deals both played; ``observe`` as for :func:`build_leaderboard`."""
+    rating = ratings or RatingSettings()
+    rated = rate(matches, entrants, env=make_environment(rating, ruleset), observe=observe)
+    order = [r.name for r in rated if r.rated]
+    pairs = adjacent_confidences(order, deal_scores(matches), resamples=rating.resamples)
+    return RatedPart(tuple(rated), tuple(pairs))
+
+
+def scored_part(
+    matches: Sequence[StoredMatch],
+    entrants: Sequence[str],
+    *,
+    ratings: RatingSettings | None = None,
+    authors: Mapping[str, str] | None = None,
+) -> ScoredPart:
+    """Each entrant's mean score with its bootstrap interval, and the collusion check."""
+    intervals = entrant_intervals(matches, ratings=ratings)
+    return ScoredPart(intervals, collusion_check(matches, order=entrants, authors=authors))
+
+
+def entrant_intervals(
+    matches: Sequence[StoredMatch], *, ratings: RatingSettings | None = None
+) -> dict[str, ScoreInterval]:
+    """Each entrant's mean score with its bootstrap interval, at ``ratings``' confidence."""
+    rating = ratings or RatingSettings()
+    return score_intervals(
+        deal_scores(matches), level=rating.confidence, resamples=rating.resamples
+    )
+
+
 def build_leaderboard(
     tournament: str,
     rules: str,
@@ -405,6 +463,7 @@ def build_leaderboard(
     fingerprints: Mapping[str, str] | None = None,
     reply_times: Mapping[str, ReplyStats] | None = None,
     replaced: Sequence[RetiredVersion] = (),
+    parts: tuple[RatedPart, ScoredPart] | None = None,
 ) -> Leaderboard:
     """Rate ``matches`` (in canonical order), rank ``entrants`` by ``mu - 3 sigma``, and
     add each one's score interval and the confidence of each adjacent pair.
@@ -417,13 +476,18 @@ def build_leaderboard(
     ``fingerprints`` (entrant to the SHA-256 of its files) name byte-identical entrants,
     which the play-offs never separate; ``reply_times`` (by bot) are published with it;
     ``replaced`` are the versions replaced (``matches`` holds none of their retired ones).
+    ``parts`` are :func:`rated_part` and :func:`scored_part` of the same arguments when
+    computed already (elsewhere, at the same time): the leaderboard is the same.
     """
     rating = ratings or RatingSettings()
-    rated = rate(matches, entrants, env=make_environment(rating, ruleset), observe=observe)
-    order = [r for r in rated if r.rated]
-    by_deal = deal_scores(matches)
-    intervals = score_intervals(by_deal, level=rating.confidence, resamples=rating.resamples)
-    pairs = adjacent_confidences([r.name for r in order], by_deal, resamples=rating.resamples)
+    if parts is None:
+        parts = (
+            rated_part(matches, entrants, ratings=rating, ruleset=ruleset, observe=observe),
+            scored_part(matches, entrants, ratings=rating, authors=authors),
+        )
+    rated_of, scored = parts
+    order = [r for r in rated_of.rated if r.rated]
+    pairs = rated_of.pairs
     in_playoffs: dict[str, int] = {}
     for match in matches:
         if match.spec.key.startswith(PLAYOFF_PREFIX):
@@ -436,7 +500,7 @@ def build_leaderboard(
             _entry(
                 rank,
                 r,
-                interval=intervals.get(r.name),
+                interval=scored.intervals.get(r.name),
                 over_next=over,
                 significant=None if over is None else over.significant(rating.confidence),
                 playoff_matches=in_playoffs.get(r.name, 0),
@@ -454,11 +518,11 @@ def build_leaderboard(
         matches=len(matches),
         entries=tuple(entries),
         deals=tuple(deals),
-        unrated=tuple(r.name for r in rated if not r.rated),
+        unrated=tuple(r.name for r in rated_of.rated if not r.rated),
         confidence=rating.confidence,
         playoff=summary,
         settings=settings,
-        collusion=collusion_check(matches, order=entrants, authors=authors),
+        collusion=scored.collusion,
         twins=tuple(identical_groups({n: (fingerprints or {}).get(n, "") for n in entrants})),
         reply_times=dict(reply_times or {}),
         replaced=tuple(replaced),

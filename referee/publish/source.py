@@ -22,11 +22,17 @@ from referee.publish.history import RatingHistory
 from referee.publish.leaderboard import (
     DealCommitment,
     Leaderboard,
+    RatedPart,
+    ScoredPart,
     build_leaderboard,
+    entrant_intervals,
+    rated_part,
     retired_versions,
 )
 from referee.publish.settings import BotRecord, TournamentSettings
 from referee.publish.stats import reply_stats
+from referee.ranking.collusion import CollusionCheck, collusion_check
+from referee.ranking.intervals import ScoreInterval
 from referee.results import ReplyTimes
 from referee.specs import EntrantRecord, MatchSpec, Replacement, StoredFault, StoredMatch
 from referee.tournament.deals import BeaconDeclaration
@@ -204,16 +210,23 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
     )
 
 
-def rank(results: StoredTournament) -> Ranking:
+def rank(
+    results: StoredTournament,
+    parts: tuple[RatedRanking, dict[str, ScoreInterval]] | None = None,
+) -> Ranking:
     """The leaderboard of ``results`` with the tournament's settings, and its rating history.
 
     This is the costly part of publishing (TrueSkill, then the bootstrap), and it needs
-    nothing but ``results``: the site computes it in another process while it writes the
-    match pages.
+    nothing but ``results``: the site computes it while it writes the match pages, the
+    ratings (:func:`rate_results`) in another process and the rest (:func:`score_results`)
+    in its own once the pages are written. ``parts`` are those two when computed already:
+    the ranking is the same as without.
     """
     t = results.tournament
     f = t.file
-    history = RatingHistory(f.ratings, t.rules)
+    if parts is None:
+        parts = (rate_results(results), score_results(results))
+    rated, intervals = parts
     board = build_leaderboard(
         t.name,
         t.rules.name,
@@ -225,15 +238,45 @@ def rank(results: StoredTournament) -> Ranking:
         playoff=f.playoff,
         table_size=f.table_size,
         settings=tournament_settings(t, results.entrants, results.records.values()),
-        observe=history,
         authors=entrant_authors(results.entrants),
         fingerprints=entrant_fingerprints(t, results.entrants),
         reply_times=reply_stats(results.reply_times, f.time.bank_ms),
         replaced=retired_versions(
             results.replacements, [results.records[m.spec.key].retired for m in results.retired]
         ),
+        parts=(rated.part, ScoredPart(intervals, rated.collusion)),
     )
-    return Ranking(board, history)
+    return Ranking(board, rated.history)
+
+
+@dataclass(frozen=True)
+class RatedRanking:
+    """:func:`rate_results`: the ratings' part of a ranking, the history behind it, and
+    the collusion check (computed with them: it balances the two halves of a ranking)."""
+
+    part: RatedPart
+    history: RatingHistory
+    collusion: CollusionCheck
+
+
+def rate_results(results: StoredTournament) -> RatedRanking:
+    """The ratings of ``results`` (:func:`~referee.publish.leaderboard.rated_part`), their
+    history with the tournament's ``[ratings]``, and the collusion check."""
+    t = results.tournament
+    history = RatingHistory(t.file.ratings, t.rules)
+    part = rated_part(
+        results.matches, t.entrants, ratings=t.file.ratings, ruleset=t.rules, observe=history
+    )
+    authors = entrant_authors(results.entrants)
+    return RatedRanking(
+        part, history, collusion_check(results.matches, order=t.entrants, authors=authors)
+    )
+
+
+def score_results(results: StoredTournament) -> dict[str, ScoreInterval]:
+    """Each entrant's score interval in ``results``
+    (:func:`~referee.publish.leaderboard.entrant_intervals`)."""
+    return entrant_intervals(results.matches, ratings=results.tournament.file.ratings)
 
 
 def entrant_fingerprints(

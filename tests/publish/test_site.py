@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import sqlite3
 import sys
@@ -310,6 +311,59 @@ def test_a_large_tournament_is_ranked_in_another_process_with_the_same_result(
     assert (tmp_path / "here" / "index.html").read_text().count("<tr>") == (
         tmp_path / "there" / "index.html"
     ).read_text().count("<tr>")
+
+
+def test_both_halves_of_a_ranking_make_the_same_site_as_one(
+    fake_tournament: Tournament, tmp_path: Path
+) -> None:
+    """Ratings in another process, intervals here: every page is the page ranked whole."""
+    results = load_results(fake_tournament)
+    publish_site(results, tmp_path / "here")
+    publish_site(results, tmp_path / "there", background_from=1)
+    for page in ("index.html", "collusion.html", "leaderboard.md", "leaderboard.csv"):
+        here = (tmp_path / "here" / page).read_text()
+        there = (tmp_path / "there" / page).read_text()
+        assert _unstamped(here) == _unstamped(there), page
+    for bot in (tmp_path / "here" / "bots").iterdir():
+        assert _unstamped(bot.read_text()) == _unstamped(
+            (tmp_path / "there" / "bots" / bot.name).read_text()
+        )
+
+
+def _unstamped(text: str) -> str:
+    """``text`` without the time it was published (the one thing two publications differ
+    in)."""
+    return re.sub(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?( UTC|Z|[+-]\d\d:?\d\d)?", "", text)
+
+
+_RATED_HERE: list[int] = []
+
+
+def _rate_or_die(results: Any) -> Any:
+    """Rate as publishing does, except in the process it spawns, which dies at once."""
+    from referee.publish.source import rate_results
+
+    if os.getpid() != int(os.environ["REFEREE_TEST_PUBLISHER"]):
+        os._exit(9)
+    _RATED_HERE.append(os.getpid())
+    return rate_results(results)
+
+
+def test_a_ranking_process_that_dies_is_made_up_for_here(
+    fake_tournament: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed (out of memory, say), the ratings' process leaves a pool broken: the ratings
+    are computed here instead, and the site is what it would have been."""
+    results = load_results(fake_tournament)
+    publish_site(results, tmp_path / "here")
+    monkeypatch.setenv("REFEREE_TEST_PUBLISHER", str(os.getpid()))
+    monkeypatch.setattr("referee.publish.site.rate_results", _rate_or_die)
+    _RATED_HERE.clear()
+    publish_site(results, tmp_path / "there", background_from=1)
+    assert _RATED_HERE == [os.getpid()]  # once, here, after the other process died
+    assert _unstamped((tmp_path / "here" / "index.html").read_text()) == _unstamped(
+        (tmp_path / "there" / "index.html").read_text()
+    )
 
 
 def _let_win(spec: Tournament, helper: str, helped: str) -> int:
