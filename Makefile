@@ -12,7 +12,8 @@ $(STAMP): pyproject.toml
 	  test -f $(STAMP) && test $(STAMP) -nt pyproject.toml && exit 0; \
 	  test -d $(VENV) || $(PYTHON) -m venv $(VENV); \
 	  $(BIN)/pip install --quiet --upgrade pip && \
-	  $(BIN)/pip install --quiet -e ".[all]" && touch $(STAMP)'
+	  $(BIN)/pip install --quiet -e ".[all]" && \
+	  $(BIN)/python -m compileall -q referee >/dev/null && touch $(STAMP)'
 
 demo: $(STAMP)
 	$(BIN)/referee tournament demo --publish

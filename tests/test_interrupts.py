@@ -314,3 +314,43 @@ def test_a_stopped_tournament_leaves_no_container_or_worker(
         assert returncode == 143, err
         assert "every bot was stopped" in err and "Traceback" not in err
         assert staging_folders(tmpdir_for_bots) == []
+
+
+def _finish_quickly(folder: str) -> None:
+    """A spawned process's target: a cleanup registered as a pool registers its own, an
+    interpreter exit hook, then :func:`interrupts.skip_teardown`."""
+    import atexit
+    import multiprocessing.util
+    from pathlib import Path
+
+    from referee import interrupts
+
+    def cleaned() -> None:
+        (Path(folder) / "cleaned").write_text("yes")
+
+    def torn_down() -> None:
+        (Path(folder) / "torn-down").write_text("yes")
+
+    multiprocessing.util.Finalize(None, cleaned, exitpriority=10)
+    atexit.register(torn_down)
+    interrupts.skip_teardown()
+    print("said before the exit", flush=False)
+
+
+def test_a_process_that_skips_teardown_runs_its_cleanups_first(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The pool's cleanups (a worker stopping its bots) still run, what was printed is
+    flushed, and the exit is 0; only the interpreter's own teardown (its exit hooks among
+    it) is skipped."""
+    import multiprocessing
+
+    process = multiprocessing.get_context("spawn").Process(
+        target=_finish_quickly, args=(str(tmp_path),)
+    )
+    process.start()
+    process.join(30)
+    assert process.exitcode == 0
+    assert (tmp_path / "cleaned").read_text() == "yes"
+    assert not (tmp_path / "torn-down").exists()
+    assert "said before the exit" in capfd.readouterr().out
