@@ -354,3 +354,49 @@ def test_a_process_that_skips_teardown_runs_its_cleanups_first(
     assert (tmp_path / "cleaned").read_text() == "yes"
     assert not (tmp_path / "torn-down").exists()
     assert "said before the exit" in capfd.readouterr().out
+
+
+_ENTRY = """\
+import multiprocessing, os, pathlib, sys
+
+if __name__ == "__mp_main__":  # what spawn does to a main script in each child
+    pathlib.Path(sys.argv[1]).write_text("run again")
+
+from referee.interrupts import children_skip_main
+
+if __name__ == "__main__":
+    if sys.argv[2] == "skip":
+        children_skip_main()
+    child = multiprocessing.get_context("spawn").Process(target=os.getpid)
+    child.start()
+    child.join(30)
+    sys.exit(child.exitcode)
+"""
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_spawned_process_runs_the_command_script_again_only_when_not_told(
+    tmp_path: Path, skip: bool
+) -> None:
+    """The ``referee`` script is not run again in the processes it spawns (it would import
+    the whole command line in each); a script of the caller's own still is."""
+    script = tmp_path / "entry"
+    script.write_text(_ENTRY)
+    marker = tmp_path / "marker"
+    done = subprocess.run(
+        [sys.executable, str(script), str(marker), "skip" if skip else "keep"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert marker.exists() is not skip
+
+
+def test_the_console_script_enters_through_run() -> None:
+    """The ``referee`` command's entry point is :func:`referee.cli.run`, which spares the
+    processes it spawns the script."""
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "referee"]
+    assert script.value == "referee.cli:run"

@@ -360,7 +360,7 @@ def test_a_ranking_process_that_dies_is_made_up_for_here(
     monkeypatch.setattr("referee.publish.site.rate_results", _rate_or_die)
     _RATED_HERE.clear()
     publish_site(results, tmp_path / "there", background_from=1)
-    assert _RATED_HERE == [os.getpid()]  # once, here, after the other process died
+    assert [os.getpid()] == _RATED_HERE  # once, here, after the other process died
     assert _unstamped((tmp_path / "here" / "index.html").read_text()) == _unstamped(
         (tmp_path / "there" / "index.html").read_text()
     )
