@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import compileall
+import importlib.machinery
+import sys
 from pathlib import Path
 
 import referee
@@ -21,3 +23,13 @@ def installed_bytecode() -> str:
     package = Path(referee.__file__).parent
     compileall.compile_dir(package, quiet=1, workers=1)
     return f"bytecode: the referee's modules compiled in {package}, as an installed wheel has them"
+
+
+def spawn_as_the_command() -> None:
+    """Processes spawned from now on do not import this benchmark's module again, as those
+    of the ``referee`` command do not run its script (:func:`referee.interrupts.children_skip_main`)
+    and those of ``python -m bench`` do not run it: for ``python -m bench.x``, whose
+    module each spawned worker would otherwise import (the coordinator with it)."""
+    main = sys.modules.get("__main__")
+    if main is not None:
+        main.__spec__ = importlib.machinery.ModuleSpec("bench.__main__", None)

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import installed_bytecode
+from bench import installed_bytecode, spawn_as_the_command
 from bench.tournament_bench import _tournament
 from referee.coordinator import run_tournament
 from referee.executors.cluster import DaskExecutor
@@ -100,4 +100,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    spawn_as_the_command()
     sys.exit(main())

@@ -26,7 +26,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from bench import installed_bytecode
+from bench import installed_bytecode, spawn_as_the_command
 from referee.sandbox import ProcessSandbox, make_staging_root, remove_staging_root, stage_bot
 from referee.sandbox.base import BotSpec, Limits
 from referee.sandbox.docker import (
@@ -635,4 +635,5 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
+    spawn_as_the_command()
     main()

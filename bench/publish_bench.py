@@ -42,7 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import installed_bytecode
+from bench import installed_bytecode, spawn_as_the_command
 from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
 from referee.publish.site import SiteReport, publish_site
@@ -209,4 +209,5 @@ def run() -> None:
 
 
 if __name__ == "__main__":
+    spawn_as_the_command()
     run()

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench import installed_bytecode
+from bench import installed_bytecode, spawn_as_the_command
 from referee.coordinator import run_tournament
 from referee.executors.base import MatchFinished
 from referee.executors.local import LocalExecutor
@@ -260,4 +260,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    spawn_as_the_command()
     main()

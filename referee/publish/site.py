@@ -697,13 +697,13 @@ def publish_site(
             site.match_pages(progress)
             site.verification_files()
             site.matches_page()
+            site.reuse_cache()  # the match files' record: all of them are written
             site.templates()
             site.use(ranking())
             site.bot_pages()
             site.index_page()
             site.collusion_page()
             site.leaderboard_files()
-            site.reuse_cache()
             folder.commit()
     except OSError as exc:  # the disk, not the results: say so, in one line
         kept = "the site published before is unchanged" if existed else "nothing was kept"
