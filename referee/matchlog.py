@@ -84,7 +84,9 @@ class LogWriter:
         for event in new:
             line = known(event) if known is not None else None
             # Known lines are ASCII by construction; the check keeps dumps' escapes exact.
-            lines.append(line if line is not None and line.isascii() else _encode(event_dict(event)))
+            if line is None or not line.isascii():
+                line = _encode(event_dict(event))
+            lines.append(line)
         self._fh.write(b"".join(lines))
         self._fh.flush()
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.sandbox.base import BotProcess, BotSpec, DirectReader, ExitInfo, Limits, Sandbox
 
 if TYPE_CHECKING:
     from referee.executors.base import AttemptEvent, MatchTask, SandboxPlan
@@ -116,11 +116,14 @@ class FakeBotProcess(BotProcess):
 
     A line is handled once its newline has been written, however the writes cut it. While
     frozen (:meth:`freeze`) the bot handles nothing: lines written meanwhile wait for
-    :meth:`thaw`. ``received`` holds every message handled, in order.
+    :meth:`thaw`. ``received`` holds every message handled, in order. What the bot writes
+    (and the ends of its streams) reaches the referee in the event loop's next turn, in
+    order, as a pipe's bytes would: never inside the referee's own write, so a reply the
+    handler made late on the fake clock comes after the request's deadline has fired.
     """
 
     def __init__(self, spec: BotSpec, handler: Handler) -> None:
-        super().__init__(spec=spec, stdout=asyncio.StreamReader(), stderr=asyncio.StreamReader())
+        super().__init__(spec=spec, stdout=DirectReader(), stderr=DirectReader())
         self.handler = handler
         self.received: list[dict[str, Any]] = []
         self.frozen = False
@@ -160,11 +163,11 @@ class FakeBotProcess(BotProcess):
         if part is None or self._exit is not None:
             return
         if isinstance(part, Stderr):
-            self.stderr.feed_data(part.data)
+            self._deliver(self.stderr.feed_data, part.data)
         elif isinstance(part, CloseStdout):
             if self._stdout_open:
                 self._stdout_open = False
-                self.stdout.feed_eof()
+                self._deliver(self.stdout.feed_eof)
         elif isinstance(part, Exit):
             if part.signal is None:
                 self._end(ExitInfo(returncode=part.code))
@@ -172,15 +175,19 @@ class FakeBotProcess(BotProcess):
                 name = signals.Signals(part.signal).name
                 self._end(ExitInfo(returncode=-part.signal, signal=part.signal, detail=name))
         elif self._stdout_open:
-            self.stdout.feed_data(part if isinstance(part, bytes) else _json_line(part))
+            data = part if isinstance(part, bytes) else _json_line(part)
+            self._deliver(self.stdout.feed_data, data)
+
+    def _deliver(self, feed: Callable[..., None], *data: bytes) -> None:
+        asyncio.get_running_loop().call_soon(feed, *data)
 
     def _end(self, info: ExitInfo) -> None:
         if self._exit is None:
             self._exit = info
             if self._stdout_open:
                 self._stdout_open = False
-                self.stdout.feed_eof()
-            self.stderr.feed_eof()
+                self._deliver(self.stdout.feed_eof)
+            self._deliver(self.stderr.feed_eof)
             self._done.set()
 
     async def close_stdin(self) -> None:
