@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
+from referee.clock import Alarm
 from referee.sandbox.base import BotProcess, BotSpec, DirectReader, ExitInfo, Limits, Sandbox
 
 if TYPE_CHECKING:
@@ -307,10 +308,10 @@ class FakeClock:
     comes with its own event loop, whose ``time()`` is the fake time and whose selector does
     the jumping: run the test's coroutine with :meth:`run` (or a ``Runner`` made with
     ``loop_factory=clock.new_event_loop``) and seat it on the same clock. Its
-    :meth:`timeout` and :meth:`sleep` refuse to run on another loop. Before jumping it polls
-    the real file descriptors once, so a pipe that is ready is served first; it never
-    waits for threads or real processes, which would see time jump past them: it is for
-    the in-memory sandbox, not the real ones.
+    :meth:`timeout`, :meth:`sleep` and :meth:`alarm` refuse to run on another loop. Before
+    jumping it polls the real file descriptors once, so a pipe that is ready is served
+    first; it never waits for threads or real processes, which would see time jump past
+    them: it is for the in-memory sandbox, not the real ones.
     """
 
     def __init__(self, start: float = 0.0, *, autojump: bool = True) -> None:
@@ -334,6 +335,10 @@ class FakeClock:
     async def sleep(self, seconds: float) -> None:
         self._on_own_loop()
         await asyncio.sleep(seconds)
+
+    def alarm(self) -> Alarm:
+        self._on_own_loop()
+        return Alarm()
 
     def new_event_loop(self) -> asyncio.AbstractEventLoop:
         """An event loop running on this clock (a ``loop_factory`` for ``asyncio.Runner``)."""
