@@ -105,7 +105,8 @@ class LineChannel:
         """The first unasked lines (at most :data:`UNASKED_CAP`, each cut to
         :data:`UNASKED_KEPT` bytes): what a bot wrote after a line it should not have."""
         self._unasked_came = asyncio.Event()
-        self._items: asyncio.Queue[Item] = asyncio.Queue()
+        self._items: deque[Item] = deque()
+        self._waiter: asyncio.Future[None] | None = None  # the reader's, while none is held
         self._awaiting = False
         self._line = bytearray()  # the start of the stdout line not ended yet
         self._discard = False  # past a fault: stdout is only drained (and maybe counted)
@@ -136,16 +137,28 @@ class LineChannel:
         """The next line answers a request about to be written: it is not unasked."""
         self._awaiting = True
 
-    def read(self) -> Awaitable[Item]:
-        """The next line (or marker) after :meth:`expect`, for the caller to await.
+    async def read(self) -> Item:
+        """The next line (or marker) after :meth:`expect` (one reader at a time).
 
-        A plain function returning the queue's awaitable: this is on every request's path.
+        A deque and one future rather than an ``asyncio.Queue``: this is on every request's
+        path, and the queue's bookkeeping (getters, putters, unfinished tasks) cost 1.3 µs
+        of the referee's 44 µs CPU per request with in-process instant bots.
         """
-        return self._items.get()
+        items = self._items
+        while not items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        return items.popleft()
+
+    def _put(self, item: Item) -> None:
+        self._items.append(item)
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def held_lines(self) -> int:
         """How many lines wait to be read (an unasked line is counted, never held)."""
-        return sum(isinstance(item, tuple) for item in self._items._queue)  # type: ignore[attr-defined]
+        return sum(isinstance(item, tuple) for item in self._items)
 
     async def more_unasked(self) -> None:
         """Return once another unasked line came (the caller bounds the wait)."""
@@ -156,7 +169,7 @@ class LineChannel:
 
     def push_back(self, item: Marker) -> None:
         """Keep a marker for the next :meth:`read` (the bot stays gone)."""
-        self._items.put_nowait(item)
+        self._put(item)
 
     async def _read_stdout(self) -> None:
         """Read the bot's stdout to its end, each chunk framed by :meth:`_take`.
@@ -173,7 +186,7 @@ class LineChannel:
                 self._take(chunk)
         except (ConnectionError, OSError):
             pass
-        self._items.put_nowait(EOF)
+        self._put(EOF)
 
     def _take(self, chunk: bytes) -> None:
         """Frame ``chunk`` into lines: to the awaiting reader, or counted as unasked."""
@@ -193,12 +206,12 @@ class LineChannel:
                 break
             end = nl - 1 if nl > start and buf[nl - 1] == 0x0D else nl
             if end - start > LINE_CAP:  # a \r before the \n is not counted
-                self._items.put_nowait(OVERLONG)
+                self._put(OVERLONG)
                 self._discard = True
                 break
             if self._awaiting:
                 self._awaiting = False
-                self._items.put_nowait((bytes(buf[start:nl]), arrived))
+                self._put((bytes(buf[start:nl]), arrived))
             else:
                 self.unasked += 1
                 if self.unasked_line is None:
@@ -218,7 +231,7 @@ class LineChannel:
             # Never buffer more than one line's worth (and its \r): a fault.
             buf.clear()
             self._discard = True
-            self._items.put_nowait(OVERLONG)
+            self._put(OVERLONG)
 
     async def _read_stderr(self) -> None:
         """Keep the bot's stderr to its end (diverted as stdout is: a reply's stderr is
@@ -295,7 +308,7 @@ class LineChannel:
         with contextlib.suppress(TimeoutError):
             async with self.clock.timeout(_EXIT_SETTLE_S):
                 await asyncio.shield(self._tasks[0])
-        self._items.put_nowait(EXITED)
+        self._put(EXITED)
 
     async def settle_exit(self) -> ExitInfo | None:
         """How the process ended, waiting a moment when its stdout just closed."""

@@ -66,9 +66,9 @@ def _run(steps: list[Step], direct: bool) -> dict[str, Any]:
         proc.stderr.feed_eof()
         for _ in range(3):
             await asyncio.sleep(0)
-        items = []
-        while not channel._items.empty():
-            item = channel._items.get_nowait()
+        items: list[Any] = []
+        while not items or items[-1] is not EOF:  # the end of stdout comes last
+            item = await channel.read()
             items.append(item[0] if isinstance(item, tuple) else item)
         held = {
             "items": items,
