@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.clock import Alarm
+from referee.sandbox.base import BotProcess, BotSpec, DirectReader, ExitInfo, Limits, Sandbox
 
 if TYPE_CHECKING:
     from referee.executors.base import AttemptEvent, MatchTask, SandboxPlan
@@ -116,11 +117,14 @@ class FakeBotProcess(BotProcess):
 
     A line is handled once its newline has been written, however the writes cut it. While
     frozen (:meth:`freeze`) the bot handles nothing: lines written meanwhile wait for
-    :meth:`thaw`. ``received`` holds every message handled, in order.
+    :meth:`thaw`. ``received`` holds every message handled, in order. What the bot writes
+    (and the ends of its streams) reaches the referee in the event loop's next turn, in
+    order, as a pipe's bytes would: never inside the referee's own write, so a reply the
+    handler made late on the fake clock comes after the request's deadline has fired.
     """
 
     def __init__(self, spec: BotSpec, handler: Handler) -> None:
-        super().__init__(spec=spec, stdout=asyncio.StreamReader(), stderr=asyncio.StreamReader())
+        super().__init__(spec=spec, stdout=DirectReader(), stderr=DirectReader())
         self.handler = handler
         self.received: list[dict[str, Any]] = []
         self.frozen = False
@@ -160,11 +164,11 @@ class FakeBotProcess(BotProcess):
         if part is None or self._exit is not None:
             return
         if isinstance(part, Stderr):
-            self.stderr.feed_data(part.data)
+            self._deliver(self.stderr.feed_data, part.data)
         elif isinstance(part, CloseStdout):
             if self._stdout_open:
                 self._stdout_open = False
-                self.stdout.feed_eof()
+                self._deliver(self.stdout.feed_eof)
         elif isinstance(part, Exit):
             if part.signal is None:
                 self._end(ExitInfo(returncode=part.code))
@@ -172,15 +176,19 @@ class FakeBotProcess(BotProcess):
                 name = signals.Signals(part.signal).name
                 self._end(ExitInfo(returncode=-part.signal, signal=part.signal, detail=name))
         elif self._stdout_open:
-            self.stdout.feed_data(part if isinstance(part, bytes) else _json_line(part))
+            data = part if isinstance(part, bytes) else _json_line(part)
+            self._deliver(self.stdout.feed_data, data)
+
+    def _deliver(self, feed: Callable[..., None], *data: bytes) -> None:
+        asyncio.get_running_loop().call_soon(feed, *data)
 
     def _end(self, info: ExitInfo) -> None:
         if self._exit is None:
             self._exit = info
             if self._stdout_open:
                 self._stdout_open = False
-                self.stdout.feed_eof()
-            self.stderr.feed_eof()
+                self._deliver(self.stdout.feed_eof)
+            self._deliver(self.stderr.feed_eof)
             self._done.set()
 
     async def close_stdin(self) -> None:
@@ -300,10 +308,10 @@ class FakeClock:
     comes with its own event loop, whose ``time()`` is the fake time and whose selector does
     the jumping: run the test's coroutine with :meth:`run` (or a ``Runner`` made with
     ``loop_factory=clock.new_event_loop``) and seat it on the same clock. Its
-    :meth:`timeout` and :meth:`sleep` refuse to run on another loop. Before jumping it polls
-    the real file descriptors once, so a pipe that is ready is served first; it never
-    waits for threads or real processes, which would see time jump past them: it is for
-    the in-memory sandbox, not the real ones.
+    :meth:`timeout`, :meth:`sleep` and :meth:`alarm` refuse to run on another loop. Before
+    jumping it polls the real file descriptors once, so a pipe that is ready is served
+    first; it never waits for threads or real processes, which would see time jump past
+    them: it is for the in-memory sandbox, not the real ones.
     """
 
     def __init__(self, start: float = 0.0, *, autojump: bool = True) -> None:
@@ -327,6 +335,10 @@ class FakeClock:
     async def sleep(self, seconds: float) -> None:
         self._on_own_loop()
         await asyncio.sleep(seconds)
+
+    def alarm(self) -> Alarm:
+        self._on_own_loop()
+        return Alarm()
 
     def new_event_loop(self) -> asyncio.AbstractEventLoop:
         """An event loop running on this clock (a ``loop_factory`` for ``asyncio.Runner``)."""

@@ -121,6 +121,11 @@ class EventTranslator:
             return special(event)
         return [(None, _line(event.log(self.names)))]
 
+    def known_line(self, event: ev.Event) -> bytes | None:
+        """The public line of ``event`` when it was encoded already and reads the same in
+        the match log (a play, a pass, ...: the memo's); ``None`` otherwise."""
+        return self._memo.get(event) if type(event) in _MEMO_EVENTS else None
+
     def _deal(self, deal: ev.Deal) -> _Messages:
         names = self.names
         swap = self.game.rules.leftovers == "swap" and deal.round > 1
@@ -251,8 +256,8 @@ class Match:
         self.faults: dict[int, FaultInfo] = {}
         self._ids = request_ids or itertools.count(1)
         self.clock: Clock = clock if clock is not None else MonotonicClock()
-        self._writer = LogWriter(log_path, self.game, match_id)
         self._translator = EventTranslator(self.game)
+        self._writer = LogWriter(log_path, self.game, match_id, self._translator.known_line)
         self._sent = 0  # engine events already broadcast
         self._started = False  # faults from now on are the match's, not the greeting's
         self._outboxes = self._live_outboxes()

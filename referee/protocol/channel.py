@@ -22,10 +22,13 @@ Stderr is kept as pieces, each stamped with :attr:`LineChannel.stderr_at` as it 
 piece was read: the match sets it to the log line of the decision it is about to ask for, so
 what a bot writes while it thinks is filed under the move it led to. What a bot writes
 before its reply is read before the match sees the reply: it is in the pipe (with Docker, in
-the attach stream's earlier frames) when the reply line is, so both readers wake in the same
-turn of the event loop and the match a turn later. Only a flood larger than the stream's
-buffer may still be being read then; its tail keeps the position unless that seat is asked
-again first.
+the attach stream's earlier frames) when the reply line is, so both are taken in the same
+turn of the event loop and the match wakes a turn later. (The backends' readers are
+:class:`~referee.sandbox.base.DirectReader` ones, which hand their bytes to the channel in
+the transport's callback, so the match wakes in the turn after the bytes came; another
+reader is read by a task, a turn later for both streams alike.) Only a flood larger than
+the stream's buffer may still be being read then; its tail keeps the position unless that
+seat is asked again first.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from dataclasses import dataclass
 from referee.clock import Clock, MonotonicClock
 from referee.protocol.kit import KIT_MARKER, KIT_NOTES, NOTE_BYTES
 from referee.protocol.messages import MAX_LINE_BYTES
-from referee.sandbox.base import BotProcess, ExitInfo
+from referee.sandbox.base import BotProcess, DirectReader, ExitInfo
 
 __all__ = [
     "EOF",
@@ -102,8 +105,12 @@ class LineChannel:
         """The first unasked lines (at most :data:`UNASKED_CAP`, each cut to
         :data:`UNASKED_KEPT` bytes): what a bot wrote after a line it should not have."""
         self._unasked_came = asyncio.Event()
-        self._items: asyncio.Queue[Item] = asyncio.Queue()
+        self._items: deque[Item] = deque()
+        self._waiter: asyncio.Future[None] | None = None  # the reader's, while none is held
         self._awaiting = False
+        self._line = bytearray()  # the start of the stdout line not ended yet
+        self._discard = False  # past a fault: stdout is only drained (and maybe counted)
+        self._flooded = False  # past UNASKED_CAP unasked lines: counted as they come
         self.outbox: list[bytes] = []
         """Lines to write with the next :meth:`flush` or :meth:`send`, in order."""
         self.stderr_at = 0
@@ -130,16 +137,28 @@ class LineChannel:
         """The next line answers a request about to be written: it is not unasked."""
         self._awaiting = True
 
-    def read(self) -> Awaitable[Item]:
-        """The next line (or marker) after :meth:`expect`, for the caller to await.
+    async def read(self) -> Item:
+        """The next line (or marker) after :meth:`expect` (one reader at a time).
 
-        A plain function returning the queue's awaitable: this is on every request's path.
+        A deque and one future rather than an ``asyncio.Queue``: this is on every request's
+        path, and the queue's bookkeeping (getters, putters, unfinished tasks) cost 1.3 µs
+        of the referee's 44 µs CPU per request with in-process instant bots.
         """
-        return self._items.get()
+        items = self._items
+        while not items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        return items.popleft()
+
+    def _put(self, item: Item) -> None:
+        self._items.append(item)
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def held_lines(self) -> int:
         """How many lines wait to be read (an unasked line is counted, never held)."""
-        return sum(isinstance(item, tuple) for item in self._items._queue)  # type: ignore[attr-defined]
+        return sum(isinstance(item, tuple) for item in self._items)
 
     async def more_unasked(self) -> None:
         """Return once another unasked line came (the caller bounds the wait)."""
@@ -150,74 +169,85 @@ class LineChannel:
 
     def push_back(self, item: Marker) -> None:
         """Keep a marker for the next :meth:`read` (the bot stays gone)."""
-        self._items.put_nowait(item)
+        self._put(item)
 
     async def _read_stdout(self) -> None:
-        buf = bytearray()
+        """Read the bot's stdout to its end, each chunk framed by :meth:`_take`.
+
+        A :class:`~referee.sandbox.base.DirectReader` hands its chunks to :meth:`_take`
+        itself, as they come (one turn of the loop fewer per reply): then this only waits
+        for the end of the stream.
+        """
         reader = self.proc.stdout
-        now = self.clock.monotonic
-        discard = flooded = False
+        if isinstance(reader, DirectReader):
+            reader.divert(self._take)
         try:
-            while True:
-                chunk = await reader.read(_READ_SIZE)
-                arrived = now()
-                if not chunk:
-                    self._items.put_nowait(EOF)
-                    return
-                if discard:
-                    # Keep the stream flowing (and dropped) until the bot is gone; a flood
-                    # is still counted, at C speed, for the fault detail.
-                    if flooded:
-                        self.unasked += chunk.count(b"\n")
-                    continue
-                buf += chunk
-                start = 0
-                while True:
-                    nl = buf.find(b"\n", start)
-                    if nl < 0:
-                        break
-                    end = nl - 1 if nl > start and buf[nl - 1] == 0x0D else nl
-                    if end - start > LINE_CAP:  # a \r before the \n is not counted
-                        self._items.put_nowait(OVERLONG)
-                        discard = True
-                        break
-                    if self._awaiting:
-                        self._awaiting = False
-                        self._items.put_nowait((bytes(buf[start:nl]), arrived))
-                    else:
-                        self.unasked += 1
-                        if self.unasked_line is None:
-                            self.unasked_line = bytes(buf[start:nl])
-                        self.unasked_lines.append(bytes(buf[start : min(nl, start + UNASKED_KEPT)]))
-                        self._unasked_came.set()
-                        if self.unasked >= UNASKED_CAP:
-                            self.unasked += buf.count(b"\n", nl + 1)
-                            discard = flooded = True
-                            break
-                    start = nl + 1
-                if discard:
-                    buf.clear()
-                    continue
-                del buf[:start]
-                if len(buf) > LINE_CAP + 1:
-                    # Never buffer more than one line's worth (and its \r): a fault.
-                    buf.clear()
-                    discard = True
-                    self._items.put_nowait(OVERLONG)
+            while chunk := await reader.read(_READ_SIZE):
+                self._take(chunk)
         except (ConnectionError, OSError):
-            self._items.put_nowait(EOF)
+            pass
+        self._put(EOF)
+
+    def _take(self, chunk: bytes) -> None:
+        """Frame ``chunk`` into lines: to the awaiting reader, or counted as unasked."""
+        arrived = self.clock.monotonic()
+        if self._discard:
+            # Keep the stream flowing (and dropped) until the bot is gone; a flood is
+            # still counted, at C speed, for the fault detail.
+            if self._flooded:
+                self.unasked += chunk.count(b"\n")
+            return
+        buf = self._line
+        buf += chunk
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            end = nl - 1 if nl > start and buf[nl - 1] == 0x0D else nl
+            if end - start > LINE_CAP:  # a \r before the \n is not counted
+                self._put(OVERLONG)
+                self._discard = True
+                break
+            if self._awaiting:
+                self._awaiting = False
+                self._put((bytes(buf[start:nl]), arrived))
+            else:
+                self.unasked += 1
+                if self.unasked_line is None:
+                    self.unasked_line = bytes(buf[start:nl])
+                self.unasked_lines.append(bytes(buf[start : min(nl, start + UNASKED_KEPT)]))
+                self._unasked_came.set()
+                if self.unasked >= UNASKED_CAP:
+                    self.unasked += buf.count(b"\n", nl + 1)
+                    self._discard = self._flooded = True
+                    break
+            start = nl + 1
+        if self._discard:
+            buf.clear()
+            return
+        del buf[:start]
+        if len(buf) > LINE_CAP + 1:
+            # Never buffer more than one line's worth (and its \r): a fault.
+            buf.clear()
+            self._discard = True
+            self._put(OVERLONG)
 
     async def _read_stderr(self) -> None:
+        """Keep the bot's stderr to its end (diverted as stdout is: a reply's stderr is
+        kept before the match sees the reply, as the module docstring says)."""
         reader = self.proc.stderr
+        if isinstance(reader, DirectReader):
+            reader.divert(self._take_stderr)
         with contextlib.suppress(ConnectionError, OSError):
-            while True:
-                chunk = await reader.read(_READ_SIZE)
-                if not chunk:
-                    if self._stderr_line.startswith(KIT_MARKER):  # its last, unended line
-                        self._kit_marker(self._stderr_line)
-                    return
-                self._count_markers(chunk)
-                self._keep_stderr(chunk)
+            while chunk := await reader.read(_READ_SIZE):
+                self._take_stderr(chunk)
+            if self._stderr_line.startswith(KIT_MARKER):  # its last, unended line
+                self._kit_marker(self._stderr_line)
+
+    def _take_stderr(self, chunk: bytes) -> None:
+        self._count_markers(chunk)
+        self._keep_stderr(chunk)
 
     def _keep_stderr(self, chunk: bytes) -> None:
         """Add ``chunk`` at the current position, then cut the oldest bytes over the cap."""
@@ -278,7 +308,7 @@ class LineChannel:
         with contextlib.suppress(TimeoutError):
             async with self.clock.timeout(_EXIT_SETTLE_S):
                 await asyncio.shield(self._tasks[0])
-        self._items.put_nowait(EXITED)
+        self._put(EXITED)
 
     async def settle_exit(self) -> ExitInfo | None:
         """How the process ended, waiting a moment when its stdout just closed."""

@@ -97,6 +97,7 @@ class BotSession:
         self.record: list[tuple[str, float]] | None = None
         """When a list, every answered request's kind and reply time (ms) is appended."""
         self.clock: Clock = channel.clock
+        self._alarm = self.clock.alarm()  # the timeout of every request (see Alarm: speed)
         self._closed = False
         self._events_last = False  # the last write was events alone (a match's end)
         self._kit_requests: dict[int, bytes] = {}  # requests the kit's markers name
@@ -163,10 +164,9 @@ class BotSession:
         self.last_request = (request_id, data)
         self._events_last = False
         events = len(channel.outbox)  # written with this request, before it
-        clock = self.clock
-        start = clock.monotonic()
+        start = self.clock.monotonic()
         try:
-            async with clock.timeout(budget_ms / 1000):
+            with self._alarm.at(start + budget_ms / 1000):
                 # A failed write means the bot is gone; the reason shows up as a marker.
                 with contextlib.suppress(ConnectionError, OSError):
                     await channel.send(data)
@@ -349,6 +349,7 @@ class BotSession:
 
     async def close(self, *, bye: bool = True) -> ExitInfo:
         """Say ``bye`` (if alive), give the bot a second to exit, then kill and reap it."""
+        self._alarm.cancel()
         if not self._closed:
             self._closed = True
             if bye and self.fault is None:
@@ -363,6 +364,7 @@ class BotSession:
 
     async def freeze(self) -> None:
         """Stop the bot's processes while it waits in a pool (see ``BotProcess.freeze``)."""
+        self._alarm.cancel()  # no timer waits with it
         await self.channel.proc.freeze()
 
     async def thaw(self) -> None:
@@ -371,6 +373,7 @@ class BotSession:
 
     async def kill(self) -> None:
         """Kill now (after a fault): no bye, nothing more is sent."""
+        self._alarm.cancel()
         self._closed = True
         self.channel.outbox.clear()
         await self.channel.proc.kill()

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import SupportsIndex
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,46 @@ class ExitInfo:
         return f"exit code {self.returncode}"
 
 
+class DirectReader(asyncio.StreamReader):
+    """A stream reader whose bytes can go straight to their consumer.
+
+    Once :meth:`divert` names a consumer, every chunk the transport feeds is handed to it
+    at once, inside the transport's callback, instead of waiting in the buffer for a task
+    to read it; reads then see only the end of the stream (or its error). That is one turn
+    of the event loop fewer per line: the channel frames a bot's reply as it comes and
+    wakes the match directly. Measured on bench/match_bench.py's long match (four instant
+    bots, median of 15 interleaved runs): the referee's CPU per request went from 91 to
+    86 µs (54 to 50 µs with in-process bots). Backends give a bot's stdout and stderr as
+    these; other readers are read the ordinary way. What was buffered before the divert
+    goes to the consumer first, so bytes keep their order. Nothing is buffered once
+    diverted, so the reader never pauses its transport: the consumer must keep what it
+    needs, bounded.
+    """
+
+    _consumer: Callable[[bytes], None] | None = None
+
+    def divert(self, consumer: Callable[[bytes], None]) -> None:
+        """Hand every chunk from now on (and what is buffered) to ``consumer``."""
+        self._consumer = consumer
+        # The base class's own buffer and flow control (stable since asyncio began).
+        buffered = bytes(self._buffer)  # type: ignore[attr-defined]
+        if buffered:
+            self._buffer.clear()  # type: ignore[attr-defined]
+            self._maybe_resume_transport()  # type: ignore[attr-defined]
+            consumer(buffered)
+
+    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
+        consumer = self._consumer
+        if consumer is None:
+            super().feed_data(data)
+        elif data:
+            consumer(bytes(data))
+
+
 @dataclass
 class BotProcess(abc.ABC):
-    """A running bot. ``stdout`` and ``stderr`` are asyncio stream readers of raw bytes."""
+    """A running bot. ``stdout`` and ``stderr`` are asyncio stream readers of raw bytes
+    (a backend gives :class:`DirectReader` ones: see there why)."""
 
     spec: BotSpec
     stdout: asyncio.StreamReader

@@ -99,7 +99,7 @@ from typing import Final
 
 from referee.errors import InfrastructureError, UsageError
 from referee.folders import private_folder
-from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.sandbox.base import BotProcess, BotSpec, DirectReader, ExitInfo, Limits, Sandbox
 from referee.sandbox.budget import BOT_OOM_SCORE_ADJ
 from referee.sandbox.cgroups import (
     BotCgroup,
@@ -731,6 +731,18 @@ class _BotProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(limit=limit, loop=loop)
         self.exited = asyncio.Event()
+        self._reader_limit = limit
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        # Direct readers in place of asyncio's (no data is passed on before this returns).
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            pipe = transport.get_pipe_transport(fd)
+            if pipe is not None:
+                reader = DirectReader(limit=self._reader_limit)
+                reader.set_transport(pipe)
+                setattr(self, name, reader)
 
     def process_exited(self) -> None:
         super().process_exited()

@@ -43,6 +43,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from referee.sandbox.base import DirectReader
+
 __all__ = ["INSIDE_PATH", "STDERR_INSIDE_PATH", "STDIN_INSIDE_PATH", "FifoWriter", "StdoutFifo"]
 
 INSIDE_PATH = "/run/referee/stdout"
@@ -184,7 +186,7 @@ class StdoutFifo:
         reader (flow control and end of file are asyncio's)."""
         fd = self._read_fds.pop(stream)  # the transport owns it now
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=limit, loop=loop)
+        reader = DirectReader(limit=limit, loop=loop)
         pipe = os.fdopen(fd, "rb", buffering=0)
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from referee.sandbox.base import BotProcess, ExitInfo, Limits
+from referee.sandbox.base import BotProcess, DirectReader, ExitInfo, Limits
 from referee.testing import CloseStdout, Exit, Handler, Replies, Stderr
 
 LIMITS = Limits(memory_mb=256, cpu_seconds=20, file_size_mb=4, pids=32, tmp_mb=16)
@@ -258,6 +258,33 @@ async def closed_stdout(backend: Backend) -> None:
         await bot.cleanup()
 
 
+async def direct_streams(backend: Backend) -> None:
+    """stdout and stderr are :class:`~referee.sandbox.base.DirectReader` ones (the channel
+    takes a reply in the transport's callback, a turn of the loop sooner): diverted, a
+    reply comes to the consumer whole and in order, and the stream still ends for a read."""
+    bot = await started(backend)
+    try:
+        assert isinstance(bot.stdout, DirectReader), type(bot.stdout)
+        assert isinstance(bot.stderr, DirectReader), type(bot.stderr)
+        got = bytearray()
+        came = asyncio.Event()
+
+        def take(chunk: bytes) -> None:
+            got.extend(chunk)
+            if got.count(b"\n") == 2:
+                came.set()
+
+        bot.stdout.divert(take)
+        await tell(bot, {"echo": 1})
+        await tell(bot, {"echo": "x" * LONG_LINE})
+        await asyncio.wait_for(came.wait(), LINE_TIMEOUT_S)
+        assert got == line({"echo": 1}) + line({"echo": "x" * LONG_LINE})
+        await bot.close_stdin()
+        assert await asyncio.wait_for(bot.stdout.read(), LINE_TIMEOUT_S) == b""
+    finally:
+        await bot.cleanup()
+
+
 async def memory_limit(backend: Backend) -> None:
     """A bot holding far more memory than its limit dies of it (never gets there)."""
     bot = await started(backend, MEMORY_LIMITS)
@@ -306,6 +333,7 @@ PROPERTIES: dict[str, Property] = {
     "kill takes the tree": kill_takes_the_tree,
     "write after exit": write_after_exit,
     "closed stdout": closed_stdout,
+    "direct streams": direct_streams,
     "memory limit": memory_limit,
     "freeze and thaw": freeze_and_thaw,
 }
