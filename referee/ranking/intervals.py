@@ -205,13 +205,23 @@ def adjacent_confidences(
 def _resampled_means(
     sums: Sequence[float], counts: Sequence[int], resamples: int, name: str
 ) -> list[float]:
-    """``resamples`` ratio means ``sum(sums) / sum(counts)`` over units drawn with replacement."""
+    """``resamples`` ratio means ``sum(sums) / sum(counts)`` over units drawn with replacement.
+
+    When every unit has the same count (each bot plays as many matches of every deal, and
+    an order's differences count one each), the drawn counts always add up to the same
+    integer, so only the sums are drawn and added: the same numbers, drawn and added in the
+    same order, about a quarter faster (a publication waits for these).
+    """
     digest = hashlib.sha256(b"referee-bootstrap\0" + name.encode("utf-8")).digest()
     rnd = random.Random(int.from_bytes(digest[:8], "big")).random
     n = len(sums)
+    units = range(n)
+    if n and counts.count(counts[0]) == n:
+        total = counts[0] * n
+        return [sum([sums[int(rnd() * n)] for _ in units]) / total for _ in range(resamples)]
     sum_at, count_at = sums.__getitem__, counts.__getitem__
     means = []
     for _ in range(resamples):
-        drawn = [int(rnd() * n) for _ in range(n)]
+        drawn = [int(rnd() * n) for _ in units]
         means.append(sum(map(sum_at, drawn)) / sum(map(count_at, drawn)))
     return means

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from referee.ranking.intervals import (
     MIN_SHARED_DEALS,
@@ -116,3 +118,40 @@ def test_equal_bots_get_a_confidence_near_one_half(shared: float) -> None:
             matches.append(_match(f"rr/t/d{deal:03d}/r{r}", places))
     pair = order_confidence(deal_scores(matches), "a", "b")
     assert 0.05 < pair.confidence < 0.95 and not pair.significant(0.95)
+
+
+def _reference_means(
+    sums: list[float], counts: list[int], resamples: int, name: str
+) -> list[float]:
+    """The bootstrap as first written (every count drawn and added): the published figures'
+    definition, which the faster path must give to the last bit."""
+    import hashlib
+    import random
+
+    digest = hashlib.sha256(b"referee-bootstrap\0" + name.encode("utf-8")).digest()
+    rnd = random.Random(int.from_bytes(digest[:8], "big")).random
+    n = len(sums)
+    means = []
+    for _ in range(resamples):
+        drawn = [int(rnd() * n) for _ in range(n)]
+        means.append(sum(sums[i] for i in drawn) / sum(counts[i] for i in drawn))
+    return means
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(-5, 9, allow_nan=False), st.integers(1, 6)), min_size=1, max_size=40
+    ),
+    st.booleans(),
+    st.text(max_size=8),
+)
+@settings(max_examples=150, deadline=None)
+def test_the_bootstrap_draws_exactly_as_first_defined(
+    units: list[tuple[float, int]], same_count: bool, name: str
+) -> None:
+    """Equal counts take a shorter path; every mean is still the same float."""
+    from referee.ranking.intervals import _resampled_means
+
+    sums = [s for s, _ in units]
+    counts = [units[0][1]] * len(units) if same_count else [c for _, c in units]
+    assert _resampled_means(sums, counts, 50, name) == _reference_means(sums, counts, 50, name)
