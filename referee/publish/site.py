@@ -288,6 +288,7 @@ class _Site:
         self.logs: dict[str, tuple[str, str]] = {}
         """The logs published: key to (file name in ``matches/``, SHA-256)."""
         self.ranking: Ranking | None = None
+        self._bots: _BotParts | None = None
         self.sizes: dict[str, int] = {}
         """Bytes of every file written, by its path in the site."""
 
@@ -500,7 +501,7 @@ class _Site:
         assert self.ranking is not None
         ranked = [e.name for e in board.entries]
         chart = history_chart(self.ranking.history, ranked)
-        pairs = pair_records(results.matches)
+        pairs = self._bots.pairs if self._bots is not None else pair_records(results.matches)
         counts = {status: 0 for status in ("done", "running", "pending", "failed")}
         for record in results.counting.values():
             counts[record.status] += 1
@@ -532,18 +533,33 @@ class _Site:
             slug=self.slugs,
         )
 
-    def bot_pages(self) -> None:
+    def bot_rows(self) -> None:
+        """What the bot pages show that needs no ranking: each bot's matches (their rows
+        rendered now, the bulk of a page), places, head-to-head records and faults; made
+        while the ranking is computed, the pages once it is ready (:meth:`bot_pages`)."""
         matches = self.results.matches
-        pairs = pair_records(matches)
-        places = place_counts(matches)
-        faults: dict[str, list[StoredFault]] = {}
-        for fault in self.results.faults:
-            faults.setdefault(fault.name, []).append(fault)
         mine: dict[str, list[tuple[MatchView, SeatView]]] = {}
         for match in matches:
             view = self.views[match.spec.key]
             for seat in view.seats:
                 mine.setdefault(seat.name, []).append((view, seat))
+        faults: dict[str, list[StoredFault]] = {}
+        for fault in self.results.faults:
+            faults.setdefault(fault.name, []).append(fault)
+        rows = self.env.get_template("_bot_rows.html")
+        self._bots = _BotParts(
+            pairs=pair_records(matches),
+            places=place_counts(matches),
+            faults=faults,
+            rows={
+                name: rows.render(matches=mine.get(name, []), root="../")
+                for name in self.names
+            },
+        )
+
+    def bot_pages(self) -> None:
+        parts = self._bots
+        assert parts is not None, "the bot pages are made before their rows"
         settings = self.board.settings
         records = {b.name: b for b in settings.bots} if settings else {}
         entries = {e.name: e for e in self.board.entries}
@@ -559,12 +575,12 @@ class _Site:
                 entry=entries.get(name),
                 replies=replies.get(name),
                 record=records.get(name),
-                matches=mine.get(name, []),
-                places=_place_rows(places.get(name), size),
-                head_to_head=list(self._head_to_head(name, pairs)),
+                match_rows=parts.rows[name],
+                places=_place_rows(parts.places.get(name), size),
+                head_to_head=list(self._head_to_head(name, parts.pairs)),
                 kit=self.results.kit_replaced.get(name),
                 faults=_fault_groups(
-                    [(self._fault(f), self.views.get(f.key)) for f in faults.get(name, [])]
+                    [(self._fault(f), self.views.get(f.key)) for f in parts.faults.get(name, [])]
                 ),
                 versions=self._versions(name),
                 retired=[
@@ -698,6 +714,7 @@ def publish_site(
             site.verification_files()
             site.matches_page()
             site.reuse_cache()  # the match files' record: all of them are written
+            site.bot_rows()
             site.templates()
             site.use(ranking())
             site.bot_pages()
@@ -804,6 +821,17 @@ def _complete_deals(results: StoredTournament) -> set[str]:
         if record.status != "done" and key in results.specs
     }
     return {m.spec.deal_id for m in (*results.matches, *results.retired)} - open_deals
+
+
+@dataclass(frozen=True)
+class _BotParts:
+    """What :meth:`_Site.bot_rows` prepares for the bot pages (by bot name)."""
+
+    pairs: dict[tuple[str, str], PairRecord]
+    places: dict[str, Counter[int | str]]
+    faults: dict[str, list[StoredFault]]
+    rows: dict[str, str]
+    """Rendered from an escaping template: the page shows them as they are."""
 
 
 def _fault_groups(
