@@ -50,6 +50,7 @@ that sat at it, and counted nowhere else (rankings, places, head-to-head, faults
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import multiprocessing
 from collections import Counter
@@ -704,7 +705,12 @@ def publish_site(
     site = _Site(results, target, cache)
     existed = target.exists()
     try:
-        with cache, site_folder(target) as folder, _ranking(results, background_from) as ranking:
+        with (
+            _collector_spares_results(),
+            cache,
+            site_folder(target) as folder,
+            _ranking(results, background_from) as ranking,
+        ):
             if reuse and existed:
                 cache.open(target)
             site.into(folder)
@@ -729,6 +735,22 @@ def publish_site(
             f"{f' ({exc.filename})' if exc.filename else ''}; {kept}"
         ) from exc
     return _report(site)
+
+
+@contextlib.contextmanager
+def _collector_spares_results() -> Iterator[None]:
+    """While the site is written, the garbage collector leaves alone what exists now (the
+    loaded results, the modules): its full passes went over them again and again
+    (measured at 2,000 matches: 0.13 s of collecting, 0.05 s with them set aside). They
+    are handed back at the end; a caller that set objects aside itself is left as it is."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 BACKGROUND_FROM = 300

@@ -511,3 +511,23 @@ def test_a_bot_whose_kit_replaced_decisions_is_warned_about_on_its_page(tmp_path
         f"Its kit replaced {decisions} of its decisions in {matches} match"
     )
     assert "kit-warning" not in (out / "bots" / "polite.html").read_text()
+
+
+def test_publishing_hands_back_what_it_set_aside_from_the_collector(
+    fake_tournament: Tournament, tmp_path: Path
+) -> None:
+    """A long-lived process (a league publishing again and again) keeps nothing frozen, and
+    a caller's own frozen objects stay frozen."""
+    import gc
+
+    results = load_results(fake_tournament)
+    assert gc.get_freeze_count() == 0
+    publish_site(results, tmp_path / "one")
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        publish_site(results, tmp_path / "two")
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
