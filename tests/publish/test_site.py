@@ -528,6 +528,7 @@ def test_publishing_hands_back_what_it_set_aside_from_the_collector(
     try:
         frozen = gc.get_freeze_count()
         publish_site(results, tmp_path / "two")
-        assert gc.get_freeze_count() == frozen
+        # Still frozen (an object freed meanwhile leaves the count, which unfreeze empties).
+        assert frozen - 1000 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
