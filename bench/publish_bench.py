@@ -182,8 +182,8 @@ def main(
         print(
             f"publish: the ranking of those {matches} alone (TrueSkill, bootstrap, collusion; "
             f"all of it in one process): {figures['rank_s']:.1f} s (a publication computes "
-            "the ratings in another process and the intervals in its own, once the match "
-            "pages are written)"
+            "the ratings in another process, and the score intervals in whichever is free "
+            "first)"
         )
         figures["ratio"] = figures["publish_s"] / figures["play_s"]
         figures["republish_ratio"] = figures["republish_s"] / figures["play_s"]
