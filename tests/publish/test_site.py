@@ -6,6 +6,7 @@ themselves, fast, on tournaments played in memory (conftest.py).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -21,14 +22,20 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
+from referee.protocol.kit import KIT_MARKER
+from referee.publish.paths import match_names
 from referee.publish.site import SITE_MARKER, WITHHELD_NOTE, publish_site
-from referee.publish.source import load_results, rank
+from referee.publish.source import entrant_authors, load_results, rank
 from referee.results import FaultInfo, MatchResult, SeatResult
+from referee.specs import deal_key
+from referee.testing import Handler, Stderr, lowest_bot, polite_bot
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import Store
 from tests.publish.conftest import (
+    HANDLERS,
     HOSTILE_NAME,
+    NAMES,
     play_fake,
     write_fake_tournament,
 )
@@ -396,6 +403,153 @@ def test_the_score_intervals_are_computed_by_whichever_process_is_free_first(
         assert _unstamped((tmp_path / "whole" / page).read_text()) == _unstamped(
             (tmp_path / "split" / page).read_text()
         ), page
+
+
+def _let_win(spec: Tournament, helper: str, helped: str) -> int:
+    """Rewrite the stored results as if ``helper`` let ``helped`` win wherever both played:
+    ``helped`` first, the others after in their order. Returns how many matches changed.
+    (A store never stores a match twice, so the rows are edited in place.)"""
+    changed = 0
+    results = load_results(spec)
+    db = sqlite3.connect(spec.results_dir / "results.sqlite")
+    with db:
+        for match in results.matches:
+            names = [s.name for s in match.seats]
+            if helper not in names or helped not in names:
+                continue
+            order = sorted(match.seats, key=lambda s: (s.name != helped, s.place, s.seat))
+            for place, s in enumerate(order, start=1):
+                helped_seat = s.name == helped
+                db.execute(
+                    "UPDATE results SET place = ?, score = 0, forfeit = ?, fault_kind = ?, "
+                    "fault_detail = ? WHERE match_key = ? AND seat = ?",
+                    (
+                        place,
+                        int(s.forfeit and not helped_seat),
+                        None if helped_seat else s.fault_kind,
+                        None if helped_seat else s.fault_detail,
+                        match.spec.key,
+                        s.seat,
+                    ),
+                )
+            changed += 1
+    db.close()
+    return changed
+
+
+def test_the_collusion_page_lists_every_pair_and_flags_the_one_that_helps_itself(
+    tmp_path: Path,
+) -> None:
+    names = (*NAMES, "quiet")
+    handlers = {**HANDLERS, "quiet": lambda: polite_bot("quiet")}
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=4, names=names), handlers)
+    assert _let_win(spec, "polite", "steady") >= 30  # 3 shared tables, 4 deals, 3 rotations
+    out = tmp_path / "site"
+    publish_site(load_results(spec), out)
+    rows = _rows(out / "collusion.html", "collusion")
+    assert len(rows) == 10  # every pair of the five bots met
+    flagged = [row for row in rows if row[-1] == "flagged"]
+    assert [row[:2] for row in flagged] == [["polite", "steady"]]
+    assert sum(HOSTILE_NAME in row[:2] for row in rows) == 4
+    index = (out / "index.html").read_text()
+    assert 'href="collusion.html"' in index and "1 of 10 pairs flagged" in index
+    assert "steady does better when polite is at its table" in index
+    md = (out / "leaderboard.md").read_text()
+    assert "Collusion check: 1 pair of entrants flagged" in md
+    data = json.loads((out / "leaderboard.json").read_text())["collusion"]
+    assert data["flagged"] == 1 and len(data["pairs"]) == 10
+    assert (data["pairs"][0]["a"], data["pairs"][0]["b"], data["pairs"][0]["pattern"]) == (
+        "polite",
+        "steady",
+        "b_gains",
+    )
+    assert '<button type="button">authors</button>' not in (out / "collusion.html").read_text()
+
+
+def test_the_collusion_page_shows_authors_once_the_store_has_them(
+    fake_tournament: Tournament, tmp_path: Path
+) -> None:
+    """The authors come from the stored entrants (``entrant_authors``): here two of them
+    stored as written by one author."""
+    results = load_results(fake_tournament)
+    entrants = {
+        name: dataclasses.replace(record, author="ann") if name in ("polite", "steady") else record
+        for name, record in results.entrants.items()
+    }
+    assert entrant_authors(entrants) == {"polite": "ann", "steady": "ann"}
+    publish_site(dataclasses.replace(results, entrants=entrants), tmp_path / "site")
+    page = (tmp_path / "site" / "collusion.html").read_text()
+    assert '<button type="button">authors</button>' in page
+    rows = _rows(tmp_path / "site" / "collusion.html", "collusion")
+    [same] = [row for row in rows if {row[0], row[1]} == {"polite", "steady"}]
+    assert same[2] == "ann · ann same"
+
+
+def test_a_replay_links_the_other_rotations_and_the_same_cards_at_other_tables(
+    tmp_path: Path,
+) -> None:
+    from referee.testing import lowest_bot, polite_bot
+
+    names = ("a1", "b2", "c3", "d4", "e5", "f6")  # two disjoint tables share each deal
+    handlers = {
+        n: (lambda n=n, i=i: (polite_bot if i % 2 else lowest_bot)(n)) for i, n in enumerate(names)
+    }
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1, names=names), handlers)
+    results = load_results(spec)
+    out = tmp_path / "site"
+    publish_site(results, out)
+    stems = match_names({m.spec.key: m.spec.table for m in results.matches})
+    shared = 0
+    for match in results.matches:
+        page = (out / "matches" / f"{stems[match.spec.key]}.html").read_text()
+        related = page.split('<nav class="related"', 1)[1].split("</nav>", 1)[0]
+        rotations = {
+            stems[m.spec.key] for m in results.matches
+            if deal_key(m.spec.key) == deal_key(match.spec.key) and m is not match
+        }  # fmt: skip
+        same_cards = {
+            stems[m.spec.key] for m in results.matches
+            if m.spec.deal_id == match.spec.deal_id and m is not match
+        } - rotations  # fmt: skip
+        linked = set(re.findall(r'href="([^"]+)\.html"', related))
+        assert linked == rotations | same_cards, match.spec.key
+        assert len(rotations) == 2  # three seats, three rotations
+        shared += bool(same_cards)
+    assert shared == len(results.matches)  # every deal was dealt at two tables
+
+
+def _kit_replacing(name: str) -> Handler:
+    """Plays like ``lowest``; each time it follows, its 'kit' says it replaced the play."""
+    inner = lowest_bot(name)
+
+    def handle(msg: dict[str, Any]) -> Any:
+        out = inner(msg)
+        if msg.get("type") == "act" and msg["kind"] == "play" and msg["trick"]["count"]:
+            note = {"id": msg["id"], "kind": "play", "decided": ["ZZ"], "sent": out["cards"],
+                    "why": "not allowed"}  # fmt: skip
+            return [Stderr(KIT_MARKER + json.dumps(note).encode() + b"\n"), out]
+        return out
+
+    return handle
+
+
+def test_a_bot_whose_kit_replaced_decisions_is_warned_about_on_its_page(tmp_path: Path) -> None:
+    handlers = {**HANDLERS, "steady": lambda: _kit_replacing("steady")}
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1), handlers)
+    results = load_results(spec)
+    matches, decisions = results.kit_replaced["steady"]
+    played = sum(any(s.name == "steady" for s in m.seats) for m in results.matches)
+    assert list(results.kit_replaced) == ["steady"] and 1 <= matches <= played
+    assert decisions >= matches
+    out = tmp_path / "site"
+    publish_site(results, out)
+    page = (out / "bots" / "steady.html").read_text()
+    warning = re.search(r'<p class="kit-warning" id="kit-replaced">(.*?)</p>', page, re.S)
+    assert warning is not None
+    assert re.sub(r"<[^>]+>", "", warning.group(1)).startswith(
+        f"Its kit replaced {decisions} of its decisions in {matches} match"
+    )
+    assert "kit-warning" not in (out / "bots" / "polite.html").read_text()
 
 
 def test_publishing_hands_back_what_it_set_aside_from_the_collector(
