@@ -488,11 +488,7 @@ def build_leaderboard(
     rated_of, scored = parts
     order = [r for r in rated_of.rated if r.rated]
     pairs = rated_of.pairs
-    in_playoffs: dict[str, int] = {}
-    for match in matches:
-        if match.spec.key.startswith(PLAYOFF_PREFIX):
-            for seat in match.seats:
-                in_playoffs[seat.name] = in_playoffs.get(seat.name, 0) + 1
+    in_playoffs = _playoff_matches(matches)
     entries = []
     for rank, r in enumerate(order, start=1):
         over = pairs[rank - 1] if rank - 1 < len(pairs) else None
@@ -527,6 +523,16 @@ def build_leaderboard(
         reply_times=dict(reply_times or {}),
         replaced=tuple(replaced),
     )
+
+
+def _playoff_matches(matches: Sequence[StoredMatch]) -> dict[str, int]:
+    """How many play-off matches each bot played."""
+    counts: dict[str, int] = {}
+    for match in matches:
+        if match.spec.key.startswith(PLAYOFF_PREFIX):
+            for seat in match.seats:
+                counts[seat.name] = counts.get(seat.name, 0) + 1
+    return counts
 
 
 def _playoff_summary(
