@@ -218,9 +218,9 @@ def rank(
 
     This is the costly part of publishing (TrueSkill, then the bootstrap), and it needs
     nothing but ``results``: the site computes it while it writes the match pages, the
-    ratings (:func:`rate_results`) in another process and the rest (:func:`score_results`)
-    in its own once the pages are written. ``parts`` are those two when computed already:
-    the ranking is the same as without.
+    ratings (:func:`rate_results`) in another process and the score intervals
+    (:func:`score_results`) in whichever process is free first. ``parts`` are those two when
+    computed already: the ranking is the same as without.
     """
     t = results.tournament
     f = t.file
