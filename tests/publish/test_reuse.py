@@ -30,7 +30,7 @@ from referee.publish.verify import verify_site
 from referee.stderrlog import stderr_path
 from referee.testing import InProcessExecutor
 from referee.tournament.file import Tournament, load_tournament
-from tests.publish.conftest import HANDLERS, play_fake, write_fake_tournament
+from tests.publish.conftest import HANDLERS, play_fake, unstamped, write_fake_tournament
 
 CACHE_FILE = f"{CACHE}.json"
 
@@ -88,12 +88,33 @@ def _match_files(folder: Path) -> set[str]:
 
 
 def _same_as_whole(results: StoredTournament, out: Path, whole: Path) -> None:
-    """``out`` is, file for file and byte for byte, what a full publication writes."""
+    """``out`` is, file for file and byte for byte, what a full publication writes (but for
+    the minute each was published, which a full publication a minute later has new)."""
     publish_site(results, whole, reuse=False)
     mine, theirs = _files(out), _files(whole)
     assert sorted(mine) == sorted(theirs)
-    different = [name for name in mine if mine[name] != theirs[name]]
+    different = [name for name in mine if unstamped(mine[name]) != unstamped(theirs[name])]
     assert different == []  # the cache too: the same files, made from the same inputs
+
+
+def test_the_comparison_leaves_out_the_minute_of_publishing_and_nothing_else(
+    fake_tournament: Tournament, tmp_path: Path
+) -> None:
+    """Two publications a minute apart differ in that minute alone: ``unstamped`` takes out
+    every mention of it, and no other time (the matches' own are in the results)."""
+    results = load_results(fake_tournament)
+    publish_site(results, tmp_path / "site")
+    files = _files(tmp_path / "site")
+    stamp = json.loads(files["leaderboard.json"])["settings"]["published"].encode()
+    played = json.loads(files["leaderboard.json"])["settings"]["played_from"].encode()
+    stamps = (b"published " + stamp, b'"published": "' + stamp)
+    stamped = {name for name, data in files.items() if any(s in data for s in stamps)}
+    assert stamped == {"index.html", "leaderboard.json", "leaderboard.md"}
+    for name, data in files.items():
+        assert not any(s in unstamped(data) for s in stamps), name
+        # What is left is what was there: a time of play in the same minute stays.
+        assert unstamped(data).count(stamp) == data.count(stamp) - (name in stamped), name
+    assert played in unstamped(files["leaderboard.json"])
 
 
 def _changed(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:

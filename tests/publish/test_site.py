@@ -37,6 +37,7 @@ from tests.publish.conftest import (
     HOSTILE_NAME,
     NAMES,
     play_fake,
+    unstamped,
     write_fake_tournament,
 )
 
@@ -311,19 +312,13 @@ def test_a_large_tournament_is_ranked_in_another_process_with_the_same_result(
     assert board(tmp_path / "here") == board(tmp_path / "there")
     # In two halves (the ratings there, the intervals where free): every page the same.
     for page in ("index.html", "collusion.html", "leaderboard.md", "leaderboard.csv"):
-        here = (tmp_path / "here" / page).read_text()
-        there = (tmp_path / "there" / page).read_text()
-        assert _unstamped(here) == _unstamped(there), page
+        here = (tmp_path / "here" / page).read_bytes()
+        there = (tmp_path / "there" / page).read_bytes()
+        assert unstamped(here) == unstamped(there), page
     for bot in (tmp_path / "here" / "bots").iterdir():
-        assert _unstamped(bot.read_text()) == _unstamped(
-            (tmp_path / "there" / "bots" / bot.name).read_text()
+        assert unstamped(bot.read_bytes()) == unstamped(
+            (tmp_path / "there" / "bots" / bot.name).read_bytes()
         )
-
-
-def _unstamped(text: str) -> str:
-    """``text`` without the time it was published (the one thing two publications differ
-    in)."""
-    return re.sub(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?( UTC|Z|[+-]\d\d:?\d\d)?", "", text)
 
 
 _RATED_HERE: list[int] = []
@@ -353,8 +348,8 @@ def test_a_ranking_process_that_dies_is_made_up_for_here(
     _RATED_HERE.clear()
     publish_site(results, tmp_path / "there", background_from=1)
     assert [os.getpid()] == _RATED_HERE  # once, here, after the other process died
-    assert _unstamped((tmp_path / "here" / "index.html").read_text()) == _unstamped(
-        (tmp_path / "there" / "index.html").read_text()
+    assert unstamped((tmp_path / "here" / "index.html").read_bytes()) == unstamped(
+        (tmp_path / "there" / "index.html").read_bytes()
     )
 
 
@@ -389,8 +384,8 @@ def test_the_score_intervals_are_computed_by_whichever_process_is_free_first(
     publish_site(results, tmp_path / "split", background_from=1)
     assert scored_here == ([] if pages == "slow" else [os.getpid()])
     for page in ("index.html", "leaderboard.md", "leaderboard.csv"):
-        assert _unstamped((tmp_path / "whole" / page).read_text()) == _unstamped(
-            (tmp_path / "split" / page).read_text()
+        assert unstamped((tmp_path / "whole" / page).read_bytes()) == unstamped(
+            (tmp_path / "split" / page).read_bytes()
         ), page
 
 
