@@ -65,6 +65,30 @@ def ping_pong(requests: int, events: int = 0) -> float:
     return elapsed / requests
 
 
+async def _asyncio_ping_pong(requests: int, events: int) -> float:
+    """Seconds per round trip as :func:`ping_pong`, through asyncio's subprocess streams:
+    what the event loop costs a request before the referee does anything (the floor of
+    any referee built on asyncio, as this one is)."""
+    proc = await asyncio.create_subprocess_exec(
+        "python3", str(POLITE), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    out = proc.stdout
+    proc.stdin.write(b'{"type":"hello","id":0,"protocol":1}\n')
+    await out.readline()
+    start = time.perf_counter()
+    for i in range(1, requests + 1):
+        ACT["id"] = i
+        proc.stdin.write(EVENT * events + json.dumps(ACT).encode() + b"\n")
+        await proc.stdin.drain()
+        reply = json.loads(await out.readline())
+        assert reply["id"] == i
+    elapsed = time.perf_counter() - start
+    proc.stdin.close()
+    await proc.wait()
+    return elapsed / requests
+
+
 async def _referee_match(
     sandbox: ProcessSandbox, staging: Path
 ) -> tuple[float, int, float, float]:
@@ -132,10 +156,12 @@ def run() -> dict[str, float]:
                 _referee_match(sandbox, staging)
             )
             floor_events_i = ping_pong(3000, round(events_per_request))
-            pairs.append((secs / requests, floor_i, floor_events_i))
+            loop_i = asyncio.run(_asyncio_ping_pong(3000, round(events_per_request)))
+            pairs.append((secs / requests, floor_i, floor_events_i, loop_i))
             cpu.append(cpu_i)
         pairs.sort(key=lambda p: p[0] / p[1])
-        best, floor, floor_events = pairs[ROUNDS // 2]  # the median pair
+        best, floor, floor_events, loop_floor = pairs[ROUNDS // 2]  # the median pair
+        loop_ratios = sorted(p[3] / p[1] for p in pairs)
         variants = {"without bubblewrap": ProcessSandbox(bwrap=False, cgroups=False)}
         cgroups = ProcessSandbox(bwrap=False).cgroup_support()
         if cgroups.works:
@@ -164,6 +190,12 @@ def run() -> dict[str, float]:
         f" {floor_events * 1e6:6.1f} µs → ratio {best / floor_events:.2f}x"
     )
     print(
+        f"  the same through asyncio's streams  {loop_floor * 1e6:6.1f} µs → the loop alone "
+        f"{statistics.median(loop_ratios):.2f}x the floor (median; pairs "
+        f"{loop_ratios[0]:.2f}-{loop_ratios[-1]:.2f}x),"
+        f" the referee {best / loop_floor:.2f}x the loop alone"
+    )
+    print(
         "bot start-up to ready, and close (median of 15 taking turns, python3 instant bot; "
         f"{cgroups.describe() if cgroups.works else 'no cgroup: ' + cgroups.reason})"
     )
@@ -186,6 +218,7 @@ def run() -> dict[str, float]:
         "floor_us": floor * 1e6,
         "ratio": best / floor,
         "ratio_with_events": best / floor_events,
+        "asyncio_floor_ratio": statistics.median(loop_ratios),
     }
 
 
