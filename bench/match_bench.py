@@ -10,8 +10,11 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
+from referee.eventloop import new_event_loop
 from referee.match.runner import play_match
 from referee.protocol.seats import seated
 from referee.rules import RuleSet
@@ -24,6 +27,7 @@ from referee.sandbox import (
 )
 from referee.specs import TimeControl
 
+_T = TypeVar("_T")
 ROOT = Path(__file__).resolve().parent.parent
 POLITE = ROOT / "tests" / "bots" / "polite.py"
 ROUNDS = 5
@@ -66,6 +70,12 @@ def ping_pong(requests: int, events: int = 0) -> float:
     return elapsed / requests
 
 
+def _on_the_referees_loop(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` on the loop a worker plays its matches on (:mod:`referee.eventloop`)."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(coro)
+
+
 async def _asyncio_ping_pong(requests: int, events: int) -> float:
     """Seconds per round trip as :func:`ping_pong`, through asyncio's subprocess streams:
     what the event loop costs a request before the referee does anything (the floor of
@@ -105,7 +115,7 @@ def _on_one_core(sandbox: ProcessSandbox, staging: Path) -> tuple[float, float] 
         os.sched_setaffinity(0, {min(cores)})
         for _ in range(3):
             floor.append(ping_pong(3000))
-            secs, requests, _, _ = asyncio.run(_referee_match(sandbox, staging))
+            secs, requests, _, _ = _on_the_referees_loop(_referee_match(sandbox, staging))
             referee.append(secs / requests)
     finally:
         os.sched_setaffinity(0, cores)
@@ -172,15 +182,20 @@ def run() -> dict[str, float]:
         # the scheduler's core placement change minute to minute; each pair shares them.
         pairs = []
         cpu: list[float] = []
+        plain: list[tuple[float, float]] = []  # asyncio's own loop: ratio, CPU per request
         requests = 0
         for _ in range(ROUNDS):
             floor_i = ping_pong(3000)
-            secs, requests, events_per_request, cpu_i = asyncio.run(
+            secs, requests, events_per_request, cpu_i = _on_the_referees_loop(
                 _referee_match(sandbox, staging)
             )
             floor_events_i = ping_pong(3000, round(events_per_request))
             loop_i = asyncio.run(_asyncio_ping_pong(3000, round(events_per_request)))
+            plain_secs, plain_requests, _, plain_cpu_i = asyncio.run(
+                _referee_match(sandbox, staging)
+            )
             pairs.append((secs / requests, floor_i, floor_events_i, loop_i))
+            plain.append((plain_secs / plain_requests / floor_i, plain_cpu_i))
             cpu.append(cpu_i)
         pairs.sort(key=lambda p: p[0] / p[1])
         best, floor, floor_events, loop_floor = pairs[ROUNDS // 2]  # the median pair
@@ -212,6 +227,12 @@ def run() -> dict[str, float]:
     print(
         f"  ping-pong with the same {round(events_per_request)} event lines before each request"
         f" {floor_events * 1e6:6.1f} µs → ratio {best / floor_events:.2f}x"
+    )
+    plain_ratios = sorted(r for r, _ in plain)
+    print(
+        f"  the referee on asyncio's own loop (no polling): {statistics.median(plain_ratios):.2f}x"
+        f" (pairs {plain_ratios[0]:.2f}-{plain_ratios[-1]:.2f}x), its CPU per request "
+        f"{statistics.median(c for _, c in plain) * 1e6:.1f} µs"
     )
     print(
         f"  the same through asyncio's streams  {loop_floor * 1e6:6.1f} µs → the loop alone "
@@ -250,6 +271,7 @@ def run() -> dict[str, float]:
         "ratio": best / floor,
         "ratio_with_events": best / floor_events,
         "asyncio_floor_ratio": statistics.median(loop_ratios),
+        "ratio_without_polling": statistics.median(plain_ratios),
     }
 
 

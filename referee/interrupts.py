@@ -27,6 +27,8 @@ from collections.abc import Coroutine, Iterator
 from types import FrameType
 from typing import Any, TypeVar
 
+from referee import eventloop
+
 __all__ = [
     "Terminated",
     "cancel_main_task",
@@ -118,7 +120,7 @@ def run(coro: Coroutine[Any, Any, _T], runner: asyncio.Runner | None = None) -> 
         if runner is not None:
             result = runner.run(_as_main(coro))
         else:
-            with asyncio.Runner() as fresh:
+            with asyncio.Runner(loop_factory=eventloop.new_event_loop) as fresh:
                 result = fresh.run(_as_main(coro))
     except asyncio.CancelledError:
         if _Main.stop_requested:

@@ -35,6 +35,7 @@ from typing import Any
 
 from referee import interrupts
 from referee.errors import InfrastructureError, UsageError
+from referee.eventloop import new_event_loop
 from referee.executors.base import MatchTask, TaskOutcome
 from referee.match.runner import play_match
 from referee.protocol.seats import SessionPool, seated
@@ -119,7 +120,7 @@ class Worker:
 
     def _loop(self) -> asyncio.Runner:
         if self._runner is None:
-            self._runner = asyncio.Runner()
+            self._runner = asyncio.Runner(loop_factory=new_event_loop)
         return self._runner
 
     # -- a task ----------------------------------------------------------------------------
