@@ -18,10 +18,12 @@ later than asked: the poll stops at the wait's own timeout, so the loop's timers
 time.
 
 Measured on ``bench/match_bench.py``'s long match (four instant bots, five interleaved
-rounds): the referee's wall time per request went from 1.44x the ping-pong floor to 1.01x
-(137 to 98 µs), for 13 to 17 µs more CPU a request (the polling). asyncio has no
-such option and uvloop was not kept (README, Benchmarks): this is a selector of the
-standard library's with the poll in front, and the loop is asyncio's own.
+rounds, both loops in turn): the referee's wall time per request is 1.00x and 1.10x the
+ping-pong floor on this loop, 1.39x and 1.32x on asyncio's own, for 17 µs more CPU a
+request (the polling). Bots that think poll nothing, and a 200-match tournament of
+instant bots plays as fast either way (most of a short match is per-match work).
+asyncio has no such option and uvloop was not kept (README, Benchmarks): this is a
+selector of the standard library's with the poll in front, and the loop is asyncio's own.
 """
 
 from __future__ import annotations
