@@ -557,8 +557,11 @@ def _timed_check(sandbox: str, source: Path | None) -> float:
     if source is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
     command = [sys.executable, "-m", "referee", "bot", "check", "@heuristic", "--sandbox", sandbox]
+    # Run from the checkout: `python -m` puts the working folder first on the path, ahead of
+    # PYTHONPATH, so run from this repository it would find this referee, not the other.
+    cwd = source if source is not None else None
     started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}")
