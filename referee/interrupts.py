@@ -145,12 +145,16 @@ def skip_teardown() -> None:
     at the end of every run, publishing's ranking process). Registered as the last
     finalizer, this runs after every cleanup the process registered (stopping bots, closing
     queues); then only the standard streams are left to flush. For processes that start no
-    thread that is not a daemon: none would be waited for.
+    thread that is not a daemon: none would be waited for. A process whose target raised
+    (``sys.exit`` included) ends the usual way, its traceback printed and its exit status
+    kept: multiprocessing runs the finalizers while that exception is on its way out.
     """
     multiprocessing.util.Finalize(None, _exit_now, exitpriority=_LAST)
 
 
 def _exit_now() -> None:
+    if sys.exc_info()[0] is not None:
+        return  # the target raised: its status and traceback are multiprocessing's to give
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

@@ -356,6 +356,32 @@ def test_a_process_that_skips_teardown_runs_its_cleanups_first(
     assert "said before the exit" in capfd.readouterr().out
 
 
+def _fail_after_skipping(how: str) -> None:
+    """A spawned process's target that skips teardown, then fails (``how``)."""
+    from referee import interrupts
+
+    interrupts.skip_teardown()
+    if how == "raise":
+        raise RuntimeError("a bug in the child")
+    raise SystemExit(3)
+
+
+@pytest.mark.parametrize(("how", "status"), [("raise", 1), ("exit", 3)])
+def test_a_process_that_skips_teardown_and_fails_keeps_its_status_and_traceback(
+    capfd: pytest.CaptureFixture[str], how: str, status: int
+) -> None:
+    """Skipping teardown never turns a failure into a clean exit."""
+    import multiprocessing
+
+    process = multiprocessing.get_context("spawn").Process(
+        target=_fail_after_skipping, args=(how,)
+    )
+    process.start()
+    process.join(30)
+    assert process.exitcode == status
+    assert ("RuntimeError: a bug in the child" in capfd.readouterr().err) == (how == "raise")
+
+
 _ENTRY = """\
 import multiprocessing, os, pathlib, sys
 
