@@ -26,7 +26,12 @@ bytes by itself. What the referee adds, in order of a run:
    attempt's first start claims it (a :class:`distributed.Event` named by the task, set) and a
    second start refuses to play: the attempt is a failure on our side, and the next
    attempt deals fresh cards (:meth:`MatchTask.attempt`), up to ``max_attempts``. A match
-   whose worker keeps dying is recorded as failed and the run goes on.
+   whose worker keeps dying is recorded as failed and the run goes on. A bundle whose only
+   copy died with the worker fails the fetches waiting for it at once (:func:`_fetch`), and
+   is scattered again before the retry. The bots of a lost worker die with it
+   (:mod:`referee.sandbox.process`); what a start cut short leaves, the next referee of that
+   machine sweeps (:func:`referee.sandbox.cgroups.sweep_leftovers`), as a restarted worker
+   does at its first match.
 6. **Stopping**: Ctrl-C or SIGTERM cancels the futures, then every worker stops the match
    it plays (its seating kills the bots and removes their containers) and the bots it
    keeps. A lost scheduler ends the run with one line; running it again resumes.
@@ -95,6 +100,8 @@ DOCKER_RESOURCE = "docker"
 _STOP_WAIT_S = 60.0
 _STOPPED_RUNS = 64
 _FETCH_TIMEOUT_S = 120.0
+_FETCH_SLICE_S = 0.25
+_GONE = frozenset({"lost", "cancelled", "error"})
 
 
 # --------------------------------------------------------------------------- the worker side
@@ -349,11 +356,31 @@ def _plugin() -> RefereePlugin:
 
 def _fetch(key: str) -> bytes:
     """A bundle's bytes from the cluster: the coordinator scattered them and named their
-    future in a :class:`distributed.Variable` of the bundle's key."""
+    future in a :class:`distributed.Variable` of the bundle's key.
+
+    Bytes that were only on a worker that died cannot come back (scattered data has nothing
+    to compute it from): Dask marks the future ``lost`` at once, but ``result`` would still
+    wait its whole timeout. So the wait is cut in slices and ends as soon as the future is
+    lost; the attempt fails on our side, and the coordinator scatters the bundle again
+    before it retries (:meth:`DaskExecutor._ensure`).
+    """
+    deadline = time.monotonic() + _FETCH_TIMEOUT_S
+    future: Future[bytes] | None = None
     try:
         future = Variable(key, client=distributed.get_client()).get(timeout=_FETCH_TIMEOUT_S)
-        data = future.result(timeout=_FETCH_TIMEOUT_S)
+        while True:
+            try:
+                data = future.result(timeout=_FETCH_SLICE_S)
+                break
+            except TimeoutError:
+                if future.status in _GONE or time.monotonic() >= deadline:
+                    raise
     except Exception as exc:  # lost with a worker, never scattered: the attempt is retried
+        if future is not None and future.status in _GONE:
+            raise InfrastructureError(
+                f"cannot fetch {key} from the cluster: {future.status} (its only copy was "
+                "on a worker that is gone; it is scattered again for the retry)"
+            ) from None
         raise InfrastructureError(f"cannot fetch {key} from the cluster ({exc!r})") from None
     if not isinstance(data, bytes):
         raise InfrastructureError(f"{key} is not a bundle")
@@ -607,7 +634,8 @@ class DaskExecutor:
             key = f"referee-{self._run_token}-{task.spec.key}-a{number}"
             names = tuple(bundles[bot.sha256] for bot in task.bots)
             for name in names:
-                self._ensure(client, name)
+                # A retry may follow a worker lost with a bundle's only copy: ask.
+                self._ensure(client, name, ask=number > 1)
             next_names = () if after is None else tuple(bundles[b.sha256] for b in after.bots)
             return ClusterTask(task.attempt(number).followed_by(after), names, key, next_names)
 
@@ -654,11 +682,20 @@ class DaskExecutor:
             self._ensure(client, bundle.name)
         return names
 
-    def _ensure(self, client: Client, name: str) -> None:
-        """Scatter a bundle unless its bytes are on the cluster (lost with a worker: again)."""
+    def _ensure(self, client: Client, name: str, *, ask: bool = False) -> None:
+        """Scatter a bundle unless its bytes are on the cluster (lost with a worker: again).
+
+        The future's status says it without a word to the scheduler, but only once the
+        scheduler's news of a lost worker has come; with ``ask`` (a retry, which may follow
+        that loss closely) the scheduler is asked which workers hold the bytes.
+        """
         bundle = self._bundles[name]
         held = self._scattered.get(bundle.key)
-        if held is not None and held.status == "finished":
+        if (
+            held is not None
+            and held.status == "finished"
+            and (not ask or client.who_has([held]).get(bundle.key))
+        ):
             return
         future = client.scatter({bundle.key: bundle.data}, hash=False)[bundle.key]
         Variable(bundle.key, client=client).set(future)

@@ -6,7 +6,8 @@ Layers, from the outside in::
      └─ sh -c ...          when cgroups work: joins the bot's own groups (memory incl. shared
         │                  memory and tmpfs, pids, CPU quota; see referee.sandbox.cgroups),
         │                  then execs the rest, so nothing of the bot ever runs outside them
-        └─ setpriv ...     when root: the bot's own uid and gid, no supplementary groups
+        └─ setpriv ...     when root: the bot's own uid and gid, no supplementary groups;
+           │               always: the parent-death signal, so the start dies with the referee
            └─ prlimit ...  rlimits: data segment, CPU seconds, file size, open files, no core,
               │            processes per uid (set after the uid drop, before anything else runs)
               └─ bwrap ... when installed and working: no network, own pid/ipc/uts/user/cgroup
@@ -20,9 +21,12 @@ Layers, from the outside in::
                     │      what it inherits: :mod:`referee.sandbox.stdout_fifo`), execs on
                     └─ the bot  cwd /bot, a clean environment, TMPDIR = HOME = /tmp
 
-Between ``setpriv`` and ``prlimit`` one more ``sh -c`` sets the bot's ``oom_score_adj`` to
-+1000, so the kernel's OOM killer takes a bot before anything else (the referee lowers its
-own where it may, and children inherit it: :mod:`referee.sandbox.budget`).
+Between ``setpriv`` and ``prlimit`` one more ``sh -c`` checks that the referee is still its
+parent (a referee that died before ``setpriv`` armed the signal ends the start there) and
+sets the bot's ``oom_score_adj`` to +1000, so the kernel's OOM killer takes a bot before
+anything else (the referee lowers its own where it may, and children inherit it:
+:mod:`referee.sandbox.budget`). Without ``setpriv`` (not root, util-linux missing) only
+bubblewrap's ``--die-with-parent`` ties a bot to its referee.
 
 Without cgroups (not root and no delegated group, or no writable hierarchy) the uid drop
 is done by ``subprocess``'s ``user=``/``group=`` instead of ``setpriv``, and memory is bounded
@@ -561,35 +565,49 @@ def _prlimit_argv(prlimit: str, rlimits: dict[int, tuple[int, int]]) -> list[str
 
 
 # Raising one's own oom_score_adj needs no privilege; it is inherited by every child.
-# The shell exports PWD, which the bot's environment must not gain.
+# The shell exports PWD, which the bot's environment must not gain. With a referee pid as
+# its first argument, it first checks that the referee is still its parent (see
+# _setpriv_argv); a start whose referee is gone ends there.
 _OOM_FIRST_SCRIPT = (
+    'if [ -n "$1" ] && [ "$PPID" != "$1" ]; then exit 125; fi; shift; '
     f"echo {BOT_OOM_SCORE_ADJ} >/proc/self/oom_score_adj || "
     '{ echo "referee: cannot set the bot\'s oom_score_adj" >&2; exit 125; }; '
     'unset PWD OLDPWD; exec "$@"'
 )
 
 
-def _oom_first_argv() -> list[str]:
+def _oom_first_argv(parent: int | None = None) -> list[str]:
     """The argv prefix that makes the kernel's OOM killer take the bot first, then execs.
 
     The referee's own processes may have lowered theirs (:func:`.budget.protect_referee`),
     and children inherit it: without this a bot would be as protected as the referee.
     A shell of the system's own (dash: 0.6 ms more per start, measured) sets it before
-    anything of the bot runs.
+    anything of the bot runs. With ``parent`` (the referee's pid), it exits at once unless
+    that is still its parent (:func:`_setpriv_argv`).
     """
     shell = shutil.which("dash", path=_SYSTEM_SHELLS) or "/bin/sh"
-    return [shell, "-c", _OOM_FIRST_SCRIPT, "referee-oom"]
+    return [shell, "-c", _OOM_FIRST_SCRIPT, "referee-oom", "" if parent is None else str(parent)]
 
 
-def _setpriv_argv(setpriv: str, lease: UidLease) -> list[str]:
-    """Drop from root to the bot's uid and gid, with no supplementary groups."""
-    return [
-        setpriv,
-        f"--reuid={lease.uid}",
-        f"--regid={lease.gid}",
-        "--clear-groups",
-        "--",
-    ]
+def _setpriv_argv(setpriv: str, lease: UidLease | None) -> list[str]:
+    """Arm the parent-death signal (SIGKILL) and, with a ``lease``, drop from root to the
+    bot's uid and gid, with no supplementary groups.
+
+    Bubblewrap's ``--die-with-parent`` arms the same signal, but only once it has set up
+    (measured: a referee SIGKILLed 4 to 16 ms into a start left the sandbox running, its
+    shell waiting forever to open a stdout FIFO whose reader had died). Armed here, before
+    anything of the bot, and followed by a check that the referee is still the parent
+    (:func:`_oom_first_argv`), no start outlives a referee that dies during it: dying
+    before the arming, the referee is no longer the parent at the check; after it, the
+    kernel kills the start. setpriv arms it after switching users (a switch of uid
+    disarms it), and it stays armed through the ``exec`` of programs that gain no
+    privilege, which is all of them here.
+    """
+    switch = (
+        [] if lease is None
+        else [f"--reuid={lease.uid}", f"--regid={lease.gid}", "--clear-groups"]
+    )
+    return [setpriv, *switch, "--pdeathsig=KILL", "--"]
 
 
 def _set_rlimits_in_child(rlimits: dict[int, tuple[int, int]]) -> Callable[[], None]:
@@ -1250,18 +1268,22 @@ class ProcessSandbox(Sandbox):
             argv = _prlimit_argv(self._prlimit, rlimits) + argv
         else:
             launch.preexec = _set_rlimits_in_child(rlimits)
-        argv = _oom_first_argv() + argv
+        setpriv = self._setpriv
+        argv = _oom_first_argv(os.getpid() if setpriv is not None else None) + argv
         launch.switch_user = lease
         if support.works:
-            cgroup = launch.cgroup = BotCgroup.create(
+            launch.cgroup = BotCgroup.create(
                 support, memory_bytes=limits.memory_mb * _MIB, pids=pids, cpus=limits.cpus
             )
             if lease is not None:
-                assert self._setpriv is not None
-                argv = _setpriv_argv(self._setpriv, lease) + argv
                 launch.switch_user = None  # the shell must still be root to join the groups
-            argv = cgroup.enter_argv() + argv
-            launch.note += f", {cgroup.name}"
+        if setpriv is not None:
+            argv = _setpriv_argv(setpriv, None if launch.switch_user else lease) + argv
+        else:  # cgroup_support() refuses groups to a referee that switches users without it
+            assert launch.switch_user is lease
+        if launch.cgroup is not None:
+            argv = launch.cgroup.enter_argv() + argv
+            launch.note += f", {launch.cgroup.name}"
         launch.argv = argv
 
     def _check_reachable(self, bot: BotSpec, uid: int) -> None:

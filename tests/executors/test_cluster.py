@@ -32,12 +32,16 @@ from click.testing import CliRunner
 from referee.cli import main
 from referee.coordinator import Event, ResultStored, run_tournament
 from referee.errors import InfrastructureError, UsageError
+from referee.executors import cluster as cluster_module
+from referee.executors.base import MatchFailed, MatchStarted
 from referee.executors.cluster import DaskExecutor
 from referee.executors.local import LocalExecutor
 from referee.publish import render
 from referee.publish.source import load_results, rank
+from referee.sandbox.cgroups import sweep_leftovers
+from referee.sandbox.process import ProcessSandbox
 from referee.tournament.file import load_tournament
-from tests.conftest import sandbox_pids
+from tests.conftest import run_uids, sandbox_pids
 from tests.tournament.conftest import timeless, write_bot, write_tournament
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -175,10 +179,39 @@ def test_the_leaderboard_equals_the_local_executors(tmp_path: Path, cluster: Clu
     assert stats.results == summary.total
 
 
+def _kill_in_a_claimed_match(cluster: Cluster, worker: int, done: threading.Event) -> str:
+    """SIGKILL ``cluster.workers[worker]`` while it plays a match whose cards are dealt (its
+    claim is set); return that attempt's claim, or "" if ``done`` came first.
+
+    The worker is frozen (SIGSTOP) before the scheduler is asked: a frozen worker cannot
+    finish the match, so what the scheduler then says it processes is still unfinished when
+    the kill lands. Without that, a kill after "some results" may hit a worker between
+    matches, and nothing would be played again.
+    """
+    from distributed import Client
+    from distributed import Event as Claim
+
+    process = cluster.workers[worker]
+    with Client(cluster.address, timeout=30) as client:
+        workers = client.scheduler_info()["workers"]
+        address = next(a for a, info in workers.items() if info["name"] == f"w{worker}")
+        while not done.is_set():
+            process.send_signal(signal.SIGSTOP)
+            time.sleep(0.05)  # what the worker sent before it froze reaches the scheduler
+            for key in client.processing(workers=[address]).get(address, ()):
+                if str(key).startswith("referee-") and Claim(str(key), client=client).is_set():
+                    process.kill()  # mid-match, with whatever it holds
+                    return str(key)
+            process.send_signal(signal.SIGCONT)
+            time.sleep(0.02)
+    return ""
+
+
 def test_a_worker_killed_mid_tournament_loses_nothing_and_deals_fresh_cards(
     tmp_path: Path,
 ) -> None:
     own = _cluster(tmp_path / "cluster")
+    done = threading.Event()
     try:
         path = write_tournament(
             tmp_path / "t",
@@ -188,21 +221,20 @@ def test_a_worker_killed_mid_tournament_loses_nothing_and_deals_fresh_cards(
             names=NAMES,
             time_section="move_ms = 2000\nbank_ms = 8000\nhello_ms = 10000",
         )
-        stored: list[Event] = []
-        killed = threading.Event()
-
-        def watch(event: Event) -> None:
-            if isinstance(event, ResultStored):
-                stored.append(event)
-                if len(stored) == 8 and not killed.is_set():
-                    own.workers[0].kill()  # SIGKILL: mid-match, with whatever it holds
-                    killed.set()
-
+        killed: list[str] = []
+        killer = threading.Thread(
+            target=lambda: killed.append(_kill_in_a_claimed_match(own, 0, done)), daemon=True
+        )
         with DaskExecutor(own.address) as executor:
-            summary = run_tournament(
-                load_tournament(path), executor, deal_secret=SECRET, on_event=watch
-            )
-        assert killed.is_set()
+            killer.start()
+            summary = run_tournament(load_tournament(path), executor, deal_secret=SECRET)
+        done.set()
+        killer.join(60)
+        assert killed and killed[0], "worker w0 was never seen in a match with its cards dealt"
+        # A bot whose start the kill cut inside bubblewrap's own setup may outlive w0 (its
+        # parent-death signal is armed late there): the next referee on the machine sweeps
+        # what dead referees left, as a restarted worker would.
+        sweep_leftovers(ProcessSandbox(uid_range=run_uids()).cgroup_support())
         results = path.parent / "t.results"
         assert (summary.done, summary.failed) == (summary.total, 0)
         per_key = _query(
@@ -211,11 +243,75 @@ def test_a_worker_killed_mid_tournament_loses_nothing_and_deals_fresh_cards(
         assert len(per_key) == summary.total
         assert {(n, d) for _, n, d in per_key} == {(3, 3)}  # every match stored exactly once
         assert _query(results, "SELECT COUNT(*) FROM matches WHERE status != 'done'") == [(0,)]
-        # The matches the lost worker was playing were played again, on fresh cards.
-        retried = _query(results, "SELECT key, deal_attempt FROM matches WHERE attempts > 1")
-        assert retried, "no match was in flight on the killed worker"
-        for key, deal_attempt in retried:
+        # The match the lost worker was playing was played again, on fresh cards.
+        match_key = killed[0].split("-", 2)[2].rsplit("-a", 1)[0]
+        retried = dict(_query(results, "SELECT key, deal_attempt FROM matches WHERE attempts > 1"))
+        assert match_key in retried, f"{match_key} was not played again: {retried}"
+        for key, deal_attempt in retried.items():
             assert deal_attempt >= 1, f"{key} was replayed on the cards its bots had seen"
+    finally:
+        done.set()
+        if own.workers[0].poll() is None:
+            own.workers[0].send_signal(signal.SIGCONT)
+        own.stop()
+
+
+def test_a_bundle_lost_with_its_only_worker_fails_the_fetch_at_once(tmp_path: Path) -> None:
+    """Scattered bytes cannot be computed again: Dask marks them lost at once, and the
+    fetch says so instead of waiting out its timeout (it waited 2 x 120 s: a worker lost
+    early in a run stalled every match that needed a bot it held)."""
+    from distributed import Client, Variable
+
+    own = _cluster(tmp_path / "cluster")
+    try:
+        with Client(own.address, timeout=30) as client:
+            workers = {info["name"]: a for a, info in client.scheduler_info()["workers"].items()}
+            key = "referee-bundle-test-only-on-w0"
+            held = client.scatter({key: b"bot bytes"}, workers=[workers["w0"]], hash=False)[key]
+            Variable(key, client=client).set(held)
+            assert list(client.who_has([held])[key]) == [workers["w0"]]
+            own.workers[0].kill()
+            own.workers[0].wait()
+            fetch = client.submit(cluster_module._fetch, key, workers=[workers["w1"]], pure=False)
+            error = fetch.exception(timeout=200)
+        assert isinstance(error, InfrastructureError), error
+        assert f"cannot fetch {key} from the cluster: lost (its only copy was on a worker" in str(
+            error
+        )
+    finally:
+        own.stop()
+
+
+def test_a_worker_lost_as_the_run_starts_takes_no_bot_and_no_match_with_it(
+    tmp_path: Path,
+) -> None:
+    """Killed at the first start, w0 takes with it the bundles scattered to it alone: the
+    matches that needed them fail their fetch, and each retry finds its bundles scattered
+    again (the coordinator asks the scheduler who holds them). Nothing fails for good."""
+    own = _cluster(tmp_path / "cluster")
+    try:
+        path = write_tournament(tmp_path / "t", bots=5, table_size=3, names=NAMES)
+        failed: list[MatchFailed] = []
+
+        def watch(event: Event) -> None:
+            if isinstance(event, MatchStarted) and own.workers[0].poll() is None:
+                own.workers[0].kill()
+                own.workers[0].wait()
+            if isinstance(event, MatchFailed):
+                failed.append(event)
+
+        with DaskExecutor(own.address) as executor:
+            summary = run_tournament(
+                load_tournament(path), executor, deal_secret=SECRET, on_event=watch
+            )
+        assert own.workers[0].poll() is not None
+        assert (summary.done, summary.failed) == (summary.total, 0), failed
+        assert not [f for f in failed if f.final]
+        results = path.parent / "t.results"
+        assert _query(results, "SELECT COUNT(*) FROM matches WHERE status != 'done'") == [(0,)]
+        fetches = [f.error for f in failed if "cannot fetch" in f.error]
+        assert all("from the cluster: lost (its only copy" in e for e in fetches), fetches
+        sweep_leftovers(ProcessSandbox(uid_range=run_uids()).cgroup_support())
     finally:
         own.stop()
 

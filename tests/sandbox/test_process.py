@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -973,6 +974,84 @@ def test_cannot_read_secrets_or_other_bots(mode: str, staging: Path) -> None:
         assert any(line.startswith(f"READ: {secret} denied") for line in lines)
     else:
         assert any(line.startswith(f"READ: {staging} denied") for line in lines)
+
+
+_DOOMED_REFEREE = """
+import asyncio, sys
+from pathlib import Path
+from referee.sandbox import load_bot, stage_bot
+from referee.sandbox.base import Limits
+from referee.sandbox.process import ProcessSandbox
+
+async def main():
+    spec = stage_bot(load_bot(Path(sys.argv[1])), Path(sys.argv[2]))
+    uids = range(int(sys.argv[4]), int(sys.argv[5]))
+    bot = await ProcessSandbox(bwrap=sys.argv[3] == "bwrap", uid_range=uids).start(spec, Limits())
+    print(bot.uid, flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+@needs_root
+def test_a_bot_dies_with_its_referee_killed_by_sigkill(
+    mode: str, staging: Path, tmp_path: Path
+) -> None:
+    """A referee SIGKILLed (the OOM killer, a lost worker) takes its bot along, in both
+    modes, even a bot that never reads, writes or exits: setpriv arms the parent-death
+    signal before anything of the bot runs (without bubblewrap, nothing else did)."""
+    deaf = tmp_path / "deaf.py"
+    deaf.write_text("import time\nwhile True:\n    time.sleep(3600)\n")
+    referee = subprocess.Popen(
+        [
+            sys.executable, "-c", _DOOMED_REFEREE, str(deaf),
+            str(staging), mode, str(TEST_UIDS.start), str(TEST_UIDS.stop),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert referee.stdout is not None
+        uid = int(referee.stdout.readline())
+        time.sleep(0.3)  # the bot sleeps, deaf to the end of its input
+        assert live_processes(uid=uid), "the bot did not start"
+    finally:
+        referee.kill()
+        referee.wait()
+    deadline = time.monotonic() + 10
+    with unleased(uid) as ours:
+        assert ours, "the dead referee's uid lease was not released"
+        while live_processes(uid=uid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = live_processes(uid=uid)
+        if left:
+            asyncio.run(process_module.kill_uid(uid))
+    assert not left, f"the bot outlived its referee: {left}"
+
+
+@needs_root
+def test_a_start_whose_referee_is_gone_stops_before_the_bot() -> None:
+    """The check after the arming: a start whose parent is no longer the referee (it died
+    before setpriv armed the signal) stops there, with nothing of the bot run."""
+    setpriv = shutil.which("setpriv")
+    assert setpriv is not None, "setpriv (util-linux) is part of the test machine"
+    marker_file = Path(f"/tmp/referee-test-started-{os.getpid()}")
+    argv = [
+        *process_module._setpriv_argv(setpriv, None),
+        *process_module._oom_first_argv(parent=1),  # we are not init: "the referee is gone"
+        "touch", str(marker_file),
+    ]
+    done = subprocess.run(argv, capture_output=True, timeout=30)
+    assert done.returncode == 125, done
+    assert not marker_file.exists(), "the bot's command ran without its referee"
+    argv[argv.index("1")] = str(os.getpid())  # the same start, its referee alive
+    done = subprocess.run(argv, capture_output=True, timeout=30)
+    try:
+        assert done.returncode == 0, done
+        assert marker_file.exists()
+    finally:
+        marker_file.unlink(missing_ok=True)
 
 
 def test_bot_cannot_signal_the_referee_or_other_bots(mode: str, staging: Path) -> None:
