@@ -195,13 +195,20 @@ def _kill_in_a_claimed_match(cluster: Cluster, worker: int, done: threading.Even
     with Client(cluster.address, timeout=30) as client:
         workers = client.scheduler_info()["workers"]
         address = next(a for a, info in workers.items() if info["name"] == f"w{worker}")
+
+        def claimed() -> set[str]:
+            keys = map(str, client.processing(workers=[address]).get(address, ()))
+            return {k for k in keys if k.startswith("referee-") and Claim(k, client=client).is_set()}
+
         while not done.is_set():
             process.send_signal(signal.SIGSTOP)
-            time.sleep(0.05)  # what the worker sent before it froze reaches the scheduler
-            for key in client.processing(workers=[address]).get(address, ()):
-                if str(key).startswith("referee-") and Claim(str(key), client=client).is_set():
-                    process.kill()  # mid-match, with whatever it holds
-                    return str(key)
+            time.sleep(0.1)  # what the worker sent before it froze reaches the scheduler
+            first = claimed()
+            time.sleep(0.1)  # and the same answer again: nothing was still on its way
+            held = first & claimed()
+            if held:
+                process.kill()  # mid-match, with whatever it holds
+                return held.pop()
             process.send_signal(signal.SIGCONT)
             time.sleep(0.02)
     return ""
