@@ -658,8 +658,8 @@ def sweep_leftovers(support: CgroupSupport) -> list[Path]:
     possibly with processes still in them: those are killed first. A bot dies with its
     referee (the parent-death signal, :func:`referee.sandbox.process._setpriv_argv`), but
     not what the bot forked without bubblewrap, nor a start the death cut inside
-    bubblewrap's own setup, before bubblewrap arms the signal again (measured: a start
-    SIGKILLed 4 to 16 ms in, a few times in a hundred). A group whose referee pid is alive
+    bubblewrap's own setup, before bubblewrap arms the signal again (measured: 4 of 80
+    starts SIGKILLed in their first 40 ms). A group whose referee pid is alive
     is left alone, even if that pid was reused by something else (an empty group costs
     nothing).
     """

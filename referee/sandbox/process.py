@@ -593,16 +593,20 @@ def _setpriv_argv(setpriv: str, lease: UidLease | None) -> list[str]:
     """Arm the parent-death signal (SIGKILL) and, with a ``lease``, drop from root to the
     bot's uid and gid, with no supplementary groups.
 
-    Bubblewrap's ``--die-with-parent`` arms the same signal, but only once it has set up
-    (measured: a referee SIGKILLed 4 to 16 ms into a start left the sandbox running, its
-    shell waiting forever to open a stdout FIFO whose reader had died). Armed here, before
-    anything of the bot, and followed by a check that the referee is still the parent
-    (:func:`_oom_first_argv`), no start outlives a referee that dies during it: dying
-    before the arming, the referee is no longer the parent at the check; after it, the
-    kernel kills the start. setpriv arms it after switching users (a switch of uid
-    disarms it), and it stays armed through the ``exec`` of programs that gain no
-    privilege, which is all of them here. Where setpriv did not run before (not root, or no
-    cgroups), it costs one ``exec`` more per start: 1.0 ms, measured.
+    Bubblewrap's ``--die-with-parent`` arms the same signal, but only once it has set up:
+    a referee SIGKILLed during a start left the sandbox running, its shell waiting forever
+    to open a stdout FIFO whose reader had died. Armed here, before anything of the bot,
+    and followed by a check that the referee is still the parent (:func:`_oom_first_argv`),
+    the start dies with a referee that dies before bubblewrap runs: before the arming, the
+    referee is no longer the parent at the check; after it, the kernel kills the start.
+    Bubblewrap's own setup still loses the signal for a moment before it arms it again,
+    which no option reaches (measured: of 80 starts SIGKILLed at a random moment of their
+    first 40 ms, 24 were left running without this, 4 with it); those are swept by the
+    next referee (:func:`referee.sandbox.cgroups.sweep_leftovers`). Without bubblewrap,
+    nothing else tied a bot to its referee. setpriv arms the signal after switching users
+    (a switch of uid disarms it), and it stays armed through the ``exec`` of programs that
+    gain no privilege, which is all of them here. Where setpriv did not run before (not
+    root, or no cgroups), it costs one ``exec`` more per start: 1.0 ms, measured.
     """
     switch = (
         [] if lease is None
