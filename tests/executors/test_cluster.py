@@ -179,6 +179,13 @@ def test_the_leaderboard_equals_the_local_executors(tmp_path: Path, cluster: Clu
     assert stats.results == summary.total
 
 
+def _sweep_as_the_next_referee() -> None:
+    """What a killed worker left: a bot whose start the kill cut inside bubblewrap's own
+    setup may outlive it (its parent-death signal is armed late there). The next referee on
+    the machine sweeps what dead referees left, as a restarted worker does."""
+    sweep_leftovers(ProcessSandbox(uid_range=run_uids()).cgroup_support())
+
+
 def _kill_in_a_claimed_match(cluster: Cluster, worker: int, done: threading.Event) -> str:
     """SIGKILL ``cluster.workers[worker]`` while it plays a match whose cards are dealt (its
     claim is set); return that attempt's claim, or "" if ``done`` came first.
@@ -238,10 +245,7 @@ def test_a_worker_killed_mid_tournament_loses_nothing_and_deals_fresh_cards(
         done.set()
         killer.join(60)
         assert killed and killed[0], "worker w0 was never seen in a match with its cards dealt"
-        # A bot whose start the kill cut inside bubblewrap's own setup may outlive w0 (its
-        # parent-death signal is armed late there): the next referee on the machine sweeps
-        # what dead referees left, as a restarted worker would.
-        sweep_leftovers(ProcessSandbox(uid_range=run_uids()).cgroup_support())
+        _sweep_as_the_next_referee()
         results = path.parent / "t.results"
         assert (summary.done, summary.failed) == (summary.total, 0)
         per_key = _query(
@@ -318,7 +322,7 @@ def test_a_worker_lost_as_the_run_starts_takes_no_bot_and_no_match_with_it(
         assert _query(results, "SELECT COUNT(*) FROM matches WHERE status != 'done'") == [(0,)]
         fetches = [f.error for f in failed if "cannot fetch" in f.error]
         assert all("from the cluster: lost (its only copy" in e for e in fetches), fetches
-        sweep_leftovers(ProcessSandbox(uid_range=run_uids()).cgroup_support())
+        _sweep_as_the_next_referee()
     finally:
         own.stop()
 
