@@ -30,7 +30,7 @@ from referee.match.runner import play_match
 from referee.match.text import render_text
 from referee.matchlog import read_log
 from referee.protocol import messages as m
-from referee.protocol.explain import explain_fault
+from referee.explain import explain_fault
 from referee.protocol.seats import SessionPool, seated
 from referee.rules import RuleSet, replay
 from referee.rules.cards import DECKS, CardCodec
