@@ -26,10 +26,10 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from referee.stderrlog import split_stderr_report
 from referee.errors import FaultKind
 from referee.results import FaultInfo, KitReplacement
 from referee.specs import StoredFault
+from referee.stderrlog import split_stderr_report
 from referee.text import printable
 
 __all__ = [

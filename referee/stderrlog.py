@@ -34,13 +34,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "STDERR_SUFFIX",
-    "split_stderr_report",
-    "stderr_report",
     "MatchStderr",
     "SeatStderr",
     "StderrPiece",
+    "split_stderr_report",
     "stderr_json",
     "stderr_path",
+    "stderr_report",
 ]
 
 STDERR_SUFFIX = ".stderr.json"

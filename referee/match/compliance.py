@@ -69,8 +69,8 @@ from pathlib import Path
 from typing import Any
 
 from referee.clock import Clock, MonotonicClock
-from referee.match.runner import play_match, run_in_command, seat_of
 from referee.explain import explain_fault, explain_replacements
+from referee.match.runner import play_match, run_in_command, seat_of
 from referee.protocol.seats import SessionPool, Table, seated
 from referee.protocol.session import BotSession
 from referee.results import FaultInfo, MatchResult
