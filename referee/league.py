@@ -288,8 +288,8 @@ def reinstate(path: Path, name: str, *, clock: Callable[[], float] = time.time) 
         ledger = LeagueLedger(store)
         known = ledger.entrants()
         current = roster.current(name)
-        label = name if name in known else (current.label if current is not None else None)
-        if label is None or label not in known:
+        label = current.label if current is not None else name  # a name, else a label
+        if label not in known:
             listed = ", ".join(v.name for v in roster.active[:20]) or "nobody"
             raise UsageError(f"{path}: {name!r} is not an entrant of the league (in it: {listed})")
         asked = ledger.ask_reinstatement(label, clock())

@@ -26,7 +26,9 @@ nothing away.
 
 **Stderr, public or private.** ``[publish] stderr = "private"`` publishes no bot's stderr:
 no ``.stderr.js`` beside a replay, no stderr under a fault (the results folder keeps it for
-each author). A bot's faults are shown one per kind (:meth:`~referee.tournament.league.
+each author). ``league-site.json`` records which the site was published with: when that
+changes, every match page is written again, and the stderr scripts published before are
+removed. A bot's faults are shown one per kind (:meth:`~referee.tournament.league.
 LeagueLedger.first_faults`: a query per kind, never a list of them all), the tournament's
 fault section (``_faults.html``) rendering them.
 
@@ -82,6 +84,7 @@ LEAGUE_STATE = "league-site"
 RECENT = 30
 """Matches listed on a bot's page, latest first."""
 _SUBFOLDERS = ("bots", "matches", "static")
+_STDERR_SCRIPT = ".stderr.js"
 _HERE = Path(__file__).resolve().parent
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -169,6 +172,15 @@ class _Folder:
     def write(self, folder: str, stem: str, suffix: str, data: bytes) -> None:
         self._put(folder, file_name(stem, suffix), data)
 
+    def remove(self, folder: str, suffix: str) -> None:
+        """Remove every file of ``folder`` whose name ends in ``suffix`` (never through a
+        link: names in the folder's own descriptor)."""
+        fd_dir = self.fds[folder]
+        for name in os.listdir(fd_dir):
+            if name.endswith(suffix):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=fd_dir)
+
     def marker(self) -> None:
         self._put("", SITE_MARKER, b"written by referee publish; publishing again updates it\n")
 
@@ -218,6 +230,11 @@ class _Publication:
         every = (*board.entries, *board.unrated, *board.suspended, *board.retired)
         slugs = _slugs(dict(self.before.get("slugs", {})), [e.label for e in every])
         first = int(self.before.get("batch", 0))
+        shown = "private" if self.stderr_private else "public"
+        if self.before.get("stderr", "public") != shown:
+            first = 0  # every match page again, with its stderr or without
+            if self.stderr_private:
+                self.folder.remove("matches", _STDERR_SCRIPT)
         last = board.batches
         self.folder.marker()
         for path in sorted((_HERE / "static").iterdir()):
@@ -227,7 +244,7 @@ class _Publication:
             matches += self._batch(batch, slugs, seated)
         records, rendered = self._bots(board, slugs, last, seated)
         self._index(board, slugs)
-        state = {"batch": last, "slugs": slugs, "records": records}
+        state = {"batch": last, "slugs": slugs, "records": records, "stderr": shown}
         self.folder.write("", LEAGUE_STATE, ".json", json.dumps(state).encode("utf-8"))
         return LeagueSiteReport(
             self.folder.target,
@@ -343,7 +360,7 @@ class _Publication:
             script = stderr_script(raw)
         except ValueError:
             return "unreadable"
-        self.folder.write("matches", stem, ".stderr.js", script.encode("utf-8"))
+        self.folder.write("matches", stem, _STDERR_SCRIPT, script.encode("utf-8"))
         return "ok"
 
     def _bots(

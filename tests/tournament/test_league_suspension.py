@@ -203,7 +203,9 @@ def test_with_stderr_private_no_stderr_is_published_anywhere(
     )
     spec = load_tournament(private)
     site = tmp_path / "site"
-    publish_league(spec, site, results_dir=results(path))
+    publish_league(load_tournament(path), site)  # published with stderr first...
+    assert list(site.glob("**/*.stderr.js"))
+    publish_league(spec, site, results_dir=results(path))  # ...then made private
     assert not list(site.glob("**/*.stderr.js"))
     for file in site.rglob("*"):
         if file.is_file():
