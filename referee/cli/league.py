@@ -156,9 +156,9 @@ def reinstate(file: Path, name: str) -> None:
     suspension = ask(file, name)
     click.echo(
         printable(
-            f"reinstated: {suspension.label} (suspended from batch {suspension.since} after "
-            f"{suspension.forfeits} forfeits in a row, the last {suspension.why}) is seated "
-            "again from the league's next batch"
+            f"reinstated: {suspension.label} is seated again from the league's next batch "
+            f"(suspended from batch {suspension.since} after {suspension.forfeits} forfeits "
+            f"of its own in a row; the last: {suspension.why})"
         )
     )
 

@@ -244,7 +244,10 @@ def test_reinstate_seats_it_again_and_counts_afresh(tmp_path: Path) -> None:
     assert "'b1' is not suspended, nothing to reinstate (suspended now: crash)" in not_held.output
     done = CliRunner().invoke(main, ["league", "reinstate", str(path), "crash"])
     assert done.exit_code == 0, done.output
-    assert f"reinstated: crash (suspended from batch {first.batch} after 3 forfeits" in done.output
+    assert done.output.startswith(
+        f"reinstated: crash is seated again from the league's next batch (suspended from "
+        f"batch {first.batch} after 3 forfeits of its own in a row; the last: crash at act"
+    )
     assert (
         "reinstated, seated again from the next batch"
         in CliRunner().invoke(main, ["leaderboard", str(path)]).output
