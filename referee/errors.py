@@ -33,6 +33,11 @@ REFEREE_KILL = "killed by the referee"
 """What a bot's exit says when the referee killed it (``ExitInfo.detail``, and so the
 detail of a crash fault whose process the referee had killed)."""
 
+UNCOUNTED_KILL = "killed, and no memory counter here says by whom"
+"""What a bot's exit says when SIGKILL came from outside the referee where no cgroup counts
+the bot's memory (the process sandbox without cgroups): the kernel's out-of-memory killer,
+acting for memory that ran out above the bot, cannot be told from the bot's own doing."""
+
 
 def own_fault(kind: str | None, detail: str | None) -> bool:
     """Whether a stored fault is the bot's own doing: a crash, a timeout, an illegal play
@@ -43,11 +48,14 @@ def own_fault(kind: str | None, detail: str | None) -> bool:
     limit, a refusal to run for want of memory) is an ``InfrastructureError`` or a failed
     attempt, never a fault, and leaves no result at all. What is left for a stored fault to
     say is a crash whose process the referee itself had killed (its exit says
-    :data:`REFEREE_KILL`): the referee's kill, not the bot's crash.
+    :data:`REFEREE_KILL`): the referee's kill, not the bot's crash; and a SIGKILL that no
+    memory counter can explain (:data:`UNCOUNTED_KILL`): maybe the kernel's, so not
+    counted against the bot either.
     """
     if kind not in OWN_FAULTS:
         return False
-    return not (kind == "crash" and REFEREE_KILL in (detail or ""))
+    text = detail or ""
+    return not (kind == "crash" and (REFEREE_KILL in text or UNCOUNTED_KILL in text))
 
 
 class RefereeError(Exception):

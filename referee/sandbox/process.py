@@ -101,7 +101,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from referee.errors import REFEREE_KILL, InfrastructureError, UsageError
+from referee.errors import REFEREE_KILL, UNCOUNTED_KILL, InfrastructureError, UsageError
 from referee.folders import private_folder
 from referee.sandbox.base import BotProcess, BotSpec, DirectReader, ExitInfo, Limits, Sandbox
 from referee.sandbox.budget import BOT_OOM_SCORE_ADJ
@@ -959,6 +959,9 @@ class ProcessBotProcess(BotProcess):
                 oom_killed=True,
                 detail=f"{name}: killed at the memory limit{via}",
             )
+        elif sig == signal.SIGKILL and self.cgroup is None:
+            # No counter: the kernel's OOM killer and the bot's own SIGKILL look the same.
+            detail = f"{name}: {UNCOUNTED_KILL}"
         elif sig in _SIGNAL_REASONS:
             detail = f"{name}: {_SIGNAL_REASONS[signal.Signals(sig)]}"
         else:
