@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.errors import REFEREE_KILL
+from referee.errors import REFEREE_KILL, UNCOUNTED_KILL, own_fault
 from referee.executors import AttemptEvent, MatchFailed, MatchStarted, MatchTask
 from referee.league import (
     EntrantReinstated,
@@ -379,3 +379,24 @@ def test_the_count_is_the_same_in_any_arrival_order_and_across_restarts(tmp_path
     assert suspended(events) == reference
     with Store(results(whole)) as a, Store(results(restarted)) as b:
         assert LeagueLedger(a).suspensions() == LeagueLedger(b).suspensions()
+
+
+@pytest.mark.parametrize(
+    ("kind", "detail", "own"),
+    [
+        ("crash", "the bot exited while a request was outstanding (exit code 1)", True),
+        ("timeout", "no reply within 1000 ms (move_ms + bank left)", True),
+        ("illegal", "7C is not in your hand", True),
+        ("protocol", "reply is not valid JSON", True),
+        (
+            "crash",
+            f"the bot exited while a request was outstanding (SIGKILL: {REFEREE_KILL})",
+            False,
+        ),
+        ("crash", f"the bot closed its stdin or exited (SIGKILL: {UNCOUNTED_KILL})", False),
+        ("left", "the person left the match", False),
+        (None, None, False),
+    ],
+)
+def test_own_fault_is_the_bots_doing_only(kind: str | None, detail: str | None, own: bool) -> None:
+    assert own_fault(kind, detail) is own
