@@ -168,6 +168,8 @@ class LeagueWaiting:
     entrants: int
     capped: int
     table_size: int
+    suspended: int = 0
+    """Entrants in the league not counted in ``entrants``: suspended."""
 
 
 @dataclass(frozen=True)
@@ -332,8 +334,9 @@ class LeagueRun:
         """When the file was last looked at, and its (mtime, size) then."""
         self.problems: set[str] = set()
         self.batch: _Batch | None = None
-        self.waiting = (0, 0)
-        """Why the last batch could not be planned: entrants in the league, and capped."""
+        self.waiting = (0, 0, 0)
+        """Why the last batch could not be planned: entrants that may play, capped, and
+        suspended."""
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -525,7 +528,7 @@ class LeagueRun:
             authors_apart=f.authors.apart,
         )  # fmt: skip
         if not plan.tables:
-            self.waiting = (len(state.standings), len(plan.capped))
+            self.waiting = (len(state.standings), len(plan.capped), len(suspended))
             return None
         assert self.secret is not None
         tables = [table.labels for table in plan.tables]
@@ -540,8 +543,8 @@ class LeagueRun:
                       capped=len(plan.capped))  # fmt: skip
 
     def _waiting(self) -> None:
-        entrants, capped = self.waiting
-        self.notify(LeagueWaiting(entrants, capped, self.tournament.file.table_size))
+        entrants, capped, suspended = self.waiting
+        self.notify(LeagueWaiting(entrants, capped, self.tournament.file.table_size, suspended))
 
     def _play(self, batch: _Batch) -> None:
         """Play the batch's matches not yet done, then settle it."""

@@ -296,8 +296,9 @@ class _LeagueView:
             self.line(f"warning: {event.message}")
         elif isinstance(event, LeagueWaiting):
             self.line(
-                f"waiting: {event.entrants} entrants can play ({event.capped} at their cap), "
-                f"a table needs {event.table_size}; the file is read again meanwhile"
+                f"waiting: {event.entrants} entrants can play ({event.capped} at their cap"
+                + (f", {event.suspended} more suspended" if event.suspended else "")
+                + f"), a table needs {event.table_size}; the file is read again meanwhile"
             )
         elif isinstance(event, BatchPlanned):
             how = "resumed" if event.resumed else f"planned in {event.plan_ms:.1f} ms"

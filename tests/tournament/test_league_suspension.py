@@ -30,6 +30,7 @@ from referee.league import (
     EntrantsChanged,
     EntrantSuspended,
     LeagueEvent,
+    LeagueWaiting,
     run_league,
 )
 from referee.publish.league import league_board, render_league
@@ -400,3 +401,23 @@ def test_the_count_is_the_same_in_any_arrival_order_and_across_restarts(tmp_path
 )
 def test_own_fault_is_the_bots_doing_only(kind: str | None, detail: str | None, own: bool) -> None:
     assert own_fault(kind, detail) is own
+
+
+class Waited(Exception):
+    """The league began to wait for entrants."""
+
+
+def test_a_league_left_too_small_by_a_suspension_says_so_while_it_waits(tmp_path: Path) -> None:
+    path = write(tmp_path, ("b0", "b1", "b2", "crash"), "placement = 1\nsuspend_after = 3")
+    events: list[LeagueEvent] = []
+
+    def wait(seconds: float) -> None:
+        raise Waited
+
+    with pytest.raises(Waited):
+        run_league(path, InProcessExecutor(handlers(CRASH)), batches=3, deal_secret=SECRET,
+                   clock=Clock(), on_event=events.append, wait=wait)  # fmt: skip
+    [held] = suspended(events)
+    [waiting] = [e for e in events if isinstance(e, LeagueWaiting)]
+    assert (waiting.entrants, waiting.suspended, waiting.table_size) == (3, 1, 4)
+    assert held.batch == 1
