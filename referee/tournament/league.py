@@ -462,17 +462,21 @@ class LeagueLedger:
         )
         return {row[0]: Suspension(*row) for row in rows}
 
-    def own_forfeits(self, label: str, limit: int, since: int) -> list[StoredFault]:
+    def own_forfeits(
+        self, label: str, limit: int, since: int, before: int | None = None
+    ) -> list[StoredFault]:
         """The forfeits of its own that end the results of ``label`` from batch ``since``
-        on, latest first, at most ``limit``: its last ``limit`` results in key order, cut at
-        the latest that is not such a forfeit (:func:`referee.errors.own_fault`)."""
+        on (and before batch ``before``), latest first, at most ``limit``: its last
+        ``limit`` results in key order, cut at the latest that is not such a forfeit
+        (:func:`referee.errors.own_fault`)."""
+        end = LEAGUE_PREFIX[:-1] + "0" if before is None else batch_prefix(before)
         rows = self._db.execute(
             "SELECT r.match_key, r.seat, r.name, r.fault_kind, r.fault_detail, "
             "r.fault_request_id, r.fault_reply, r.fault_elapsed_ms, r.stderr_tail, "
             "r.fault_request, r.fault_round, r.forfeit FROM results r "
             "JOIN matches m ON m.key = r.match_key WHERE r.name = ? AND m.status = 'done' "
             "AND r.match_key >= ? AND r.match_key < ? ORDER BY r.match_key DESC LIMIT ?",
-            (label, batch_prefix(since), LEAGUE_PREFIX[:-1] + "0", limit),
+            (label, batch_prefix(since), end, limit),
         )
         found: list[StoredFault] = []
         for row in rows:
@@ -500,6 +504,16 @@ class LeagueLedger:
             if row is not None:
                 found.append((_stored_fault(row), int(count)))
         return found
+
+    def results_between(self, label: str, first: int, end: int | None) -> int:
+        """How many results ``label`` has in batches ``first`` to ``end`` (excluded; ``None``:
+        every later one)."""
+        high = LEAGUE_PREFIX[:-1] + "0" if end is None else batch_prefix(end)
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM results WHERE name = ? AND match_key >= ? AND match_key < ?",
+            (label, batch_prefix(first), high),
+        ).fetchone()
+        return int(row[0])
 
     def suspend(self, suspension: Suspension) -> None:
         """Store ``suspension`` (the version is not seated from its batch on)."""

@@ -14,7 +14,9 @@ the same whatever order the results arrive in and however often the league is re
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,8 @@ from referee.league import (
     run_league,
 )
 from referee.publish.league import league_board, render_league
+from referee.ranking.incremental import check_league
+from referee.ranking.ratings import make_environment
 from referee.publish.league_site import publish_league
 from referee.sandbox.base import ExitInfo
 from referee.testing import Exit, InProcessExecutor, Stderr, lowest_bot, polite_bot
@@ -421,3 +425,25 @@ def test_a_league_left_too_small_by_a_suspension_says_so_while_it_waits(tmp_path
     [waiting] = [e for e in events if isinstance(e, LeagueWaiting)]
     assert (waiting.entrants, waiting.suspended, waiting.table_size) == (3, 1, 4)
     assert held.batch == 1
+
+
+def test_league_check_finds_a_suspension_its_results_do_not_explain(
+    suspension: dict[str, Any], tmp_path: Path
+) -> None:
+    spec = load_tournament(suspension["path"])
+    env = make_environment(spec.file.ratings, spec.rules)
+    copy = tmp_path / "copy.results"
+    shutil.copytree(results(suspension["path"]), copy)
+    with Store(copy) as store:
+        ledger = LeagueLedger(store)
+        assert not check_league(ledger, env).problems  # the real one is what its results say
+        [real] = ledger.suspensions()
+        ledger.suspend(dataclasses.replace(real, label="b0"))  # b0 never forfeited
+        store.connection.execute(
+            "UPDATE league_suspensions SET since = 0 WHERE label = 'crash'"
+        )  # and crash played while "suspended"
+        problems = check_league(ledger, env).problems
+    assert any(
+        p.startswith(f"b0: suspended from batch {real.since} after 3 forfeits") for p in problems
+    )
+    assert "crash: has results while it was suspended (from batch 0)" in problems
