@@ -36,9 +36,9 @@ from referee.league import (
     run_league,
 )
 from referee.publish.league import league_board, render_league
+from referee.publish.league_site import publish_league
 from referee.ranking.incremental import check_league
 from referee.ranking.ratings import make_environment
-from referee.publish.league_site import publish_league
 from referee.sandbox.base import ExitInfo
 from referee.testing import Exit, InProcessExecutor, Stderr, lowest_bot, polite_bot
 from referee.tournament.file import load_tournament
