@@ -26,6 +26,37 @@ FaultKind = Literal["timeout", "illegal", "protocol", "crash", "left"]
 """Why a seat forfeited: what its bot did wrong, or ``left`` for a person who left the
 match (``referee play --human``: the end of input)."""
 
+OWN_FAULTS: frozenset[str] = frozenset({"timeout", "illegal", "protocol", "crash"})
+"""The fault kinds that are a bot's own doing (``left`` is a person's)."""
+
+REFEREE_KILL = "killed by the referee"
+"""What a bot's exit says when the referee killed it (``ExitInfo.detail``, and so the
+detail of a crash fault whose process the referee had killed)."""
+
+UNCOUNTED_KILL = "killed, and no memory counter here says by whom"
+"""What a bot's exit says when SIGKILL came from outside the referee where no cgroup counts
+the bot's memory (the process sandbox without cgroups): the kernel's out-of-memory killer,
+acting for memory that ran out above the bot, cannot be told from the bot's own doing."""
+
+
+def own_fault(kind: str | None, detail: str | None) -> bool:
+    """Whether a stored fault is the bot's own doing: a crash, a timeout, an illegal play
+    or a protocol fault, not one the referee's side caused.
+
+    Blame is typed before anything is stored: a failure on our side (a sandbox that would
+    not start, a lost worker, the kernel's OOM killer acting on memory above the bot's own
+    limit, a refusal to run for want of memory) is an ``InfrastructureError`` or a failed
+    attempt, never a fault, and leaves no result at all. What is left for a stored fault to
+    say is a crash whose process the referee itself had killed (its exit says
+    :data:`REFEREE_KILL`): the referee's kill, not the bot's crash; and a SIGKILL that no
+    memory counter can explain (:data:`UNCOUNTED_KILL`): maybe the kernel's, so not
+    counted against the bot either.
+    """
+    if kind not in OWN_FAULTS:
+        return False
+    text = detail or ""
+    return not (kind == "crash" and (REFEREE_KILL in text or UNCOUNTED_KILL in text))
+
 
 class RefereeError(Exception):
     """Root of every error the referee raises on purpose."""

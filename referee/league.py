@@ -19,6 +19,18 @@ takes effect at, and the file's plan is chained (:meth:`~referee.tournament.stor
 save_plan`), so what was played follows from the store. A file that cannot be read at a
 poll changes nothing: the league goes on with what it has and says why once.
 
+**An entrant that faults in every match is suspended.** When a batch is settled, a
+version whose last ``suspend_after`` results (``[league]``, since it joined or was last
+reinstated) are all forfeits of its own (a crash, a timeout, an illegal play, a protocol
+fault; :func:`referee.errors.own_fault`) is suspended from the next batch on, in the
+settling's transaction: it is not seated, its rating is kept, and :class:`EntrantSuspended`
+says why (the last fault, told as ``bot check`` tells it). A failure on the referee's side
+leaves no result, so it never counts. The count is read from the stored results in key
+order (:meth:`~referee.tournament.league.LeagueLedger.own_forfeits`): the same whatever
+order they arrived in, and after a restart. A new version (a new label) starts afresh;
+``referee league reinstate FILE NAME`` asks the store to lift a suspension, which the
+league does at its next batch (:class:`EntrantReinstated`), the count starting afresh.
+
 **Killed and started again**, a league loses no stored result and plays nothing twice: a
 result is one transaction (seats, chain link, live ratings, records), a batch is stored
 before it is played, and the open batch is resumed as stored: its finished matches kept,
@@ -53,6 +65,7 @@ from referee.executors import (
     MatchTask,
     release_prepared,
 )
+from referee.explain import fault_summary, stored_fault_info
 from referee.ranking.incremental import (
     in_arrival_order,
     rate_result,
@@ -76,13 +89,15 @@ from referee.stderrlog import STDERR_SUFFIX
 from referee.text import printable
 from referee.tournament.chain import log_digest
 from referee.tournament.file import Tournament, load_tournament
-from referee.tournament.league import LeagueLedger, Roster, Version, league_roster
+from referee.tournament.league import LeagueLedger, Roster, Suspension, Version, league_roster
 from referee.tournament.scheduler import league_batch
-from referee.tournament.store import DealSecret, RunLock, Store, wipe
+from referee.tournament.store import DATABASE, DealSecret, RunLock, Store, wipe
 
 __all__ = [
     "BatchPlanned",
     "BatchSettled",
+    "EntrantReinstated",
+    "EntrantSuspended",
     "EntrantsChanged",
     "FileProblem",
     "LeagueEvent",
@@ -90,6 +105,7 @@ __all__ = [
     "LeagueStarted",
     "LeagueSummary",
     "LeagueWaiting",
+    "reinstate",
     "run_league",
 ]
 
@@ -117,6 +133,26 @@ class EntrantsChanged:
 
 
 @dataclass(frozen=True)
+class EntrantSuspended:
+    """``label`` is not seated from batch ``batch`` on: its last ``forfeits`` results were
+    forfeits of its own, the last a ``kind`` fault (``why``: it told in one line)."""
+
+    batch: int
+    label: str
+    forfeits: int
+    kind: str
+    why: str
+
+
+@dataclass(frozen=True)
+class EntrantReinstated:
+    """``label`` is seated again from batch ``batch`` on (``referee league reinstate``)."""
+
+    batch: int
+    label: str
+
+
+@dataclass(frozen=True)
 class FileProblem:
     """The league file, read again while the league runs, says something it cannot do: the
     league goes on as it was (said once per problem)."""
@@ -132,6 +168,8 @@ class LeagueWaiting:
     entrants: int
     capped: int
     table_size: int
+    suspended: int = 0
+    """Entrants in the league not counted in ``entrants``: suspended."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +208,8 @@ class BatchSettled:
 LeagueEvent = (
     LeagueStarted
     | EntrantsChanged
+    | EntrantSuspended
+    | EntrantReinstated
     | FileProblem
     | LeagueWaiting
     | BatchPlanned
@@ -228,6 +268,40 @@ def run_league(
             return run.run(batches, deal_secret, wait)
 
 
+def reinstate(path: Path, name: str, *, clock: Callable[[], float] = time.time) -> Suspension:
+    """Ask that the suspended entrant ``name`` (or the version so labelled) of the league
+    at ``path`` be seated again: stored for the league, which lifts the suspension at its
+    next batch (a running league at its next look, a stopped one when it runs again).
+    Returns the suspension; ``UsageError`` for a file that is no league, a league with no
+    results, an unknown name, or one that is not suspended."""
+    tournament = load_tournament(path)
+    if tournament.file.format != "league":
+        raise UsageError(
+            f'{path} is not a league (format = "{tournament.file.format}"): only a league '
+            "suspends entrants"
+        )
+    folder = tournament.results_dir
+    if not (folder / DATABASE).exists():
+        raise UsageError(
+            f"no results yet for {tournament.name} ({folder} has none); nobody is suspended"
+        )
+    roster = league_roster(tournament.file, path)
+    with Store(folder) as store:
+        ledger = LeagueLedger(store)
+        known = ledger.entrants()
+        current = roster.current(name)
+        label = current.label if current is not None else name  # a name, else a label
+        if label not in known:
+            listed = ", ".join(v.name for v in roster.active[:20]) or "nobody"
+            raise UsageError(f"{path}: {name!r} is not an entrant of the league (in it: {listed})")
+        asked = ledger.ask_reinstatement(label, clock())
+        if asked is None:
+            held = sorted(ledger.suspended(ledger.next_batch()))
+            now = f"suspended now: {', '.join(held)}" if held else "none is suspended now"
+            raise UsageError(f"{path}: {label!r} is not suspended, nothing to reinstate ({now})")
+        return asked
+
+
 class LeagueRun:
     """One run of a league against its open store (see the module docstring)."""
 
@@ -260,8 +334,9 @@ class LeagueRun:
         """When the file was last looked at, and its (mtime, size) then."""
         self.problems: set[str] = set()
         self.batch: _Batch | None = None
-        self.waiting = (0, 0)
-        """Why the last batch could not be planned: entrants in the league, and capped."""
+        self.waiting = (0, 0, 0)
+        """Why the last batch could not be planned: entrants that may play, capped, and
+        suspended."""
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -283,6 +358,7 @@ class LeagueRun:
                 waiting = False
                 while batches is None or self.summary.batches < batches:
                     self._poll()
+                    self._reinstate()
                     batch = self._open_batch() or self._plan()
                     if batch is None:
                         if not waiting:
@@ -400,6 +476,7 @@ class LeagueRun:
                 self.ledger.join(joining, batch, (initial.mu, initial.sigma))
             if leaving:
                 self.ledger.retire(leaving, batch)
+                self.ledger.lift(leaving, batch)  # a suspension ends with its version
             self._save_plan(tournament)
         joined = tuple(version.label for _, version in joining)
         self.notify(EntrantsChanged(batch, joined, tuple(sorted(leaving.items()))))
@@ -432,7 +509,8 @@ class LeagueRun:
         started = time.perf_counter()
         batch = ledger.next_batch()
         now = self.clock()
-        entrants = ledger.in_league(batch)
+        suspended = ledger.suspended(batch)
+        entrants = {k: e for k, e in ledger.in_league(batch).items() if k not in suspended}
         recent, seats = ledger.window(now - settings.window_minutes * 60)
         state = LeagueState(
             batch,
@@ -450,7 +528,7 @@ class LeagueRun:
             authors_apart=f.authors.apart,
         )  # fmt: skip
         if not plan.tables:
-            self.waiting = (len(state.standings), len(plan.capped))
+            self.waiting = (len(state.standings), len(plan.capped), len(suspended))
             return None
         assert self.secret is not None
         tables = [table.labels for table in plan.tables]
@@ -465,8 +543,8 @@ class LeagueRun:
                       capped=len(plan.capped))  # fmt: skip
 
     def _waiting(self) -> None:
-        entrants, capped = self.waiting
-        self.notify(LeagueWaiting(entrants, capped, self.tournament.file.table_size))
+        entrants, capped, suspended = self.waiting
+        self.notify(LeagueWaiting(entrants, capped, self.tournament.file.table_size, suspended))
 
     def _play(self, batch: _Batch) -> None:
         """Play the batch's matches not yet done, then settle it."""
@@ -585,7 +663,9 @@ class LeagueRun:
             **self.ledger.live(kept),
             **settle_batch(self.env, self.ledger.settled(rated), again),
         }
-        self.ledger.settle(batch.number, settled, len(results), self.clock())
+        with self.store.transaction():
+            self.ledger.settle(batch.number, settled, len(results), self.clock())
+            suspended = self._suspend({seat.name for m in results for seat in m.seats})
         self.summary.batches += 1
         self.summary.failed += batch.failed
         self._drop_left()
@@ -601,6 +681,53 @@ class LeagueRun:
                 len({deal_key(m.spec.key) for m in again}),
             )
         )
+        for suspension in suspended:
+            self.notify(
+                EntrantSuspended(suspension.since, suspension.label, suspension.forfeits,
+                                 suspension.kind, suspension.why)
+            )  # fmt: skip
+
+    def _suspend(self, played: set[str]) -> list[Suspension]:
+        """Suspend from the next batch on every version among ``played`` whose last
+        ``suspend_after`` results are all forfeits of its own (inside the settling's
+        transaction; see the module docstring)."""
+        ledger, limit = self.ledger, self.settings.suspend_after
+        batch = ledger.next_batch()
+        held = ledger.suspended(batch)
+        entrants = ledger.in_league(batch)
+        found = []
+        for label in sorted(played):
+            entrant = entrants.get(label)
+            if entrant is None or label in held:
+                continue
+            lifted = [s.lifted for s in ledger.suspensions(label) if s.lifted is not None]
+            since = max([entrant.joined, *lifted])
+            faults = ledger.own_forfeits(label, limit, since)
+            if len(faults) < limit:
+                continue
+            last = faults[0]
+            suspension = Suspension(
+                label, batch, len(faults), last.kind, fault_summary(stored_fault_info(last)),
+                last.key,
+            )  # fmt: skip
+            ledger.suspend(suspension)
+            found.append(suspension)
+        return found
+
+    def _reinstate(self) -> None:
+        """Lift the suspensions ``referee league reinstate`` asked to lift, from the next
+        batch on (the version is staged again if its copy is gone)."""
+        asked = self.ledger.reinstatements()
+        if not asked:
+            return
+        batch = self.ledger.next_batch()
+        lifted = {s.label: "reinstated (referee league reinstate)" for s in asked}
+        with self.store.transaction():
+            self.ledger.lift(lifted, batch)
+        for label in lifted:
+            if label not in self.staged:
+                self._bot(label)
+            self.notify(EntrantReinstated(batch, label))
 
     def _drop_left(self) -> None:
         """Remove the staged copies of versions no longer in the league."""

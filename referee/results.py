@@ -21,7 +21,7 @@ class FaultInfo(BaseModel):
     crash), ``elapsed_ms`` how long the bot took. ``request`` is the last request written to
     the bot (``hello`` or an ``act``, as sent; the one it failed when its ``id`` is
     ``request_id``) and ``round`` the round then: the context a fault report explains
-    the fault in (:mod:`referee.protocol.explain`). Neither is in the match log, which holds the
+    the fault in (:mod:`referee.explain`). Neither is in the match log, which holds the
     whole game anyway.
     """
 

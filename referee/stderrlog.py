@@ -37,8 +37,10 @@ __all__ = [
     "MatchStderr",
     "SeatStderr",
     "StderrPiece",
+    "split_stderr_report",
     "stderr_json",
     "stderr_path",
+    "stderr_report",
 ]
 
 STDERR_SUFFIX = ".stderr.json"
@@ -128,3 +130,31 @@ def _continuation_bytes(data: bytes) -> int:
     while torn < min(3, len(data)) and 0x80 <= data[torn] <= 0xBF:
         torn += 1
     return torn
+
+
+_BEFORE = "[before the match]"
+_DURING = "[during the match]"
+
+
+def stderr_report(startup: str, current: str) -> str:
+    """A fault's stderr report: the bot's start-up output (if any), then this match's,
+    each under its header (:meth:`referee.protocol.session.BotSession.stderr_report`)."""
+    if not startup:
+        return current
+    return f"{_BEFORE}\n{startup}\n{_DURING}\n{current}"
+
+
+def split_stderr_report(report: str) -> tuple[str, str]:
+    """A :func:`stderr_report` as (start-up output, this match's output).
+
+    A report without the two headers is all one part: a bot that failed ``hello`` never
+    started a match, so it all comes second (the caller knows it is start-up output). The
+    bot's own text could hold a header line; that can only mislabel its own output.
+    """
+    if not report.startswith(_BEFORE + "\n"):
+        return "", report
+    rest = report[len(_BEFORE) + 1 :]
+    startup, sep, current = rest.partition("\n" + _DURING + "\n")
+    if not sep:
+        return "", report
+    return startup, current

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from referee.clock import Alarm
+from referee.errors import REFEREE_KILL
 from referee.sandbox.base import BotProcess, BotSpec, DirectReader, ExitInfo, Limits, Sandbox
 
 if TYPE_CHECKING:
@@ -51,6 +52,9 @@ class Exit:
 
     code: int = 0
     signal: int | None = None
+    info: ExitInfo | None = None
+    """How it ended, whole, when given (``code`` and ``signal`` are ignored then): the
+    kernel's OOM killer acting above its own limit (``outside_oom``), the referee's kill."""
 
 
 Reply: TypeAlias = dict[str, Any] | bytes | Stderr | CloseStdout | Exit
@@ -170,7 +174,9 @@ class FakeBotProcess(BotProcess):
                 self._stdout_open = False
                 self._deliver(self.stdout.feed_eof)
         elif isinstance(part, Exit):
-            if part.signal is None:
+            if part.info is not None:
+                self._end(part.info)
+            elif part.signal is None:
                 self._end(ExitInfo(returncode=part.code))
             else:
                 name = signals.Signals(part.signal).name
@@ -198,7 +204,7 @@ class FakeBotProcess(BotProcess):
     async def kill(self) -> None:
         """End the bot as SIGKILL would (it has no processes, so nothing else to kill)."""
         self.frozen = False
-        self._end(ExitInfo(returncode=-9, signal=9, detail="SIGKILL: killed by the referee"))
+        self._end(ExitInfo(returncode=-9, signal=9, detail=f"SIGKILL: {REFEREE_KILL}"))
 
     async def freeze(self) -> None:
         """Stop handling lines until :meth:`thaw`. Never raises."""

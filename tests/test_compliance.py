@@ -226,7 +226,8 @@ def test_a_bot_that_fails_hello_stops_the_run_after_the_handshake() -> None:
 
 def test_submits_steps_are_bot_checks_for_the_tournaments_rules_and_table() -> None:
     """``submit`` runs the handshake, the tournament's rules at its table size on the pinned
-    deals (a custom ruleset keeps its preset's seeds), and reuse at that table."""
+    deals (a custom ruleset keeps its preset's seeds), one match of them to its end, and
+    reuse at that table."""
     ruleset = RuleSet.preset("arschloch", target=3)
     run = emulated_run("template", _report())
     on_its_clock(run, run.run(run.tournament_steps(ruleset, 4)))
@@ -235,9 +236,13 @@ def test_submits_steps_are_bot_checks_for_the_tournaments_rules_and_table() -> N
     assert [s.name for s in report.steps] == [
         "handshake",
         "arschloch at 4 seats",
+        "a full match of arschloch at 4 seats",
         "reuse: two matches on one process",
     ]
     assert all(s.seats == 4 for s in report.steps[1:])
+    full = report.steps[2]
+    assert full.seeds == [seeds_for("arschloch", 4)[0]]
+    assert full.note.startswith("played to the end: ") and "rounds" in full.note
     assert report.steps[1].seeds == list(seeds_for("arschloch", 4)[: len(report.steps[1].seeds)])
     assert seeds_for("arschloch", 3) == SEEDS[("arschloch", 3)]
     assert seeds_for("arschloch", 4) == (36, 38, 9, 16)  # those of 3 seats, then of 6

@@ -39,6 +39,7 @@ from referee.tournament.model import (
     BotEntry,
     ExecutorSettings,
     LeagueSettings,
+    PublishSettings,
     SandboxSettings,
     TournamentFile,
 )
@@ -629,10 +630,13 @@ KEY_SECTIONS: dict[str, type[BaseModel]] = {
     "`[authors]`": AuthorSettings,
     "`[executor]`": ExecutorSettings,
     "`[league]`": LeagueSettings,
+    "`[publish]`": PublishSettings,
     "`[[bots]]`": BotEntry,
 }
 # Fields of the file that are sections of their own, documented under their heading.
-_SUBSECTIONS = {"time", "sandbox", "ratings", "playoff", "authors", "executor", "league", "bots"}
+_SUBSECTIONS = {
+    "time", "sandbox", "ratings", "playoff", "authors", "executor", "league", "publish", "bots",
+}
 
 
 def toml_value(text: str) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from referee.protocol.explain import (
+from referee.explain import (
     HINTS,
     explain_fault,
     explain_replacements,

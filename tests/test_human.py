@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main as cli_main
+from referee.explain import explain_fault
 from referee.match.human import (
     CardChoice,
     LineReader,
@@ -30,7 +31,6 @@ from referee.match.runner import play_match
 from referee.match.text import render_text
 from referee.matchlog import read_log
 from referee.protocol import messages as m
-from referee.protocol.explain import explain_fault
 from referee.protocol.seats import SessionPool, seated
 from referee.rules import RuleSet, replay
 from referee.rules.cards import DECKS, CardCodec

@@ -210,7 +210,7 @@ def print_result(result: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from referee.protocol.explain import explain_fault, replacements_summary
+    from referee.explain import explain_fault, replacements_summary
     from referee.text import ordinal
 
     console = Console(highlight=False)

@@ -1,4 +1,4 @@
-"""``referee league run|retire|check``: a league that never stops.
+"""``referee league run|retire|reinstate|check``: a league that never stops.
 
 ``referee leaderboard``, ``referee publish`` and ``referee submit`` work on a league too
 (they see ``format = "league"`` in the file); these are what only a league has. Exit codes
@@ -22,7 +22,9 @@ from referee.executors import MatchFailed
 from referee.league import (
     BatchPlanned,
     BatchSettled,
+    EntrantReinstated,
     EntrantsChanged,
+    EntrantSuspended,
     FileProblem,
     LeagueEvent,
     LeagueStarted,
@@ -107,7 +109,7 @@ def run(
     secret = _read_secret(deal_secret_file) if deal_secret_file is not None else None
     where = _Where.of(spec, executor_kind, cluster)
     publisher = _Publisher(spec, site, every) if site is not None else None
-    view = _LeagueView(spec.name, publisher)
+    view = _LeagueView(spec.name, publisher, file)
     try:
         with _executor(spec, workers, where, overcommit_memory) as (executor, count):
             view.workers = count
@@ -136,6 +138,27 @@ def retire(file: Path, name: str) -> None:
         printable(
             f"retired: {version.label} (version {version.version} of {name}) leaves the league "
             f"at its next batch; an entry with retired = true was appended to {file}"
+        )
+    )
+
+
+@league.command("reinstate")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("name")
+@friendly
+def reinstate(file: Path, name: str) -> None:
+    """Seat the suspended entrant NAME of the league FILE again, from the league's next
+    batch (the running league takes it within [league] poll_seconds; a stopped one when it
+    runs again). Its forfeits in a row are counted afresh. Submitting a new version lifts
+    a suspension too."""
+    from referee.league import reinstate as ask
+
+    suspension = ask(file, name)
+    click.echo(
+        printable(
+            f"reinstated: {suspension.label} is seated again from the league's next batch "
+            f"(suspended from batch {suspension.since} after {suspension.forfeits} forfeits "
+            f"of its own in a row; the last: {suspension.why})"
         )
     )
 
@@ -234,8 +257,9 @@ class _LeagueView:
     """A line per batch and per change of entrants, on stderr (a league has no end to show
     a bar towards)."""
 
-    def __init__(self, name: str, publisher: _Publisher | None) -> None:
+    def __init__(self, name: str, publisher: _Publisher | None, file: Path) -> None:
         self.name = name
+        self.file = file
         self.publisher = publisher
         self.workers: Callable[[], int] = lambda: 0
         self.console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -260,12 +284,21 @@ class _LeagueView:
             joined = ", ".join(event.joined) or "nobody"
             left = ", ".join(f"{label} ({why})" for label, why in event.left) or "nobody"
             self.line(f"from batch {event.batch}: joining {joined}; leaving {left}")
+        elif isinstance(event, EntrantSuspended):
+            self.line(
+                f"suspended from batch {event.batch}: {event.label}, after {event.forfeits} "
+                f"forfeits of its own in a row; the last: {event.why} (a new version, or "
+                f"referee league reinstate {self.file} {event.label}, seats it again)"
+            )
+        elif isinstance(event, EntrantReinstated):
+            self.line(f"reinstated from batch {event.batch}: {event.label}")
         elif isinstance(event, FileProblem):
             self.line(f"warning: {event.message}")
         elif isinstance(event, LeagueWaiting):
             self.line(
-                f"waiting: {event.entrants} entrants can play ({event.capped} at their cap), "
-                f"a table needs {event.table_size}; the file is read again meanwhile"
+                f"waiting: {event.entrants} entrants can play ({event.capped} at their cap"
+                + (f", {event.suspended} more suspended" if event.suspended else "")
+                + f"), a table needs {event.table_size}; the file is read again meanwhile"
             )
         elif isinstance(event, BatchPlanned):
             how = "resumed" if event.resumed else f"planned in {event.plan_ms:.1f} ms"

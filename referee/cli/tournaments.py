@@ -802,7 +802,8 @@ def submit(bot: str, file: Path, name: str | None, author: str | None) -> None:
         say(f"limits: {report.time_control.describe()}; {report.limits.describe()}")
         say(
             f"check: {report.bot} against the sample bots, the steps of referee bot check "
-            f"for {rules} at {k} seats"
+            f"for {rules} at {k} seats, then a full match of those rules (to its end, as "
+            f"the {'league' if spec.file.format == 'league' else 'tournament'} plays it)"
         )
 
     entered = submitting.submit(

@@ -45,9 +45,11 @@ never flushes would otherwise wait out every step's clock); ``keep_going`` runs 
 
 ``referee submit`` runs the same steps for one tournament (:func:`check_entry`): the
 handshake, the tournament's rules at its table size on the same pinned deals
-(:func:`seeds_for`), and reuse at that table, stopping at the first failure.
+(:func:`seeds_for`), one match of those rules played to its end (its target or its
+rounds, as the tournament plays it: a bot that breaks in round 4 passes three-round
+matches), and reuse at that table, stopping at the first failure.
 
-Every problem is told by :func:`referee.protocol.explain.explain_fault`, the words ``play`` and
+Every problem is told by :func:`referee.explain.explain_fault`, the words ``play`` and
 ``submit`` use too. The report also gives the bot's reply times against ``move_ms`` and its
 peak memory when the sandbox measures it (``None``, said as "not measured", otherwise).
 """
@@ -67,8 +69,8 @@ from pathlib import Path
 from typing import Any
 
 from referee.clock import Clock, MonotonicClock
+from referee.explain import explain_fault, explain_replacements
 from referee.match.runner import play_match, run_in_command, seat_of
-from referee.protocol.explain import explain_fault, explain_replacements
 from referee.protocol.seats import SessionPool, Table, seated
 from referee.protocol.session import BotSession
 from referee.results import FaultInfo, MatchResult
@@ -426,6 +428,35 @@ class ComplianceRun:
             step.note = _asked_note(step, wanted)
         return step
 
+    async def full_match(self, ruleset: RuleSet, seats: int, seed: int) -> Step:
+        """One match of ``ruleset`` at ``seats`` played to its end, as a tournament plays
+        it (its target or its rounds, never :data:`CHECK_ROUNDS`): a bot that breaks in a
+        later round (a key it never met in the first three) fails here, not in the
+        tournament."""
+        rules = ruleset.resolve(seats)
+        step = Step(f"a full match of {ruleset.name} at {seats} seats", preset=ruleset.name,
+                    seats=seats)  # fmt: skip
+        started = self.clock.monotonic()
+        step.seeds.append(seed)
+        result = None
+        async with self.own_process() as table:
+            session = table.bots[0]
+            try:
+                match_id = f"check-full-{ruleset.name}-{seats}-{seed}"
+                result = await self._play(step, session, rules, seed, match_id)
+            finally:
+                await asyncio.shield(self.note_peak(session))
+        step.seconds = self.clock.monotonic() - started
+        if step.ok and result is not None:
+            step.note = f"played to the end: {result.rounds} rounds; asked {_counts(step.asked)}"
+        elif result is not None and step.problem:
+            at = _fault_round(result)
+            if at is not None and at > CHECK_ROUNDS:
+                step.problem.insert(
+                    0, f"(in round {at}: past the {CHECK_ROUNDS} rounds of the short matches)"
+                )
+        return step
+
     async def reuse(self, ruleset: RuleSet | None = None, seats: int | None = None) -> Step:
         """Two matches on one process: the second is where a one-match bot fails (on the
         seeds of :data:`REUSE`; by default with its preset and table too)."""
@@ -456,11 +487,12 @@ class ComplianceRun:
 
     async def _play(
         self, step: Step, session: BotSession, rules: ResolvedRules, seed: int, match_id: str
-    ) -> None:
-        """One match with the bot at seat 0; its requests and fault go into ``step``."""
+    ) -> MatchResult | None:
+        """One match with the bot at seat 0; its requests and fault go into ``step``.
+        Returns the match's result (``None``: the bot had failed before it)."""
         if session.fault is not None:
             self._fail(step, _fault_info(session), session.stderr_report())
-            return
+            return None
         session.record = []
         result = await self._match(session, rules, seed, match_id)
         step.asked.update(kind for kind, _ in session.record)
@@ -483,6 +515,7 @@ class ComplianceRun:
                 f"(seed {seed}{log})",
                 *explain_replacements(mine.kit_replaced, mine.kit_replacements),
             ]
+        return result
 
     async def _match(
         self, session: BotSession, rules: ResolvedRules, seed: int, match_id: str
@@ -513,11 +546,13 @@ class ComplianceRun:
 
     def tournament_steps(self, ruleset: RuleSet, seats: int) -> list[StepRun]:
         """``referee submit``'s steps: the same, for one tournament's rules at its table
-        size (on :func:`seeds_for` them), reuse included."""
+        size (on :func:`seeds_for` them), then one match of those rules played to its end
+        (:meth:`full_match`, on the first of those deals), reuse included."""
         seeds = seeds_for(ruleset.name, seats)
         return [
             self.handshake,
             functools.partial(self.rules, ruleset, seats, seeds),
+            functools.partial(self.full_match, ruleset, seats, seeds[0]),
             functools.partial(self.reuse, ruleset, seats),
         ]
 
@@ -543,6 +578,12 @@ class ComplianceRun:
         finally:
             await self.own.aclose()
             await self.pool.aclose()
+
+
+def _fault_round(result: MatchResult) -> int | None:
+    """The round the bot at seat 0 failed in (``None`` when its fault does not say)."""
+    fault = seat_of(result, 0).fault
+    return fault.round if fault is not None else None
 
 
 def _second_match(step: Step, n: int) -> None:
@@ -685,7 +726,8 @@ def check_entry(
     """The check ``referee submit`` runs: bot check's steps for one tournament.
 
     The handshake, short matches of the tournament's ``ruleset`` at its table of ``seats``
-    on the pinned deals (:func:`seeds_for`), and two matches on one process, under the
+    on the pinned deals (:func:`seeds_for`), one match of it played to its end, and two
+    matches on one process, under the
     tournament's clock and limits; it stops at the first failure (a few seconds for a bot
     that answers at once). ``staged`` is played as it is, never staged again: the caller
     staged the bytes it holds and enters what passed. The opponents are staged here.

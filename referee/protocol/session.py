@@ -33,13 +33,13 @@ from referee.protocol.kit import marker_id, read_marker
 from referee.results import KitReplacement
 from referee.sandbox.base import BotSpec, ExitInfo, Limits, Sandbox
 from referee.specs import TimeControl
+from referee.stderrlog import stderr_report
 
 __all__ = [
     "BotSession",
     "SeatChannel",
     "SeatSession",
     "distinct_names",
-    "split_stderr_report",
 ]
 
 _BYE_GRACE_S = 1.0
@@ -336,14 +336,12 @@ class BotSession:
     def stderr_report(self, limit: int = 4096) -> str:
         """The bot's stderr for a fault report: its start-up output, then this match's.
 
-        :func:`split_stderr_report` takes the two apart again, so that a report can show
-        each with its own bound (a long match must not push the start-up output out).
+        :func:`~referee.stderrlog.split_stderr_report` takes the two apart again, so that a
+        report can show each with its own bound (a long match must not push the start-up
+        output out).
         """
         current = self.channel.stderr_tail(limit)
-        startup = self.channel.startup_stderr().strip()
-        if not startup:
-            return current
-        return f"{_BEFORE}\n{startup}\n{_DURING}\n{current}"
+        return stderr_report(self.channel.startup_stderr().strip(), current)
 
     # -- the end -------------------------------------------------------------------------
 
@@ -412,26 +410,6 @@ def _has_id(line: bytes, request_id: int) -> bool:
     if data is not None:
         return type(data.get("id")) is int and data["id"] == request_id
     return re.search(rb'"id"\s*:\s*%d(?![0-9.eE])' % request_id, line) is not None
-
-
-_BEFORE = "[before the match]"
-_DURING = "[during the match]"
-
-
-def split_stderr_report(report: str) -> tuple[str, str]:
-    """A :meth:`BotSession.stderr_report` as (start-up output, this match's output).
-
-    A report without the two headers is all one part: a bot that failed ``hello`` never
-    started a match, so it all comes second (the caller knows it is start-up output). The
-    bot's own text could hold a header line; that can only mislabel its own output.
-    """
-    if not report.startswith(_BEFORE + "\n"):
-        return "", report
-    rest = report[len(_BEFORE) + 1 :]
-    startup, sep, current = rest.partition("\n" + _DURING + "\n")
-    if not sep:
-        return "", report
-    return startup, current
 
 
 def distinct_names(names: Sequence[str]) -> list[str]:

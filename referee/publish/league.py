@@ -10,8 +10,10 @@ rating history) is left to ``referee league check`` and to tournaments.
 
 Each entrant in the league is ranked by ``mu - 3 sigma`` with its matches, its uncertainty
 (sigma), when it last played and whether it is still in placement; entrants without a
-result yet are listed apart, unrated; so are the **retired versions** (replaced by a new
-version, or retired): their rating and record as they left, no longer ranked.
+result yet are listed apart, unrated; so are the **suspended** (no longer seated after
+forfeits of their own in a row, :mod:`referee.league`: their rating kept, with the fault
+that suspended them) and the **retired versions** (replaced by a new version, or
+retired): their rating and record as they left, no longer ranked.
 
 Bot names are untrusted display text: every renderer escapes them as the tournament's
 leaderboard does (:mod:`referee.publish.leaderboard`).
@@ -34,7 +36,7 @@ from rich.text import Text
 from referee.errors import UsageError
 from referee.publish.leaderboard import csv_text_cell, markdown_escape, terminal_text
 from referee.publish.settings import format_time
-from referee.tournament.league import LeagueEntrant, LeagueLedger
+from referee.tournament.league import LeagueEntrant, LeagueLedger, Suspension
 from referee.tournament.store import DATABASE, Store
 
 if TYPE_CHECKING:
@@ -46,6 +48,7 @@ __all__ = [
     "league_board",
     "read_board",
     "render_league",
+    "suspension_text",
 ]
 
 _DIGITS = 3
@@ -75,6 +78,10 @@ class LeagueEntry:
     """The batch it left the league at (retired versions)."""
     why: str | None = None
     """Why it left: ``replaced by alice#2``, ``retired``."""
+    suspended: int | None = None
+    """The batch it is suspended from (not seated; ``None``: it is not)."""
+    suspended_why: str | None = None
+    """Why: how many forfeits of its own in a row, and the last one told in a line."""
 
     @property
     def score(self) -> float:
@@ -103,6 +110,8 @@ class LeagueEntry:
             "joined_batch": self.joined,
             "left_batch": self.left,
             "left_why": self.why,
+            "suspended_batch": self.suspended,
+            "suspended_why": self.suspended_why,
         }
 
 
@@ -120,6 +129,8 @@ class LeagueBoard:
     entries: tuple[LeagueEntry, ...]
     unrated: tuple[LeagueEntry, ...] = ()
     retired: tuple[LeagueEntry, ...] = ()
+    suspended: tuple[LeagueEntry, ...] = ()
+    """In the league, not seated (:attr:`LeagueEntry.suspended`): rated, not ranked."""
     commitment: str | None = None
     """The commitment of the secret dealing the league's matches."""
     chain_head: str | None = None
@@ -127,7 +138,7 @@ class LeagueBoard:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape: league, rules, table_size, matches, batches, commitment,
-        chain_head, entries, unrated, retired, notes."""
+        chain_head, entries, unrated, suspended, retired, notes."""
         return {
             "league": self.league,
             "rules": self.rules,
@@ -138,6 +149,7 @@ class LeagueBoard:
             "chain_head": self.chain_head,
             "entries": [e.as_dict() for e in self.entries],
             "unrated": [e.as_dict() for e in self.unrated],
+            "suspended": [e.as_dict() for e in self.suspended],
             "retired": [e.as_dict() for e in self.retired],
             "notes": league_notes(self),
         }
@@ -163,8 +175,15 @@ def read_board(tournament: Tournament, ledger: LeagueLedger, store: Store) -> Le
     batch = ledger.next_batch()
     entrants = ledger.entrants()
     placement = f.league.placement
-    entries = [_entry(e, placement * k, placement, batch) for e in entrants.values()]
-    live = [e for e in entries if e.left is None]
+    held = ledger.suspended(batch)
+    entries = [
+        _entry(e, placement * k, placement, batch, held.get(e.label)) for e in entrants.values()
+    ]
+    suspended = tuple(
+        sorted((e for e in entries if e.left is None and e.suspended is not None),
+               key=lambda e: (e.suspended or 0, e.label))
+    )  # fmt: skip
+    live = [e for e in entries if e.left is None and e.suspended is None]
     rated = sorted((e for e in live if e.matches), key=lambda e: (-e.score, -e.mu, e.label))
     ranked = tuple(_ranked(e, i) for i, e in enumerate(rated, start=1))
     unrated = tuple(sorted((e for e in live if not e.matches), key=lambda e: e.label))
@@ -184,14 +203,18 @@ def read_board(tournament: Tournament, ledger: LeagueLedger, store: Store) -> Le
         entries=ranked,
         unrated=unrated,
         retired=retired,
+        suspended=suspended,
         commitment=None if secret is None else str(secret[0]),
         chain_head=None if head is None else str(head[0]),
     )
 
 
-def _entry(e: LeagueEntrant, matches: int, placement: int, batch: int) -> LeagueEntry:
+def _entry(
+    e: LeagueEntrant, matches: int, placement: int, batch: int, held: Suspension | None
+) -> LeagueEntry:
     """``e`` as the board shows it: placing while it has played fewer than ``placement``
-    placement tables and fewer than ``matches`` matches (as the planner sees it)."""
+    placement tables and fewer than ``matches`` matches (as the planner sees it);
+    ``held``: the suspension that keeps it from the next batch."""
     left = e.retired if e.retired is not None and e.retired <= batch else None
     return LeagueEntry(
         rank=None,
@@ -210,7 +233,18 @@ def _entry(e: LeagueEntrant, matches: int, placement: int, batch: int) -> League
         joined=e.joined,
         left=left,
         why=e.retired_why if left is not None else None,
+        suspended=None if held is None else held.since,
+        suspended_why=None if held is None else suspension_text(held),
     )
+
+
+def suspension_text(held: Suspension) -> str:
+    """``8 forfeits of its own in a row, the last: crash: ...`` (and a reinstatement
+    asked for, when one was)."""
+    text = f"{held.forfeits} forfeits of its own in a row, the last: {held.why}"
+    if held.asked is not None:
+        text += "; reinstated, seated again from the next batch"
+    return text
 
 
 def _ranked(entry: LeagueEntry, rank: int) -> LeagueEntry:
@@ -233,6 +267,16 @@ def league_notes(board: LeagueBoard) -> list[str]:
         notes.append(f"In placement (first tables, against a spread of the field): {listed}.")
     if board.unrated:
         notes.append(f"Unrated (no match yet): {', '.join(e.label for e in board.unrated)}.")
+    if board.suspended:
+        notes.append(
+            "Suspended (no longer seated after forfeits of their own in a row; their "
+            f"rating is kept, not ranked): {', '.join(e.label for e in board.suspended)}. A "
+            "new version, or referee league reinstate, seats an entrant again."
+        )
+        notes += [
+            f"{e.label} is suspended from batch {e.suspended}: {e.suspended_why}."
+            for e in board.suspended
+        ]
     if board.retired:
         notes.append(
             "Retired versions are listed apart: their results stay counted for their "
@@ -293,6 +337,18 @@ def _markdown(board: LeagueBoard) -> str:
         )
 
     text = head + "".join(row(e) for e in (*board.entries, *board.unrated))
+    if board.suspended:
+        text += (
+            "\n### Suspended\n\n"
+            "| bot | version | score | mu | sigma | matches | last played | from batch "
+            "| why |\n|---|---:|---:|---:|---:|---:|---|---:|---|\n"
+        )
+        text += "".join(
+            f"| {markdown_escape(e.label)} | {e.version} | {e.score:.2f} | {e.mu:.2f} "
+            f"| {e.sigma:.2f} | {e.matches} | {e.last_played_text} | {e.suspended} "
+            f"| {markdown_escape(e.suspended_why or '')} |\n"
+            for e in board.suspended
+        )
     if board.retired:
         text += (
             "\n### Retired versions\n\n"
@@ -312,7 +368,7 @@ def _markdown(board: LeagueBoard) -> str:
 _CSV_COLUMNS = (
     "rank", "name", "entrant", "version", "score", "mu", "sigma", "matches", "avg_place",
     "firsts", "forfeits", "faults", "last_played", "placement", "retired", "left_batch",
-    "left_why",
+    "left_why", "suspended", "suspended_batch", "suspended_why",
 )  # fmt: skip
 
 
@@ -320,7 +376,7 @@ def _csv(board: LeagueBoard) -> str:
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
     writer.writerow(_CSV_COLUMNS)
-    for e in (*board.entries, *board.unrated, *board.retired):
+    for e in (*board.entries, *board.unrated, *board.suspended, *board.retired):
         writer.writerow(
             [
                 e.rank or "",
@@ -340,6 +396,9 @@ def _csv(board: LeagueBoard) -> str:
                 "yes" if e.left is not None else "no",
                 "" if e.left is None else e.left,
                 csv_text_cell(e.why or ""),
+                "yes" if e.suspended is not None else "no",
+                "" if e.suspended is None else e.suspended,
+                csv_text_cell(e.suspended_why or ""),
             ]
         )
     return out.getvalue()
@@ -363,10 +422,12 @@ def league_rich_table(board: LeagueBoard) -> Group:
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("last played", no_wrap=True)
     table.add_column("note", overflow="fold", min_width=8)
-    for e in (*board.entries, *board.unrated, *board.retired):
+    for e in (*board.entries, *board.unrated, *board.suspended, *board.retired):
         note = "placement" if e.placing else ""
         if e.left is not None:
             note = f"retired at batch {e.left}: {e.why}"
+        elif e.suspended is not None:
+            note = f"suspended from batch {e.suspended} (see below)"
         elif not e.matches:
             note = "unrated"
         if e.faults:

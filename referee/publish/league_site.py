@@ -3,10 +3,12 @@
 ``referee publish FILE --out DIR`` on a league, and ``referee league run FILE --publish DIR
 --every MINUTES`` while it plays, write::
 
-    index.html              the leaderboard: the entrants in the league, the unrated, and
-                            the retired versions apart (:mod:`referee.publish.league`)
+    index.html              the leaderboard: the entrants in the league, the unrated, the
+                            suspended and the retired versions apart
+                            (:mod:`referee.publish.league`)
     bots/<slug>.html        a version's page: rating, record, its other versions, its last
-                            matches
+                            matches, and its faults: the first of each kind, told as ``bot
+                            check`` tells it, with its replay and its stderr
     matches/<stem>.html|.js|.jsonl|.stderr.js   a match with its replay
     static/                 the site's style and scripts
     leaderboard.md|json|csv the leaderboard in the other formats
@@ -21,6 +23,14 @@ entrants and with what was played since, never with every match. A match is publ
 once its batch is settled: the deals of a batch are shared by its tables only, so every
 match dealt the same cards is played by then, and a replay (which shows every hand) gives
 nothing away.
+
+**Stderr, public or private.** ``[publish] stderr = "private"`` publishes no bot's stderr:
+no ``.stderr.js`` beside a replay, no stderr under a fault (the results folder keeps it for
+each author). ``league-site.json`` records which the site was published with: when that
+changes, every match page is written again, and the stderr scripts published before are
+removed. A bot's faults are shown one per kind (:meth:`~referee.tournament.league.
+LeagueLedger.first_faults`: a query per kind, never a list of them all), the tournament's
+fault section (``_faults.html``) rendering them.
 
 **Written in place, one file at a time.** Each file is written under a new name in its
 folder (``O_CREAT | O_EXCL | O_NOFOLLOW``, relative to a descriptor of the folder opened
@@ -44,12 +54,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.errors import InfrastructureError, UsageError
+from referee.explain import explain_fault, stored_fault_info
 from referee.publish.folder import SITE_MARKER, check_target
 from referee.publish.league import LeagueBoard, LeagueEntry, league_notes, read_board, render_league
 from referee.publish.paths import file_name, match_names, site_slug
 from referee.publish.replaydata import log_script, stderr_script
 from referee.publish.settings import format_time
-from referee.publish.site import MatchView, SeatView, _environment
+from referee.publish.site import (
+    FaultGroup,
+    FaultView,
+    MatchView,
+    SeatView,
+    _environment,
+    _request_label,
+    _request_line,
+)
 from referee.specs import StoredMatch
 from referee.stderrlog import stderr_path
 from referee.tournament.league import LeagueLedger, batch_of
@@ -65,6 +84,7 @@ LEAGUE_STATE = "league-site"
 RECENT = 30
 """Matches listed on a bot's page, latest first."""
 _SUBFOLDERS = ("bots", "matches", "static")
+_STDERR_SCRIPT = ".stderr.js"
 _HERE = Path(__file__).resolve().parent
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -152,6 +172,15 @@ class _Folder:
     def write(self, folder: str, stem: str, suffix: str, data: bytes) -> None:
         self._put(folder, file_name(stem, suffix), data)
 
+    def remove(self, folder: str, suffix: str) -> None:
+        """Remove every file of ``folder`` whose name ends in ``suffix`` (never through a
+        link: names in the folder's own descriptor)."""
+        fd_dir = self.fds[folder]
+        for name in os.listdir(fd_dir):
+            if name.endswith(suffix):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=fd_dir)
+
     def marker(self) -> None:
         self._put("", SITE_MARKER, b"written by referee publish; publishing again updates it\n")
 
@@ -194,12 +223,18 @@ class _Publication:
         self.env = _environment()
         self.published = format_time(time.time())
         self.before = folder.state()
+        self.stderr_private = tournament.file.publish.stderr == "private"
 
     def write(self) -> LeagueSiteReport:
         board = read_board(self.tournament, self.ledger, self.store)
-        every = (*board.entries, *board.unrated, *board.retired)
+        every = (*board.entries, *board.unrated, *board.suspended, *board.retired)
         slugs = _slugs(dict(self.before.get("slugs", {})), [e.label for e in every])
         first = int(self.before.get("batch", 0))
+        shown = "private" if self.stderr_private else "public"
+        if self.before.get("stderr", "public") != shown:
+            first = 0  # every match page again, with its stderr or without
+            if self.stderr_private:
+                self.folder.remove("matches", _STDERR_SCRIPT)
         last = board.batches
         self.folder.marker()
         for path in sorted((_HERE / "static").iterdir()):
@@ -209,7 +244,7 @@ class _Publication:
             matches += self._batch(batch, slugs, seated)
         records, rendered = self._bots(board, slugs, last, seated)
         self._index(board, slugs)
-        state = {"batch": last, "slugs": slugs, "records": records}
+        state = {"batch": last, "slugs": slugs, "records": records, "stderr": shown}
         self.folder.write("", LEAGUE_STATE, ".json", json.dumps(state).encode("utf-8"))
         return LeagueSiteReport(
             self.folder.target,
@@ -313,6 +348,8 @@ class _Publication:
         return "ok", "", data.fault_lines
 
     def _stderr(self, key: str, stem: str) -> str:
+        if self.stderr_private:
+            return "private"
         try:
             raw = stderr_path(self.store.log_path(key)).read_bytes()
         except FileNotFoundError:
@@ -323,7 +360,7 @@ class _Publication:
             script = stderr_script(raw)
         except ValueError:
             return "unreadable"
-        self.folder.write("matches", stem, ".stderr.js", script.encode("utf-8"))
+        self.folder.write("matches", stem, _STDERR_SCRIPT, script.encode("utf-8"))
         return "ok"
 
     def _bots(
@@ -331,7 +368,7 @@ class _Publication:
     ) -> tuple[dict[str, list[Any]], int]:
         """The pages of the versions whose record changed or whose matches were published
         now; returns every version's record, and how many pages were written."""
-        every = (*board.entries, *board.unrated, *board.retired)
+        every = (*board.entries, *board.unrated, *board.suspended, *board.retired)
         before = self.before.get("records", {})
         by_name: dict[str, list[LeagueEntry]] = {}
         for entry in every:
@@ -340,7 +377,10 @@ class _Publication:
         records: dict[str, list[Any]] = {}
         rendered = 0
         for entry in every:
-            records[entry.label] = [entry.matches, entry.rank, entry.left, entry.placing]
+            records[entry.label] = [
+                entry.matches, entry.rank, entry.left, entry.placing, entry.suspended,
+                entry.suspended_why, self.stderr_private,
+            ]  # fmt: skip
             if records[entry.label] == before.get(entry.label) and entry.label not in seated:
                 continue
             recent = [
@@ -353,9 +393,71 @@ class _Publication:
             self._render(
                 "league_bot.html", "bots", slugs[entry.label], root="../", e=entry,
                 record=stored.get(entry.label), versions=versions, recent=recent, slug=slugs,
+                faults=self._faults(entry.label, slugs, last),
+                stderr_private=self.stderr_private,
             )  # fmt: skip
             rendered += 1
         return records, rendered
+
+    def _faults(self, label: str, slugs: Mapping[str, str], last: int) -> list[FaultGroup]:
+        """The faults of ``label``: one group per kind, its first fault explained as ``bot
+        check`` explains it, with the match it was in and how many of that kind there are.
+        A fault of a batch not yet published is held back (it may show the cards)."""
+        groups = []
+        for fault, count in self.ledger.first_faults(label):
+            match = self.ledger.match(fault.key)
+            batch = batch_of(fault.key)
+            held = match is None or batch is None or batch >= last
+            view = None if match is None else self._fault_match(match, slugs, held)
+            info = stored_fault_info(fault)
+            shown = FaultView(
+                key=fault.key, seat=fault.seat, name=fault.name, kind=fault.kind, held=held,
+                request_id=fault.request_id, elapsed_ms=fault.elapsed_ms,
+                detail=None if held else fault.detail, reply=None if held else fault.reply,
+                stderr=None if held or self.stderr_private else fault.stderr,
+                request=None if held or fault.request is None else _request_line(fault.request),
+                request_label="" if fault.request is None else _request_label(fault),
+                explained=() if held else tuple(
+                    line for line in explain_fault(info) if not line.startswith("stderr")
+                ),
+            )  # fmt: skip
+            groups.append(
+                FaultGroup(fault.kind, shown.reply, held, ((shown, view),), count=count)
+            )
+        return groups
+
+    def _fault_match(self, match: StoredMatch, slugs: Mapping[str, str], held: bool) -> MatchView:
+        """The match of a fault as the fault section links it: its page, and the log line
+        of each seat's fault for the replay's link (none while its batch is unpublished)."""
+        key = match.spec.key
+        lines: dict[int, int] = {}
+        replay, note = "withheld", "its batch is still being played"
+        if not held:
+            try:
+                lines = dict(log_script(self.store.log_path(key).read_bytes()).fault_lines)
+                replay, note = "ok", ""
+            except OSError:
+                replay, note = "missing", "its log is not in the results folder"
+            except ValueError as exc:
+                replay, note = "unreadable", f"its log cannot be read ({exc})"
+        seats = tuple(
+            SeatView(s.seat, s.name, slugs.get(s.name), s.place, s.score, s.forfeit,
+                     s.fault_kind, None if held else s.fault_detail, lines.get(s.seat))
+            for s in match.seats
+        )  # fmt: skip
+        return MatchView(
+            key=key,
+            stem=_stem(key, match.spec.table),
+            label=f"batch {batch_of(key)}, rotation {match.spec.rotation}",
+            table=match.spec.table,
+            seats=seats,
+            rounds=None,
+            duration=None,
+            finished=None,
+            replay=replay,
+            replay_note=note,
+            filter_keys="",
+        )
 
     def _listed(self, match: StoredMatch, last: int) -> _Listed:
         key = match.spec.key

@@ -158,6 +158,10 @@ class FaultView:
     request_label: str = ""
     """``act 12 (play), round 3``, and whether it is the request failed or the last one
     before the fault (a crash between requests)."""
+    explained: tuple[str, ...] = ()
+    """The fault told as ``bot check`` tells it (:func:`referee.explain.explain_fault`,
+    its stderr shown apart), where the page explains it (a league's, for the first of
+    each kind)."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,8 @@ class FaultGroup:
     reply: str | None
     held: bool
     faults: tuple[tuple[FaultView, MatchView | None], ...]
+    count: int | None = None
+    """How many faults the group holds, where it lists only the first (a league's)."""
 
 
 @dataclass(frozen=True)
@@ -194,7 +200,8 @@ class MatchView:
     """The table deal it is a rotation of (:func:`referee.specs.deal_key`)."""
     stderr: str = "none"
     """The bots' stderr beside the replay: ``ok`` (published), ``none`` (no replay, or a
-    match played before the referee kept it) or ``unreadable``."""
+    match played before the referee kept it), ``unreadable``, or ``private`` (``[publish]
+    stderr = "private"``: no bot's stderr is published)."""
     retired: int | None = None
     """The replacement that retired it (``None``: it counts)."""
 
@@ -284,6 +291,7 @@ class _Site:
         self.names = [*entrants, *sorted(seated - set(entrants))]
         self.slugs = bot_slugs(self.names)
         self.in_progress = results.in_progress
+        self.stderr_private = results.tournament.file.publish.stderr == "private"
         self.stems = match_names({m.spec.key: m.spec.table for m in finished})
         self.complete_deals = _complete_deals(results)
         self.views: dict[str, MatchView] = {}
@@ -480,6 +488,8 @@ class _Site:
 
     def _stderr(self, key: str, stem: str) -> str:
         """Publish the bots' stderr of a match whose replay is published: its state."""
+        if self.stderr_private:
+            return "private"
         try:
             raw = stderr_path(self.results.log_path(key)).read_bytes()
         except FileNotFoundError:
@@ -582,6 +592,7 @@ class _Site:
                 faults=_fault_groups(
                     [(self._fault(f), self.views.get(f.key)) for f in parts.faults.get(name, [])]
                 ),
+                stderr_private=self.stderr_private,
                 versions=self._versions(name),
                 retired=[
                     (view, seat)
@@ -624,7 +635,7 @@ class _Site:
             elapsed_ms=fault.elapsed_ms,
             detail=None if held else fault.detail,
             reply=None if held else fault.reply,
-            stderr=None if held else fault.stderr,
+            stderr=None if held or self.stderr_private else fault.stderr,
             request=None if held or fault.request is None else _request_line(fault.request),
             request_label="" if fault.request is None else _request_label(fault),
         )

@@ -24,7 +24,10 @@ league`) and the leaderboard reads them: its cost grows with the entrants, not t
   the replay of the settled batches, and every entrant's record (matches, places, firsts,
   forfeits, faults) exactly its results'; the live ratings may **drift** from the full
   replay only through the arrival order of the batch still open, which it reports (a few
-  hundredths of mu, typically; zero once the batch is settled). Anything else is a problem.
+  hundredths of mu, typically; zero once the batch is settled). Every stored suspension
+  must be what the results before it show (that many forfeits of the version's own in a
+  row, the last in the match it names), and a suspended version must have no result while
+  it was held. Anything else is a problem.
 """
 
 from __future__ import annotations
@@ -225,6 +228,7 @@ def check_league(ledger: LeagueLedger, env: trueskill.TrueSkill) -> LeagueCheck:
         problems += _record_problems(label, entrant, records.get(label, _Record()))
     for label in sorted(set(records) - set(entrants)):
         problems.append(f"{label}: has results but is no entrant of the league")
+    problems += _suspension_problems(ledger, entrants)
     drift = tuple(
         Drift(label, e.mu, e.sigma, *ratings[label])
         for label, e in entrants.items()
@@ -239,6 +243,29 @@ def check_league(ledger: LeagueLedger, env: trueskill.TrueSkill) -> LeagueCheck:
         tuple(problems),
         _order(entrants, ratings),
     )
+
+
+def _suspension_problems(ledger: LeagueLedger, entrants: Mapping[str, LeagueEntrant]) -> list[str]:
+    """Each stored suspension against the results: the ``forfeits`` results before it are
+    forfeits of the version's own (since it joined or was last seated again), the last in
+    its match, and the version has no result while it held."""
+    problems = []
+    start: dict[str, int] = {label: e.joined for label, e in entrants.items()}
+    for held in ledger.suspensions():
+        since = start.get(held.label, 0)
+        faults = ledger.own_forfeits(held.label, held.forfeits, since, before=held.since)
+        if len(faults) < held.forfeits or faults[0].key != held.match_key:
+            problems.append(
+                f"{held.label}: suspended from batch {held.since} after {held.forfeits} "
+                "forfeits of its own in a row, which its results before it do not show"
+            )
+        if ledger.results_between(held.label, held.since, held.lifted):
+            problems.append(
+                f"{held.label}: has results while it was suspended (from batch {held.since})"
+            )
+        if held.lifted is not None:
+            start[held.label] = held.lifted
+    return problems
 
 
 def _same(a: Rating, b: Rating) -> bool:

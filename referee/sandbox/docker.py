@@ -54,7 +54,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from referee.errors import InfrastructureError, UsageError
+from referee.errors import REFEREE_KILL, InfrastructureError, UsageError
 from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
 from referee.sandbox.cgroups import peak_memory_of
 from referee.sandbox.daemon import (
@@ -435,7 +435,7 @@ class DockerBotProcess(BotProcess):
             return ExitInfo(returncode=code, detail=str(state.get("Error", "")))
         signum = _SIGNALS[sig]
         if signum == signal.SIGKILL and self._killed:
-            reason = "killed by the referee"
+            reason = REFEREE_KILL
         else:
             reason = _SIGNAL_REASONS.get(signum, "")
         detail = f"{signum.name}: {reason}" if reason else signum.name

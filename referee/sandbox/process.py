@@ -101,7 +101,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from referee.errors import InfrastructureError, UsageError
+from referee.errors import REFEREE_KILL, UNCOUNTED_KILL, InfrastructureError, UsageError
 from referee.folders import private_folder
 from referee.sandbox.base import BotProcess, BotSpec, DirectReader, ExitInfo, Limits, Sandbox
 from referee.sandbox.budget import BOT_OOM_SCORE_ADJ
@@ -942,7 +942,7 @@ class ProcessBotProcess(BotProcess):
             return ExitInfo(returncode=returncode)
         name = signal.Signals(sig).name if sig in signal.valid_signals() else f"signal {sig}"
         if sig == signal.SIGKILL and self._killed:
-            detail = f"{name}: killed by the referee"
+            detail = f"{name}: {REFEREE_KILL}"
         elif sig == signal.SIGKILL and self.cgroup is not None and self.cgroup.oom_kills():
             if not self.cgroup.hit_limit():
                 # Killed for memory that ran out above the bot's own limit: ours (budget.py).
@@ -959,6 +959,9 @@ class ProcessBotProcess(BotProcess):
                 oom_killed=True,
                 detail=f"{name}: killed at the memory limit{via}",
             )
+        elif sig == signal.SIGKILL and self.cgroup is None:
+            # No counter: the kernel's OOM killer and the bot's own SIGKILL look the same.
+            detail = f"{name}: {UNCOUNTED_KILL}"
         elif sig in _SIGNAL_REASONS:
             detail = f"{name}: {_SIGNAL_REASONS[signal.Signals(sig)]}"
         else:

@@ -42,11 +42,25 @@ database (so that a result and the ratings it changes commit in one transaction)
   it) and settled, its tables and matches;
 * ``league_seats``: who sat in each batch and for how many matches (the window of the cap
   on hogging is read from it);
-* ``league_tables``: how many deals each table (its labels) has been dealt.
+* ``league_tables``: how many deals each table (its labels) has been dealt;
+* ``league_suspensions``: each suspension of a version (the batch it takes effect at, the
+  fault that made it, and how many forfeits in a row), and when it was lifted: the batch
+  it is seated again from, and why (``referee league reinstate`` asks for it with
+  ``asked``; the league lifts it at its next batch).
+
+**Suspensions are counted from the stored results.** After each batch is settled, every
+version that played in it is looked at: its last ``suspend_after`` results in key order
+since it joined or was last reinstated (:meth:`LeagueLedger.own_forfeits`). When all of
+them are forfeits of its own (:func:`referee.errors.own_fault`), it is suspended from the
+next batch on, in the settling's own transaction. Nothing but stored results and the
+stored suspensions goes into it, so the count is the same however the results arrived,
+however many workers played them, and after any restart; a match that failed on the
+referee's side left no result, and counts neither way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -55,11 +69,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from referee.errors import UsageError
+from referee.errors import UsageError, own_fault
 from referee.names import skeleton
-from referee.specs import EntrantRecord, MatchSpec, StoredMatch, StoredSeat
+from referee.specs import EntrantRecord, MatchSpec, StoredFault, StoredMatch, StoredSeat
 from referee.tournament.model import BotEntry, TournamentFile
-from referee.tournament.store import DealSecret, Store
+from referee.tournament.store import DealSecret, Store, _request_of
 
 __all__ = [
     "LEAGUE_PREFIX",
@@ -70,6 +84,7 @@ __all__ = [
     "LeagueLedger",
     "Roster",
     "SeatTally",
+    "Suspension",
     "Version",
     "batch_of",
     "batch_prefix",
@@ -79,8 +94,9 @@ __all__ = [
 
 LEAGUE_PREFIX = "lg/"
 VERSION_MARK = "#"
-LEAGUE_SCHEMA = 1
-"""The version of the league's own tables (``meta`` key ``league_schema``)."""
+LEAGUE_SCHEMA = 2
+"""The version of the league's own tables (``meta`` key ``league_schema``); 2 added
+``league_suspensions`` (a league of schema 1 gets it when it is run again)."""
 
 _BATCH_DIGITS = 8
 _TABLE_HASH = 12
@@ -227,6 +243,18 @@ CREATE TABLE IF NOT EXISTS league_tables (
     labels TEXT PRIMARY KEY,
     deals INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS league_suspensions (
+    label TEXT NOT NULL,
+    since INTEGER NOT NULL,
+    forfeits INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    why TEXT NOT NULL,
+    match_key TEXT NOT NULL,
+    asked REAL,
+    lifted INTEGER,
+    lifted_why TEXT,
+    PRIMARY KEY (label, since)
+);
 CREATE INDEX IF NOT EXISTS league_batches_by_time ON league_batches(planned);
 CREATE INDEX IF NOT EXISTS results_by_name ON results(name, match_key)
 """
@@ -286,6 +314,31 @@ class BatchRecord:
 
 
 @dataclass(frozen=True)
+class Suspension:
+    """A version suspended from batch ``since`` on after ``forfeits`` forfeits of its own
+    in a row, the last in match ``match_key``: its ``kind`` and ``why`` (the fault told in
+    one line). ``asked``: when ``referee league reinstate`` asked to lift it; ``lifted``:
+    the batch it is seated again from (``lifted_why`` says why), ``None`` while it holds."""
+
+    label: str
+    since: int
+    forfeits: int
+    kind: str
+    why: str
+    match_key: str
+    asked: float | None = None
+    lifted: int | None = None
+    lifted_why: str | None = None
+
+    def holds(self, batch: int) -> bool:
+        """Whether it keeps the version from being seated in ``batch``."""
+        return self.since <= batch and (self.lifted is None or self.lifted > batch)
+
+
+_SUSPENSION_COLUMNS = "label, since, forfeits, kind, why, match_key, asked, lifted, lifted_why"
+
+
+@dataclass(frozen=True)
 class SeatTally:
     """What one stored result adds to one seat's record."""
 
@@ -313,6 +366,10 @@ class LeagueLedger:
             row = db.execute("SELECT value FROM meta WHERE key = 'league_schema'").fetchone()
             if row is None:
                 db.execute("INSERT INTO meta VALUES ('league_schema', ?)", (str(LEAGUE_SCHEMA),))
+            elif row[0] == "1":  # its new table was just made: nothing else changed
+                db.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'league_schema'", (str(LEAGUE_SCHEMA),)
+                )
         self._check_schema()
 
     def _check_schema(self) -> None:
@@ -382,6 +439,119 @@ class LeagueLedger:
             db.executemany(
                 "UPDATE league_entrants SET retired = ?, retired_why = ? "
                 "WHERE label = ? AND retired IS NULL",
+                [(batch, why, label) for label, why in labels.items()],
+            )
+
+    # -- suspensions -----------------------------------------------------------------
+
+    def suspensions(self, label: str | None = None) -> list[Suspension]:
+        """Every suspension (of ``label``), in the order they came."""
+        where, params = ("WHERE label = ?", (label,)) if label is not None else ("", ())
+        rows = self._db.execute(
+            f"SELECT {_SUSPENSION_COLUMNS} FROM league_suspensions {where} ORDER BY since, label",
+            params,
+        )
+        return [Suspension(*row) for row in rows]
+
+    def suspended(self, batch: int) -> dict[str, Suspension]:
+        """The suspensions that keep a version from being seated in ``batch``, by label."""
+        rows = self._db.execute(
+            f"SELECT {_SUSPENSION_COLUMNS} FROM league_suspensions WHERE since <= ? "
+            "AND (lifted IS NULL OR lifted > ?) ORDER BY label",
+            (batch, batch),
+        )
+        return {row[0]: Suspension(*row) for row in rows}
+
+    def own_forfeits(
+        self, label: str, limit: int, since: int, before: int | None = None
+    ) -> list[StoredFault]:
+        """The forfeits of its own that end the results of ``label`` from batch ``since``
+        on (and before batch ``before``), latest first, at most ``limit``: its last
+        ``limit`` results in key order, cut at the latest that is not such a forfeit
+        (:func:`referee.errors.own_fault`)."""
+        end = LEAGUE_PREFIX[:-1] + "0" if before is None else batch_prefix(before)
+        rows = self._db.execute(
+            "SELECT r.match_key, r.seat, r.name, r.fault_kind, r.fault_detail, "
+            "r.fault_request_id, r.fault_reply, r.fault_elapsed_ms, r.stderr_tail, "
+            "r.fault_request, r.fault_round, r.forfeit FROM results r "
+            "JOIN matches m ON m.key = r.match_key WHERE r.name = ? AND m.status = 'done' "
+            "AND r.match_key >= ? AND r.match_key < ? ORDER BY r.match_key DESC LIMIT ?",
+            (label, batch_prefix(since), end, limit),
+        )
+        found: list[StoredFault] = []
+        for row in rows:
+            if not row[11] or not own_fault(row[3], row[4]):
+                break
+            found.append(_stored_fault(row))
+        return found
+
+    def first_faults(self, label: str) -> list[tuple[StoredFault, int]]:
+        """The first fault of each kind of ``label`` (in key order) and how many of that
+        kind it has: a query per kind, none per match."""
+        kinds = self._db.execute(
+            "SELECT fault_kind, COUNT(*), MIN(match_key) FROM results WHERE name = ? "
+            "AND fault_kind IS NOT NULL GROUP BY fault_kind ORDER BY fault_kind",
+            (label,),
+        ).fetchall()
+        found = []
+        for _kind, count, key in kinds:
+            row = self._db.execute(
+                "SELECT match_key, seat, name, fault_kind, fault_detail, fault_request_id, "
+                "fault_reply, fault_elapsed_ms, stderr_tail, fault_request, fault_round "
+                "FROM results WHERE match_key = ? AND name = ?",
+                (key, label),
+            ).fetchone()
+            if row is not None:
+                found.append((_stored_fault(row), int(count)))
+        return found
+
+    def results_between(self, label: str, first: int, end: int | None) -> int:
+        """How many results ``label`` has in batches ``first`` to ``end`` (excluded; ``None``:
+        every later one)."""
+        high = LEAGUE_PREFIX[:-1] + "0" if end is None else batch_prefix(end)
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM results WHERE name = ? AND match_key >= ? AND match_key < ?",
+            (label, batch_prefix(first), high),
+        ).fetchone()
+        return int(row[0])
+
+    def suspend(self, suspension: Suspension) -> None:
+        """Store ``suspension`` (the version is not seated from its batch on)."""
+        with self.store.transaction() as db:
+            db.execute(
+                f"INSERT INTO league_suspensions ({_SUSPENSION_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                dataclasses.astuple(suspension),
+            )
+
+    def ask_reinstatement(self, label: str, at: float) -> Suspension | None:
+        """Ask that the suspension holding ``label`` be lifted (the league lifts it at its
+        next batch); returns it, or ``None`` when ``label`` is not suspended."""
+        with self.store.transaction() as db:
+            current = self.suspended(self.next_batch()).get(label)
+            if current is None:
+                return None
+            if current.asked is None:
+                db.execute(
+                    "UPDATE league_suspensions SET asked = ? WHERE label = ? AND since = ?",
+                    (at, label, current.since),
+                )
+        return current
+
+    def reinstatements(self) -> list[Suspension]:
+        """The suspensions asked to be lifted and not lifted yet."""
+        rows = self._db.execute(
+            f"SELECT {_SUSPENSION_COLUMNS} FROM league_suspensions WHERE asked IS NOT NULL "
+            "AND lifted IS NULL ORDER BY label"
+        )
+        return [Suspension(*row) for row in rows]
+
+    def lift(self, labels: Mapping[str, str], batch: int) -> None:
+        """The suspensions of ``labels`` (label -> why) end: seated again from ``batch``."""
+        with self.store.transaction() as db:
+            db.executemany(
+                "UPDATE league_suspensions SET lifted = ?, lifted_why = ? "
+                "WHERE label = ? AND lifted IS NULL",
                 [(batch, why, label) for label, why in labels.items()],
             )
 
@@ -528,6 +698,10 @@ class LeagueLedger:
         if key is not None:
             yield StoredMatch(MatchSpec.model_validate_json(spec), tuple(seats))
 
+    def match(self, key: str) -> StoredMatch | None:
+        """The finished match ``key`` with its seats (``None``: not finished)."""
+        return next(self._completed("m.key = ?", (key,)), None)
+
     def recent(self, label: str, limit: int) -> list[StoredMatch]:
         """The last ``limit`` finished matches of ``label``, latest first."""
         keys = [
@@ -608,6 +782,16 @@ class LeagueLedger:
                 "UPDATE league_batches SET settled = ?, played = ? WHERE batch = ?",
                 (at, played, batch),
             )
+
+
+def _stored_fault(row: Sequence[Any]) -> StoredFault:
+    """A fault from its result row's columns, in the order :meth:`LeagueLedger.own_forfeits`
+    selects them."""
+    key, seat, name, kind, detail, request_id, reply, elapsed, stderr, request = row[:10]
+    return StoredFault(
+        key, seat, name, kind, detail or "", request_id, reply, elapsed, stderr,
+        request=_request_of(request), round=row[10],
+    )  # fmt: skip
 
 
 def _entrant(row: tuple[Any, ...]) -> LeagueEntrant:

@@ -38,6 +38,7 @@ __all__ = [
     "ExecutorSettings",
     "LeagueSettings",
     "Plan",
+    "PublishSettings",
     "SandboxSettings",
     "TournamentFile",
     "explain",
@@ -90,7 +91,10 @@ class LeagueSettings(_Strict):
     ``max_share`` times the average entrant's matches in the last ``window_minutes`` (none
     hogs; its placement always fits). The file is read again every ``poll_seconds`` while
     the league runs: entrants submitted or retired meanwhile join or leave at the next
-    batch (:mod:`referee.ranking.matchmaking`).
+    batch (:mod:`referee.ranking.matchmaking`). An entrant whose last ``suspend_after``
+    matches were all forfeits of its own (a crash, a timeout, an illegal play, a protocol
+    fault: never a failure on the referee's side) is suspended: no longer seated until a
+    new version comes or ``referee league reinstate`` (:mod:`referee.league`).
     """
 
     batch: int = Field(default=32, ge=1, le=4096)
@@ -99,6 +103,19 @@ class LeagueSettings(_Strict):
     max_share: float = Field(default=4.0, ge=1, le=1000)
     window_minutes: int = Field(default=60, ge=1, le=10_080)
     poll_seconds: int = Field(default=30, ge=1, le=60)
+    suspend_after: int = Field(default=8, ge=1, le=10_000)
+
+
+class PublishSettings(_Strict):
+    """``[publish]``: what the published site shows.
+
+    ``stderr``: ``public`` (the default) publishes what each bot wrote to stderr, beside
+    its matches' replays and under its faults; ``private`` publishes none of it (no stderr
+    scripts, no stderr on any page), so a public competition can leave each author's
+    output to the author (the results folder keeps it).
+    """
+
+    stderr: Literal["public", "private"] = "public"
 
 
 class AuthorSettings(_Strict):
@@ -152,6 +169,7 @@ class TournamentFile(_Strict):
     authors: AuthorSettings = AuthorSettings()
     executor: ExecutorSettings = ExecutorSettings()
     league: LeagueSettings = LeagueSettings()
+    publish: PublishSettings = PublishSettings()
     allow_twins: bool = False
     """Whether two entrants may be byte-identical (the same SHA-256 of their files):
     refused by default (:func:`referee.tournament.file.load_tournament` says why)."""
@@ -287,6 +305,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "ratings": RatingSettings,
     "playoff": PlayoffSettings,
     "league": LeagueSettings,
+    "publish": PublishSettings,
 }
 
 

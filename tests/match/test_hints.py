@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from referee.explain import HINTS, explain_fault, fault_summary
 from referee.match.runner import play_match
 from referee.protocol.channel import LineChannel
-from referee.protocol.explain import HINTS, explain_fault, fault_summary
 from referee.protocol.kit import KIT_MARKER, KIT_NOTES, read_marker
 from referee.protocol.seats import SessionPool, seated
 from referee.results import MatchResult, SeatResult

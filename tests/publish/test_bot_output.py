@@ -28,7 +28,7 @@ from referee.publish.site import publish_site
 from referee.publish.source import load_results
 from referee.results import ReplyTimes
 from referee.stderrlog import MatchStderr, stderr_path
-from referee.testing import Handler, Stderr, lowest_bot, polite_bot
+from referee.testing import Exit, Handler, Stderr, lowest_bot, polite_bot
 from referee.tournament.file import Tournament
 from tests.publish.conftest import play_fake, write_fake_tournament
 
@@ -220,3 +220,43 @@ def test_reply_time_statistics() -> None:
     empty = ReplyTimes()
     assert empty.median_ms() is None and empty.percentile_ms(99) is None
     assert empty.max_ms() is None and empty.most_bank_spent_ms() is None
+
+
+SECRET_PLAN = b"my secret plan: keep the aces for round 3\n"
+
+
+def _leaker() -> Handler:
+    """Plays like ``polite`` but crashes at its first request, its plan on stderr."""
+    inner = polite_bot("leaker")
+
+    def handle(msg: dict[str, Any]) -> Any:
+        if msg.get("type") == "act":
+            return [Stderr(SECRET_PLAN), Exit(1)]
+        return inner(msg)
+
+    return handle
+
+
+@pytest.mark.parametrize("stderr", ["public", "private"])
+def test_stderr_private_publishes_no_bots_stderr_anywhere(tmp_path: Path, stderr: str) -> None:
+    """``[publish] stderr = "private"``: no stderr script, no stderr under a fault, on any
+    page or file of the site; ``public`` (the default) shows both."""
+    handlers = {**HANDLERS, "leaker": _leaker}
+    path = write_fake_tournament(
+        tmp_path, deals=1, names=tuple(handlers), extra=f'[publish]\nstderr = "{stderr}"\n'
+    )
+    spec = play_fake(path, handlers)
+    out = tmp_path / "site"
+    publish_site(load_results(spec), out)
+    scripts = list(out.glob("matches/*.stderr.js"))
+    found = [f for f in out.rglob("*") if f.is_file() and b"secret plan" in f.read_bytes()]
+    bot_page = (out / "bots" / f"{bot_slugs(list(handlers))['leaker']}.html").read_text()
+    match_page = next(out.glob("matches/*.html")).read_text()
+    if stderr == "public":
+        assert scripts and found and "my secret plan" in bot_page
+        return
+    assert not scripts and not found, found
+    assert "Kept private: this competition publishes no bot" in bot_page
+    assert 'id="faults"' in bot_page and "crash" in bot_page  # the faults are still there
+    assert "stderr is kept private in this competition" in match_page
+    assert "stderr.js" not in match_page

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import pytest
 
 import referee.sandbox
-from referee.errors import InfrastructureError, UsageError
+from referee.errors import REFEREE_KILL, UNCOUNTED_KILL, InfrastructureError, UsageError, own_fault
 from referee.sandbox import (
     get_sandbox,
     load_bot,
@@ -1225,3 +1225,29 @@ def test_without_libseccomp_bots_run_unfiltered_with_one_warning(
     assert not any("seccomp" in note for note in notes)
     with pytest.raises(InfrastructureError, match="seccomp filter is required but unusable"):
         run(make_sandbox("bwrap", seccomp=True).start(spec, LIMITS))
+
+
+def test_a_sigkill_no_memory_counter_explains_says_so(mode: str, staging: Path) -> None:
+    """Without cgroups, a SIGKILL from outside the referee may be the kernel's out-of-memory
+    killer acting for memory above the bot, or the bot's own: its exit says that nothing
+    here can tell (and a league never suspends a bot for it, ``errors.own_fault``). With a
+    cgroup whose counter says no OOM kill, the same SIGKILL is the bot's own."""
+    spec = staged(staging, "conformance_bot")
+
+    async def scenario(cgroups: bool | None) -> tuple[str, bool]:
+        bot = await make_sandbox(mode, cgroups=cgroups).start(spec, LIMITS)
+        try:
+            await send(bot, {"signal": signal.SIGKILL})
+            info = await bot.wait(LINE_TIMEOUT_S)
+            assert info is not None and info.signal == signal.SIGKILL, info
+            return info.detail, bot.cgroup is not None
+        finally:
+            await bot.cleanup()
+
+    detail, counted = run(scenario(False))
+    assert not counted and UNCOUNTED_KILL in detail
+    assert not own_fault("crash", f"the bot exited while a request was outstanding ({detail})")
+    detail, counted = run(scenario(None))
+    if counted:  # cgroups here: the counter says it was not the kernel
+        assert UNCOUNTED_KILL not in detail and REFEREE_KILL not in detail
+        assert own_fault("crash", f"the bot exited while a request was outstanding ({detail})")

@@ -119,3 +119,60 @@ def test_a_league_runs_on_a_local_dask_cluster(tmp_path: Path) -> None:
     assert "batch 0 settled: 6 results" in run.stderr
     check = referee("league", "check", str(path), cwd=tmp_path)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_bot_that_passes_submit_and_crashes_in_every_league_match_is_suspended(
+    tmp_path: Path,
+) -> None:
+    """Hostile, with real processes: ``league_crash`` behaves in submit's check (a full
+    match included) and raises a KeyError in every league match; at ``suspend_after = 2``
+    it is suspended after its first table, never seated again, shown suspended, and its
+    page explains the fault with the traceback (none of it with stderr private)."""
+    path = write_league(tmp_path, bots=4)
+    path.write_text(
+        path.read_text().replace("poll_seconds = 1\n", "poll_seconds = 1\nsuspend_after = 2\n")
+    )
+    entered = referee("submit", str(TEST_BOTS / "league_crash.py"), "--to", str(path), cwd=tmp_path)
+    assert entered.returncode == 0, entered.stdout + entered.stderr
+    assert "ok    a full match of arschloch at 3 seats: played to the end" in entered.stderr
+    site = tmp_path / "site"
+    run = referee(
+        "league",
+        "run",
+        str(path),
+        "--batches",
+        "4",
+        "--workers",
+        "2",
+        "--publish",
+        str(site),
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    line = next(text for text in run.stderr.splitlines() if text.startswith("suspended from batch"))
+    assert "league_crash, after 2 forfeits of its own in a row; the last: crash at act" in line
+    assert "the bot exited while a request was outstanding (exit code 1)" in line
+    since = int(line.split()[3].rstrip(":"))
+    with sqlite3.connect(path.parent / "lg.results" / "results.sqlite") as db:
+        batches = [
+            b for (b,) in db.execute("SELECT batch FROM league_seats WHERE label = 'league_crash'")
+        ]
+        last = db.execute(
+            "SELECT MAX(batch) FROM league_batches WHERE settled IS NOT NULL"
+        ).fetchone()[0]
+    assert batches == [since - 1] and last > since  # seated once, not after
+    board = referee("leaderboard", str(path), cwd=tmp_path)
+    assert board.returncode == 0 and f"league_crash is suspended from batch {since}" in board.stdout
+    page = (site / "bots" / "league-crash.html").read_text()
+    assert (
+        f"suspended from batch {since}" in page and "What went wrong, as bot check tells it" in page
+    )
+    assert "Traceback (most recent call last)" in page and "KeyError: &#39;lg&#39;" in page
+    private = tmp_path / "private"
+    path.write_text(path.read_text() + '\n[publish]\nstderr = "private"\n')
+    published = referee("publish", str(path), "--out", str(private), cwd=tmp_path)
+    assert published.returncode == 0, published.stderr
+    assert not list(private.glob("**/*.stderr.js"))
+    for file in private.rglob("*"):
+        assert not file.is_file() or b"KeyError" not in file.read_bytes(), file
+    assert "Kept private" in (private / "bots" / "league-crash.html").read_text()

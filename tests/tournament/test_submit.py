@@ -105,6 +105,23 @@ def test_a_crashing_bot_is_refused_with_its_stderr(tmp_path: Path) -> None:
     assert "crashy" not in path.read_text()
 
 
+def test_a_bot_with_a_key_error_in_round_4_is_refused_by_the_full_match(tmp_path: Path) -> None:
+    """Hostile: three-round matches never reach its bug; the full match of the
+    tournament's rules (arschloch to 15 points) does, and says so."""
+    path = write_tournament(tmp_path)
+    path.write_text(path.read_text().replace('rules = { preset = "arschloch", target = 3 }', 'rules = "arschloch"'))
+    before = path.read_text()
+    code, output = _submit(str(TEST_BOTS / "keyerror_round4.py"), "--to", str(path))
+    assert code == 1, output
+    assert "ok    arschloch at 3 seats" in output  # the short matches pass it
+    assert "FAIL  a full match of arschloch at 3 seats" in output
+    assert "bot refused: crash: the bot exited while a request was outstanding" in output
+    assert "(in round 4: past the 3 rounds of the short matches)" in output
+    assert "problem: crash at act" in output and "round 4)" in output
+    assert "KeyError: 4" in output and "plan = OPENINGS[msg[\"round\"]]" in output
+    assert path.read_text() == before and not (tmp_path / "bots" / "keyerror_round4").exists()
+
+
 def test_a_refused_bot_is_shown_its_line_and_its_stderr_from_before_hello(tmp_path: Path) -> None:
     path = write_tournament(tmp_path)
     code, output = _submit(str(TEST_BOTS / "debug_print.py"), "--to", str(path))

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
-from referee.protocol.session import split_stderr_report
+from referee.errors import FaultKind
 from referee.results import FaultInfo, KitReplacement
+from referee.specs import StoredFault
+from referee.stderrlog import split_stderr_report
 from referee.text import printable
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "fault_summary",
     "replacements_summary",
     "stderr_lines",
+    "stored_fault_info",
 ]
 
 _REPLY_CUT = 200  # the fault record keeps this many bytes of the offending line
@@ -106,6 +109,16 @@ def explain_fault(fault: FaultInfo, stderr: str | None = None, *, max_lines: int
     at_hello = fault.request is None or fault.request.get("type") == "hello"
     lines += stderr_lines(stderr, at_hello=at_hello, max_lines=max_lines)
     return lines
+
+
+def stored_fault_info(fault: StoredFault) -> FaultInfo:
+    """A stored fault as its match reported it, to be explained (its stderr report is
+    :attr:`StoredFault.stderr`, passed apart)."""
+    return FaultInfo(
+        kind=cast(FaultKind, fault.kind), detail=fault.detail, request_id=fault.request_id,
+        reply=fault.reply, elapsed_ms=fault.elapsed_ms, request=fault.request,
+        round=fault.round,
+    )  # fmt: skip
 
 
 def fault_summary(fault: FaultInfo) -> str:
