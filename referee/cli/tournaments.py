@@ -42,7 +42,12 @@ from referee.coordinator import (
 from referee.errors import UsageError
 from referee.executors import Executor, MatchFailed
 from referee.executors.local import LocalExecutor, default_workers
-from referee.executors.security import DASK_PACKAGES
+from referee.executors.security import (
+    DASK_PACKAGES,
+    ClusterSecurity,
+    check_cluster,
+    load_cluster_security,
+)
 from referee.installation import install_hint
 from referee.publish import FORMATS, Leaderboard, render, to_rich_table
 from referee.resources import demo_tournament
@@ -295,11 +300,13 @@ def _read_secret(path: Path) -> bytes:
 class _Where:
     """Which executor runs the matches: the command line's choice, else the file's (each of
     the cluster's address and its security file on its own; ``insecure`` only from the
-    command line, where the organiser types it for each run)."""
+    command line, where the organiser types it for each run). A Dask cluster is held to
+    :func:`~referee.executors.security.check_cluster` here, before any command starts
+    anything (and again by the executor itself)."""
 
     kind: str = "local"
     cluster: str | None = None
-    security: Path | None = None
+    security: ClusterSecurity | None = None
     insecure: bool = False
 
     @classmethod
@@ -332,7 +339,10 @@ class _Where:
             return cls()
         if security is None and chosen.security is not None:
             security = spec.path.parent / chosen.security
-        return cls("dask", cluster if cluster is not None else chosen.cluster, security, insecure)
+        address = cluster if cluster is not None else chosen.cluster
+        files = load_cluster_security(security) if security is not None else None
+        check_cluster(address, files, insecure)  # refused before anything starts
+        return cls("dask", address, files, insecure)
 
 
 def _run(
@@ -419,14 +429,9 @@ def _dask_executor(
             "with TLS certificates of its own (to try the cluster executor; give --cluster "
             "the address of a running scheduler to use real machines)"
         )
-    security = None
-    if where.security is not None:
-        from referee.executors.security import load_cluster_security
-
-        security = load_cluster_security(where.security)
     executor = DaskExecutor(
         where.cluster,
-        security=security,
+        security=where.security,
         insecure=where.insecure,
         workers=workers,
         idle_bots=idle,

@@ -205,6 +205,10 @@ def _readable(path: Path, key: str, file: Path) -> Path:
     return file
 
 
+def _why(exc: ssl.SSLError) -> str:
+    return str(exc.reason or exc.strerror or exc)
+
+
 def _no_password() -> bytes:
     return b""
 
@@ -217,7 +221,7 @@ def _check_loads(security: ClusterSecurity) -> None:
         context.load_verify_locations(cafile=str(security.ca_file))
     except ssl.SSLError as exc:
         raise UsageError(
-            f"{source}: ca-file: {security.ca_file} holds no PEM certificate ({exc.reason})"
+            f"{source}: ca-file: {security.ca_file} holds no PEM certificate ({_why(exc)})"
         ) from None
     try:
         context.load_cert_chain(
@@ -227,6 +231,6 @@ def _check_loads(security: ClusterSecurity) -> None:
         )
     except ssl.SSLError as exc:
         raise UsageError(
-            f"{source}: cert and key do not load together ({exc.reason}): {security.cert} must "
+            f"{source}: cert and key do not load together ({_why(exc)}): {security.cert} must "
             "be a PEM certificate and the key its PEM private key, unencrypted"
         ) from None

@@ -43,7 +43,7 @@ from referee.sandbox.cgroups import sweep_leftovers
 from referee.sandbox.process import ProcessSandbox
 from referee.tournament.file import load_tournament
 from tests.conftest import run_uids, sandbox_pids
-from tests.executors.conftest import ClusterTLS
+from tests.executors.conftest import ClusterTLS, readme_certificate_commands
 from tests.tournament.conftest import timeless, write_bot, write_tournament
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -377,6 +377,36 @@ def test_a_changed_bot_is_sent_again_and_an_unchanged_one_is_not(
     assert len(new) == 1, f"expected only the changed bot's bundle to travel again: {new}"
     assert new.isdisjoint(fetched_before)  # a new hash, never a bundle fetched before
     assert all(count == 1 for found in after.values() for count in found.values())
+
+
+def test_a_worker_with_a_certificate_of_another_ca_cannot_join(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    """Someone without a member's key starts a worker with a CA and certificate of their own
+    (the README's commands, run again): the scheduler ends it at the handshake, so it is
+    never handed a task, a bundle or a deal."""
+    made = subprocess.run(
+        ["sh", "-e"], input=readme_certificate_commands(), cwd=tmp_path, capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr
+    stranger = ClusterTLS(tmp_path / "cluster-tls")
+    log = tmp_path / "stranger.log"
+    with log.open("wb") as out:
+        worker = subprocess.run(
+            [
+                str(DASK), "worker", cluster.address, "--nthreads", "1", "--no-nanny",
+                "--no-dashboard", "--name", "stranger", "--death-timeout", "2",
+                "--local-directory", str(tmp_path / "stranger"), *stranger.flags,
+            ],
+            stdout=out, stderr=subprocess.STDOUT, timeout=60,
+        )  # fmt: skip
+    assert worker.returncode != 0, log.read_text()
+    with cluster.client() as client:
+        names = {info["name"] for info in client.scheduler_info()["workers"].values()}
+    assert names == {"w0", "w1"}
+    assert cluster.scheduler is not None and cluster.scheduler.poll() is None
+    scheduler_log = (cluster.folder / "scheduler.log").read_text()
+    assert "TLS handshake failed" in scheduler_log
 
 
 def test_a_worker_running_another_referee_is_refused(
