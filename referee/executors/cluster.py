@@ -575,11 +575,11 @@ class DaskExecutor:
 
     def _unreachable(self, exc: BaseException) -> str:
         what = f"cannot reach the Dask scheduler at {self.address}: {exc}"
-        if scheme_of(self.address or "") in TLS_SCHEMES:
+        if self.cluster_security is not None:
             return (
                 f"{what}; check that it runs with TLS and that the ca-file and cert of "
-                f"{getattr(self.cluster_security, 'source', 'the security file')} are the "
-                "cluster's (a certificate another CA signed is refused)"
+                f"{self.cluster_security.source} are the cluster's (a certificate another CA "
+                "signed is refused)"
             )
         return f"{what}; start it with 'dask scheduler' and give its address to --cluster"
 

@@ -120,17 +120,20 @@ class Cluster:
         )
 
     def stop(self) -> None:
-        for process in [*self.workers, self.scheduler]:
-            if process is not None and process.poll() is None:
-                process.terminate()
-        for process in [*self.workers, self.scheduler]:
-            if process is None:
-                continue
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        """The workers first, then the scheduler: a worker that closes its TLS connections
+        while the scheduler goes away at the same moment may wait on them until killed."""
+        for group in (self.workers, [self.scheduler]):
+            for process in group:
+                if process is not None and process.poll() is None:
+                    process.terminate()
+            for process in group:
+                if process is None:
+                    continue
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 def _cluster(folder: Path, tls: ClusterTLS, workers: int = 2, *extra: str) -> Cluster:
@@ -379,12 +382,12 @@ def test_a_changed_bot_is_sent_again_and_an_unchanged_one_is_not(
     assert all(count == 1 for found in after.values() for count in found.values())
 
 
-def test_a_worker_with_a_certificate_of_another_ca_cannot_join(
+def test_a_worker_or_a_coordinator_with_a_certificate_of_another_ca_is_refused(
     tmp_path: Path, cluster: Cluster
 ) -> None:
     """Someone without a member's key starts a worker with a CA and certificate of their own
     (the README's commands, run again): the scheduler ends it at the handshake, so it is
-    never handed a task, a bundle or a deal."""
+    never handed a task, a bundle or a deal. A coordinator with those files is told so."""
     made = subprocess.run(
         ["sh", "-e"], input=readme_certificate_commands(), cwd=tmp_path, capture_output=True, text=True
     )
@@ -407,6 +410,9 @@ def test_a_worker_with_a_certificate_of_another_ca_cannot_join(
     assert cluster.scheduler is not None and cluster.scheduler.poll() is None
     scheduler_log = (cluster.folder / "scheduler.log").read_text()
     assert "TLS handshake failed" in scheduler_log
+    with pytest.raises(UsageError, match="cannot reach the Dask scheduler at tls://") as refused:
+        DaskExecutor(cluster.address, security=stranger.security).client()
+    assert f"that the ca-file and cert of {stranger.file} are the cluster's" in str(refused.value)
 
 
 def test_a_worker_running_another_referee_is_refused(
