@@ -34,7 +34,8 @@ certificate another CA signed.
 
 :func:`check_cluster` is that rule, in one place:
 :class:`~referee.executors.cluster.DaskExecutor` applies it when it is made, so every
-command that takes ``--cluster`` (``tournament run``, ``league run``) is held to it.
+command that takes ``--cluster`` (``tournament run``, ``league run``) is held to it; the
+commands apply it once more as they read their options, before they start anything.
 Nothing here imports Dask: the rule and the file are checked before a cluster is reached.
 """
 

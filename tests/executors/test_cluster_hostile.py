@@ -147,7 +147,12 @@ def test_another_local_user_gets_nothing_from_the_local_cluster(
         with plain_scheduler() as control:
             plans = [
                 {**target, "marker": str(folder / "owned")},
-                {"scheduler": control, "members": [], "http": [], "marker": str(folder / "control")},
+                {
+                    "scheduler": control,
+                    "members": [],
+                    "http": [],
+                    "marker": str(folder / "control"),
+                },
             ]
             ran = _as(stranger, [str(ATTACKER), json.dumps(plans)], path, folder)
         assert ran.returncode == 0, ran.stderr[-3000:]
