@@ -1,5 +1,5 @@
 """A local user's attack on a Dask cluster, run by tests/executors/test_cluster_hostile.py as
-an unprivileged uid with the system's Python (Dask from the referee's environment on its
+an unprivileged uid with the system's Python (a copy of Dask it can read on its
 ``PYTHONPATH``).
 
 argv[1] is a JSON list of plans, each ``scheduler`` (its address), ``members`` (every other listening

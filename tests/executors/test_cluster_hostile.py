@@ -5,7 +5,7 @@ its workers run as the referee (root): any local user connected an ordinary Dask
 ran code as root (``client.run``, ``run_on_scheduler``). Here the same attacks come
 
 * from a second, unprivileged uid (one of this test run's own sandbox uids, leased as a
-  bot's is), with the system's Python and Dask from the referee's environment: a client
+  bot's is), with the system's Python and a copy of Dask it can read: a client
   over plain TCP and over TLS with a CA and certificate of its own, bare connections to
   every nanny and worker, a worker of its own (which would be handed bundles and deals),
   Dask's HTTP pages (``tests/executors/cluster_attacker.py``);
@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import subprocess
-import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,17 +104,35 @@ def stranger() -> Iterator[int]:
         lease.release()
 
 
-def _readable_packages(uid: int, folder: Path) -> str:
-    """A ``PYTHONPATH`` from which ``uid`` imports Dask: this environment's packages when it
-    can read them, else a copy in ``folder`` (a venv under a 0700 home is not readable)."""
-    packages = sysconfig.get_paths()["purelib"]
-    probe = _as(uid, ["-c", "import distributed, cryptography"], packages, folder)
-    if probe.returncode == 0:
-        return packages
-    copy = folder / "site-packages"
-    shutil.copytree(packages, copy, ignore=shutil.ignore_patterns("referee*", "__pycache__"))
-    os.chmod(folder, 0o755)
-    return str(copy)
+def _copy_of(*names: str, to: Path) -> Path:
+    """The installed files of ``names`` and of everything they require, copied to ``to``
+    for anyone to read: the stranger's Dask (this environment may be under a 0700 home)."""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    wanted = list(names)
+    while wanted:
+        name = canonicalize_name(wanted.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        found = distribution(name)
+        for text in found.requires or ():
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                wanted.append(requirement.name)
+        for file in found.files or ():
+            if ".." in file.parts:
+                continue  # scripts and data outside site-packages
+            target = to / file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(Path(str(found.locate_file(file))), target)
+    for path in (to, *to.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return to
 
 
 def _as(uid: int, argv: list[str], path: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -143,7 +160,7 @@ def test_another_local_user_gets_nothing_from_the_local_cluster(
     folder = Path(tempfile.mkdtemp(prefix="referee-attack-"))
     try:
         os.chmod(folder, 0o755)
-        path = _readable_packages(stranger, folder)
+        path = str(_copy_of("distributed", "cryptography", to=folder / "site-packages"))
         with plain_scheduler() as control:
             plans = [
                 {**target, "marker": str(folder / "owned")},
