@@ -191,6 +191,11 @@ def test_another_local_user_gets_nothing_from_the_local_cluster(
         assert len(rest) == 4 + 2 * len(target["members"]), rest
         assert all(v.startswith("refused: ") for v in rest.values()), rest
         assert local_cluster.connected() == 1, "the stranger's worker joined the cluster"
+        # While a client with the run's own certificate is let in.
+        from distributed import Client
+
+        with Client(target["scheduler"], security=local_cluster.security, timeout=10) as ours:
+            assert list(ours.run(os.getuid).values()) == [os.geteuid()]
         # Dask's pages (worker logs, call stacks, task names, metrics): none is served.
         assert len(http) == 2 * len(target["http"]) and set(http.values()) == {"HTTP 404"}, http
     finally:
