@@ -60,13 +60,15 @@ class Installation:
     has_pip: bool = True
 
     def install(self, package: str, extra: str | None = None) -> str:
-        """The command that adds ``package`` (a requirement such as ``docker``) to this
-        installation; in a checkout, the project's ``extra`` that holds it, when named."""
+        """The command that adds ``package`` (a requirement such as ``docker``, or several
+        separated by spaces) to this installation; in a checkout, the project's ``extra``
+        that holds it, when named."""
+        packages = " ".join(shlex.quote(requirement) for requirement in package.split())
         if self.kind == "pipx":
-            return f"pipx inject {DISTRIBUTION} {shlex.quote(package)}"
+            return f"pipx inject {DISTRIBUTION} {packages}"
         if self.kind == "checkout" and self.checkout is not None and extra:
             return f"{self._pip()} install -e {shlex.quote(f'{self.checkout}[{extra}]')}"
-        return f"{self._pip()} install {shlex.quote(package)}"
+        return f"{self._pip()} install {packages}"
 
     def reinstall(self) -> str:
         """The command that installs the referee itself again, the same way."""

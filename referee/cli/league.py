@@ -89,6 +89,8 @@ def run(
     workers: int | None,
     executor_kind: str | None,
     cluster: str | None,
+    cluster_security: Path | None,
+    insecure_cluster: bool,
     batches: int | None,
     site: Path | None,
     every: float,
@@ -107,7 +109,7 @@ def run(
     """
     spec = load_tournament(file)
     secret = _read_secret(deal_secret_file) if deal_secret_file is not None else None
-    where = _Where.of(spec, executor_kind, cluster)
+    where = _Where.of(spec, executor_kind, cluster, cluster_security, insecure_cluster)
     publisher = _Publisher(spec, site, every) if site is not None else None
     view = _LeagueView(spec.name, publisher, file)
     try:

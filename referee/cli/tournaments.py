@@ -42,6 +42,12 @@ from referee.coordinator import (
 from referee.errors import UsageError
 from referee.executors import Executor, MatchFailed
 from referee.executors.local import LocalExecutor, default_workers
+from referee.executors.security import (
+    DASK_PACKAGES,
+    ClusterSecurity,
+    check_cluster,
+    load_cluster_security,
+)
 from referee.installation import install_hint
 from referee.publish import FORMATS, Leaderboard, render, to_rich_table
 from referee.resources import demo_tournament
@@ -64,15 +70,33 @@ def tournament() -> None:
 
 
 def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--executor`` and ``--cluster``, as every command that runs matches has them (the
-    command then takes ``executor_kind`` and ``cluster``, for :func:`_executor`)."""
+    """``--executor``, ``--cluster``, ``--cluster-security`` and ``--insecure-cluster``, as
+    every command that runs matches has them (the command then takes ``executor_kind``,
+    ``cluster``, ``cluster_security`` and ``insecure_cluster``, for :meth:`_Where.of`; the
+    rule they obey is :func:`referee.executors.security.check_cluster`)."""
+    command = click.option(
+        "--insecure-cluster",
+        is_flag=True,
+        help="Accept a plain tcp:// --cluster address, with no encryption and no "
+        "authentication: anyone who reaches it can run code on every worker (said again "
+        "when the run starts). Refused otherwise.",
+    )(command)
+    command = click.option(
+        "--cluster-security",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help="The TLS files this coordinator connects to --cluster with: a TOML file of "
+        "ca-file, cert and key (README: Running on a cluster). Overrides the file's "
+        "executor.security.",
+    )(command)
     command = click.option(
         "--cluster",
         default=None,
         metavar="ADDRESS",
-        help="The Dask scheduler to run on, e.g. tcp://10.0.0.5:8786 (implies --executor "
-        "dask). With --executor dask and no address, a local cluster of --workers processes "
-        "is started.",
+        help="The Dask scheduler to run on, e.g. tls://10.0.0.5:8786 with --cluster-security "
+        "(implies --executor dask). With --executor dask and no address, a local cluster of "
+        "--workers processes is started, with TLS certificates of its own.",
     )(command)
     return click.option(
         "--executor",
@@ -133,6 +157,8 @@ def run(
     overcommit_memory: bool,
     executor_kind: str | None,
     cluster: str | None,
+    cluster_security: Path | None,
+    insecure_cluster: bool,
 ) -> None:
     """Play every match of the tournament FILE not yet played, then print the leaderboard.
 
@@ -161,7 +187,7 @@ def run(
         deal_secret=secret,
         beacon=value,
         overcommit=overcommit_memory,
-        where=_Where.of(spec, executor_kind, cluster),
+        where=_Where.of(spec, executor_kind, cluster, cluster_security, insecure_cluster),
     )
     _print_board(_leaderboard(spec, summary.results_dir))
     _finish(summary)
@@ -272,21 +298,51 @@ def _read_secret(path: Path) -> bytes:
 
 @dataclass(frozen=True)
 class _Where:
-    """Which executor runs the matches: the command line's choice, else the file's."""
+    """Which executor runs the matches: the command line's choice, else the file's (each of
+    the cluster's address and its security file on its own; ``insecure`` only from the
+    command line, where the organiser types it for each run). A Dask cluster is held to
+    :func:`~referee.executors.security.check_cluster` here, before any command starts
+    anything (and again by the executor itself)."""
 
     kind: str = "local"
     cluster: str | None = None
+    security: ClusterSecurity | None = None
+    insecure: bool = False
 
     @classmethod
-    def of(cls, spec: Tournament, kind: str | None, cluster: str | None) -> _Where:
+    def of(
+        cls,
+        spec: Tournament,
+        kind: str | None,
+        cluster: str | None,
+        security: Path | None = None,
+        insecure: bool = False,
+    ) -> _Where:
         chosen = spec.file.executor
-        if cluster is not None:
-            if kind == "local":
+        flags = [
+            flag
+            for flag, given in (
+                ("--cluster-security", security is not None),
+                ("--insecure-cluster", insecure),
+            )
+            if given
+        ]
+        if kind == "local":
+            if cluster is not None:
                 raise UsageError("--cluster names a Dask scheduler: it goes with --executor dask")
-            return cls("dask", cluster)
-        if kind is None:
-            return cls(chosen.kind, chosen.cluster if chosen.kind == "dask" else None)
-        return cls(kind, chosen.cluster if kind == "dask" else None)
+            if flags:
+                raise UsageError(f"{flags[0]} is for a Dask cluster: it goes with --executor dask")
+            return cls()
+        if kind is None and cluster is None and chosen.kind != "dask":
+            if flags:
+                raise UsageError(f"{flags[0]} is for a Dask cluster: it goes with --cluster")
+            return cls()
+        if security is None and chosen.security is not None:
+            security = spec.path.parent / chosen.security
+        address = cluster if cluster is not None else chosen.cluster
+        files = load_cluster_security(security) if security is not None else None
+        check_cluster(address, files, insecure)  # refused before anything starts
+        return cls("dask", address, files, insecure)
 
 
 def _run(
@@ -352,7 +408,7 @@ def _dask_executor(
     except ImportError as exc:
         raise UsageError(
             f"the dask executor needs Dask distributed ({exc}); "
-            f"{install_hint('distributed', extra='dask')}"
+            f"{install_hint(DASK_PACKAGES, extra='dask')}"
         ) from None
     idle: int | None = None
     if where.cluster is None:
@@ -369,12 +425,22 @@ def _dask_executor(
             say(note)
         workers, idle = plan.workers, plan.idle
         say(
-            f"starting a local Dask cluster of {workers} workers on this machine (to try the "
-            "cluster executor; give --cluster the address of a running scheduler to use real "
-            "machines)"
+            f"starting a local Dask cluster of {workers} workers on this machine, on loopback "
+            "with TLS certificates of its own (to try the cluster executor; give --cluster "
+            "the address of a running scheduler to use real machines)"
         )
-    with DaskExecutor(where.cluster, workers=workers, idle_bots=idle) as executor:
-        say(f"Dask scheduler {executor.scheduler_address}, dashboard {executor.dashboard}")
+    executor = DaskExecutor(
+        where.cluster,
+        security=where.security,
+        insecure=where.insecure,
+        workers=workers,
+        idle_bots=idle,
+    )
+    for note in executor.notes:
+        say(note)
+    with executor:
+        dashboard = executor.dashboard or "off"
+        say(f"Dask scheduler {executor.scheduler_address}, dashboard {dashboard}")
         yield executor
 
 

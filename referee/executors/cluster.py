@@ -36,6 +36,11 @@ bytes by itself. What the referee adds, in order of a run:
    it plays (its seating kills the bots and removes their containers) and the bots it
    keeps. A lost scheduler ends the run with one line; running it again resumes.
 
+Before any of this, **nobody else reaches the cluster** (:mod:`referee.executors.security`):
+the local cluster gets TLS certificates of its own for each run, a cluster the organiser runs
+is used over TLS with the organiser's certificates, and a plain address is refused unless
+the organiser accepts it (``insecure``).
+
 On each worker the :class:`RefereePlugin` (a Dask worker plugin, registered by the
 coordinator) owns what a worker keeps: the referee :class:`~referee.executors.worker.Worker`
 (event loop, sandboxes, kept bots), the bundle shelf and the sandbox probes. A worker plays
@@ -61,6 +66,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dask
 import distributed
 from distributed import Client, Future, Variable
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -76,7 +82,16 @@ from referee.executors.base import (
     Upcoming,
 )
 from referee.executors.bundles import Bundle, BundleShelf, pack
+from referee.executors.security import (
+    DASK_PACKAGES,
+    NO_HTTP_ROUTES,
+    TLS_SCHEMES,
+    ClusterSecurity,
+    check_cluster,
+    scheme_of,
+)
 from referee.executors.worker import Worker
+from referee.installation import install_hint
 from referee.sandbox import make_staging_root, remove_staging_root
 from referee.sandbox.budget import protect_referee
 from referee.stderrlog import stderr_path
@@ -459,16 +474,20 @@ class ClusterStats:
 class DaskExecutor:
     """Runs match tasks on a Dask distributed cluster; see the module docstring.
 
-    ``cluster`` is the scheduler's address (``tcp://host:8786``); without it a
-    ``LocalCluster`` of ``workers`` single-threaded worker processes is started here (for
-    trying the executor; :attr:`started_here` says so). A context manager: the client (and
-    a local cluster) are kept from one ``run`` to the next until the block ends.
+    ``cluster`` is the scheduler's address (``tls://host:8786``, reached with ``security``;
+    a plain ``tcp://`` one only with ``insecure``: :func:`check_cluster`, whose notes are in
+    :attr:`notes`); without it a ``LocalCluster`` of ``workers`` single-threaded worker
+    processes is started here, on loopback with TLS certificates of its own (for trying the
+    executor; :attr:`started_here` says so). A context manager: the client (and a local
+    cluster) are kept from one ``run`` to the next until the block ends.
     """
 
     def __init__(
         self,
         cluster: str | None = None,
         *,
+        security: ClusterSecurity | None = None,
+        insecure: bool = False,
         workers: int | None = None,
         max_attempts: int = DEFAULT_ATTEMPTS,
         idle_bots: int | None = None,
@@ -478,7 +497,10 @@ class DaskExecutor:
             raise ValueError("max_attempts must be at least 1")
         if workers is not None and workers < 1:
             raise UsageError(f"--workers must be at least 1, not {workers}")
+        self.notes = check_cluster(cluster, security, insecure)
+        """What the run should say once before it connects (a plain address's exposure)."""
         self.address = cluster
+        self.cluster_security = security
         self.local_workers = workers or (os.cpu_count() or 1)
         self.max_attempts = max_attempts
         self.idle_bots = idle_bots
@@ -487,6 +509,7 @@ class DaskExecutor:
         self.stats = ClusterStats()
         self._client: Client | None = None
         self._local: Any = None
+        self._security: distributed.Security | None = None
         self._entered = 0
         self._resources: dict[str, float] = {}
         self._eligible: list[str] | None = None
@@ -511,27 +534,71 @@ class DaskExecutor:
         """The connected client (connecting, or starting the local cluster, on first use)."""
         if self._client is None:
             if self.address is None:
-                self._local = distributed.LocalCluster(
-                    n_workers=self.local_workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address="127.0.0.1:0",
-                    host="127.0.0.1",
-                    resources=_local_resources(),
-                )
-                self._client = distributed.Client(self._local)
+                self._client = self._start_local()
             else:
+                self._security = _client_security(self.cluster_security)
                 try:
                     self._client = distributed.Client(
-                        self.address, timeout=self.connect_timeout_s, set_as_default=False
+                        self.address,
+                        timeout=self.connect_timeout_s,
+                        set_as_default=False,
+                        security=self._security,
                     )
                 except (OSError, TimeoutError) as exc:
-                    raise UsageError(
-                        f"cannot reach the Dask scheduler at {self.address}: {exc}; start it "
-                        "with 'dask scheduler' and give its address to --cluster"
-                    ) from None
+                    raise UsageError(self._unreachable(exc)) from None
             self._client.register_plugin(RefereePlugin(self.idle_bots), name=PLUGIN)
         return self._client
+
+    def _start_local(self) -> Client:
+        """The local cluster: its own CA and certificate (made now, in memory), TLS on
+        every listener, no HTTP route (see :mod:`referee.executors.security`)."""
+        try:
+            self._security = distributed.Security.temporary()
+        except ImportError as exc:
+            raise UsageError(
+                f"the local Dask cluster's TLS certificates need the cryptography package "
+                f"({exc}); {install_hint(DASK_PACKAGES, extra='dask')}"
+            ) from None
+        with dask.config.set(NO_HTTP_ROUTES):  # read as each member starts
+            self._local = distributed.LocalCluster(
+                n_workers=self.local_workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                protocol="tls://",
+                security=self._security,
+                dashboard_address="127.0.0.1:0",
+                scheduler_kwargs={"dashboard": False},
+                resources=_local_resources(),
+            )
+        return distributed.Client(self._local, security=self._security)
+
+    def _unreachable(self, exc: BaseException) -> str:
+        what = f"cannot reach the Dask scheduler at {self.address}: {exc}"
+        if self.cluster_security is not None:
+            return (
+                f"{what}; check that it runs with TLS and that the ca-file and cert of "
+                f"{self.cluster_security.source} are the cluster's (a certificate another CA "
+                "signed is refused)"
+            )
+        return f"{what}; start it with 'dask scheduler' and give its address to --cluster"
+
+    @property
+    def security(self) -> distributed.Security | None:
+        """The TLS settings this run's client uses (the local cluster's own, once started):
+        what another client of this run's cluster needs to connect."""
+        self.client()
+        return self._security
+
+    def join_command(self) -> str:
+        """The ``dask worker`` command that adds a worker to this cluster."""
+        where = self.address or "SCHEDULER"
+        if scheme_of(where) in TLS_SCHEMES:
+            return (
+                f"dask worker {where} --nthreads 1 --tls-ca-file ca.pem --tls-cert member.pem "
+                "--tls-key member.key"
+            )
+        return f"dask worker {where} --nthreads 1"
 
     @property
     def scheduler_address(self) -> str:
@@ -541,8 +608,11 @@ class DaskExecutor:
 
     @property
     def dashboard(self) -> str | None:
-        """The scheduler's dashboard address, when it has one."""
-        link = self.client().dashboard_link
+        """The scheduler's dashboard address, when it has one (the local cluster has none)."""
+        client = self.client()
+        if self._local is not None:
+            return None
+        link = client.dashboard_link
         return str(link) if link else None
 
     def connected(self) -> int:
@@ -576,7 +646,7 @@ class DaskExecutor:
         """Check every worker runs this referee, find the workers that can run ``backend``;
         ``UsageError`` (with what to do) when none can or versions differ."""
         client = self.client()
-        connected = _wait_for_workers(client, self.connect_timeout_s)
+        connected = _wait_for_workers(client, self.connect_timeout_s, self.join_command())
         workers = sorted(connected)
         offering = _offering(connected, DOCKER_RESOURCE)
         if backend == "docker" or (backend == "auto" and offering):
@@ -585,8 +655,7 @@ class DaskExecutor:
                 raise UsageError(
                     "the tournament runs its bots in Docker, but no worker of the cluster "
                     f"offers the '{DOCKER_RESOURCE}' resource; on machines with Docker and the "
-                    "bot image, start workers with: dask worker "
-                    f"{self.address or 'SCHEDULER'} --nthreads 1 --resources "
+                    f"bot image, start workers with: {self.join_command()} --resources "
                     f"{DOCKER_RESOURCE}=1"
                 )
             self._resources = {DOCKER_RESOURCE: 1}
@@ -755,6 +824,19 @@ class DaskExecutor:
         return {address: dict(found) for address, found in answers.items()}
 
 
+def _client_security(files: ClusterSecurity | None) -> distributed.Security | None:
+    """A client's TLS settings with the organiser's files (encryption required); ``None``,
+    Dask's own configuration, for a plain address the organiser accepted."""
+    if files is None:
+        return None
+    return distributed.Security(
+        require_encryption=True,
+        tls_ca_file=str(files.ca_file),
+        tls_client_cert=str(files.cert),
+        tls_client_key=None if files.key is None else str(files.key),
+    )
+
+
 def _local_resources() -> dict[str, float]:
     """A local cluster offers Docker when it is usable here."""
     try:
@@ -765,14 +847,14 @@ def _local_resources() -> dict[str, float]:
     return {DOCKER_RESOURCE: 1} if usable else {}
 
 
-def _wait_for_workers(client: Client, timeout_s: float) -> dict[str, dict[str, Any]]:
+def _wait_for_workers(client: Client, timeout_s: float, join: str) -> dict[str, dict[str, Any]]:
     """The scheduler's workers (waiting a while for the first to connect)."""
     try:
         client.wait_for_workers(1, timeout=timeout_s)
     except TimeoutError:
         raise UsageError(
             f"no Dask worker connected to the scheduler within {timeout_s:g} s; start some with: "
-            "dask worker SCHEDULER --nthreads 1"
+            f"{join}"
         ) from None
     workers: dict[str, dict[str, Any]] = client.scheduler_info().get("workers", {})
     return workers

@@ -134,12 +134,14 @@ class ExecutorSettings(_Strict):
     """Where the matches run (``--executor`` and ``--cluster`` on the command line win).
 
     ``local``: worker processes on this machine. ``dask``: a Dask distributed cluster, the
-    scheduler at ``cluster`` (``tcp://host:8786``), or a local cluster started for the run
-    when none is named. Results do not depend on it: a run may resume on another executor.
+    scheduler at ``cluster`` (``tls://host:8786``, reached with the TLS files ``security``
+    names, relative to the tournament file), or a local cluster started for the run when
+    none is named. Results do not depend on it: a run may resume on another executor.
     """
 
     kind: Literal["local", "dask"] = "local"
     cluster: str | None = Field(default=None, min_length=1, max_length=512)
+    security: str | None = Field(default=None, min_length=1, max_length=4096)
 
 
 class TournamentFile(_Strict):

@@ -1,5 +1,6 @@
 """The Dask executor against a real cluster: a ``dask scheduler`` and ``dask worker``
-processes on 127.0.0.1, started by the tests, each test owning its ports and processes.
+processes on 127.0.0.1, started by the tests with TLS (the README's certificates,
+``tests/executors/conftest.py``), each test owning its ports and processes.
 
 What is checked (issue: "Scale out"): the leaderboard equals the local executor's on the
 same file and secret; a worker killed mid-tournament still leaves every match stored
@@ -42,6 +43,7 @@ from referee.sandbox.cgroups import sweep_leftovers
 from referee.sandbox.process import ProcessSandbox
 from referee.tournament.file import load_tournament
 from tests.conftest import run_uids, sandbox_pids
+from tests.executors.conftest import ClusterTLS, readme_certificate_commands
 from tests.tournament.conftest import timeless, write_bot, write_tournament
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -57,6 +59,7 @@ class Cluster:
     """A scheduler and its workers, started here; stopped (all of them) at the end."""
 
     folder: Path
+    tls: ClusterTLS
     scheduler: subprocess.Popen[bytes] | None = None
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     address: str = ""
@@ -65,8 +68,8 @@ class Cluster:
         info = self.folder / "scheduler.json"
         self.scheduler = self._spawn(
             [
-                str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                "--no-dashboard", "--scheduler-file", str(info),
+                str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--protocol", "tls",
+                *self.tls.flags, "--no-dashboard", "--scheduler-file", str(info),
             ],
             "scheduler",
         )  # fmt: skip
@@ -86,7 +89,7 @@ class Cluster:
         worker = self._spawn(
             [
                 str(DASK), "worker", self.address, "--nthreads", "1", "--no-nanny",
-                "--no-dashboard", "--name", name,
+                "--no-dashboard", "--name", name, *self.tls.flags,
                 "--local-directory", str(self.folder / name), *extra,
             ],
             name,
@@ -96,10 +99,17 @@ class Cluster:
         return worker
 
     def wait_for_workers(self, count: int) -> None:
+        with self.client() as client:
+            client.wait_for_workers(count, timeout=60)
+
+    def client(self) -> Any:
+        """A client of the tests' own, with the cluster's certificates."""
         from distributed import Client
 
-        with Client(self.address, timeout=30) as client:
-            client.wait_for_workers(count, timeout=60)
+        return Client(self.address, timeout=30, security=self.tls.client_security())
+
+    def executor(self) -> DaskExecutor:
+        return DaskExecutor(self.address, security=self.tls.security)
 
     def _spawn(
         self, argv: list[str], name: str, env: dict[str, str] | None = None
@@ -110,22 +120,25 @@ class Cluster:
         )
 
     def stop(self) -> None:
-        for process in [*self.workers, self.scheduler]:
-            if process is not None and process.poll() is None:
-                process.terminate()
-        for process in [*self.workers, self.scheduler]:
-            if process is None:
-                continue
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        """The workers first, then the scheduler: a worker that closes its TLS connections
+        while the scheduler goes away at the same moment may wait on them until killed."""
+        for group in (self.workers, [self.scheduler]):
+            for process in group:
+                if process is not None and process.poll() is None:
+                    process.terminate()
+            for process in group:
+                if process is None:
+                    continue
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
-def _cluster(folder: Path, workers: int = 2, *extra: str) -> Cluster:
+def _cluster(folder: Path, tls: ClusterTLS, workers: int = 2, *extra: str) -> Cluster:
     folder.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(folder).start()
+    cluster = Cluster(folder, tls).start()
     for n in range(workers):
         cluster.add_worker(f"w{n}", *extra)
     cluster.wait_for_workers(workers)
@@ -133,8 +146,8 @@ def _cluster(folder: Path, workers: int = 2, *extra: str) -> Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    running = _cluster(tmp_path_factory.mktemp("cluster"))
+def cluster(tmp_path_factory: pytest.TempPathFactory, cluster_tls: ClusterTLS) -> Iterator[Cluster]:
+    running = _cluster(tmp_path_factory.mktemp("cluster"), cluster_tls)
     try:
         yield running
     finally:
@@ -163,7 +176,7 @@ def test_the_leaderboard_equals_the_local_executors(tmp_path: Path, cluster: Clu
         extra="playoff = { top = 3, until = 0.75, budget = 24 }",
     )
     tournament = load_tournament(path)
-    with DaskExecutor(cluster.address) as executor:
+    with cluster.executor() as executor:
         summary = run_tournament(tournament, executor, deal_secret=SECRET)
         stats = executor.stats
     assert (summary.done, summary.failed) == (summary.total, 0)
@@ -195,11 +208,10 @@ def _kill_in_a_claimed_match(cluster: Cluster, worker: int, done: threading.Even
     the kill lands. Without that, a kill after "some results" may hit a worker between
     matches, and nothing would be played again.
     """
-    from distributed import Client
     from distributed import Event as Claim
 
     process = cluster.workers[worker]
-    with Client(cluster.address, timeout=30) as client:
+    with cluster.client() as client:
         workers = client.scheduler_info()["workers"]
         address = next(a for a, info in workers.items() if info["name"] == f"w{worker}")
 
@@ -222,9 +234,9 @@ def _kill_in_a_claimed_match(cluster: Cluster, worker: int, done: threading.Even
 
 
 def test_a_worker_killed_mid_tournament_loses_nothing_and_deals_fresh_cards(
-    tmp_path: Path,
+    tmp_path: Path, cluster_tls: ClusterTLS
 ) -> None:
-    own = _cluster(tmp_path / "cluster")
+    own = _cluster(tmp_path / "cluster", cluster_tls)
     done = threading.Event()
     try:
         path = write_tournament(
@@ -239,7 +251,7 @@ def test_a_worker_killed_mid_tournament_loses_nothing_and_deals_fresh_cards(
         killer = threading.Thread(
             target=lambda: killed.append(_kill_in_a_claimed_match(own, 0, done)), daemon=True
         )
-        with DaskExecutor(own.address) as executor:
+        with own.executor() as executor:
             killer.start()
             summary = run_tournament(load_tournament(path), executor, deal_secret=SECRET)
         done.set()
@@ -267,15 +279,17 @@ def test_a_worker_killed_mid_tournament_loses_nothing_and_deals_fresh_cards(
         own.stop()
 
 
-def test_a_bundle_lost_with_its_only_worker_fails_the_fetch_at_once(tmp_path: Path) -> None:
+def test_a_bundle_lost_with_its_only_worker_fails_the_fetch_at_once(
+    tmp_path: Path, cluster_tls: ClusterTLS
+) -> None:
     """Scattered bytes cannot be computed again: Dask marks them lost at once, and the
     fetch says so instead of waiting out its timeout (it waited 2 x 120 s: a worker lost
     early in a run stalled every match that needed a bot it held)."""
-    from distributed import Client, Variable
+    from distributed import Variable
 
-    own = _cluster(tmp_path / "cluster")
+    own = _cluster(tmp_path / "cluster", cluster_tls)
     try:
-        with Client(own.address, timeout=30) as client:
+        with own.client() as client:
             workers = {info["name"]: a for a, info in client.scheduler_info()["workers"].items()}
             key = "referee-bundle-test-only-on-w0"
             held = client.scatter({key: b"bot bytes"}, workers=[workers["w0"]], hash=False)[key]
@@ -294,12 +308,12 @@ def test_a_bundle_lost_with_its_only_worker_fails_the_fetch_at_once(tmp_path: Pa
 
 
 def test_a_worker_lost_as_the_run_starts_takes_no_bot_and_no_match_with_it(
-    tmp_path: Path,
+    tmp_path: Path, cluster_tls: ClusterTLS
 ) -> None:
     """Killed at the first start, w0 takes with it the bundles scattered to it alone: the
     matches that needed them fail their fetch, and each retry finds its bundles scattered
     again (the coordinator asks the scheduler who holds them). Nothing fails for good."""
-    own = _cluster(tmp_path / "cluster")
+    own = _cluster(tmp_path / "cluster", cluster_tls)
     try:
         path = write_tournament(tmp_path / "t", bots=5, table_size=3, names=NAMES)
         failed: list[MatchFailed] = []
@@ -311,7 +325,7 @@ def test_a_worker_lost_as_the_run_starts_takes_no_bot_and_no_match_with_it(
             if isinstance(event, MatchFailed):
                 failed.append(event)
 
-        with DaskExecutor(own.address) as executor:
+        with own.executor() as executor:
             summary = run_tournament(
                 load_tournament(path), executor, deal_secret=SECRET, on_event=watch
             )
@@ -335,7 +349,7 @@ def test_a_docker_tournament_without_a_docker_worker_is_refused_with_the_reason(
     )
     path.write_text(path.read_text().replace('backend = "process"', 'backend = "docker"'))
     with (
-        DaskExecutor(cluster.address) as executor,
+        cluster.executor() as executor,
         pytest.raises(UsageError, match=r"no worker .* offers the 'docker' resource") as refused,
     ):
         run_tournament(load_tournament(path), executor)
@@ -349,7 +363,7 @@ def test_a_changed_bot_is_sent_again_and_an_unchanged_one_is_not(
     tmp_path: Path, cluster: Cluster
 ) -> None:
     path = write_tournament(tmp_path / "t", bots=4, table_size=3, names=NAMES)
-    with DaskExecutor(cluster.address) as executor:
+    with cluster.executor() as executor:
         run_tournament(load_tournament(path), executor)
         before = executor.fetches()
         changed = sorted((path.parent / "bots").glob("*.py"))[0]
@@ -368,14 +382,49 @@ def test_a_changed_bot_is_sent_again_and_an_unchanged_one_is_not(
     assert all(count == 1 for found in after.values() for count in found.values())
 
 
-def test_a_worker_running_another_referee_is_refused(tmp_path: Path) -> None:
+def test_a_worker_or_a_coordinator_with_a_certificate_of_another_ca_is_refused(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    """Someone without a member's key starts a worker with a CA and certificate of their own
+    (the README's commands, run again): the scheduler ends it at the handshake, so it is
+    never handed a task, a bundle or a deal. A coordinator with those files is told so."""
+    made = subprocess.run(
+        ["sh", "-e"], input=readme_certificate_commands(), cwd=tmp_path, capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr
+    stranger = ClusterTLS(tmp_path / "cluster-tls")
+    log = tmp_path / "stranger.log"
+    with log.open("wb") as out:
+        worker = subprocess.run(
+            [
+                str(DASK), "worker", cluster.address, "--nthreads", "1", "--no-nanny",
+                "--no-dashboard", "--name", "stranger", "--death-timeout", "2",
+                "--local-directory", str(tmp_path / "stranger"), *stranger.flags,
+            ],
+            stdout=out, stderr=subprocess.STDOUT, timeout=60,
+        )  # fmt: skip
+    assert worker.returncode != 0, log.read_text()
+    with cluster.client() as client:
+        names = {info["name"] for info in client.scheduler_info()["workers"].values()}
+    assert names == {"w0", "w1"}
+    assert cluster.scheduler is not None and cluster.scheduler.poll() is None
+    scheduler_log = (cluster.folder / "scheduler.log").read_text()
+    assert "TLS handshake failed" in scheduler_log
+    with pytest.raises(UsageError, match="cannot reach the Dask scheduler at tls://") as refused:
+        DaskExecutor(cluster.address, security=stranger.security).client()
+    assert f"that the ca-file and cert of {stranger.file} are the cluster's" in str(refused.value)
+
+
+def test_a_worker_running_another_referee_is_refused(
+    tmp_path: Path, cluster_tls: ClusterTLS
+) -> None:
     other = tmp_path / "other_referee.py"
     other.write_text("import referee\nreferee.__version__ = '0.0.0-another'\n")
-    own = _cluster(tmp_path / "cluster", 1, "--preload", str(other))
+    own = _cluster(tmp_path / "cluster", cluster_tls, 1, "--preload", str(other))
     try:
         path = write_tournament(tmp_path / "t", bots=4, table_size=3, names=NAMES)
         with (
-            DaskExecutor(own.address) as executor,
+            own.executor() as executor,
             pytest.raises(UsageError, match="workers run another referee") as refused,
         ):
             run_tournament(load_tournament(path), executor)
@@ -407,7 +456,10 @@ def test_ctrl_c_leaves_no_bot_process_on_the_workers(tmp_path: Path, cluster: Cl
     for bot in (path.parent / "bots").glob("*.py"):
         write_bot(bot.parent, bot.stem, "first")
     runner = subprocess.Popen(
-        [str(REFEREE), "tournament", "run", str(path), "--cluster", cluster.address],
+        [
+            str(REFEREE), "tournament", "run", str(path), "--cluster", cluster.address,
+            "--cluster-security", str(cluster.tls.file),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -444,7 +496,7 @@ def test_ctrl_c_leaves_no_bot_process_on_the_workers(tmp_path: Path, cluster: Cl
         time.sleep(0.1)
     assert sandbox_pids() == [], f"bot processes outlived the stopped run: {_described()}"
     # The workers are fine and the run resumes where it stopped.
-    with DaskExecutor(cluster.address) as executor:
+    with cluster.executor() as executor:
         summary = run_tournament(load_tournament(path), executor)
     assert (summary.done, summary.failed) == (summary.total, 0)
 
@@ -456,7 +508,8 @@ def test_the_command_line_starts_a_local_cluster_and_says_so(tmp_path: Path) -> 
     )
     assert result.exit_code == 0, result.output
     assert "starting a local Dask cluster of 2 workers on this machine" in result.output
-    assert re.search(r"Dask scheduler tcp://127\.0\.0\.1:\d+, dashboard http://", result.output)
+    assert "on loopback with TLS certificates of its own" in result.output
+    assert re.search(r"Dask scheduler tls://127\.0\.0\.1:\d+, dashboard off", result.output)
     assert "12/12 matches done" in result.output
 
 
@@ -473,15 +526,15 @@ def test_a_cluster_address_with_the_local_executor_or_nobody_there_is_one_line(
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
     with pytest.raises(UsageError, match=rf"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:{port}"):
-        DaskExecutor(f"tcp://127.0.0.1:{port}", connect_timeout_s=2).client()
+        DaskExecutor(f"tcp://127.0.0.1:{port}", insecure=True, connect_timeout_s=2).client()
 
 
 def test_a_worker_whose_docker_does_not_answer_is_named_and_gets_no_match(
-    tmp_path: Path,
+    tmp_path: Path, cluster_tls: ClusterTLS
 ) -> None:
     """It offers the docker resource but its probe fails: named once, and with no other
     Docker worker the run is refused before any match (its tasks would only fail)."""
-    cluster = Cluster(tmp_path / "cluster")
+    cluster = Cluster(tmp_path / "cluster", cluster_tls)
     cluster.folder.mkdir()
     cluster.start()
     try:
@@ -491,20 +544,20 @@ def test_a_worker_whose_docker_does_not_answer_is_named_and_gets_no_match(
         path = write_tournament(tmp_path / "t", bots=4, table_size=3, names=NAMES)
         path.write_text(path.read_text().replace('backend = "process"', 'backend = "docker"'))
         with (
-            DaskExecutor(cluster.address) as executor,
+            cluster.executor() as executor,
             pytest.raises(UsageError, match="no worker of the cluster can run the docker sandbox")
             as refused,
         ):
             run_tournament(load_tournament(path), executor)
-        assert re.search(r"worker tcp://127\.0\.0\.1:\d+ takes no docker matches", str(refused.value))
+        assert re.search(r"worker tls://127\.0\.0\.1:\d+ takes no docker matches", str(refused.value))
     finally:
         cluster.stop()
 
 
 def test_a_lost_scheduler_ends_the_run_in_one_line_and_a_new_run_resumes(
-    tmp_path: Path,
+    tmp_path: Path, cluster_tls: ClusterTLS
 ) -> None:
-    own = _cluster(tmp_path / "cluster")
+    own = _cluster(tmp_path / "cluster", cluster_tls)
     path = write_tournament(tmp_path / "t", bots=5, table_size=3, deals=3, names=NAMES)
     stored = 0
 
@@ -517,8 +570,8 @@ def test_a_lost_scheduler_ends_the_run_in_one_line_and_a_new_run_resumes(
 
     try:
         with (
-            DaskExecutor(own.address) as executor,
-            pytest.raises(InfrastructureError, match="lost the Dask scheduler at tcp://") as lost,
+            own.executor() as executor,
+            pytest.raises(InfrastructureError, match="lost the Dask scheduler at tls://") as lost,
         ):
             run_tournament(load_tournament(path), executor, on_event=watch)
         assert "run the same command again to resume" in str(lost.value)
