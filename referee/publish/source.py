@@ -11,6 +11,7 @@ Markdown, JSON and CSV leaderboards and the static site all start here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +92,10 @@ class StoredTournament:
     """Every replacement of an entrant's files, in the order they were made."""
     generations: dict[str, int] = field(default_factory=dict)
     """The replacement each stored match was added under (0: before any), by key."""
+    published: float = field(default_factory=time.time)
+    """When this snapshot is published (a Unix time): the one time every page and
+    leaderboard of one publication names, so that ``referee verify`` renders them again
+    with the time the site records (:mod:`referee.publish.sitefiles`)."""
 
     @property
     def chain_entries(self) -> dict[str, str]:
@@ -237,7 +242,9 @@ def rank(
         ruleset=t.rules,
         playoff=f.playoff,
         table_size=f.table_size,
-        settings=tournament_settings(t, results.entrants, results.records.values()),
+        settings=tournament_settings(
+            t, results.entrants, results.records.values(), published=results.published
+        ),
         authors=entrant_authors(results.entrants),
         fingerprints=entrant_fingerprints(t, results.entrants),
         reply_times=reply_stats(results.reply_times, f.time.bank_ms),
@@ -305,12 +312,15 @@ def tournament_settings(
     tournament: Tournament,
     stored: dict[str, EntrantRecord],
     records: Iterable[MatchRecord] = (),
+    *,
+    published: float | None = None,
 ) -> TournamentSettings:
     """The settings published with the leaderboard of ``tournament``.
 
     Each bot's version and SHA-256 are those its stored results were played with (the
     files as they are now for an entrant without results yet); ``records`` (the stored
-    matches' :class:`MatchRecord`) say when the finished matches were played.
+    matches' :class:`MatchRecord`) say when the finished matches were played, and
+    ``published`` when this is published (now when ``None``).
     """
     f = tournament.file
     overrides = {} if isinstance(f.rules, str) else dict(f.rules)
@@ -345,4 +355,5 @@ def tournament_settings(
         gauntlet_matches=f.matches,
         ratings=f.ratings.model_dump(exclude_unset=True),
         tables=f.tables,
+        published=time.time() if published is None else published,
     )

@@ -83,6 +83,7 @@ from referee.publish.evidence import (
     PublishedSecret,
 )
 from referee.publish.folder import SITE_MARKER
+from referee.publish.pagecheck import check_pages
 from referee.publish.leaderboard import (
     DealCommitment,
     build_leaderboard,
@@ -167,6 +168,16 @@ class Verification:
     retired: int = 0
     """Finished matches retired by a replacement (checked, counted in no rating)."""
     replacements: list[Replacement] = field(default_factory=list)
+    pages: int = 0
+    """A site's files rendered again from the verified data and compared
+    (:mod:`referee.publish.pagecheck`)."""
+    pages_note: str | None = None
+    """Why a site's pages were not compared (another referee rendered them, or it lists no
+    files): said with the result, never a silent ok."""
+    unverified: list[str] = field(default_factory=list)
+    """What a site's pages show that nothing verifies (the stderr, the times), in words."""
+    host_files: list[str] = field(default_factory=list)
+    """Files a static host added that the site does not list (``.nojekyll``, ``CNAME``)."""
 
     @property
     def ok(self) -> bool:
@@ -354,6 +365,7 @@ def verify_site(
         found = check.run(given, progress)
         found.source = "site"
         site.check_published(check)
+        check_pages(site, found)
         return found
 
 
@@ -1206,6 +1218,27 @@ class PublishedSite:
 
     # -- reading, carefully ------------------------------------------------------------
 
+    @property
+    def root(self) -> int:
+        """A descriptor of the site's folder (held open while this is)."""
+        return self._root
+
+    def holds(self, folder: str, name: str) -> bool:
+        """Whether ``folder/name`` exists (a link counts: reading it is refused)."""
+        try:
+            os.stat(name, dir_fd=self._folder(folder), follow_symlinks=False)
+        except OSError:
+            return False
+        return True
+
+    def read(self, folder: str, name: str, limit: int) -> bytes:
+        """The bytes of ``folder/name`` (:meth:`_read`: ``OSError`` saying why not)."""
+        return self._read(folder, name, limit)
+
+    def document(self, stem: str, shape: type[M], version: int) -> M:
+        """``verification/<stem>.json`` of ``shape``, format ``version``, checked."""
+        return self._document(stem, shape, version)
+
     def _folder(self, name: str) -> int:
         """A descriptor of the site's subfolder ``name`` (``""``: the site itself)."""
         if not name:
@@ -1259,12 +1292,12 @@ class PublishedSite:
         except (ValueError, RecursionError) as exc:  # bad UTF-8, numbers too long, nesting
             raise UsageError(f"{shown}: not valid JSON ({exc})") from None
 
-    def _document(self, stem: str, shape: type[M]) -> M:
+    def _document(self, stem: str, shape: type[M], version: int = FORMAT) -> M:
         raw = self._json(EVIDENCE, f"{stem}.json")
-        if isinstance(raw, dict) and "format" in raw and raw["format"] != FORMAT:
+        if isinstance(raw, dict) and "format" in raw and raw["format"] != version:
             raise UsageError(
                 f"{self.where / EVIDENCE / (stem + '.json')}: written by another version of "
-                f"the referee (format {str(raw['format'])[:20]}, this one reads {FORMAT}); "
+                f"the referee (format {str(raw['format'])[:20]}, this one reads {version}); "
                 "verify it with the version that published it (the site's settings name it)"
             )
         try:
