@@ -42,24 +42,25 @@ import hashlib
 import json
 import os
 from collections import Counter
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from referee import __version__
 from referee.errors import UsageError
 from referee.matchlog import parse_log
 from referee.publish.evidence import EVIDENCE
-from referee.publish.folder import SITE_MARKER
 from referee.publish.leaderboard import DealCommitment
 from referee.publish.replaydata import STDERR_GLOBAL
 from referee.publish.sitefiles import FORMAT, HOST_FILES, SITE_FILES, SiteFiles
 from referee.publish.source import SecretRecord, StoredTournament
 from referee.results import ReplyTimes
-from referee.sandbox import BotSpec
-from referee.specs import StoredFault, StoredMatch, StoredSeat
+from referee.specs import StoredFault, StoredMatch
 from referee.stderrlog import MatchStderr, SeatStderr, StderrPiece
-from referee.tournament.file import Tournament
+from referee.tournament.model import TournamentFile
 from referee.tournament.store import MatchRecord
+
+if TYPE_CHECKING:
+    from referee.rules import ResolvedRules
 
 if TYPE_CHECKING:
     from referee.publish.verify import PublishedSite, Verification
@@ -117,7 +118,7 @@ def check_pages(site: PublishedSite, found: Verification) -> None:
         if path in on_disk and path not in rendered and entry.kind not in _NOT_RENDERED:
             _problem(found, named, path, f"{path}: listed as a {entry.kind}, but the verified "
                      "data renders no such file")  # fmt: skip
-    _hashes(site, found, named, listed, set(on_disk) - rendered)
+    _hashes(site, found, named, listed, set(on_disk) - set(renderer.compared))
     found.pages = len(renderer.compared)
     found.unverified = _unverified(document, renderer)
 
@@ -222,6 +223,9 @@ class _Renderer:
             return len(data)  # checked otherwise (see _NOT_RENDERED)
         try:
             published = self.site.read(folder, f"{stem}{suffix}", _MAX_FILE_BYTES)
+        except FileNotFoundError:
+            self.problem(path, f"{path}: missing (the verified data renders it)")
+            return len(data)
         except OSError as exc:
             self.problem(path, f"{path}: {exc.strerror or exc}")
             return len(data)
@@ -329,6 +333,33 @@ def _stderr_shown(script: bytes, key: str) -> bytes:
     return record.model_dump_json().encode("utf-8")
 
 
+@dataclass(frozen=True)
+class _Entrant:
+    """An entrant as the site's plan records it (:class:`~referee.publish.source.EntrantFiles`)."""
+
+    name: str
+    version: str | None
+    sha256: str
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """The tournament of a site's stored plan, as a publication reads one
+    (:class:`~referee.publish.source.PublishedTournament`): no bot is loaded."""
+
+    file: TournamentFile
+    rules: ResolvedRules
+    bots: tuple[_Entrant, ...]
+
+    @property
+    def name(self) -> str:
+        return self.file.name
+
+    @property
+    def entrants(self) -> list[str]:
+        return [bot.name for bot in self.bots]
+
+
 def _tournament(site: PublishedSite, document: SiteFiles, renderer: _Renderer) -> StoredTournament:
     """The snapshot ``publish`` rendered the site from, as the verified data and the page
     inputs give it."""
@@ -336,22 +367,14 @@ def _tournament(site: PublishedSite, document: SiteFiles, renderer: _Renderer) -
     f = plan.file
     records = site.records()
     bots = tuple(
-        BotSpec(
-            name=name,
-            folder=Path("."),
-            command=(),
-            version=records[name].version if name in records else None,
-            sha256=records[name].sha256 if name in records else "",
+        _Entrant(
+            name,
+            records[name].version if name in records else None,
+            records[name].sha256 if name in records else "",
         )
         for name in plan.entrants
     )
-    tournament = Tournament(
-        path=site.where / f"{f.name}.toml",
-        file=f,
-        bots=bots,
-        rules=f.ruleset().resolve(f.table_size),
-        source=plan.source,
-    )
+    tournament = _Planned(f, f.ruleset().resolve(f.table_size), bots)
     retired_by = site.retired()
     statuses = site.statuses()
     times = {m.key: m for m in document.matches}

@@ -112,10 +112,10 @@ __all__ = [
     "WITHHELD_NOTE",
     "FaultGroup",
     "FaultView",
+    "MatchFiles",
     "MatchView",
     "SeatView",
     "SiteReport",
-    "MatchFiles",
     "SiteWriter",
     "match_label",
     "publish_site",
@@ -719,7 +719,7 @@ class _Site:
         """The list of every file written, and the page inputs no log holds
         (:mod:`referee.publish.sitefiles`): last, once every file is written."""
         stderr = {key: view.stderr for key, view in self.views.items()}
-        document = site_document(self.results, self.digests, stderr)
+        document = site_document(self.results, self.digests, stderr, self.complete_deals)
         self.write(EVIDENCE, SITE_FILES, ".json", document)
 
     def reuse_cache(self) -> None:

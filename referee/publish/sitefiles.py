@@ -18,12 +18,14 @@ that published it (:func:`referee.publish.site.render_site`) and compared byte f
 * **the page inputs no log holds** (:class:`SiteFiles`): each match's times, duration,
   round count and whether the bots' stderr was published; each fault's request and stderr
   report; each bot's reply times, and its kit's replaced decisions; when each replacement
-  was made. They are the organiser's word, as the stored results hold them: verify renders
-  the pages with them and names them as not verified. They stay outside the results chain
-  because the chain's entries are the results of every stored tournament as they were
-  played (a new field would change every entry, or need two kinds of entry) and because
-  none of them decides a result: the standings, forfeits, faults and their details, the
-  offending replies and the times taken are the logs', and verify takes them from there.
+  was made (a fault of a deal still open is recorded as its page shows it: nothing that
+  may show the cards). They are the organiser's word, as the stored results hold them:
+  verify renders the pages with them and names them as not verified. They stay outside
+  the results chain because the chain's entries are the results of every stored
+  tournament as they were played (a new field would change every entry, or need two kinds
+  of entry) and because none of them decides a result: the standings, forfeits, faults
+  and their details, the offending replies and the times taken are the logs', and verify
+  takes them from there.
 
 The bots' stderr (``matches/*.stderr.js``) is not verified either, for the same reasons and
 one more: it is the bots' own text, which no result rests on. Verify checks each script is
@@ -40,7 +42,7 @@ write it the same.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -49,6 +51,7 @@ from referee import __version__
 from referee.publish.evidence import dump_document
 from referee.publish.folder import MARKER_TEXT, SITE_MARKER
 from referee.publish.source import StoredTournament
+from referee.specs import StoredFault
 
 __all__ = [
     "FORMAT",
@@ -202,11 +205,16 @@ def file_kind(path: str) -> tuple[Kind, list[str]]:
 
 
 def site_document(
-    results: StoredTournament, digests: Mapping[str, str], stderr: Mapping[str, str]
+    results: StoredTournament,
+    digests: Mapping[str, str],
+    stderr: Mapping[str, str],
+    complete_deals: Set[str],
 ) -> bytes:
     """``site.json`` for a site of ``results`` whose files have the SHA-256 ``digests`` (by
     path; the marker is added), each match's stderr published as ``stderr`` says (by key:
-    ``ok``, ``none``, ``unreadable``)."""
+    ``ok``, ``none``, ``unreadable``). A fault of a deal not in ``complete_deals`` (its
+    cards may not be shown yet) is recorded as its page shows it: without its stderr
+    report, and with only the request's type, id and kind (:func:`_held_request`)."""
     listed = {**digests, SITE_MARKER: hashlib.sha256(MARKER_TEXT).hexdigest()}
     files = []
     for path in sorted(listed):
@@ -228,10 +236,7 @@ def site_document(
             )
             for key, r in sorted(results.records.items())
         ],
-        faults=[
-            FaultInputs(key=f.key, seat=f.seat, request=f.request, stderr=f.stderr, round=f.round)
-            for f in results.faults
-        ],
+        faults=[_fault(results, f, complete_deals) for f in results.faults],
         reply_times=[
             ReplyInputs(
                 name=name,
@@ -252,7 +257,26 @@ def site_document(
     return dump_document(document)
 
 
+def _fault(results: StoredTournament, fault: StoredFault, complete_deals: Set[str]) -> FaultInputs:
+    spec = results.specs.get(fault.key)
+    if spec is not None and spec.deal_id in complete_deals:
+        request, stderr = fault.request, fault.stderr
+    else:
+        request, stderr = _held_request(fault.request), None
+    return FaultInputs(
+        key=fault.key, seat=fault.seat, request=request, stderr=stderr, round=fault.round
+    )
+
+
+def _held_request(request: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a page shows of a held fault's request (its label: ``act 12 (play)``): the
+    rest may show the cards."""
+    if request is None:
+        return None
+    return {k: request[k] for k in ("type", "id", "kind") if k in request}
+
+
 def _stderr_state(state: str) -> Literal["ok", "none", "unreadable"]:
-    if state == "ok" or state == "unreadable":
-        return state
-    return "none"
+    if state == "ok":
+        return "ok"
+    return "unreadable" if state == "unreadable" else "none"

@@ -12,10 +12,10 @@ Markdown, JSON and CSV leaderboards and the static site all start here.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from referee import __version__
 from referee.errors import UsageError
@@ -41,9 +41,12 @@ from referee.tournament.model import Plan
 from referee.tournament.store import DATABASE, ChainLink, MatchRecord, Store
 
 if TYPE_CHECKING:
-    from referee.tournament.file import Tournament
+    from referee.rules import ResolvedRules
+    from referee.tournament.file import Tournament, TournamentFile
 
 __all__ = [
+    "EntrantFiles",
+    "PublishedTournament",
     "Ranking",
     "SecretRecord",
     "StoredTournament",
@@ -55,11 +58,40 @@ __all__ = [
 ]
 
 
+class EntrantFiles(Protocol):
+    """An entrant as the pages name it: its name, declared version and files' SHA-256."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def sha256(self) -> str: ...
+
+
+class PublishedTournament(Protocol):
+    """What a publication reads of a tournament: its file, rules and entrants in file
+    order. A loaded :class:`~referee.tournament.file.Tournament` is one; ``referee verify``
+    makes one from a site's stored plan, without the bots
+    (:mod:`referee.publish.pagecheck`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def file(self) -> TournamentFile: ...
+    @property
+    def rules(self) -> ResolvedRules: ...
+    @property
+    def entrants(self) -> list[str]: ...
+    @property
+    def bots(self) -> Sequence[EntrantFiles]: ...
+
+
 @dataclass(frozen=True)
 class StoredTournament:
     """A snapshot of a tournament's results, as one publication shows them."""
 
-    tournament: Tournament
+    tournament: PublishedTournament
     results_dir: Path
     matches: tuple[StoredMatch, ...]
     """The finished matches, in key order."""
@@ -287,7 +319,7 @@ def score_results(results: StoredTournament) -> dict[str, ScoreInterval]:
 
 
 def entrant_fingerprints(
-    tournament: Tournament, stored: Mapping[str, EntrantRecord]
+    tournament: PublishedTournament, stored: Mapping[str, EntrantRecord]
 ) -> dict[str, str]:
     """Each entrant's SHA-256: the one its results were played with, else its files' now."""
     found = {bot.name: bot.sha256 for bot in tournament.bots}
@@ -309,7 +341,7 @@ def entrant_authors(entrants: Mapping[str, EntrantRecord]) -> dict[str, str]:
 
 
 def tournament_settings(
-    tournament: Tournament,
+    tournament: PublishedTournament,
     stored: dict[str, EntrantRecord],
     records: Iterable[MatchRecord] = (),
     *,

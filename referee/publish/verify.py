@@ -83,7 +83,6 @@ from referee.publish.evidence import (
     PublishedSecret,
 )
 from referee.publish.folder import SITE_MARKER
-from referee.publish.pagecheck import check_pages
 from referee.publish.leaderboard import (
     DealCommitment,
     build_leaderboard,
@@ -91,6 +90,7 @@ from referee.publish.leaderboard import (
     to_csv,
     to_json,
 )
+from referee.publish.pagecheck import check_pages
 from referee.publish.source import entrant_authors
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater
