@@ -110,7 +110,7 @@ def check_pages(site: PublishedSite, found: Verification) -> None:
     results = _tournament(site, document, renderer)
     from referee.publish.site import render_site
 
-    render_site(results, renderer, _SiteFiles(site, document, renderer))
+    render_site(results, renderer, _SiteFiles(site, document, renderer), ranked=site.ranked)
     rendered = set(renderer.rendered)
     for path in sorted(rendered - set(on_disk)):
         _problem(found, named, path, f"{path}: missing (the verified data renders it)")

@@ -821,17 +821,18 @@ def render_site(
     writer: SiteWriter,
     files: MatchFiles,
     *,
-    progress: Callable[[int, int], None] | None = None,
+    ranked: tuple[RatedRanking, dict[str, ScoreInterval]] | None = None,
 ) -> dict[str, str]:
     """Render every file of the site of ``results`` into ``writer`` as :func:`publish_site`
     does (the same :class:`_Site`, templates and order; nothing reused), reading the logs
     and stderr from ``files``, but for ``verification/`` (the evidence, which ``referee
     verify`` checks for what it says) and the reuse cache's record of an earlier site.
-    ``referee verify`` compares what comes out with a site's files. Returns the SHA-256 of
-    each file written, by its path."""
+    ``referee verify`` compares what comes out with a site's files. ``ranked`` are the
+    ranking's two parts (:func:`~referee.publish.source.rank`) when computed already.
+    Returns the SHA-256 of each file written, by its path."""
     site = _Site(results, Path("."), Reuse(fingerprint()), files)
     site.into(writer)
-    _write_files(site, progress, lambda: rank(results), evidence=False)
+    _write_files(site, None, lambda: rank(results, ranked), evidence=False)
     return site.digests
 
 

@@ -48,7 +48,9 @@ site, verify also **re-derives the leaderboard from the logs alone** (each log's
 and faults, rated with the plan's settings) and compares it with the published
 ``leaderboard.json`` (but for its settings and reply times, which no log holds) and
 ``leaderboard.csv``, and checks each log's SHA-256 and seed
-against the manifest. A site published while the tournament was played cannot be checked
+against the manifest. Then it checks what people read (:mod:`referee.publish.pagecheck`):
+every file the site holds is the one its list names, and every page, replay script,
+leaderboard and static file is rendered again from the verified data and compared. A site published while the tournament was played cannot be checked
 in full (its secret is not revealed, and the logs of open deals are held back): verify
 checks what it can and says so, and does not pass it.
 """
@@ -83,15 +85,19 @@ from referee.publish.evidence import (
     PublishedSecret,
 )
 from referee.publish.folder import SITE_MARKER
+from referee.publish.history import RatingHistory
 from referee.publish.leaderboard import (
     DealCommitment,
     build_leaderboard,
+    rated_part,
     retired_versions,
+    scored_part,
     to_csv,
     to_json,
 )
 from referee.publish.pagecheck import check_pages
-from referee.publish.source import entrant_authors
+from referee.publish.source import RatedRanking, entrant_authors
+from referee.ranking.intervals import ScoreInterval
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater
 from referee.rules import replay
@@ -1189,6 +1195,9 @@ class PublishedSite:
         self.where = folder
         self.problems: list[str] = []
         """What reading the logs found besides :class:`_Check` (a log not the manifest's)."""
+        self.ranked: tuple[RatedRanking, dict[str, ScoreInterval]] | None = None
+        """The ranking the leaderboard was derived with (its ratings, their history, the
+        collusion check, the score intervals), for the pages rendered again."""
         try:
             self._root = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
@@ -1511,11 +1520,20 @@ class PublishedSite:
         retired_by = [self._retired[key] for key in (m.spec.key for m in self._completed)
                       if key in self._retired]  # fmt: skip
         rules = plan.file.ruleset().resolve(plan.file.table_size)
+        # Computed as a publication ranks (source.rate_results, score_results), so that
+        # the site's pages are rendered again from this ranking, not a second one.
+        history = RatingHistory(plan.file.ratings, rules)
+        entrants, authors = list(plan.entrants), entrant_authors(self.records())
+        rated = rated_part(
+            matches, entrants, ratings=plan.file.ratings, ruleset=rules, observe=history
+        )
+        scored = scored_part(matches, entrants, ratings=plan.file.ratings, authors=authors)
+        self.ranked = (RatedRanking(rated, history, scored.collusion), scored.intervals)
         board = build_leaderboard(
             plan.file.name,
             rules.name,
             matches,
-            list(plan.entrants),
+            entrants,
             deals=[
                 DealCommitment(
                 s.commitment,
@@ -1529,9 +1547,10 @@ class PublishedSite:
             ruleset=rules,
             playoff=plan.file.playoff,
             table_size=plan.file.table_size,
-            authors=entrant_authors(self.records()),
+            authors=authors,
             fingerprints=self.fingerprints(),
             replaced=retired_versions(self.replacements(), retired_by),
+            parts=(rated, scored),
         )
         want = json.loads(to_json(board))
         published = self._json("", "leaderboard.json")
