@@ -107,10 +107,19 @@ def check_pages(site: PublishedSite, found: Verification) -> None:
     if found.problems or found.incomplete:
         return  # verify fails already: nothing to render from
     renderer = _Renderer(site, found, named, listed)
-    results = _tournament(site, document, renderer)
     from referee.publish.site import render_site
 
-    render_site(results, renderer, _SiteFiles(site, document, renderer), ranked=site.ranked)
+    try:
+        results = _tournament(site, document, renderer)
+        render_site(results, renderer, _SiteFiles(site, document, renderer), ranked=site.ranked)
+    except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
+        # The page inputs are the site's, checked for their shape only: whatever else in
+        # them the pages cannot be rendered from fails here, in one line.
+        found.problems.append(
+            f"{site_json}: the pages cannot be rendered from its page inputs "
+            f"({type(exc).__name__}: {str(exc)[:200]}); not what referee publish writes"
+        )
+        return
     rendered = set(renderer.rendered)
     for path in sorted(rendered - set(on_disk)):
         _problem(found, named, path, f"{path}: missing (the verified data renders it)")
@@ -424,15 +433,15 @@ def _tournament(site: PublishedSite, document: SiteFiles, renderer: _Renderer) -
         records={
             key: MatchRecord(
                 key,
-                statuses.get(key, "pending"),
-                t.rounds,
-                t.started,
-                t.finished,
-                t.duration,
+                status,
+                *(
+                    (None, None, None, None)
+                    if (t := times.get(key)) is None
+                    else (t.rounds, t.started, t.finished, t.duration)
+                ),
                 retired_by.get(key),
             )
-            for key, t in times.items()
-            if key in statuses
+            for key, status in statuses.items()
         },
         specs=site.specs(),
         deals=tuple(

@@ -43,9 +43,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Set
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from referee import __version__
 from referee.publish.evidence import dump_document
@@ -97,7 +97,12 @@ SOURCES: Final = {
 
 
 class _Shape(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+_Time = Annotated[float, Field(ge=0, le=2**35)]
+"""A Unix time the pages can write (before the year 3000)."""
+_Count = Annotated[int, Field(ge=0)]
 
 
 class ListedFile(_Shape):
@@ -114,10 +119,10 @@ class MatchInputs(_Shape):
     bots' stderr is published with it (``ok``), none was kept, or it could not be read."""
 
     key: str
-    rounds: int | None
-    started: float | None
-    finished: float | None
-    duration: float | None
+    rounds: _Count | None
+    started: _Time | None
+    finished: _Time | None
+    duration: _Time | None
     stderr: Literal["ok", "none", "unreadable"]
 
 
@@ -126,10 +131,10 @@ class FaultInputs(_Shape):
     bot's stderr report and the round."""
 
     key: str
-    seat: int
+    seat: _Count
     request: dict[str, Any] | None
     stderr: str | None
-    round: int | None
+    round: _Count | None
 
 
 class ReplyInputs(_Shape):
@@ -137,23 +142,23 @@ class ReplyInputs(_Shape):
     each match."""
 
     name: str
-    counts: list[list[int]]
-    bank_spent_ms: list[int | None]
+    counts: list[Annotated[list[_Count], Field(min_length=2, max_length=2)]]
+    bank_spent_ms: list[_Count | None]
 
 
 class KitInputs(_Shape):
     """A bot whose kit replaced decisions: in how many matches, how many in all."""
 
     name: str
-    matches: int
-    decisions: int
+    matches: _Count
+    decisions: _Count
 
 
 class ReplacementInputs(_Shape):
     """When a replacement was made."""
 
-    generation: int
-    created: float
+    generation: _Count
+    created: _Time
 
 
 class SiteFiles(_Shape):
@@ -162,7 +167,7 @@ class SiteFiles(_Shape):
 
     format: Literal[1]
     referee: str
-    published: float
+    published: _Time
     files: list[ListedFile]
     matches: list[MatchInputs]
     faults: list[FaultInputs]

@@ -50,9 +50,10 @@ and faults, rated with the plan's settings) and compares it with the published
 ``leaderboard.csv``, and checks each log's SHA-256 and seed
 against the manifest. Then it checks what people read (:mod:`referee.publish.pagecheck`):
 every file the site holds is the one its list names, and every page, replay script,
-leaderboard and static file is rendered again from the verified data and compared. A site published while the tournament was played cannot be checked
-in full (its secret is not revealed, and the logs of open deals are held back): verify
-checks what it can and says so, and does not pass it.
+leaderboard and static file is rendered again from the verified data and compared. A
+site published while the tournament was played cannot be checked in full (its secret is
+not revealed, and the logs of open deals are held back): verify checks what it can and
+says so, and does not pass it.
 """
 
 from __future__ import annotations

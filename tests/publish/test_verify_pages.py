@@ -326,3 +326,47 @@ def test_the_page_inputs_no_log_holds_are_rendered_not_trusted(site: Path) -> No
     (site / SITE_JSON).write_text(json.dumps(listing))
     code, output = _verify(site)
     assert code == 1 and "FAIL bots/polite.html: not what the verified data renders" in output
+
+
+def _set_listing(site: Path, change: object) -> None:
+    listing = _listing(site)
+    change(listing)  # type: ignore[operator]
+    (site / SITE_JSON).write_text(json.dumps(listing))
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: d.update(published=1e300), "published: got 1e+300"),
+        (lambda d: d["matches"][0].update(finished=float("inf")), "matches[0].finished"),
+        (lambda d: d["reply_times"][0]["counts"].append([1]), "reply_times[0].counts"),
+        (lambda d: d.update(format=2), "written by another version of the referee (format 2"),
+        (lambda d: d.update(extra=1), "extra: a key referee publish never writes"),
+    ],
+    ids=["time past the year 3000", "infinite time", "half a count", "format", "extra key"],
+)
+def test_a_file_list_that_publish_never_writes_is_refused_in_one_line(
+    site: Path, change: object, expected: str
+) -> None:
+    _set_listing(site, change)
+    code, output = _verify(site)
+    assert code == 2 and output.count("\n") == 1, output
+    assert "site.json" in output and expected in output
+
+
+def test_a_listed_path_outside_the_site_is_never_read(site: Path) -> None:
+    _set_listing(site, lambda d: d["files"].append(
+        {"path": "../../../etc/passwd", "sha256": "0" * 64, "kind": "evidence", "made_from": []}
+    ))  # fmt: skip
+    output = _fails_naming(site, "../../../etc/passwd")
+    assert "listed in verification/site.json, but missing" in output
+    assert "SHA-256" not in output
+
+
+def test_a_match_left_out_of_the_page_inputs_fails_its_page(site: Path) -> None:
+    listing = _listing(site)
+    gone = listing["matches"].pop(0)
+    (site / SITE_JSON).write_text(json.dumps(listing))
+    code, output = _verify(site)
+    assert code == 1 and "FAIL matches/" in output and "Traceback" not in output
+    assert gone["key"]
