@@ -11,8 +11,8 @@ files (:mod:`referee.publish.sitefiles` lists them):
   which are named in the result; a listed file that is missing fails;
 * **every page rendered again**: a :class:`~referee.publish.source.StoredTournament` is
   built from the verified data alone (the plan, the deals, the manifest's matches and
-  the logs: each seat's fault detail and each fault's reply, request id and time taken are
-  the log's) and the page inputs ``site.json`` records (the times, the reply times, the
+  the logs: each match's rounds, each seat's fault detail and each fault's reply, request
+  id and time taken are the log's) and the page inputs ``site.json`` records (the times, the reply times, the
   faults' requests and stderr reports: named as not verified), then rendered by the code
   ``referee publish`` renders with (:func:`~referee.publish.site.render_site`), the site's
   own HTML never read but to compare. Every page, replay script, leaderboard and static
@@ -77,9 +77,10 @@ _NOT_RENDERED = ("log", "evidence", "cache", "marker")
 say, the cache and the marker by their SHA-256."""
 
 
-def check_pages(site: PublishedSite, found: Verification) -> None:
+def check_pages(site: PublishedSite, found: Verification, rounds: dict[str, int]) -> None:
     """Check the files of ``site`` (module docstring), adding to ``found``: its problems,
-    the files compared, what is not verified, and why pages were not compared."""
+    the files compared, what is not verified, and why pages were not compared. ``rounds``
+    are the rounds each verified log deals (a page shows how many)."""
     site_json = f"{EVIDENCE}/{SITE_FILES}.json"
     if not site.holds(EVIDENCE, f"{SITE_FILES}.json"):
         found.pages_note = (
@@ -110,7 +111,7 @@ def check_pages(site: PublishedSite, found: Verification) -> None:
     from referee.publish.site import render_site
 
     try:
-        results = _tournament(site, document, renderer)
+        results = _tournament(site, document, rounds)
         render_site(results, renderer, _SiteFiles(site, document, renderer), ranked=site.ranked)
     except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
         # The page inputs are the site's, checked for their shape only: whatever else in
@@ -369,9 +370,11 @@ class _Planned:
         return [bot.name for bot in self.bots]
 
 
-def _tournament(site: PublishedSite, document: SiteFiles, renderer: _Renderer) -> StoredTournament:
+def _tournament(
+    site: PublishedSite, document: SiteFiles, rounds: dict[str, int]
+) -> StoredTournament:
     """The snapshot ``publish`` rendered the site from, as the verified data and the page
-    inputs give it."""
+    inputs give it (each finished match's rounds are its log's)."""
     plan = site.plan()
     f = plan.file
     records = site.records()
@@ -435,9 +438,9 @@ def _tournament(site: PublishedSite, document: SiteFiles, renderer: _Renderer) -
                 key,
                 status,
                 *(
-                    (None, None, None, None)
+                    (rounds.get(key), None, None, None)
                     if (t := times.get(key)) is None
-                    else (t.rounds, t.started, t.finished, t.duration)
+                    else (rounds.get(key, t.rounds), t.started, t.finished, t.duration)
                 ),
                 retired_by.get(key),
             )
@@ -505,7 +508,7 @@ def _int(value: object) -> int | None:
 def _unverified(document: SiteFiles, renderer: _Renderer) -> list[str]:
     """What the pages show that verify cannot check, in words (each only if shown)."""
     done = sum(m.started is not None or m.finished is not None for m in document.matches)
-    parts = [f"when it was published, and the times and round counts of {done} matches"]
+    parts = [f"when it was published, and when and how long {done} matches were played"]
     if renderer.stderr_checked:
         parts.append(
             f"the bots' stderr in {renderer.stderr_checked} matches (matches/*.stderr.js, "

@@ -15,8 +15,9 @@ that published it (:func:`referee.publish.site.render_site`) and compared byte f
   every page and leaderboard shows): a site rendered by another version has its data
   verified and its pages reported as not compared, since later versions render pages
   differently;
-* **the page inputs no log holds** (:class:`SiteFiles`): each match's times, duration,
-  round count and whether the bots' stderr was published; each fault's request and stderr
+* **the page inputs no log holds** (:class:`SiteFiles`): each match's times, duration
+  and whether the bots' stderr was published (and its round count, which verify takes
+  from its log); each fault's request and stderr
   report; each bot's reply times, and its kit's replaced decisions; when each replacement
   was made (a fault of a deal still open is recorded as its page shows it: nothing that
   may show the cards). They are the organiser's word, as the stored results hold them:

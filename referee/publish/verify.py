@@ -372,7 +372,7 @@ def verify_site(
         found = check.run(given, progress)
         found.source = "site"
         site.check_published(check)
-        check_pages(site, found)
+        check_pages(site, found, check.rounds)
         return found
 
 
@@ -419,6 +419,8 @@ class _Check:
         self.found = Verification()
         self.from_logs: dict[str, StoredMatch] = {}
         """Each finished match as its log tells it (for the site's leaderboard check)."""
+        self.rounds: dict[str, int] = {}
+        """How many rounds each finished match's log deals (for the site's pages)."""
         self.memo = EngineMemo()
         """The engine's memo, shared by every log this verification replays."""
         self.unplayed: list[str] = []
@@ -505,12 +507,14 @@ class _Check:
                         self.problem(f"{key}: {issue}")
             else:
                 self.found.unrevealed += dealt_by.revealed is None
-                issue, digest, logged = _check_match(
+                issue, digest, logged, rounds = _check_match(
                     match, dealt_by, seed, attempts.get(key, 0), rules, source, self.memo
                 )
                 digests[key] = digest
                 if logged is not None:
                     self.from_logs[key] = logged
+                if rounds is not None:
+                    self.rounds[key] = rounds
                 if issue:
                     self.problem(f"{key}: {issue}")
             self.found.matches += 1
@@ -1067,25 +1071,25 @@ def _check_match(
     rules: dict[str, Any],
     source: Evidence,
     memo: EngineMemo,
-) -> tuple[str | None, str, StoredMatch | None]:
-    """What is wrong with one stored match (or ``None``), its log's SHA-256, and the match
-    as its log tells it (``None`` when the log could not be read)."""
+) -> tuple[str | None, str, StoredMatch | None, int | None]:
+    """What is wrong with one stored match (or ``None``), its log's SHA-256, the match as
+    its log tells it and the rounds it deals (``None`` when the log could not be read)."""
     spec = match.spec
     key = spec.key
     if spec.deal_seed != deal_seed(secret.key, "deal", seed, spec.deal_id):
-        return "its stored deal seed is not the one the secret gives", "", None
+        return "its stored deal seed is not the one the secret gives", "", None, None
     try:
         name, data = source.log(key)
     except Unavailable as exc:
-        return f"log: {exc}", "", None
+        return f"log: {exc}", "", None, None
     digest = chain.log_digest(data)
     try:
         lines = parse_log(data, name)
     except UsageError as exc:
-        return f"log: {exc}", digest, None
+        return f"log: {exc}", digest, None, None
     logged = _logged_match(spec, lines)
     issue = _compare_log(match, secret, seed, attempt, rules, lines, memo)
-    return issue, digest, logged
+    return issue, digest, logged, sum(line.get("type") == "deal" for line in lines)
 
 
 def _unsealed_log(

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -113,7 +114,7 @@ def test_an_honest_site_has_every_file_listed_and_verifies_them(published: Path)
         in output
     )
     assert (
-        "not verified: when it was published, and the times and round counts of 24 matches"
+        "not verified: when it was published, and when and how long 24 matches were played"
         in output
     )
     assert "the bots' stderr in 24 matches (matches/*.stderr.js, checked to be data only)" in output
@@ -370,3 +371,33 @@ def test_a_match_left_out_of_the_page_inputs_fails_its_page(site: Path) -> None:
     code, output = _verify(site)
     assert code == 1 and "FAIL matches/" in output and "Traceback" not in output
     assert gone["key"]
+
+
+def test_a_bot_whose_kit_replaced_decisions_verifies_and_says_what_is_not_verified(
+    tmp_path: Path,
+) -> None:
+    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1))
+    db = sqlite3.connect(spec.results_dir / "results.sqlite")
+    with db:  # as a bot kit's safety net records it (no result, no log, no chain entry)
+        db.execute("UPDATE results SET kit_replaced = 2 WHERE name = 'lowest'")
+    db.close()
+    publish_site(load_results(spec), tmp_path / "site")
+    assert "Its kit replaced" in (tmp_path / "site" / "bots" / "lowest.html").read_text()
+    code, output = _verify(tmp_path / "site")
+    assert code == 0, output
+    assert "the kit's replaced decisions of 1 bots" in output
+
+
+def test_a_match_pages_rounds_are_its_logs_whatever_the_page_inputs_say(site: Path) -> None:
+    listing = _listing(site)
+    entry = listing["matches"][0]
+    manifest = json.loads((site / "verification" / "manifest.json").read_text())
+    [log] = [m["log"] for m in manifest["matches"] if m["key"] == entry["key"]]
+    page = f"matches/{log.removesuffix('.jsonl')}.html"
+    _edit(site / page, f" · {entry['rounds']} rounds", " · 99 rounds")
+    entry["rounds"] = 99
+    (site / SITE_JSON).write_text(json.dumps(listing))
+    _relist(site, page)
+    output = _fails_naming(site, page)
+    published, rendered = output.split("where it renders", 1)
+    assert "99 rounds" in published and "99 rounds" not in rendered.splitlines()[0]
