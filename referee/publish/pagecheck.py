@@ -12,10 +12,11 @@ files (:mod:`referee.publish.sitefiles` lists them):
 * **every page rendered again**: a :class:`~referee.publish.source.StoredTournament` is
   built from the verified data alone (the plan, the deals, the manifest's matches and
   the logs: each match's rounds, each seat's fault detail and each fault's reply, request
-  id and time taken are the log's) and the page inputs ``site.json`` records (the times, the reply times, the
-  faults' requests and stderr reports: named as not verified), then rendered by the code
-  ``referee publish`` renders with (:func:`~referee.publish.site.render_site`), the site's
-  own HTML never read but to compare. Every page, replay script, leaderboard and static
+  id and time taken are the log's) and the page inputs ``site.json`` records (the times,
+  the reply times, the faults' requests and stderr reports: named as not verified), then
+  rendered by the code ``referee publish`` renders with
+  (:func:`~referee.publish.site.render_site`), the site's own HTML never read but to
+  compare. Every page, replay script, leaderboard and static
   file must be the same, byte for byte: a difference fails naming the file and the first
   line that differs. A file the data renders that the site lacks fails too, and so does a
   listed file it does not render (a page added and listed);
