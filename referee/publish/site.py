@@ -18,9 +18,12 @@ files. Layout::
     leaderboard.md|json|csv the leaderboard in the other formats
     verification/           what ``referee verify SITE`` checks it with: the plan, the
                             deals, a manifest of every match, the results chain
-                            (:mod:`referee.publish.evidence`)
+                            (:mod:`referee.publish.evidence`), and every file of the site
+                            with the page inputs no log holds (``site.json``,
+                            :mod:`referee.publish.sitefiles`), so that verify renders
+                            every page again (:func:`render_site`) and compares it
     publish-cache.json      what each match file was made from, for the next publication
-                            (:mod:`referee.publish.reuse`; nothing ``verify`` reads)
+                            (:mod:`referee.publish.reuse`; verify checks its SHA-256 only)
 
 Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoescaping
 everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
