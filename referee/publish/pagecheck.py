@@ -52,7 +52,7 @@ from referee.matchlog import parse_log
 from referee.publish.evidence import EVIDENCE
 from referee.publish.leaderboard import DealCommitment
 from referee.publish.replaydata import STDERR_GLOBAL
-from referee.publish.sitefiles import FORMAT, HOST_FILES, SITE_FILES, SiteFiles
+from referee.publish.sitefiles import FORMAT, HOST_FILES, SITE_FILES, SiteFiles, file_kind
 from referee.publish.source import SecretRecord, StoredTournament
 from referee.results import ReplyTimes
 from referee.specs import StoredFault, StoredMatch
@@ -85,8 +85,8 @@ def check_pages(site: PublishedSite, found: Verification, rounds: dict[str, int]
     site_json = f"{EVIDENCE}/{SITE_FILES}.json"
     if not site.holds(EVIDENCE, f"{SITE_FILES}.json"):
         found.pages_note = (
-            f"not compared: the site lists no files ({site_json} is missing: published by a "
-            "referee before 0.x that did not write it, or removed)"
+            f"not compared: the site lists no files ({site_json} is missing: published by an "
+            "older referee, which did not write it, or removed)"
         )
         return
     document = site.document(SITE_FILES, SiteFiles, FORMAT)
@@ -125,10 +125,11 @@ def check_pages(site: PublishedSite, found: Verification, rounds: dict[str, int]
     rendered = set(renderer.rendered)
     for path in sorted(rendered - set(on_disk)):
         _problem(found, named, path, f"{path}: missing (the verified data renders it)")
-    for path, entry in sorted(listed.items()):
-        if path in on_disk and path not in rendered and entry.kind not in _NOT_RENDERED:
-            _problem(found, named, path, f"{path}: listed as a {entry.kind}, but the verified "
-                     "data renders no such file")  # fmt: skip
+    for path in sorted(listed):
+        kind = file_kind(path)[0]  # by its path: the list's word for it is no evidence
+        if path in on_disk and path not in rendered and kind not in _NOT_RENDERED:
+            _problem(found, named, path, f"{path}: listed as a {kind}, but the verified data "
+                     "renders no such file")  # fmt: skip
     _hashes(site, found, named, listed, set(on_disk) - set(renderer.compared))
     found.pages = len(renderer.compared)
     found.unverified = _unverified(document, renderer)
@@ -229,8 +230,7 @@ class _Renderer:
         path = f"{folder}/{stem}{suffix}".lstrip("/")
         digest = hashlib.sha256(data).hexdigest()
         self.rendered[path] = digest
-        kind = self.listed[path].kind if path in self.listed else None
-        if kind in _NOT_RENDERED or suffix == ".jsonl" or path.startswith("publish-cache."):
+        if file_kind(path)[0] in _NOT_RENDERED:  # by its path, never by what the list says
             return len(data)  # checked otherwise (see _NOT_RENDERED)
         try:
             published = self.site.read(folder, f"{stem}{suffix}", _MAX_FILE_BYTES)

@@ -401,3 +401,16 @@ def test_a_match_pages_rounds_are_its_logs_whatever_the_page_inputs_say(site: Pa
     output = _fails_naming(site, page)
     published, rendered = output.split("where it renders", 1)
     assert "99 rounds" in published and "99 rounds" not in rendered.splitlines()[0]
+
+
+def test_a_page_listed_as_another_kind_of_file_is_still_rendered_again(site: Path) -> None:
+    """What a file is, verify decides by its path: a page listed as the reuse cache (which
+    is only hashed) is rendered again like every page."""
+    index = site / "index.html"
+    cell = _first_score(index.read_text())
+    _edit(index, cell, cell.replace('">', '">3', 1))
+    _set_listing(site, lambda d: next(f for f in d["files"] if f["path"] == "index.html").update(
+        kind="cache", sha256=hashlib.sha256(index.read_bytes()).hexdigest()
+    ))  # fmt: skip
+    output = _fails_naming(site, "index.html")
+    assert "not what the verified data renders" in output
