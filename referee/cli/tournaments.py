@@ -647,7 +647,9 @@ def verify(
     secret (and its beacon: --beacon checks it against the value you looked up), every
     log replayed through the engine and compared with the stored results (players, places,
     scores, forfeits, faults), and the results chain recomputed; a site's leaderboard is
-    derived again from its logs and compared with its leaderboard.json. Exit code 0 when all
+    derived again from its logs and compared with its leaderboard.json, and every page,
+    replay, script and style it holds is rendered again from the verified data and
+    compared (a file the site does not list, or one missing, fails). Exit code 0 when all
     agree, 1 when something does not (each problem is listed) or when a site published
     mid-run cannot be fully checked yet.
     """
