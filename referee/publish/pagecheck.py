@@ -83,6 +83,7 @@ def check_pages(site: PublishedSite, found: Verification, rounds: dict[str, int]
     the files compared, what is not verified, and why pages were not compared. ``rounds``
     are the rounds each verified log deals (a page shows how many)."""
     site_json = f"{EVIDENCE}/{SITE_FILES}.json"
+    data_failed = bool(found.problems or found.incomplete)
     if not site.holds(EVIDENCE, f"{SITE_FILES}.json"):
         found.pages_note = (
             f"not compared: the site lists no files ({site_json} is missing: published by an "
@@ -106,7 +107,7 @@ def check_pages(site: PublishedSite, found: Verification, rounds: dict[str, int]
         )
         _hashes(site, found, named, listed, set(on_disk))
         return
-    if found.problems or found.incomplete:
+    if data_failed:
         return  # verify fails already: nothing to render from
     renderer = _Renderer(site, found, named, listed)
     from referee.publish.site import render_site

@@ -414,3 +414,13 @@ def test_a_page_listed_as_another_kind_of_file_is_still_rendered_again(site: Pat
     ))  # fmt: skip
     output = _fails_naming(site, "index.html")
     assert "not what the verified data renders" in output
+
+
+def test_a_file_added_does_not_hide_a_page_edited(site: Path) -> None:
+    (site / "static" / "extra.css").write_text("body { color: red }\n")
+    index = site / "index.html"
+    _edit(index, _first_score(index.read_text()), "<td>1st</td>")
+    code, output = _verify(site)
+    assert code == 1
+    assert "FAIL static/extra.css: not a file referee publish wrote" in output
+    assert "FAIL index.html: not what the verified data renders" in output
