@@ -52,7 +52,14 @@ from referee.matchlog import parse_log
 from referee.publish.evidence import EVIDENCE
 from referee.publish.leaderboard import DealCommitment
 from referee.publish.replaydata import STDERR_GLOBAL
-from referee.publish.sitefiles import FORMAT, HOST_FILES, SITE_FILES, SiteFiles, file_kind
+from referee.publish.sitefiles import (
+    FORMAT,
+    HOST_FILES,
+    SITE_FILES,
+    ListedFile,
+    SiteFiles,
+    file_kind,
+)
 from referee.publish.source import SecretRecord, StoredTournament
 from referee.results import ReplyTimes
 from referee.specs import StoredFault, StoredMatch
@@ -61,10 +68,8 @@ from referee.tournament.model import TournamentFile
 from referee.tournament.store import MatchRecord
 
 if TYPE_CHECKING:
-    from referee.rules import ResolvedRules
-
-if TYPE_CHECKING:
     from referee.publish.verify import PublishedSite, Verification
+    from referee.rules import ResolvedRules
 
 __all__ = ["MAX_SITE_FILES", "check_pages"]
 
@@ -151,7 +156,7 @@ def _hashes(
     site: PublishedSite,
     found: Verification,
     named: set[str],
-    listed: dict[str, Any],
+    listed: dict[str, ListedFile],
     paths: set[str],
 ) -> None:
     """Each of ``paths`` that is listed has the SHA-256 the list gives it."""
@@ -188,7 +193,11 @@ def _walk(site: PublishedSite, found: Verification) -> tuple[set[str], set[str]]
                     found.problems.append(f"{path}: a symbolic link; a published site holds "
                                           "files only")  # fmt: skip
                 elif entry.is_dir(follow_symlinks=False) and depth < 3:
-                    sub = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+                    try:
+                        sub = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+                    except OSError as exc:
+                        found.problems.append(f"{path}: cannot be read ({exc.strerror})")
+                        continue
                     try:
                         visit(sub, f"{path}/", depth + 1)
                     finally:
@@ -214,7 +223,7 @@ class _Renderer:
         site: PublishedSite,
         found: Verification,
         named: set[str],
-        listed: dict[str, Any],
+        listed: dict[str, ListedFile],
     ) -> None:
         self.site = site
         self.found = found
