@@ -713,7 +713,9 @@ def verify(
     secret (and its beacon: --beacon checks it against the value you looked up), every
     log replayed through the engine and compared with the stored results (players, places,
     scores, forfeits, faults), and the results chain recomputed; a site's leaderboard is
-    derived again from its logs and compared with its leaderboard.json. Exit code 0 when all
+    derived again from its logs and compared with its leaderboard.json, and every page,
+    replay, script and style it holds is rendered again from the verified data and
+    compared (a file the site does not list, or one missing, fails). Exit code 0 when all
     agree, 1 when something does not (each problem is listed) or when a site published
     mid-run cannot be fully checked yet.
     """
@@ -805,9 +807,28 @@ def _report(found: Verification) -> None:
     out.print(
         f"ok: {found.matches} matches of {what} verified{playoffs}: the schedule is the "
         "plan's, every deal is the secret's, every log replays, every stored result is its "
-        f"log's, the results chain holds them all{board}",
+        f"log's, the results chain holds them all{board}{_pages_text(found)}",
         markup=False,
     )
+
+
+def _pages_text(found: Verification) -> str:
+    """What verify said of a site's pages, for the end of its ok line."""
+    if found.source != "site":
+        return ""
+    parts = []
+    if found.pages:
+        parts.append(
+            f"its {found.pages} pages, replays, leaderboards, scripts and styles are what the "
+            "verified data renders"
+        )
+    if found.pages_note:
+        parts.append(f"its pages are {found.pages_note}")
+    if found.unverified:
+        parts.append(f"not verified: {', '.join(found.unverified)}")
+    if found.host_files:
+        parts.append(f"added by the host, not checked: {', '.join(found.host_files)}")
+    return "".join(f"; {printable(part)}" for part in parts)
 
 
 def _secret_line(secret: DealSecret, dealt: int) -> str:

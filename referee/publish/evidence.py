@@ -56,6 +56,7 @@ __all__ = [
     "PublishedReplacement",
     "PublishedSeat",
     "PublishedSecret",
+    "dump_document",
     "verification_files",
 ]
 
@@ -260,7 +261,7 @@ def verification_files(
         ],
     )
     return {
-        stem: _dump(doc)
+        stem: dump_document(doc)
         for stem, doc in (
             ("plan", plan_doc),
             ("deals", deals_doc),
@@ -329,7 +330,7 @@ def _seats(match: StoredMatch) -> list[PublishedSeat]:
     ]
 
 
-def _dump(doc: BaseModel) -> bytes:
+def dump_document(doc: BaseModel) -> bytes:
     """The document as JSON, one key a line and one list entry a line: compact, and still
     easy to read and compare line by line."""
     lines = []

@@ -45,11 +45,11 @@ from types import TracebackType
 from referee.errors import UsageError
 from referee.publish.paths import file_name
 
-__all__ = ["SITE_MARKER", "SiteFolder", "check_target"]
+__all__ = ["MARKER_TEXT", "SITE_MARKER", "SiteFolder", "check_target"]
 
 SITE_MARKER = ".referee-site"
 """A file in every published folder: ``publish`` replaces such a folder, no other."""
-_MARKER_TEXT = b"written by referee publish; publishing again replaces it\n"
+MARKER_TEXT = b"written by referee publish; publishing again replaces it\n"
 _SUBFOLDERS = ("bots", "matches", "static", "verification")
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -125,7 +125,7 @@ class SiteFolder:
             for sub in _SUBFOLDERS:
                 os.mkdir(sub, 0o755, dir_fd=self._fds[""])
                 self._fds[sub] = os.open(sub, _DIR_FLAGS, dir_fd=self._fds[""])
-            self._write_at("", SITE_MARKER, _MARKER_TEXT)
+            self._write_at("", SITE_MARKER, MARKER_TEXT)
         except BaseException:
             self.abort()
             raise

@@ -5,7 +5,8 @@ A tournament's site is written whole each time, into a fresh folder
 page (``match.html``), its log as a script (:func:`~referee.publish.replaydata.log_script`)
 and the bots' stderr as a script. Published again while the tournament plays, nearly all of
 those files come out as they were. So each site records, in ``publish-cache.json`` at its
-top (:data:`CACHE`; nothing of ``verification/``, and ``referee verify`` never reads it),
+top (:data:`CACHE`; nothing of ``verification/``: ``referee verify`` only checks its SHA-256
+against the site's file list),
 what went into each of those files and what came out; publishing again into the same
 ``--out`` copies a file from the old site instead of making it when all of these hold:
 

@@ -18,9 +18,12 @@ files. Layout::
     leaderboard.md|json|csv the leaderboard in the other formats
     verification/           what ``referee verify SITE`` checks it with: the plan, the
                             deals, a manifest of every match, the results chain
-                            (:mod:`referee.publish.evidence`)
+                            (:mod:`referee.publish.evidence`), and every file of the site
+                            with the page inputs no log holds (``site.json``,
+                            :mod:`referee.publish.sitefiles`), so that verify renders
+                            every page again (:func:`render_site`) and compares it
     publish-cache.json      what each match file was made from, for the next publication
-                            (:mod:`referee.publish.reuse`; nothing ``verify`` reads)
+                            (:mod:`referee.publish.reuse`; verify checks its SHA-256 only)
 
 Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoescaping
 everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
@@ -51,6 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import multiprocessing
 from collections import Counter
@@ -59,7 +63,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from referee import interrupts
 from referee.errors import InfrastructureError, UsageError
@@ -78,6 +82,7 @@ from referee.publish.paths import bot_slugs, match_names
 from referee.publish.replaydata import log_script, stderr_script
 from referee.publish.reuse import CACHE, Reuse, fingerprint, inputs_key
 from referee.publish.settings import format_time
+from referee.publish.sitefiles import SITE_FILES, site_document
 from referee.publish.source import (
     Ranking,
     RatedRanking,
@@ -110,11 +115,14 @@ __all__ = [
     "WITHHELD_NOTE",
     "FaultGroup",
     "FaultView",
+    "MatchFiles",
     "MatchView",
     "SeatView",
     "SiteReport",
+    "SiteWriter",
     "match_label",
     "publish_site",
+    "render_site",
 ]
 
 _HERE = Path(__file__).resolve().parent
@@ -248,6 +256,48 @@ class SiteReport:
     """The per-match files made this time, by their path in the site."""
 
 
+class MatchFiles(Protocol):
+    """Where a publication reads each match's log and the bots' stderr beside it: the
+    results folder (:class:`StoredFiles`), or, when ``referee verify`` renders a site
+    again, the site itself (:mod:`referee.publish.pagecheck`)."""
+
+    def log_name(self, key: str) -> str:
+        """The log's file name, as a page names it when the log cannot be had."""
+        ...
+
+    def log(self, key: str) -> bytes:
+        """The log of ``key``; ``OSError`` when it cannot be read."""
+        ...
+
+    def stderr(self, key: str, stem: str) -> bytes:
+        """The stderr file of ``key`` (:mod:`referee.stderrlog`; ``stem``: its files' name
+        in the site); ``FileNotFoundError`` when none was kept, ``OSError`` when unreadable."""
+        ...
+
+
+class StoredFiles:
+    """:class:`MatchFiles` from the results folder."""
+
+    def __init__(self, results: StoredTournament) -> None:
+        self.results = results
+
+    def log_name(self, key: str) -> str:
+        return self.results.log_path(key).name
+
+    def log(self, key: str) -> bytes:
+        return self.results.log_path(key).read_bytes()
+
+    def stderr(self, key: str, stem: str) -> bytes:
+        return stderr_path(self.results.log_path(key)).read_bytes()
+
+
+class SiteWriter(Protocol):
+    """What the site's files are written into: :class:`~referee.publish.folder.SiteFolder`,
+    or what ``referee verify`` compares them with."""
+
+    def write(self, folder: str, stem: str, suffix: str, data: bytes) -> int: ...
+
+
 def _environment() -> jinja2.Environment:
     try:
         import jinja2
@@ -276,14 +326,21 @@ def _environment() -> jinja2.Environment:
 class _Site:
     """One publication: the snapshot, the names of its files, and the pages as written."""
 
-    def __init__(self, results: StoredTournament, out: Path, reuse: Reuse) -> None:
+    def __init__(
+        self,
+        results: StoredTournament,
+        out: Path,
+        reuse: Reuse,
+        files: MatchFiles | None = None,
+    ) -> None:
         self.results = results
+        self.files: MatchFiles = files if files is not None else StoredFiles(results)
         self.out = out
         self.reuse = reuse
         self.rendered: list[str] = []
         self.reused = 0
         self.env = _environment()
-        self._folder: SiteFolder | None = None
+        self._folder: SiteWriter | None = None
         entrants = results.tournament.entrants
         finished = (*results.matches, *results.retired)
         seated = {s.name for m in finished for s in m.seats}
@@ -302,6 +359,8 @@ class _Site:
         self._bots: _BotParts | None = None
         self.sizes: dict[str, int] = {}
         """Bytes of every file written, by its path in the site."""
+        self.digests: dict[str, str] = {}
+        """SHA-256 of every file written, by its path in the site."""
 
     def use(self, ranking: Ranking) -> None:
         """The leaderboard is ready: bots are listed in its order from now on."""
@@ -315,7 +374,7 @@ class _Site:
         assert self.ranking is not None, "the ranking is used before it is ready"
         return self.ranking.board
 
-    def into(self, folder: SiteFolder) -> None:
+    def into(self, folder: SiteWriter) -> None:
         """Write the site's files into ``folder`` from now on."""
         self._folder = folder
 
@@ -363,7 +422,9 @@ class _Site:
         """A new file ``folder/stem+suffix`` (:meth:`SiteFolder.write` checks the name)."""
         assert self._folder is not None, "the site is written before it has a folder"
         size = self._folder.write(folder, stem, suffix, data)
-        self.sizes[f"{folder}/{stem}{suffix}".lstrip("/")] = size
+        name = f"{folder}/{stem}{suffix}".lstrip("/")
+        self.sizes[name] = size
+        self.digests[name] = hashlib.sha256(data).hexdigest()
 
     def templates(self) -> None:
         """Compile now the templates of the pages that wait for the ranking (Jinja keeps
@@ -462,12 +523,12 @@ class _Site:
         if spec.deal_id not in self.complete_deals:
             self.withheld += 1
             return "withheld", WITHHELD_NOTE, {}
-        source = self.results.log_path(key)
         try:
-            raw = source.read_bytes()
+            raw = self.files.log(key)
         except OSError:
             self.missing += 1
-            return "missing", f"its log {source.name} is not in the results folder", {}
+            name = self.files.log_name(key)
+            return "missing", f"its log {name} is not in the results folder", {}
         digest = log_digest(raw)
         inputs = inputs_key("log_script", digest)
         if self.reused_file("matches", stem, ".js", inputs):
@@ -491,7 +552,7 @@ class _Site:
         if self.stderr_private:
             return "private"
         try:
-            raw = stderr_path(self.results.log_path(key)).read_bytes()
+            raw = self.files.stderr(key, stem)
         except FileNotFoundError:
             return "none"
         except OSError:
@@ -668,6 +729,13 @@ class _Site:
         for stem, data in files.items():
             self.write(EVIDENCE, stem, ".json", data)
 
+    def site_files(self) -> None:
+        """The list of every file written, and the page inputs no log holds
+        (:mod:`referee.publish.sitefiles`): last, once every file is written."""
+        stderr = {key: view.stderr for key, view in self.views.items()}
+        document = site_document(self.results, self.digests, stderr, self.complete_deals)
+        self.write(EVIDENCE, SITE_FILES, ".json", document)
+
     def reuse_cache(self) -> None:
         """What the next publication may reuse (:mod:`referee.publish.reuse`)."""
         self.write("", CACHE, ".json", self.reuse.cache())
@@ -724,19 +792,7 @@ def publish_site(
             if reuse and existed:
                 cache.open(target)
             site.into(folder)
-            site.static_files()
-            # Meanwhile the ranking is computed: what does not need it comes first.
-            site.match_pages(progress)
-            site.verification_files()
-            site.matches_page()
-            site.reuse_cache()  # the match files' record: all of them are written
-            site.bot_rows()
-            site.templates()
-            site.use(ranking())
-            site.bot_pages()
-            site.index_page()
-            site.collusion_page()
-            site.leaderboard_files()
+            _write_files(site, progress, ranking)
             folder.commit()
     except OSError as exc:  # the disk, not the results: say so, in one line
         kept = "the site published before is unchanged" if existed else "nothing was kept"
@@ -745,6 +801,53 @@ def publish_site(
             f"{f' ({exc.filename})' if exc.filename else ''}; {kept}"
         ) from exc
     return _report(site)
+
+
+def _write_files(
+    site: _Site,
+    progress: Callable[[int, int], None] | None,
+    ranking: Callable[[], Ranking],
+    *,
+    evidence: bool = True,
+) -> None:
+    """Every file of the site, in the order that lets the ranking be computed meanwhile;
+    ``evidence``: with the verification files and the file list."""
+    site.static_files()
+    # Meanwhile the ranking is computed: what does not need it comes first.
+    site.match_pages(progress)
+    if evidence:
+        site.verification_files()
+    site.matches_page()
+    site.reuse_cache()  # the match files' record: all of them are written
+    site.bot_rows()
+    site.templates()
+    site.use(ranking())
+    site.bot_pages()
+    site.index_page()
+    site.collusion_page()
+    site.leaderboard_files()
+    if evidence:
+        site.site_files()
+
+
+def render_site(
+    results: StoredTournament,
+    writer: SiteWriter,
+    files: MatchFiles,
+    *,
+    ranked: tuple[RatedRanking, dict[str, ScoreInterval]] | None = None,
+) -> dict[str, str]:
+    """Render every file of the site of ``results`` into ``writer`` as :func:`publish_site`
+    does (the same :class:`_Site`, templates and order; nothing reused), reading the logs
+    and stderr from ``files``, but for ``verification/`` (the evidence, which ``referee
+    verify`` checks for what it says) and the reuse cache's record of an earlier site.
+    ``referee verify`` compares what comes out with a site's files. ``ranked`` are the
+    ranking's two parts (:func:`~referee.publish.source.rank`) when computed already.
+    Returns the SHA-256 of each file written, by its path."""
+    site = _Site(results, Path("."), Reuse(fingerprint()), files)
+    site.into(writer)
+    _write_files(site, None, lambda: rank(results, ranked), evidence=False)
+    return site.digests
 
 
 @contextlib.contextmanager

@@ -11,10 +11,11 @@ Markdown, JSON and CSV leaderboards and the static site all start here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from referee import __version__
 from referee.errors import UsageError
@@ -40,9 +41,12 @@ from referee.tournament.model import Plan
 from referee.tournament.store import DATABASE, ChainLink, MatchRecord, Store
 
 if TYPE_CHECKING:
-    from referee.tournament.file import Tournament
+    from referee.rules import ResolvedRules
+    from referee.tournament.file import Tournament, TournamentFile
 
 __all__ = [
+    "EntrantFiles",
+    "PublishedTournament",
     "Ranking",
     "SecretRecord",
     "StoredTournament",
@@ -54,11 +58,40 @@ __all__ = [
 ]
 
 
+class EntrantFiles(Protocol):
+    """An entrant as the pages name it: its name, declared version and files' SHA-256."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def sha256(self) -> str: ...
+
+
+class PublishedTournament(Protocol):
+    """What a publication reads of a tournament: its file, rules and entrants in file
+    order. A loaded :class:`~referee.tournament.file.Tournament` is one; ``referee verify``
+    makes one from a site's stored plan, without the bots
+    (:mod:`referee.publish.pagecheck`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def file(self) -> TournamentFile: ...
+    @property
+    def rules(self) -> ResolvedRules: ...
+    @property
+    def entrants(self) -> list[str]: ...
+    @property
+    def bots(self) -> Sequence[EntrantFiles]: ...
+
+
 @dataclass(frozen=True)
 class StoredTournament:
     """A snapshot of a tournament's results, as one publication shows them."""
 
-    tournament: Tournament
+    tournament: PublishedTournament
     results_dir: Path
     matches: tuple[StoredMatch, ...]
     """The finished matches, in key order."""
@@ -91,6 +124,10 @@ class StoredTournament:
     """Every replacement of an entrant's files, in the order they were made."""
     generations: dict[str, int] = field(default_factory=dict)
     """The replacement each stored match was added under (0: before any), by key."""
+    published: float = field(default_factory=time.time)
+    """When this snapshot is published (a Unix time): the one time every page and
+    leaderboard of one publication names, so that ``referee verify`` renders them again
+    with the time the site records (:mod:`referee.publish.sitefiles`)."""
 
     @property
     def chain_entries(self) -> dict[str, str]:
@@ -237,7 +274,9 @@ def rank(
         ruleset=t.rules,
         playoff=f.playoff,
         table_size=f.table_size,
-        settings=tournament_settings(t, results.entrants, results.records.values()),
+        settings=tournament_settings(
+            t, results.entrants, results.records.values(), published=results.published
+        ),
         authors=entrant_authors(results.entrants),
         fingerprints=entrant_fingerprints(t, results.entrants),
         reply_times=reply_stats(results.reply_times, f.time.bank_ms),
@@ -280,7 +319,7 @@ def score_results(results: StoredTournament) -> dict[str, ScoreInterval]:
 
 
 def entrant_fingerprints(
-    tournament: Tournament, stored: Mapping[str, EntrantRecord]
+    tournament: PublishedTournament, stored: Mapping[str, EntrantRecord]
 ) -> dict[str, str]:
     """Each entrant's SHA-256: the one its results were played with, else its files' now."""
     found = {bot.name: bot.sha256 for bot in tournament.bots}
@@ -302,15 +341,18 @@ def entrant_authors(entrants: Mapping[str, EntrantRecord]) -> dict[str, str]:
 
 
 def tournament_settings(
-    tournament: Tournament,
+    tournament: PublishedTournament,
     stored: dict[str, EntrantRecord],
     records: Iterable[MatchRecord] = (),
+    *,
+    published: float | None = None,
 ) -> TournamentSettings:
     """The settings published with the leaderboard of ``tournament``.
 
     Each bot's version and SHA-256 are those its stored results were played with (the
     files as they are now for an entrant without results yet); ``records`` (the stored
-    matches' :class:`MatchRecord`) say when the finished matches were played.
+    matches' :class:`MatchRecord`) say when the finished matches were played, and
+    ``published`` when this is published (now when ``None``).
     """
     f = tournament.file
     overrides = {} if isinstance(f.rules, str) else dict(f.rules)
@@ -345,4 +387,5 @@ def tournament_settings(
         gauntlet_matches=f.matches,
         ratings=f.ratings.model_dump(exclude_unset=True),
         tables=f.tables,
+        published=time.time() if published is None else published,
     )

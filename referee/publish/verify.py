@@ -48,9 +48,12 @@ site, verify also **re-derives the leaderboard from the logs alone** (each log's
 and faults, rated with the plan's settings) and compares it with the published
 ``leaderboard.json`` (but for its settings and reply times, which no log holds) and
 ``leaderboard.csv``, and checks each log's SHA-256 and seed
-against the manifest. A site published while the tournament was played cannot be checked
-in full (its secret is not revealed, and the logs of open deals are held back): verify
-checks what it can and says so, and does not pass it.
+against the manifest. Then it checks what people read (:mod:`referee.publish.pagecheck`):
+every file the site holds is the one its list names, and every page, replay script,
+leaderboard and static file is rendered again from the verified data and compared. A
+site published while the tournament was played cannot be checked in full (its secret is
+not revealed, and the logs of open deals are held back): verify checks what it can and
+says so, and does not pass it.
 """
 
 from __future__ import annotations
@@ -83,14 +86,19 @@ from referee.publish.evidence import (
     PublishedSecret,
 )
 from referee.publish.folder import SITE_MARKER
+from referee.publish.history import RatingHistory
 from referee.publish.leaderboard import (
     DealCommitment,
     build_leaderboard,
+    rated_part,
     retired_versions,
+    scored_part,
     to_csv,
     to_json,
 )
-from referee.publish.source import entrant_authors
+from referee.publish.pagecheck import check_pages
+from referee.publish.source import RatedRanking, entrant_authors
+from referee.ranking.intervals import ScoreInterval
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater
 from referee.rules import replay
@@ -167,6 +175,16 @@ class Verification:
     retired: int = 0
     """Finished matches retired by a replacement (checked, counted in no rating)."""
     replacements: list[Replacement] = field(default_factory=list)
+    pages: int = 0
+    """A site's files rendered again from the verified data and compared
+    (:mod:`referee.publish.pagecheck`)."""
+    pages_note: str | None = None
+    """Why a site's pages were not compared (another referee rendered them, or it lists no
+    files): said with the result, never a silent ok."""
+    unverified: list[str] = field(default_factory=list)
+    """What a site's pages show that nothing verifies (the stderr, the times), in words."""
+    host_files: list[str] = field(default_factory=list)
+    """Files a static host added that the site does not list (``.nojekyll``, ``CNAME``)."""
 
     @property
     def ok(self) -> bool:
@@ -354,6 +372,7 @@ def verify_site(
         found = check.run(given, progress)
         found.source = "site"
         site.check_published(check)
+        check_pages(site, found, check.rounds)
         return found
 
 
@@ -400,6 +419,8 @@ class _Check:
         self.found = Verification()
         self.from_logs: dict[str, StoredMatch] = {}
         """Each finished match as its log tells it (for the site's leaderboard check)."""
+        self.rounds: dict[str, int] = {}
+        """How many rounds each finished match's log deals (for the site's pages)."""
         self.memo = EngineMemo()
         """The engine's memo, shared by every log this verification replays."""
         self.unplayed: list[str] = []
@@ -486,12 +507,14 @@ class _Check:
                         self.problem(f"{key}: {issue}")
             else:
                 self.found.unrevealed += dealt_by.revealed is None
-                issue, digest, logged = _check_match(
+                issue, digest, logged, rounds = _check_match(
                     match, dealt_by, seed, attempts.get(key, 0), rules, source, self.memo
                 )
                 digests[key] = digest
                 if logged is not None:
                     self.from_logs[key] = logged
+                if rounds is not None:
+                    self.rounds[key] = rounds
                 if issue:
                     self.problem(f"{key}: {issue}")
             self.found.matches += 1
@@ -1048,25 +1071,25 @@ def _check_match(
     rules: dict[str, Any],
     source: Evidence,
     memo: EngineMemo,
-) -> tuple[str | None, str, StoredMatch | None]:
-    """What is wrong with one stored match (or ``None``), its log's SHA-256, and the match
-    as its log tells it (``None`` when the log could not be read)."""
+) -> tuple[str | None, str, StoredMatch | None, int | None]:
+    """What is wrong with one stored match (or ``None``), its log's SHA-256, the match as
+    its log tells it and the rounds it deals (``None`` when the log could not be read)."""
     spec = match.spec
     key = spec.key
     if spec.deal_seed != deal_seed(secret.key, "deal", seed, spec.deal_id):
-        return "its stored deal seed is not the one the secret gives", "", None
+        return "its stored deal seed is not the one the secret gives", "", None, None
     try:
         name, data = source.log(key)
     except Unavailable as exc:
-        return f"log: {exc}", "", None
+        return f"log: {exc}", "", None, None
     digest = chain.log_digest(data)
     try:
         lines = parse_log(data, name)
     except UsageError as exc:
-        return f"log: {exc}", digest, None
+        return f"log: {exc}", digest, None, None
     logged = _logged_match(spec, lines)
     issue = _compare_log(match, secret, seed, attempt, rules, lines, memo)
-    return issue, digest, logged
+    return issue, digest, logged, sum(line.get("type") == "deal" for line in lines)
 
 
 def _unsealed_log(
@@ -1177,6 +1200,9 @@ class PublishedSite:
         self.where = folder
         self.problems: list[str] = []
         """What reading the logs found besides :class:`_Check` (a log not the manifest's)."""
+        self.ranked: tuple[RatedRanking, dict[str, ScoreInterval]] | None = None
+        """The ranking the leaderboard was derived with (its ratings, their history, the
+        collusion check, the score intervals), for the pages rendered again."""
         try:
             self._root = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
@@ -1205,6 +1231,27 @@ class PublishedSite:
         self._dirs.clear()
 
     # -- reading, carefully ------------------------------------------------------------
+
+    @property
+    def root(self) -> int:
+        """A descriptor of the site's folder (held open while this is)."""
+        return self._root
+
+    def holds(self, folder: str, name: str) -> bool:
+        """Whether ``folder/name`` exists (a link counts: reading it is refused)."""
+        try:
+            os.stat(name, dir_fd=self._folder(folder), follow_symlinks=False)
+        except OSError:
+            return False
+        return True
+
+    def read(self, folder: str, name: str, limit: int) -> bytes:
+        """The bytes of ``folder/name`` (:meth:`_read`: ``OSError`` saying why not)."""
+        return self._read(folder, name, limit)
+
+    def document(self, stem: str, shape: type[M], version: int) -> M:
+        """``verification/<stem>.json`` of ``shape``, format ``version``, checked."""
+        return self._document(stem, shape, version)
 
     def _folder(self, name: str) -> int:
         """A descriptor of the site's subfolder ``name`` (``""``: the site itself)."""
@@ -1259,12 +1306,12 @@ class PublishedSite:
         except (ValueError, RecursionError) as exc:  # bad UTF-8, numbers too long, nesting
             raise UsageError(f"{shown}: not valid JSON ({exc})") from None
 
-    def _document(self, stem: str, shape: type[M]) -> M:
+    def _document(self, stem: str, shape: type[M], version: int = FORMAT) -> M:
         raw = self._json(EVIDENCE, f"{stem}.json")
-        if isinstance(raw, dict) and "format" in raw and raw["format"] != FORMAT:
+        if isinstance(raw, dict) and "format" in raw and raw["format"] != version:
             raise UsageError(
                 f"{self.where / EVIDENCE / (stem + '.json')}: written by another version of "
-                f"the referee (format {str(raw['format'])[:20]}, this one reads {FORMAT}); "
+                f"the referee (format {str(raw['format'])[:20]}, this one reads {version}); "
                 "verify it with the version that published it (the site's settings name it)"
             )
         try:
@@ -1478,11 +1525,20 @@ class PublishedSite:
         retired_by = [self._retired[key] for key in (m.spec.key for m in self._completed)
                       if key in self._retired]  # fmt: skip
         rules = plan.file.ruleset().resolve(plan.file.table_size)
+        # Computed as a publication ranks (source.rate_results, score_results), so that
+        # the site's pages are rendered again from this ranking, not a second one.
+        history = RatingHistory(plan.file.ratings, rules)
+        entrants, authors = list(plan.entrants), entrant_authors(self.records())
+        rated = rated_part(
+            matches, entrants, ratings=plan.file.ratings, ruleset=rules, observe=history
+        )
+        scored = scored_part(matches, entrants, ratings=plan.file.ratings, authors=authors)
+        self.ranked = (RatedRanking(rated, history, scored.collusion), scored.intervals)
         board = build_leaderboard(
             plan.file.name,
             rules.name,
             matches,
-            list(plan.entrants),
+            entrants,
             deals=[
                 DealCommitment(
                 s.commitment,
@@ -1496,9 +1552,10 @@ class PublishedSite:
             ruleset=rules,
             playoff=plan.file.playoff,
             table_size=plan.file.table_size,
-            authors=entrant_authors(self.records()),
+            authors=authors,
             fingerprints=self.fingerprints(),
             replaced=retired_versions(self.replacements(), retired_by),
+            parts=(rated, scored),
         )
         want = json.loads(to_json(board))
         published = self._json("", "leaderboard.json")

@@ -86,6 +86,7 @@ def test_the_site_carries_what_verification_needs(published: Path) -> None:
         "deals.json",
         "manifest.json",
         "plan.json",
+        "site.json",
     ]
     plan = json.loads((folder / "plan.json").read_text())
     assert plan["file"].startswith('name = "fake"') and len(plan["entrants"]) == 4
