@@ -694,6 +694,13 @@ def leaderboard(file: Path, fmt: str) -> None:
     default=None,
     help="The tournament file as published: the results must have been played with it.",
 )
+@click.option(
+    "--require-pages",
+    is_flag=True,
+    help="Fail (exit code 1) unless a site's pages were rendered again and compared: a site "
+    "rendered by another referee version, or one without its file list, then fails instead "
+    "of having its data verified alone.",
+)
 @friendly
 def verify(
     results: Path,
@@ -701,6 +708,7 @@ def verify(
     beacons: tuple[str, ...],
     heads: tuple[str, ...],
     tournament_file: Path | None,
+    require_pages: bool,
 ) -> None:
     """Check a tournament from its RESULTS folder, its .toml file, or a published site.
 
@@ -717,7 +725,9 @@ def verify(
     replay, script and style it holds is rendered again from the verified data and
     compared (a file the site does not list, or one missing, fails). Exit code 0 when all
     agree, 1 when something does not (each problem is listed) or when a site published
-    mid-run cannot be fully checked yet.
+    mid-run cannot be fully checked yet. A site whose pages could not be compared (rendered
+    by another referee version) says so on a line of its own; --require-pages makes that
+    exit code 1.
     """
     from referee.publish.verify import verify_folder
 
@@ -754,11 +764,12 @@ def verify(
             heads=heads,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
-    _report(found)
+    _report(found, require_pages=require_pages)
 
 
-def _report(found: Verification) -> None:
-    """What verify found, one line each; exit code 1 unless everything agrees."""
+def _report(found: Verification, *, require_pages: bool = False) -> None:
+    """What verify found, one line each; exit code 1 unless everything agrees (nor, with
+    ``require_pages``, unless a site's pages were compared)."""
     out = Console(highlight=False, soft_wrap=True)
     for secret in found.secrets:
         out.print(printable(_secret_line(secret, found.dealt.get(secret.id, 0))), markup=False)
@@ -802,6 +813,13 @@ def _report(found: Verification) -> None:
             f", {found.retired} retired by {count} replacement{'s' * (count != 1)} of an "
             "entrant's files (checked, counted in no rating)"
         )
+    if found.source == "site" and found.pages_note:
+        # Never a quiet ok: whoever reads only the first words still sees the pages were
+        # not checked, and a script can ask for them with --require-pages.
+        why = found.pages_note.removeprefix("not compared: ")
+        out.print(f"PAGES NOT COMPARED: {printable(why)}", markup=False)
+        if require_pages:
+            raise SystemExit(1)
     board = ", and the leaderboard is the one its logs give" if found.leaderboard else ""
     what = "the published site" if found.source == "site" else "the results"
     out.print(

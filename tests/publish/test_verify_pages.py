@@ -49,8 +49,8 @@ def site(published: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def _verify(folder: Path) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["verify", str(folder)])
+def _verify(folder: Path, *options: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["verify", str(folder), *options])
     assert "Traceback" not in result.output
     return result.exit_code, result.output
 
@@ -279,6 +279,9 @@ def test_a_site_rendered_by_another_referee_version_has_its_data_verified_and_sa
         "verify with that version to compare them"
     ) in output
     assert "the leaderboard is the one its logs give" in output
+    assert output.splitlines()[-2].startswith("PAGES NOT COMPARED: rendered by referee 0.0.9")
+    code, output = _verify(old, "--require-pages")
+    assert code == 1 and "PAGES NOT COMPARED: rendered by referee 0.0.9" in output
     # Its files are still listed and hashed; a page and its entry edited together is what a
     # site of another version leaves unchecked, and verify says so.
     _edit(old / "index.html", "<h1>", "<h1>Under new rules: ")
@@ -302,6 +305,32 @@ def test_a_site_without_its_file_list_says_its_pages_are_not_compared(site: Path
         "its pages are not compared: the site lists no files (verification/site.json is missing"
         in output
     )
+    # Removing the list is how an edited page would pass: a script that must know the pages
+    # were compared asks for it, and the edit then fails.
+    _edit(site / "index.html", "<h1>", "<h1>Edited: ")
+    code, output = _verify(site, "--require-pages")
+    assert code == 1 and "PAGES NOT COMPARED: the site lists no files" in output
+    code, output = _verify(site)
+    assert code == 0 and "PAGES NOT COMPARED" in output
+
+
+def test_a_site_that_keeps_the_stderr_private_verifies_and_still_fails_an_edit(
+    tmp_path: Path,
+) -> None:
+    """``[publish] stderr = "private"``: the site carries no stderr, its pages say so, and
+    they are rendered again and compared like any other."""
+    spec = play_fake(
+        write_fake_tournament(tmp_path / "t", deals=1, extra='[publish]\nstderr = "private"\n')
+    )
+    publish_site(load_results(spec), tmp_path / "site")
+    site = tmp_path / "site"
+    assert not list(site.glob(f"matches/*{STDERR_SUFFIX}.js"))
+    code, output = _verify(site, "--require-pages")
+    assert code == 0, output
+    assert "are what the verified data renders" in output and "stderr in" not in output
+    [page] = sorted(site.glob("bots/*.html"))[:1]
+    _edit(page, "<h1>", "<h1>Edited: ")
+    _fails_naming(site, f"bots/{page.name}")
 
 
 def test_a_site_without_the_bots_stderr_verifies_and_names_no_stderr(tmp_path: Path) -> None:
