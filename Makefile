@@ -20,6 +20,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check referee tests bench
+	$(BIN)/ruff format --check referee tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

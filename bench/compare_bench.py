@@ -86,8 +86,9 @@ def paired_deal(
     """One deal of ``referee compare`` between ``new`` and ``old``: its observation."""
     field = [name for name in field_of(new, old) if name in rates and name != TWIN_COPY]
     salt = f"{fmt}/{new}/{old}/{seed}"
-    specs = compare_deal(new, old, field, TABLE_SIZE, deal, 0, hashlib.sha256(
-        SECRET + salt.encode()).digest())  # fmt: skip
+    specs = compare_deal(
+        new, old, field, TABLE_SIZE, deal, 0, hashlib.sha256(SECRET + salt.encode()).digest()
+    )
     matches = [play(spec, rates, fmt, seeded=True, own_draws=own_draws) for spec in specs]
     return PairedDeals.of(new, old, TABLE_SIZE, matches).observation(deal)
 
@@ -105,8 +106,14 @@ def unpaired_unit(new: str, old: str, unit: int, seed: int, fmt: str) -> float:
             rng.shuffle(table)
             cards = deal_seed(SECRET, "unpaired", fmt, new, old, seed, unit, version, i)
             key = f"u/{seed}/{unit}/{version}/{i}"
-            spec = MatchSpec(key=key, table=tuple(table), deal=unit, rotation=i,
-                             deal_seed=cards, match_seed=cards)  # fmt: skip
+            spec = MatchSpec(
+                key=key,
+                table=tuple(table),
+                deal=unit,
+                rotation=i,
+                deal_seed=cards,
+                match_seed=cards,
+            )
             match = play(spec, LADDER, fmt, seeded=True)
             place = dict(rating_places(match))[version]
             scores.append(normalised_score(place, TABLE_SIZE))
@@ -184,9 +191,10 @@ class Runs:
 
     def counts(self) -> str:
         return ", ".join(
-            f"{self.decisions.count(d)} {d}" for d in ("H1", "H0", "undecided")
+            f"{self.decisions.count(d)} {d}"
+            for d in ("H1", "H0", "undecided")
             if self.decisions.count(d)
-        )  # fmt: skip
+        )
 
 
 def simulated_runs(pool: Sequence[float], runs: int, cap: int, salt: str) -> list[Decision]:
@@ -198,8 +206,9 @@ def simulated_runs(pool: Sequence[float], runs: int, cap: int, salt: str) -> lis
     ]
 
 
-def play_runs(jobs: Sequence[Job], workers: int, say: Callable[[str], None]
-              ) -> dict[tuple[bool, str], Runs]:  # fmt: skip
+def play_runs(
+    jobs: Sequence[Job], workers: int, say: Callable[[str], None]
+) -> dict[tuple[bool, str], Runs]:
     """Every job's run, by (paired, OLD)."""
     results: dict[tuple[bool, str], Runs] = {}
     started = time.monotonic()
@@ -234,8 +243,9 @@ def comparison_lines(results: dict[tuple[bool, str], Runs]) -> list[str]:
     return lines
 
 
-def error_lines(fmt: str, strong: Sequence[float], runs: int, pool: int, cap: int,
-                workers: int) -> list[str]:  # fmt: skip
+def error_lines(
+    fmt: str, strong: Sequence[float], runs: int, pool: int, cap: int, workers: int
+) -> list[str]:
     """The twins' false H1s and the false H0s of ``h00`` against ``h08`` (``strong``: the
     observations of its paired runs)."""
     with multiprocessing.get_context("fork").Pool(workers) as processes:
@@ -257,18 +267,32 @@ def error_lines(fmt: str, strong: Sequence[float], runs: int, pool: int, cap: in
     ]
 
 
-def measure(fmt: str, seeds: int, runs: int, pool: int, cap: int, workers: int,
-            say: Callable[[str], None], only_errors: bool = False) -> list[str]:  # fmt: skip
+def measure(
+    fmt: str,
+    seeds: int,
+    runs: int,
+    pool: int,
+    cap: int,
+    workers: int,
+    say: Callable[[str], None],
+    only_errors: bool = False,
+) -> list[str]:
     """Every figure of one format, as lines (``only_errors``: the error rates alone, with
     just the paired runs of ``h08`` they need)."""
     olds = ("h08",) if only_errors else OLDS
     ways = (True,) if only_errors else (True, False)
-    jobs = [Job(paired, fmt, old, seed, cap) for old in olds for paired in ways
-            for seed in range(1, seeds + 1)]  # fmt: skip
+    jobs = [
+        Job(paired, fmt, old, seed, cap)
+        for old in olds
+        for paired in ways
+        for seed in range(1, seeds + 1)
+    ]
     results = play_runs(jobs, workers, say)
-    lines = [f"compare, {FORMATS_TITLES[fmt]}: {NEW} as NEW, the field the other rungs; "
-             f"{seeds} runs each way, mean matches to a decision (D0 0, D1 0.02, alpha = beta "
-             f"= 0.05, at most {cap * MATCHES_PER_OBSERVATION} matches a run)"]  # fmt: skip
+    lines = [
+        f"compare, {FORMATS_TITLES[fmt]}: {NEW} as NEW, the field the other rungs; "
+        f"{seeds} runs each way, mean matches to a decision (D0 0, D1 0.02, alpha = beta "
+        f"= 0.05, at most {cap * MATCHES_PER_OBSERVATION} matches a run)"
+    ]
     if not only_errors:
         lines += comparison_lines(results)
     strong = [x for xs in results[True, "h08"].observations for x in xs]
@@ -296,9 +320,15 @@ def main(argv: list[str] | None = None) -> int:
     formats = list(FORMATS) if args.format == "both" else [args.format]
     for i, fmt in enumerate(formats):
         lines = measure(
-            fmt, args.seeds, args.runs, args.pool, args.cap, args.workers,
-            lambda line: print("  " + line, file=sys.stderr, flush=True), args.only_errors,
-        )  # fmt: skip
+            fmt,
+            args.seeds,
+            args.runs,
+            args.pool,
+            args.cap,
+            args.workers,
+            lambda line: print("  " + line, file=sys.stderr, flush=True),
+            args.only_errors,
+        )
         if i:
             print()
         print("\n".join(lines), flush=True)
@@ -307,4 +337,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -382,9 +382,18 @@ def bench_warm(
 
 
 HELLO = (
-    json.dumps({"type": "hello", "id": 1, "protocol": "1.2", "seat": 0, "name": "bench",
-                "time": {"move_ms": 1000, "bank_ms": 10000}}).encode() + b"\n"
-)  # fmt: skip
+    json.dumps(
+        {
+            "type": "hello",
+            "id": 1,
+            "protocol": "1.2",
+            "seat": 0,
+            "name": "bench",
+            "time": {"move_ms": 1000, "bank_ms": 10000},
+        }
+    ).encode()
+    + b"\n"
+)
 BYE = json.dumps({"type": "bye"}).encode() + b"\n"
 
 

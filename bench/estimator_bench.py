@@ -70,8 +70,9 @@ def random_specs(seed: int, matches: int) -> list[MatchSpec]:
         table = tuple(rng.sample(names, TABLE_SIZE))
         cards = deal_seed(SECRET, "random", seed, i)
         key = f"a/{seed}/{i:06d}"
-        specs.append(MatchSpec(key=key, table=table, deal=0, rotation=0, deal_seed=cards,
-                               match_seed=cards))  # fmt: skip
+        specs.append(
+            MatchSpec(key=key, table=table, deal=0, rotation=0, deal_seed=cards, match_seed=cards)
+        )
     return specs
 
 
@@ -149,8 +150,9 @@ class Row:
     levels: tuple[int, ...]
 
 
-def measure_seed(seed: int, fmt: str, rows: Sequence[Row], workers: int,
-                 truth: Sequence[str]) -> dict[tuple[str, int, str], float]:  # fmt: skip
+def measure_seed(
+    seed: int, fmt: str, rows: Sequence[Row], workers: int, truth: Sequence[str]
+) -> dict[tuple[str, int, str], float]:
     """Tau of every estimator, row and level for one seed."""
     n = len(LADDER)
     out: dict[tuple[str, int, str], float] = {}
@@ -162,11 +164,13 @@ def measure_seed(seed: int, fmt: str, rows: Sequence[Row], workers: int,
             duplicate: Duplicate = "rotations" if row.key == "b-rot" else "tables"
             per_deal = row.levels[0]
             deals = max(row.levels) // per_deal
-            specs = round_robin(sorted(LADDER), TABLE_SIZE, deals, seed, SECRET,
-                                duplicate=duplicate)  # fmt: skip
+            specs = round_robin(
+                sorted(LADDER), TABLE_SIZE, deals, seed, SECRET, duplicate=duplicate
+            )
             played = play_all(specs, fmt, workers)
-            prefixes = {lv: [p for p in played if p[0].spec.deal < lv // per_deal]
-                        for lv in row.levels}  # fmt: skip
+            prefixes = {
+                lv: [p for p in played if p[0].spec.deal < lv // per_deal] for lv in row.levels
+            }
         for level, prefix in prefixes.items():
             for estimator, order in orders(prefix).items():
                 out[row.key, level, estimator] = kendall_tau(order, truth)
@@ -209,8 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     formats = list(FORMATS) if args.format == "both" else [args.format]
     for fmt in formats:
-        lines = run(args.seeds, fmt, args.workers,
-                    lambda line: print("  " + line, file=sys.stderr, flush=True))  # fmt: skip
+        lines = run(
+            args.seeds,
+            fmt,
+            args.workers,
+            lambda line: print("  " + line, file=sys.stderr, flush=True),
+        )
         print("\n".join(lines), flush=True)
     return 0
 

@@ -259,9 +259,9 @@ class League:
         to its first in the true order."""
         shuffled = self._shuffled("oracle tables")
         tiebreak = {name: i for i, name in enumerate(shuffled)}
-        chosen = sorted(
-            self.rates, key=lambda n: (self.standings[n].matches, tiebreak[n])
-        )[: count * TABLE_SIZE]
+        chosen = sorted(self.rates, key=lambda n: (self.standings[n].matches, tiebreak[n]))[
+            : count * TABLE_SIZE
+        ]
         free = set(chosen)
         window = len(self.rates) // ORACLE_WINDOW
         rng = random.Random(f"oracle opponents {self.seed} {self.batch}")
@@ -313,9 +313,15 @@ class League:
             old = self.standings[name]
             mu, sigma = self.ratings[name]
             self.standings[name] = Standing(
-                name, mu, sigma, old.matches + n, old.placement + (name in self.placed),
-                self.batch, "", 0,
-            )  # fmt: skip
+                name,
+                mu,
+                sigma,
+                old.matches + n,
+                old.placement + (name in self.placed),
+                self.batch,
+                "",
+                0,
+            )
         self.seats += sum(counts.values())
         self.batch += 1
 
@@ -400,9 +406,11 @@ def simulation(
     """The leagues of ``arms`` on ``seeds`` fields; prints the figures side by side; True
     when the target is met (matchmaking's published order at most half of random tables'
     matches to tau 0.9)."""
-    print(f"League simulation: {bots} bots of known strength, one-round arschloch at tables "
-          f"of {TABLE_SIZE}, batches of {bench_settings(bots).batch} tables, orders checked "
-          f"every {check:g} matches per bot; tau target {TARGET_TAU}")  # fmt: skip
+    print(
+        f"League simulation: {bots} bots of known strength, one-round arschloch at tables "
+        f"of {TABLE_SIZE}, batches of {bench_settings(bots).batch} tables, orders checked "
+        f"every {check:g} matches per bot; tau target {TARGET_TAU}"
+    )
     reached: dict[tuple[str, str, float], list[float | None]] = {}
     finals: list[str] = []
     for seed in range(seeds):
@@ -410,11 +418,16 @@ def simulation(
         truth = truth_of(rates)
         runs = {
             arm: simulate(
-                rates, arm=arm, seed=seed, budget=budget, workers=workers, check=check,
+                rates,
+                arm=arm,
+                seed=seed,
+                budget=budget,
+                workers=workers,
+                check=check,
                 progress=print,
             )
             for arm in arms
-        }  # fmt: skip
+        }
         for how in ORDERS:
             for level in LEVELS:
                 for arm in arms:
@@ -428,8 +441,10 @@ def simulation(
                     f"  seed {seed}, {how}, {ARM_LABELS[arm]}: at {end:.0f} matches per bot tau "
                     f"{tau:.3f}, top {TOP}: {found}/{TOP} found, their order tau {within:.2f}"
                 )
-    print(f"  matches per bot to tau, seed by seed ('-': not reached within {budget:.0f}), "
-          f"their mean and its ratio to random tables' read the same way:")  # fmt: skip
+    print(
+        f"  matches per bot to tau, seed by seed ('-': not reached within {budget:.0f}), "
+        f"their mean and its ratio to random tables' read the same way:"
+    )
     width = 14 + 5 * seeds
     print("  order      level " + "".join(f"{ARM_LABELS[a]:>{width}}" for a in arms))
     ratios: dict[tuple[str, str, float], float | None] = {}
@@ -453,8 +468,10 @@ def simulation(
     made = ratios.get(("published", "matchmaking", TARGET_TAU))
     ok = made is not None and made <= TARGET_RATIO
     verdict = "OK" if ok else ("MISSED" if made is not None else "NOT MEASURED (budget)")
-    print(f"  target: matchmaking needs at most {TARGET_RATIO} of random's matches per bot to "
-          f"tau {TARGET_TAU}: {verdict}")  # fmt: skip
+    print(
+        f"  target: matchmaking needs at most {TARGET_RATIO} of random's matches per bot to "
+        f"tau {TARGET_TAU}: {verdict}"
+    )
     return ok
 
 
@@ -472,9 +489,7 @@ def strength_check(bots: int, seed: int, matches: int, workers: int) -> None:
     scores: dict[str, list[float]] = {n: [] for n in rates}
     while league.per_bot < matches:
         tables = league.tables()
-        specs = league_batch(
-            league.batch, tables, {}, seed=seed, secret=SECRET, duplicate="tables"
-        )
+        specs = league_batch(league.batch, tables, {}, seed=seed, secret=SECRET, duplicate="tables")
         for match in play_all(specs, rates, workers=workers, fmt=FORMAT):
             for seat in match.seats:
                 scores[seat.name].append((TABLE_SIZE - seat.place) / (TABLE_SIZE - 1))
@@ -487,8 +502,10 @@ def strength_check(bots: int, seed: int, matches: int, workers: int) -> None:
         names = truth[q * quarter : (q + 1) * quarter]
         values = [v for n in names for v in scores[n]]
         means.append(sum(values) / max(1, len(values)))
-    print("  mean score by quartile of strength (strongest first): "
-          + ", ".join(f"{m:.3f}" for m in means))  # fmt: skip
+    print(
+        "  mean score by quartile of strength (strongest first): "
+        + ", ".join(f"{m:.3f}" for m in means)
+    )
 
 
 # --------------------------------------------------------------------------- throughput
@@ -517,15 +534,25 @@ class InstantExecutor:
             drawn = sorted(range(len(table)), key=lambda s: -self.strength[table[s]] - noise[s])
             Path(task.log_path).write_bytes(self.log)
             standings = [
-                SeatResult(seat=seat, name=table[seat], place=place, score=len(table) - place,
-                           forfeit=False)
+                SeatResult(
+                    seat=seat,
+                    name=table[seat],
+                    place=place,
+                    score=len(table) - place,
+                    forfeit=False,
+                )
                 for place, seat in enumerate(drawn, start=1)
-            ]  # fmt: skip
+            ]
             result = MatchResult(
-                match=key, seed=task.spec.match_seed, rules="arschloch", rounds=1,
-                log=task.log_path, standings=standings, duration_s=0.01,
+                match=key,
+                seed=task.spec.match_seed,
+                rules="arschloch",
+                rounds=1,
+                log=task.log_path,
+                standings=standings,
+                duration_s=0.01,
                 reply_ms={s: [3] * 12 for s in range(len(table))},
-            )  # fmt: skip
+            )
             on_event(MatchFinished(key, result))
 
 
@@ -584,18 +611,26 @@ def throughput(bots: int, results: int) -> bool:
     tables = summary.played / TABLE_SIZE
     quarter = max(1, len(rss) // 4)
     verdict = "OK" if ok else "MISSED"
-    print(f"League coordinator: {bots} entrants, {summary.played} results in {batches} "
-          f"batches of {batch} matches, nothing played (InstantExecutor)")  # fmt: skip
-    print(f"  {per_cpu_s:,.0f} results stored and {tables / cpu:,.0f} tables chosen per second "
-          f"of the coordinator's CPU (target >= {TARGET_RESULTS_PER_S:.0f} results/s) {verdict}; "
-          f"{per_s:,.0f} per second of wall time on this machine now")  # fmt: skip
-    print(f"  per result: {_mean(store_ms):.2f} ms to store it with its ratings; per batch: "
-          f"{_mean(plan_ms):.1f} ms to choose its {batch // TABLE_SIZE} tables, "
-          f"{_mean(settle_ms):.1f} ms to settle it ({_mean(again):.1f} tables rated "
-          "again)")  # fmt: skip
-    print(f"  coordinator memory (RSS): {rss[0]:.0f} MiB at the start, "
-          f"{_mean(rss[quarter:2 * quarter]):.0f} MiB in the second quarter, "
-          f"{_mean(rss[-quarter:]):.0f} MiB in the last")  # fmt: skip
+    print(
+        f"League coordinator: {bots} entrants, {summary.played} results in {batches} "
+        f"batches of {batch} matches, nothing played (InstantExecutor)"
+    )
+    print(
+        f"  {per_cpu_s:,.0f} results stored and {tables / cpu:,.0f} tables chosen per second "
+        f"of the coordinator's CPU (target >= {TARGET_RESULTS_PER_S:.0f} results/s) {verdict}; "
+        f"{per_s:,.0f} per second of wall time on this machine now"
+    )
+    print(
+        f"  per result: {_mean(store_ms):.2f} ms to store it with its ratings; per batch: "
+        f"{_mean(plan_ms):.1f} ms to choose its {batch // TABLE_SIZE} tables, "
+        f"{_mean(settle_ms):.1f} ms to settle it ({_mean(again):.1f} tables rated "
+        "again)"
+    )
+    print(
+        f"  coordinator memory (RSS): {rss[0]:.0f} MiB at the start, "
+        f"{_mean(rss[quarter : 2 * quarter]):.0f} MiB in the second quarter, "
+        f"{_mean(rss[-quarter:]):.0f} MiB in the last"
+    )
     return ok
 
 
@@ -641,10 +676,11 @@ def main(argv: list[str] | None = None) -> int:
         if "random" not in arms or any(arm not in ARMS for arm in arms):
             parser.error(f"--arms: a list of {', '.join(ARMS)}, random among them")
         ok = (
-            simulation(args.bots, args.seeds, args.budget, args.workers, check=args.check,
-                       arms=arms)
+            simulation(
+                args.bots, args.seeds, args.budget, args.workers, check=args.check, arms=arms
+            )
             and ok
-        )  # fmt: skip
+        )
     if not args.skip_throughput:
         ok = throughput(args.throughput_bots, args.throughput_results) and ok
     return 0 if ok else 1

@@ -108,21 +108,25 @@ def calibrate(bots: int, seed: int, per_bot: float) -> tuple[Any, Any]:
     means = {n: float(np.mean(scores[n])) for n in names}
     single = np.var([s - means[n] for n in names for s in scores[n]])
     totals = np.var([v - TABLE_SIZE * means[n] for (_, n), v in by_table.items()])
-    print(f"  calibration: {sum(map(len, scores.values())) // TABLE_SIZE:,} real matches, "
-          f"{per_bot:.0f} per bot; a table's {TABLE_SIZE} rotations of one deal: variance of "
-          f"a bot's total {totals:.3f}, {TABLE_SIZE} independent matches "
-          f"{TABLE_SIZE * single:.3f}")  # fmt: skip
+    print(
+        f"  calibration: {sum(map(len, scores.values())) // TABLE_SIZE:,} real matches, "
+        f"{per_bot:.0f} per bot; a table's {TABLE_SIZE} rotations of one deal: variance of "
+        f"a bot's total {totals:.3f}, {TABLE_SIZE} independent matches "
+        f"{TABLE_SIZE * single:.3f}"
+    )
     strengths = bradley_terry(pairs, names, iterations=300)
     dilution = np.array([rates[n] for n in names])
     fitted = np.array([strengths[n] for n in names])
     coef = np.polyfit(dilution, fitted, 3)
     smooth = np.polyval(coef, dilution)
     truth = truth_of(rates)
-    print(f"  log-strength = cubic in the dilution, coefficients {np.round(coef, 3).tolist()}; "
-          f"fit residual sd {np.std(fitted - smooth):.3f}; strongest {smooth.max():+.2f}, "
-          f"weakest {smooth.min():+.2f}, middle half "
-          f"{np.percentile(smooth, 25):+.2f} to {np.percentile(smooth, 75):+.2f}; "
-          f"true top: {truth[0]}")  # fmt: skip
+    print(
+        f"  log-strength = cubic in the dilution, coefficients {np.round(coef, 3).tolist()}; "
+        f"fit residual sd {np.std(fitted - smooth):.3f}; strongest {smooth.max():+.2f}, "
+        f"weakest {smooth.min():+.2f}, middle half "
+        f"{np.percentile(smooth, 25):+.2f} to {np.percentile(smooth, 75):+.2f}; "
+        f"true top: {truth[0]}"
+    )
     return dilution, coef
 
 
@@ -193,8 +197,10 @@ def bound(strengths: Any, iterations: int) -> None:
         for a, b in itertools.permutations(range(TABLE_SIZE), 2):
             shared[seats[a], seats[b]] -= info[a, b]
     joint, shared = joint / tables, shared / tables.mean()
-    print(f"  information per seat about its own strength: at most {c_max:.4f} (equal "
-          f"strengths {equal:.4f}), random tables of this field {joint.mean():.4f}")  # fmt: skip
+    print(
+        f"  information per seat about its own strength: at most {c_max:.4f} (equal "
+        f"strengths {equal:.4f}), random tables of this field {joint.mean():.4f}"
+    )
     gaps = np.abs(strengths[:, None] - strengths[None, :])
     pairs = n * (n - 1) / 2
     for level in LEVELS:
@@ -202,8 +208,9 @@ def bound(strengths: Any, iterations: int) -> None:
         low, high = 1.0, 100_000.0
         for _ in range(40):
             m = (low * high) ** 0.5
-            low, high = (m, high) if discordant(joint * m, shared * m, gaps)[0] > target else (
-                low, m)  # fmt: skip
+            low, high = (
+                (m, high) if discordant(joint * m, shared * m, gaps)[0] > target else (low, m)
+            )
         random_m = high
         low, high = 1.0, random_m
         for _ in range(12):
@@ -212,9 +219,11 @@ def bound(strengths: Any, iterations: int) -> None:
                 low = m
             else:
                 high = m
-        print(f"  tau {level}: random tables {random_m:.0f} matches per bot in this model; "
-              f"the best possible design {high:.0f}: ratio {high / random_m:.2f}",
-              flush=True)  # fmt: skip
+        print(
+            f"  tau {level}: random tables {random_m:.0f} matches per bot in this model; "
+            f"the best possible design {high:.0f}: ratio {high / random_m:.2f}",
+            flush=True,
+        )
 
 
 # ---------------------------------------------------------------------------- designs
@@ -300,14 +309,14 @@ def play_design(
     return points
 
 
-def designs(
-    coef: Any, names: Sequence[str], seeds: int, budget: float, bots: int
-) -> None:
+def designs(coef: Any, names: Sequence[str], seeds: int, budget: float, bots: int) -> None:
     check = 25.0
     grid = np.arange(check, budget + 1, check)
     curves: dict[str, Any] = {}
-    print(f"  surrogate: {bots} bots, {seeds} fields, Bradley-Terry order; mean tau at "
-          "matches per bot:")  # fmt: skip
+    print(
+        f"  surrogate: {bots} bots, {seeds} fields, Bradley-Terry order; mean tau at "
+        "matches per bot:"
+    )
     shown = [g for g in grid if g in (100, 200, 400, 600, 800, 1000)]
     print("  design      " + "".join(f"{g:>8.0f}" for g in shown) + "   (standard error)")
     for design in names:

@@ -122,9 +122,7 @@ def _on_one_core(sandbox: ProcessSandbox, staging: Path) -> tuple[float, float] 
     return statistics.median(referee), statistics.median(floor)
 
 
-async def _referee_match(
-    sandbox: ProcessSandbox, staging: Path
-) -> tuple[float, int, float, float]:
+async def _referee_match(sandbox: ProcessSandbox, staging: Path) -> tuple[float, int, float, float]:
     """Wall seconds of one long match, its requests, event lines per request, and the
     referee's CPU seconds per request (this process: the loop, the engine, the log)."""
     bots = [stage_bot(load_bot(POLITE), staging) for _ in range(4)]

@@ -127,9 +127,7 @@ def _describe(label: str, seconds: float, report: SiteReport) -> None:
     )
 
 
-def main(
-    matches: int = 2000, played: int = 100, rules: str = '"arschloch"'
-) -> dict[str, float]:
+def main(matches: int = 2000, played: int = 100, rules: str = '"arschloch"') -> dict[str, float]:
     print(installed_bytecode())
     folder = Path(tempfile.mkdtemp(prefix="referee-publish-bench-"))
     figures: dict[str, float] = {}

@@ -65,8 +65,10 @@ def main(matches: int = 400, rounds: int = 3, rules: str = '"arschloch"') -> dic
     figures = {name: statistics.median(values) for name, values in times.items()}
     one, five, _ = os.getloadavg()
     load = f"load {one:.1f} {five:.1f} on {os.cpu_count()} cores"
-    print(f"verify SITE of {found.matches} matches, {found.pages} files compared "
-          f"(median of {rounds}; {load}):")  # fmt: skip
+    print(
+        f"verify SITE of {found.matches} matches, {found.pages} files compared "
+        f"(median of {rounds}; {load}):"
+    )
     for name, values in times.items():
         shown = ", ".join(f"{v:.2f}" for v in values)
         print(f"  {name:8} {figures[name]:6.2f} s   ({shown})")

@@ -150,9 +150,13 @@ class ComparisonRun(TournamentRun):
 
     def result(self) -> ComparisonSummary:
         return ComparisonSummary(
-            self.state(), len(self.counted), self.faults, len(self.failed),
-            len(self.deals.spoiled), self.store.results_dir,
-        )  # fmt: skip
+            self.state(),
+            len(self.counted),
+            self.faults,
+            len(self.failed),
+            len(self.deals.spoiled),
+            self.store.results_dir,
+        )
 
     def state(self) -> SprtState:
         return self.test.first_decision(self.deals.observations())
@@ -190,8 +194,9 @@ class ComparisonRun(TournamentRun):
     def _deal(self, secret: DealSecret, first: int, last: int) -> list[MatchSpec]:
         """Store deals ``first`` to ``last - 1``; returns them as stored."""
         f = self.tournament.file
-        specs = compare(*self.pair, self.field, f.table_size, last, f.seed, secret.key,
-                        first_deal=first)  # fmt: skip
+        specs = compare(
+            *self.pair, self.field, f.table_size, last, f.seed, secret.key, first_deal=first
+        )
         self.store.add_matches(specs, secret)
         stored = self.store.specs()
         return [stored[spec.key] for spec in specs]
@@ -219,11 +224,16 @@ class ComparisonRun(TournamentRun):
             spec = self.tasks[event.key].spec
             seats = tuple(
                 StoredSeat(
-                    st.seat, spec.table[st.seat], st.place, st.score, st.forfeit,
-                    st.fault.kind if st.fault else None, st.fault.detail if st.fault else None,
+                    st.seat,
+                    spec.table[st.seat],
+                    st.place,
+                    st.score,
+                    st.forfeit,
+                    st.fault.kind if st.fault else None,
+                    st.fault.detail if st.fault else None,
                 )
                 for st in event.result.standings
-            )  # fmt: skip
+            )
             if self._count(StoredMatch(spec, seats)) is not None:
                 self._progress_test()
         elif isinstance(event, MatchFailed) and event.final:
@@ -242,7 +252,10 @@ class ComparisonRun(TournamentRun):
     def _progress_test(self) -> None:
         self.notify_test(
             SprtProgress(
-                self.state(), len(self.counted), self.faults, len(self.deals.spoiled),
+                self.state(),
+                len(self.counted),
+                self.faults,
+                len(self.deals.spoiled),
                 self.max_deals,
             )
-        )  # fmt: skip
+        )

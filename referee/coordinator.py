@@ -297,9 +297,7 @@ class TournamentRun:
 
     # -- the steps -------------------------------------------------------------------------
 
-    def _prepare(
-        self, staging: Path, deal_secret: bytes | None, beacon: str | None
-    ) -> DealSecret:
+    def _prepare(self, staging: Path, deal_secret: bytes | None, beacon: str | None) -> DealSecret:
         """Stage every bot, open the deal secret, make the replacements asked for, refuse
         changed bots or settings, chain the plan."""
         t, store = self.tournament, self.store
@@ -332,11 +330,16 @@ class TournamentRun:
         fresh cards from then on)."""
         assert self.secret is not None
         task = MatchTask.dealt(
-            self.tournament, spec, [self.staged[name] for name in spec.table],
-            key=self.secret.key, started=started, max_attempts=self.executor.max_attempts,
-            sandbox=self.sandbox.name, log_path=self.store.log_path(spec.key),
+            self.tournament,
+            spec,
+            [self.staged[name] for name in spec.table],
+            key=self.secret.key,
+            started=started,
+            max_attempts=self.executor.max_attempts,
+            sandbox=self.sandbox.name,
+            log_path=self.store.log_path(spec.key),
             images=self.images,
-        )  # fmt: skip
+        )
         self.tasks[spec.key] = task
         return task
 

@@ -115,10 +115,14 @@ def stored_fault_info(fault: StoredFault) -> FaultInfo:
     """A stored fault as its match reported it, to be explained (its stderr report is
     :attr:`StoredFault.stderr`, passed apart)."""
     return FaultInfo(
-        kind=cast(FaultKind, fault.kind), detail=fault.detail, request_id=fault.request_id,
-        reply=fault.reply, elapsed_ms=fault.elapsed_ms, request=fault.request,
+        kind=cast(FaultKind, fault.kind),
+        detail=fault.detail,
+        request_id=fault.request_id,
+        reply=fault.reply,
+        elapsed_ms=fault.elapsed_ms,
+        request=fault.request,
         round=fault.round,
-    )  # fmt: skip
+    )
 
 
 def fault_summary(fault: FaultInfo) -> str:
@@ -317,7 +321,7 @@ def _hints(fault: FaultInfo, request: dict[str, Any] | None) -> list[str]:
 # -- the kits' safety net ------------------------------------------------------------------
 
 _KIT_HINT = (
-    "hint: the kit writes each one on stderr (a line \"botkit: replaced {...}\", "
+    'hint: the kit writes each one on stderr (a line "botkit: replaced {...}", '
     "protocol/SPEC.md: the kits' safety net); to see the referee's own verdict on the first, "
     "turn the net off: safety_net = False (Python), bot.safetyNet = false (JavaScript)"
 )

@@ -193,7 +193,6 @@ class BatchSettled:
     among them), ``failed`` matches failed on our side; ``store_ms``: the average time to
     store one result with its ratings, ``settle_ms``: to settle the batch."""
 
-
     batch: int
     played: int
     failed: int
@@ -515,8 +514,16 @@ class LeagueRun:
         state = LeagueState(
             batch,
             tuple(
-                Standing(label, e.settled_mu, e.settled_sigma, e.matches, e.placement,
-                         e.last_batch, e.author, recent.get(label, 0))
+                Standing(
+                    label,
+                    e.settled_mu,
+                    e.settled_sigma,
+                    e.matches,
+                    e.placement,
+                    e.last_batch,
+                    e.author,
+                    recent.get(label, 0),
+                )
                 for label, e in entrants.items()
                 if label in self.staged
             ),
@@ -524,9 +531,13 @@ class LeagueRun:
         )
         f = t.file
         plan = plan_batch(
-            state, settings, table_size=f.table_size, seed=f.seed, ratings=f.ratings,
+            state,
+            settings,
+            table_size=f.table_size,
+            seed=f.seed,
+            ratings=f.ratings,
             authors_apart=f.authors.apart,
-        )  # fmt: skip
+        )
         if not plan.tables:
             self.waiting = (len(state.standings), len(plan.capped), len(suspended))
             return None
@@ -534,13 +545,23 @@ class LeagueRun:
         tables = [table.labels for table in plan.tables]
         authors = {label: e.author for label, e in entrants.items()} if f.authors.apart else None
         specs = league_batch(
-            batch, tables, ledger.dealt(tables), seed=f.seed, secret=self.secret.key,
-            duplicate=f.duplicate, authors=authors,
-        )  # fmt: skip
+            batch,
+            tables,
+            ledger.dealt(tables),
+            seed=f.seed,
+            secret=self.secret.key,
+            duplicate=f.duplicate,
+            authors=authors,
+        )
         ledger.plan(batch, now, specs, plan.placement, self.secret)
         elapsed = (time.perf_counter() - started) * 1000
-        return _Batch(batch, resumed=False, plan_ms=elapsed, placement=len(plan.placement),
-                      capped=len(plan.capped))  # fmt: skip
+        return _Batch(
+            batch,
+            resumed=False,
+            plan_ms=elapsed,
+            placement=len(plan.placement),
+            capped=len(plan.capped),
+        )
 
     def _waiting(self) -> None:
         entrants, capped, suspended = self.waiting
@@ -566,9 +587,17 @@ class LeagueRun:
         tasks.sort(key=lambda task: (task.spec.rotation, task.spec.key))
         tables = sum(spec.rotation == 0 for spec in batch.specs.values())
         self.notify(
-            BatchPlanned(batch.number, tables, len(rows), len(tasks), batch.placement,
-                         batch.capped, batch.resumed, batch.plan_ms)
-        )  # fmt: skip
+            BatchPlanned(
+                batch.number,
+                tables,
+                len(rows),
+                len(tasks),
+                batch.placement,
+                batch.capped,
+                batch.resumed,
+                batch.plan_ms,
+            )
+        )
         if tasks:
             self.executor.run(tasks, self._record)
         self._settle(batch)
@@ -599,11 +628,16 @@ class LeagueRun:
         as in a tournament: :meth:`MatchTask.dealt`)."""
         assert self.secret is not None and self.batch is not None
         task = MatchTask.dealt(
-            self.tournament, spec, bots,
-            key=self.secret.key, started=started, max_attempts=self.executor.max_attempts,
-            sandbox=self.sandbox.name, log_path=self.store.log_path(spec.key),
+            self.tournament,
+            spec,
+            bots,
+            key=self.secret.key,
+            started=started,
+            max_attempts=self.executor.max_attempts,
+            sandbox=self.sandbox.name,
+            log_path=self.store.log_path(spec.key),
             images=self.images,
-        )  # fmt: skip
+        )
         self.batch.tasks[spec.key] = task
         return task
 
@@ -683,9 +717,14 @@ class LeagueRun:
         )
         for suspension in suspended:
             self.notify(
-                EntrantSuspended(suspension.since, suspension.label, suspension.forfeits,
-                                 suspension.kind, suspension.why)
-            )  # fmt: skip
+                EntrantSuspended(
+                    suspension.since,
+                    suspension.label,
+                    suspension.forfeits,
+                    suspension.kind,
+                    suspension.why,
+                )
+            )
 
     def _suspend(self, played: set[str]) -> list[Suspension]:
         """Suspend from the next batch on every version among ``played`` whose last
@@ -707,9 +746,13 @@ class LeagueRun:
                 continue
             last = faults[0]
             suspension = Suspension(
-                label, batch, len(faults), last.kind, fault_summary(stored_fault_info(last)),
+                label,
+                batch,
+                len(faults),
+                last.kind,
+                fault_summary(stored_fault_info(last)),
                 last.key,
-            )  # fmt: skip
+            )
             ledger.suspend(suspension)
             found.append(suspension)
         return found

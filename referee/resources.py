@@ -46,6 +46,7 @@ __all__ = [
     "spec",
 ]
 
+
 def _reinstall() -> str:
     """How to put the referee back the way it was installed (:mod:`referee.installation`)."""
     return f"reinstall the referee: {installation().reinstall()}"

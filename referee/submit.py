@@ -158,9 +158,7 @@ def submit(
     version = None
     if updated.file.format == "league":
         version = league_roster(updated.file).latest(display)
-    return Submission(
-        name=display, folder=folder, entry=entry, report=report, version=version
-    )
+    return Submission(name=display, folder=folder, entry=entry, report=report, version=version)
 
 
 def _earlier_version(tournament: Tournament, wanted: str) -> Version | None:

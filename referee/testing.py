@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from referee.executors.base import AttemptEvent, MatchTask, SandboxPlan
 
 
-
 @dataclass(frozen=True)
 class Stderr:
     """A fake bot's reply part: ``data`` written to its stderr."""

@@ -155,14 +155,28 @@ def test_a_kit_bot_playing_one_card_into_a_pair_fails_though_its_kit_hid_it(
     assert "request: act " in text and "to beat " in text
     assert "(not allowed: has 1 card; the trick needs 2)" in text
     assert "the kit sent: " in text and "safety_net = False" in text
-    assert re.search(r"FAILED: 1 of 12 steps failed; stopped at the first failure, \d+ not run", text)
+    assert re.search(
+        r"FAILED: 1 of 12 steps failed; stopped at the first failure, \d+ not run", text
+    )
     # `referee play` plays it to the end and warns after the match.
-    out = referee("play", str(bot), str(ROOT / "sample_bots" / "lowest"),
-                  str(ROOT / "sample_bots" / "lowest"), "--sandbox", "process", "--seed", "4",
-                  "--log", str(tmp_path / "m.jsonl"))  # fmt: skip
+    out = referee(
+        "play",
+        str(bot),
+        str(ROOT / "sample_bots" / "lowest"),
+        str(ROOT / "sample_bots" / "lowest"),
+        "--sandbox",
+        "process",
+        "--seed",
+        "4",
+        "--log",
+        str(tmp_path / "m.jsonl"),
+    )
     assert out.returncode == 0, out.stderr
-    warned = re.search(r"warning: seat 0 \(one-card\): your kit replaced (\d+) of your decisions: act "
-                       r"\d+ \(play\) ", out.stdout.replace("\n", " "))  # fmt: skip
+    warned = re.search(
+        r"warning: seat 0 \(one-card\): your kit replaced (\d+) of your decisions: act "
+        r"\d+ \(play\) ",
+        out.stdout.replace("\n", " "),
+    )
     assert warned is not None, out.stdout
     assert "not allowed: has 1 card; the trick needs 2" in out.stdout.replace("\n", " ")
     assert "kit replaced " + warned.group(1) in out.stdout  # its note in the table

@@ -81,8 +81,15 @@ def test_play_json_is_one_object(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert set(data) == {
-        "match", "seed", "rules", "rounds", "log", "standings", "reply_ms", "bank_spent_ms"
-    }  # fmt: skip
+        "match",
+        "seed",
+        "rules",
+        "rounds",
+        "log",
+        "standings",
+        "reply_ms",
+        "bank_spent_ms",
+    }
     assert len(data["reply_ms"]["0"]) > 0 and data["bank_spent_ms"]["0"] >= 0
     assert stderr_path(log).is_file()  # every bot's stderr, beside the log
     assert data["seed"] == 4 and data["rules"] == "arschloch" and data["log"] == str(log)
@@ -90,8 +97,15 @@ def test_play_json_is_one_object(tmp_path: Path) -> None:
     assert last["name"] == "garbage" and last["forfeit"] is True
     assert last["fault"]["kind"] == "protocol"
     assert set(last) == {
-        "seat", "name", "place", "score", "forfeit", "fault", "kit_replaced", "kit_replacements"
-    }  # fmt: skip
+        "seat",
+        "name",
+        "place",
+        "score",
+        "forfeit",
+        "fault",
+        "kit_replaced",
+        "kit_replacements",
+    }
     assert last["kit_replaced"] == 0 and last["kit_replacements"] == []
     check = referee("replay", "--check-only", str(log))
     assert check.returncode == 0 and "ok" in check.stdout

@@ -157,9 +157,25 @@ def links(text: str) -> list[tuple[int, str]]:
 # =========================================================================== references
 
 _FILE_SUFFIXES = (
-    ".md", ".py", ".toml", ".json", ".jsonl", ".js", ".txt", ".tsv", ".sh", ".cfg", ".in",
-    ".html", ".css", ".j2", ".yml", ".yaml", ".sqlite", ".whl",
-)  # fmt: skip
+    ".md",
+    ".py",
+    ".toml",
+    ".json",
+    ".jsonl",
+    ".js",
+    ".txt",
+    ".tsv",
+    ".sh",
+    ".cfg",
+    ".in",
+    ".html",
+    ".css",
+    ".j2",
+    ".yml",
+    ".yaml",
+    ".sqlite",
+    ".whl",
+)
 _NOT_A_PATH = re.compile(r"[\s<>*{}$=:|…\\]|\.\.\.")
 
 # Backticked paths that are examples or outputs, not files of the repository.
@@ -635,7 +651,15 @@ KEY_SECTIONS: dict[str, type[BaseModel]] = {
 }
 # Fields of the file that are sections of their own, documented under their heading.
 _SUBSECTIONS = {
-    "time", "sandbox", "ratings", "playoff", "authors", "executor", "league", "publish", "bots",
+    "time",
+    "sandbox",
+    "ratings",
+    "playoff",
+    "authors",
+    "executor",
+    "league",
+    "publish",
+    "bots",
 }
 
 
@@ -755,9 +779,17 @@ def test_tournament_doc_commands_have_the_options_it_shows() -> None:
         documented.add(tuple(argv[:used]))
         for option in options - {"--help", "-h"}:
             assert option in text, f"docs/tournaments.md never mentions {option} of {argv[:used]}"
-    wanted = {("tournament", "run"), ("tournament", "demo"), ("leaderboard",), ("publish",),
-              ("verify",), ("submit",), ("league", "run"), ("league", "retire"),
-              ("league", "check")}  # fmt: skip
+    wanted = {
+        ("tournament", "run"),
+        ("tournament", "demo"),
+        ("leaderboard",),
+        ("publish",),
+        ("verify",),
+        ("submit",),
+        ("league", "run"),
+        ("league", "retire"),
+        ("league", "check"),
+    }
     assert wanted <= documented
 
 

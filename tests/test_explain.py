@@ -145,13 +145,30 @@ def _note(**fields: Any) -> KitReplacement:
 
 def test_replaced_decisions_are_told_with_the_rule_they_broke() -> None:
     notes = [
-        _note(request_id=12, kind="play", decided=["9C"], sent=[], why="not allowed",
-              request=PAIR_TRICK),
-        _note(request_id=15, kind="give", decided=None, sent=["7C", "8C"], why="raised",
-              error="ValueError: bad"),
-        _note(request_id=18, kind="leftover", decided=["ZZ", "7C"], sent=["KH", "7C"],
-              why="not allowed"),
-    ]  # fmt: skip
+        _note(
+            request_id=12,
+            kind="play",
+            decided=["9C"],
+            sent=[],
+            why="not allowed",
+            request=PAIR_TRICK,
+        ),
+        _note(
+            request_id=15,
+            kind="give",
+            decided=None,
+            sent=["7C", "8C"],
+            why="raised",
+            error="ValueError: bad",
+        ),
+        _note(
+            request_id=18,
+            kind="leftover",
+            decided=["ZZ", "7C"],
+            sent=["KH", "7C"],
+            why="not allowed",
+        ),
+    ]
     assert replacements_summary(4, notes) == (
         "your kit replaced 4 of your decisions: act 12 (play) 9C → [] (a pass) (not allowed: "
         "has 1 card; the trick needs 2); act 15 (give) nothing (it raised) → 7C 8C (raised "
@@ -171,25 +188,39 @@ def test_replaced_decisions_are_told_with_the_rule_they_broke() -> None:
 
 
 def test_one_replaced_decision_without_its_request_is_told_by_its_id() -> None:
-    lines = explain_replacements(1, [_note(request_id=3, kind="play", decided=["AS"], sent=["7C"],
-                                           why="not allowed")])  # fmt: skip
+    lines = explain_replacements(
+        1, [_note(request_id=3, kind="play", decided=["AS"], sent=["7C"], why="not allowed")]
+    )
     assert lines[0].startswith("problem: the bot's kit replaced 1 of its decisions with")
-    assert lines[1:4] == ["request: act 3 (play)", "decided: AS (not allowed here)",
-                          "the kit sent: 7C"]  # fmt: skip
+    assert lines[1:4] == [
+        "request: act 3 (play)",
+        "decided: AS (not allowed here)",
+        "the kit sent: 7C",
+    ]
     assert replacements_summary(1, []) == "your kit replaced 1 of your decisions: 1 more"
 
 
 def test_what_a_kit_wrote_is_shown_safely_and_cut() -> None:
-    hostile = _note(request_id=None, kind="pl\x1bay", decided={"a": "\x1b[2J" * 50},
-                    sent=["\x07"], why="\x1b[31m")  # fmt: skip
+    hostile = _note(
+        request_id=None,
+        kind="pl\x1bay",
+        decided={"a": "\x1b[2J" * 50},
+        sent=["\x07"],
+        why="\x1b[31m",
+    )
     text = replacements_summary(1, [hostile])
     assert "\x1b" not in text and "\x07" not in text
     assert "act ? (pl\\x1bay)" in text and "…" in text
 
 
 def test_a_person_leaving_is_told_as_leaving() -> None:
-    fault = FaultInfo(kind="left", detail="the person left the match (end of input)",
-                      request_id=12, request=PAIR_TRICK, round=2)  # fmt: skip
+    fault = FaultInfo(
+        kind="left",
+        detail="the person left the match (end of input)",
+        request_id=12,
+        request=PAIR_TRICK,
+        round=2,
+    )
     assert fault_summary(fault) == "left the match at act 12 (play, round 2)"
     assert explain_fault(fault, "") == [
         "problem: left the match at act 12 (play, round 2)",

@@ -103,9 +103,7 @@ def test_an_own_folder_is_taken_and_made_private(tmp_path: Path) -> None:
     assert (tmp_path / "logs" / "old.jsonl").exists()
 
 
-def test_a_planted_symlink_is_refused_and_its_target_untouched(
-    shared: Path, victim: Path
-) -> None:
+def test_a_planted_symlink_is_refused_and_its_target_untouched(shared: Path, victim: Path) -> None:
     (shared / "logs").symlink_to(victim)
     with pytest.raises(UsageError) as refused:
         private_folder(shared / "logs")
@@ -175,9 +173,7 @@ def test_play_refuses_a_planted_log_folder(shared: Path, victim: Path, plant: Pl
     assert_untouched(victim)
 
 
-def test_bot_check_refuses_a_planted_log_folder(
-    shared: Path, victim: Path, plant: Plant
-) -> None:
+def test_bot_check_refuses_a_planted_log_folder(shared: Path, victim: Path, plant: Plant) -> None:
     expected = plant(shared / f"referee-logs-{os.geteuid()}")
     result = CliRunner().invoke(main, ["bot", "check", str(BOTS / "polite.py")])
     _one_line_refusal(result, expected)

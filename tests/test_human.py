@@ -498,10 +498,11 @@ def test_a_person_plays_and_gives_by_card_codes(tmp_path: Path) -> None:
     assert [st.forfeit for st in result.standings] == [False] * 3
     lines = read_log(result.log)
     mine = [
-        sorted(row["cards"]) for row in lines
+        sorted(row["cards"])
+        for row in lines
         if (row["type"] == "played" and row["seat"] == 0)
         or (row["type"] == "exchange" and row["from"] == 0)
-    ]  # fmt: skip
+    ]
     assert mine == [sorted(a.upper().split()) for a in person.typed]
     assert replay(lines).over
 

@@ -225,11 +225,26 @@ def test_bot_check_in_docker_removes_every_container_on_ctrl_c(
     """Stopped while a step waits on the bot and the containers of the steps to come and the
     opponents run beside it: every one of them is removed before the command exits."""
     referee = subprocess.Popen(
-        [sys.executable, "-m", "referee", "bot", "check", str(SLEEPS), "--sandbox", "docker",
-         "--move-ms", "600000", "--bank-ms", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "referee",
+            "bot",
+            "check",
+            str(SLEEPS),
+            "--sandbox",
+            "docker",
+            "--move-ms",
+            "600000",
+            "--bank-ms",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
         env={**os.environ, "TMPDIR": str(tmpdir_for_bots)},
-    )  # fmt: skip
+    )
     mine = owner_label(referee.pid)
     try:
         # The step's container, the 5 opponents of the largest table, 1 started ahead.
@@ -373,9 +388,7 @@ def test_a_process_that_skips_teardown_and_fails_keeps_its_status_and_traceback(
     """Skipping teardown never turns a failure into a clean exit."""
     import multiprocessing
 
-    process = multiprocessing.get_context("spawn").Process(
-        target=_fail_after_skipping, args=(how,)
-    )
+    process = multiprocessing.get_context("spawn").Process(target=_fail_after_skipping, args=(how,))
     process.start()
     process.join(30)
     assert process.exitcode == status

@@ -375,9 +375,14 @@ def test_python_kit_tracks_the_hand_and_what_is_gone() -> None:
     state.apply(match_start(seat=0))
     state.apply(round_start(list(HAND), rnd=2))
     assert state.groups_by_rank() == {
-        "7": ["7C"], "8": ["8H", "8D"], "9": ["9S"], "J": ["JC"], "Q": ["QH"], "K": ["KD"],
+        "7": ["7C"],
+        "8": ["8H", "8D"],
+        "9": ["9S"],
+        "J": ["JC"],
+        "Q": ["QH"],
+        "K": ["KD"],
         "A": ["AS"],
-    }  # fmt: skip
+    }
     # As president: the arschloch's best cards arrive, then two cards go back automatically
     # (return_choice "lowest" here: no give request), announced only by the public event.
     state.apply({"type": "exchanged", "from": 3, "to": 0, "count": 2})
@@ -481,14 +486,20 @@ def test_python_kit_says_each_replaced_decision_with_a_marker_line(
     err = capsys.readouterr().err
     raised, unjson, give = _markers(err)
     assert (raised.request_id, raised.kind, raised.why, raised.error) == (
-        3, "play", "raised", "RuntimeError: bug"
+        3,
+        "play",
+        "raised",
+        "RuntimeError: bug",
     )
     assert (raised.decided, raised.sent) == (None, [])
     assert "Traceback" in err and 'raise RuntimeError("bug")' in err  # after the marker
     assert (unjson.request_id, unjson.why, unjson.sent) == (4, "not allowed", ["7C"])
     assert "7C" in str(unjson.decided)  # shown as its repr: still one line of JSON
     assert (give.request_id, give.kind, give.decided, give.sent) == (
-        5, "give", ["ZZ", "ZZ"], ["7C", "8H"]
+        5,
+        "give",
+        ["ZZ", "ZZ"],
+        ["7C", "8H"],
     )
     bot.safety_net = False  # off: the decision goes out as it is, and nothing is said
     bot.handle({"type": "act", "id": 7, "kind": "give", "hand": list(HAND), "to": 1, "count": 2})
@@ -497,9 +508,13 @@ def test_python_kit_says_each_replaced_decision_with_a_marker_line(
 
 @pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
 def test_javascript_kit_says_each_replaced_decision_with_a_marker_line() -> None:
-    steps = [match_start(seat=0), round_start(list(HAND)), act_play(3, list(HAND), ["QC"]),
-             act_play(4, list(HAND), []),
-             {"type": "act", "id": 5, "kind": "give", "hand": list(HAND), "to": 1, "count": 2}]  # fmt: skip
+    steps = [
+        match_start(seat=0),
+        round_start(list(HAND)),
+        act_play(3, list(HAND), ["QC"]),
+        act_play(4, list(HAND), []),
+        {"type": "act", "id": 5, "kind": "give", "hand": list(HAND), "to": 1, "count": 2},
+    ]
     script = f"""
         const k = require({str(JS_KIT)!r});
         class Broken extends k.Bot {{
@@ -541,10 +556,16 @@ def test_python_kit_writes_nothing_but_replies_on_stdout() -> None:
 
 def _act_with_counts(counts: list[Any]) -> dict[str, Any]:
     return {
-        "type": "act", "id": 9, "kind": "play", "hand": ["8D", "9S"],
-        "trick": {"leader": 0, "count": 0, "top": []}, "passed": [],
-        "legal": [["8D"], ["9S"]], "bank_ms": 900, "counts": counts,
-    }  # fmt: skip
+        "type": "act",
+        "id": 9,
+        "kind": "play",
+        "hand": ["8D", "9S"],
+        "trick": {"leader": 0, "count": 0, "top": []},
+        "passed": [],
+        "legal": [["8D"], ["9S"]],
+        "bank_ms": 900,
+        "counts": counts,
+    }
 
 
 def test_python_kit_takes_the_referees_counts_and_ignores_broken_ones() -> None:

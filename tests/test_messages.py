@@ -137,12 +137,26 @@ def test_to_bot_round_trip_is_exact(msg: dict[str, Any]) -> None:
 def test_every_to_bot_type_has_an_example() -> None:
     sent = {(x["type"], x.get("kind") if x["type"] == "act" else None) for x in TO_BOT}
     assert sent == {
-        ("hello", None), ("match_start", None), ("round_start", None), ("act", "play"),
-        ("act", "give"), ("act", "leftover"), ("played", None), ("passed", None),
-        ("skipped", None), ("trick_end", None), ("finished", None), ("eliminated", None),
-        ("exchanged", None), ("received", None), ("leftover_taken", None), ("fault", None),
-        ("round_end", None), ("match_end", None), ("bye", None),
-    }  # fmt: skip
+        ("hello", None),
+        ("match_start", None),
+        ("round_start", None),
+        ("act", "play"),
+        ("act", "give"),
+        ("act", "leftover"),
+        ("played", None),
+        ("passed", None),
+        ("skipped", None),
+        ("trick_end", None),
+        ("finished", None),
+        ("eliminated", None),
+        ("exchanged", None),
+        ("received", None),
+        ("leftover_taken", None),
+        ("fault", None),
+        ("round_end", None),
+        ("match_end", None),
+        ("bye", None),
+    }
 
 
 def test_models_are_built_with_python_names_and_sent_with_protocol_names() -> None:
@@ -159,8 +173,16 @@ def test_models_are_built_with_python_names_and_sent_with_protocol_names() -> No
     )
     assert json.loads(m.encode(act))["kind"] == "play"
     assert list(json.loads(m.encode(act))) == [
-        "type", "id", "kind", "hand", "trick", "passed", "legal", "bank_ms", "counts",
-    ]  # fmt: skip
+        "type",
+        "id",
+        "kind",
+        "hand",
+        "trick",
+        "passed",
+        "legal",
+        "bank_ms",
+        "counts",
+    ]
 
 
 def test_nullable_fields_are_sent_as_null() -> None:

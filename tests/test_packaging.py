@@ -33,9 +33,19 @@ pytestmark = pytest.mark.timeout(300)
 
 # What the developer's tree holds that a copy need not (big, or the build's own output).
 _NOT_COPIED = shutil.ignore_patterns(
-    ".git", ".venv", ".venv.lock", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-    ".hypothesis", "build", "dist", "*.egg-info", "*.results", "tmp",
-)  # fmt: skip
+    ".git",
+    ".venv",
+    ".venv.lock",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    "build",
+    "dist",
+    "*.egg-info",
+    "*.results",
+    "tmp",
+)
 _JUNK = (
     "sample_bots/heuristic/__pycache__/bot.cpython-311.pyc",
     "protocol/kits/python/__pycache__/botkit.cpython-311.pyc",
@@ -174,10 +184,21 @@ def installed(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed
     # the dependencies come from the index or pip's cache, never from the project's venv.
     pip_env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     out = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(env.venv / "bin" / "python"), "install",
-         "--quiet", str(_one(dist, "*.whl"))],
-        capture_output=True, text=True, timeout=240, env=pip_env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(env.venv / "bin" / "python"),
+            "install",
+            "--quiet",
+            str(_one(dist, "*.whl")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=pip_env,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     return env
 
@@ -270,21 +291,44 @@ def test_sample_bots_are_named_with_an_at_sign_and_copied_out(installed: Install
     assert listed[0].endswith(str(shipped / "heuristic"))
 
     played = installed.referee(
-        "play", "@heuristic", "@lowest", "@js-lowest", "--sandbox", "process", "--json",
-        "--max-rounds", "2", "--log", str(installed.cwd / "samples.jsonl"),
-    )  # fmt: skip
+        "play",
+        "@heuristic",
+        "@lowest",
+        "@js-lowest",
+        "--sandbox",
+        "process",
+        "--json",
+        "--max-rounds",
+        "2",
+        "--log",
+        str(installed.cwd / "samples.jsonl"),
+    )
     names = {seat["name"] for seat in json.loads(played.stdout)["standings"]}
     assert names == {"heuristic", "lowest", "js-lowest"}
 
     table = installed.referee(
-        "play", "@heuristic", "@lowest", "@random", "--sandbox", "process", "--json",
-        "--max-rounds", "2", "--matches", "3", "--workers", "1",
-        "--results", str(installed.cwd / "quick"),
-    )  # fmt: skip
+        "play",
+        "@heuristic",
+        "@lowest",
+        "@random",
+        "--sandbox",
+        "process",
+        "--json",
+        "--max-rounds",
+        "2",
+        "--matches",
+        "3",
+        "--workers",
+        "1",
+        "--results",
+        str(installed.cwd / "quick"),
+    )
     data = json.loads(table.stdout)
     assert data["matches"] == 3 and {bot["name"] for bot in data["bots"]} == {
-        "heuristic", "lowest", "random",
-    }  # fmt: skip
+        "heuristic",
+        "lowest",
+        "random",
+    }
 
     installed.referee("bot", "samples", "mine")
     for name in SAMPLE_BOTS:
@@ -293,7 +337,9 @@ def test_sample_bots_are_named_with_an_at_sign_and_copied_out(installed: Install
         assert all((copy / f).read_bytes() == (source / f).read_bytes() for f in _shipped(source))
     refused = installed.run(str(installed.venv / "bin" / "referee"), "bot", "samples", "mine")
     assert refused.returncode == 2 and "is not empty" in refused.stderr
-    unknown = installed.run(str(installed.venv / "bin" / "referee"), "play", "@random", "mine/lowest", "@nope")
+    unknown = installed.run(
+        str(installed.venv / "bin" / "referee"), "play", "@random", "mine/lowest", "@nope"
+    )
     assert unknown.returncode == 2
     assert unknown.stderr.startswith("referee: no sample bot is called @nope (the samples: @")
 

@@ -52,8 +52,13 @@ def test_play_matches_prints_a_table_with_every_bot_and_the_matches_counted(
         lines = result.stdout.splitlines()
         assert "arschloch · 3 seats · 6 matches" in lines[0]
         assert re.split(r"\s{2,}", lines[1].strip()) == [
-            "bot", "score [95%]", "1st", "2nd", "3rd", "faults",
-        ]  # fmt: skip
+            "bot",
+            "score [95%]",
+            "1st",
+            "2nd",
+            "3rd",
+            "faults",
+        ]
         rows = {line.split()[0]: line.split() for line in lines[3:6]}
         assert set(rows) == {"heuristic", "lowest", "random"}
         for cells in rows.values():
@@ -69,15 +74,30 @@ def test_play_matches_prints_a_table_with_every_bot_and_the_matches_counted(
 
 def test_json_has_each_bot_rounds_up_and_counts_faults(tmp_path: Path) -> None:
     result = _play(
-        "@heuristic", "@lowest", "@random", str(GARBAGE), "--matches", "5", "--json",
-        "--results", str(tmp_path / "r"),
-    )  # fmt: skip
+        "@heuristic",
+        "@lowest",
+        "@random",
+        str(GARBAGE),
+        "--matches",
+        "5",
+        "--json",
+        "--results",
+        str(tmp_path / "r"),
+    )
     data = _json(result)
     assert "8 matches (2 deals x 4 seat rotations; --matches 5 rounded up)" in result.stderr
     assert set(data) == {
-        "rules", "table_size", "matches", "scheduled", "deals", "confidence", "bots",
-        "duplicate", "results", "failed",
-    }  # fmt: skip
+        "rules",
+        "table_size",
+        "matches",
+        "scheduled",
+        "deals",
+        "confidence",
+        "bots",
+        "duplicate",
+        "results",
+        "failed",
+    }
     assert (data["matches"], data["scheduled"], data["table_size"]) == (8, 8, 4)
     assert (data["duplicate"], data["failed"], data["deals"]) == ("tables", 0, 2)
     assert data["results"] == str(tmp_path / "r")
@@ -95,9 +115,19 @@ def test_the_same_seed_gives_the_same_table_with_one_worker_or_two(tmp_path: Pat
     tables = []
     for workers in ("1", "2"):
         result = _play(
-            "@heuristic", "@random", "@random", "--matches", "6", "--seed", "11", "--json",
-            "--workers", workers, "--results", str(tmp_path / workers),
-        )  # fmt: skip
+            "@heuristic",
+            "@random",
+            "@random",
+            "--matches",
+            "6",
+            "--seed",
+            "11",
+            "--json",
+            "--workers",
+            workers,
+            "--results",
+            str(tmp_path / workers),
+        )
         assert "note: --seed 11 makes the deals predictable" in result.stderr
         data = _json(result)
         data.pop("results")

@@ -54,10 +54,24 @@ def test_index_lists_every_message_type(documents: dict[str, str]) -> None:
         json.loads(documents[f])["properties"]["type"]["const"] for f in index["to_bot"].values()
     }
     assert sent == {
-        "hello", "act", "match_start", "round_start", "played", "passed", "skipped",
-        "trick_end", "finished", "eliminated", "exchanged", "received", "leftover_taken",
-        "fault", "round_end", "match_end", "bye",
-    }  # fmt: skip
+        "hello",
+        "act",
+        "match_start",
+        "round_start",
+        "played",
+        "passed",
+        "skipped",
+        "trick_end",
+        "finished",
+        "eliminated",
+        "exchanged",
+        "received",
+        "leftover_taken",
+        "fault",
+        "round_end",
+        "match_end",
+        "bye",
+    }
     assert set(index["from_bot"]) == {"ready", "play_reply", "give_reply", "leftover_reply"}
 
 

@@ -187,17 +187,28 @@ def _compare(
     bots = _named_bots(given, table_size, allow_images)
     folder = results_dir or Path(tempfile.mkdtemp(prefix="referee-compare-"))
     tournament = compare_tournament(
-        bots[0], bots[1], bots[2:], given,
-        preset=preset, max_rounds=max_rounds, table_size=table_size, deals=deals,
-        time_control=time_control, backend=sandbox_name, memory_mb=memory_mb,
-        images=allow_images, folder=folder,
-    )  # fmt: skip
+        bots[0],
+        bots[1],
+        bots[2:],
+        given,
+        preset=preset,
+        max_rounds=max_rounds,
+        table_size=table_size,
+        deals=deals,
+        time_control=time_control,
+        backend=sandbox_name,
+        memory_mb=memory_mb,
+        images=allow_images,
+        folder=folder,
+    )
     sandbox = get_sandbox(sandbox_name, images=allow_images)
     check_memory(sandbox, table_size, memory_mb, fix="lower --memory-mb")
     executor = LocalExecutor.within_memory(
-        workers, seats=table_size, limits=Limits(memory_mb=memory_mb),
+        workers,
+        seats=table_size,
+        limits=Limits(memory_mb=memory_mb),
         own_cgroup=sandbox.name == "process",
-    )  # fmt: skip
+    )
     test = Sprt(*hypotheses, alpha=alpha, beta=beta)
     view = _Progress(folder)
     view.intro(tournament, test, max_matches, seed, executor.workers)
@@ -205,11 +216,16 @@ def _compare(
         say(note)
     try:
         summary = run_comparison(
-            tournament, executor, test,
-            max_deals=deals, results_dir=folder, batch=2 * executor.workers, restart=restart,
+            tournament,
+            executor,
+            test,
+            max_deals=deals,
+            results_dir=folder,
+            batch=2 * executor.workers,
+            restart=restart,
             on_event=view.update,
             deal_secret=_seeded_secret(seed) if seed is not None else None,
-        )  # fmt: skip
+        )
     finally:
         view.close()
     _report(summary, tournament, test, max_matches, as_json)

@@ -116,9 +116,13 @@ def run(
         with _executor(spec, workers, where, overcommit_memory) as (executor, count):
             view.workers = count
             run_league(
-                file, executor, on_event=view.update, batches=batches, restart=restart,
+                file,
+                executor,
+                on_event=view.update,
+                batches=batches,
+                restart=restart,
                 deal_secret=secret,
-            )  # fmt: skip
+            )
     finally:
         view.finish(spec.results_dir)
     if publisher is not None:

@@ -128,8 +128,7 @@ def series_options(command: F) -> F:
         click.option(
             "--restart",
             is_flag=True,
-            help="With --results: discard the results stored there first (after a bot "
-            "changed).",
+            help="With --results: discard the results stored there first (after a bot changed).",
         ),
         click.option(
             "--duplicate",

@@ -273,9 +273,7 @@ class RefereePlugin(WorkerPlugin):
             next_up = self._staged_next(cluster_task, fetch)
             with tempfile.TemporaryDirectory(prefix="referee-match-") as folder:
                 log_path = Path(folder) / "match.jsonl"
-                here = dataclasses.replace(
-                    task, bots=bots, log_path=str(log_path), next_up=next_up
-                )
+                here = dataclasses.replace(task, bots=bots, log_path=str(log_path), next_up=next_up)
                 try:
                     outcome = self._worker.play(here, on_start=self._started, before_deal=claim)
                 finally:
@@ -801,9 +799,7 @@ class DaskExecutor:
             if answer.stderr is not None:
                 _write_log(stderr_path(task.log_path), answer.stderr)
             _write_log(Path(task.log_path), answer.log)
-            outcome = dataclasses.replace(
-                outcome, result={**outcome.result, "log": task.log_path}
-            )
+            outcome = dataclasses.replace(outcome, result={**outcome.result, "log": task.log_path})
         self.stats.results += 1
         return outcome
 

@@ -152,9 +152,7 @@ class Worker:
         os.close(fd)
         partial = Path(name)
         try:
-            result = interrupts.run(
-                self._match(task, partial, on_start, before_deal), self._loop()
-            )
+            result = interrupts.run(self._match(task, partial, on_start, before_deal), self._loop())
             os.replace(stderr_path(partial), stderr_path(final))
             os.replace(partial, final)
         except InfrastructureError as exc:

@@ -434,8 +434,9 @@ class ComplianceRun:
         later round (a key it never met in the first three) fails here, not in the
         tournament."""
         rules = ruleset.resolve(seats)
-        step = Step(f"a full match of {ruleset.name} at {seats} seats", preset=ruleset.name,
-                    seats=seats)  # fmt: skip
+        step = Step(
+            f"a full match of {ruleset.name} at {seats} seats", preset=ruleset.name, seats=seats
+        )
         started = self.clock.monotonic()
         step.seeds.append(seed)
         result = None

@@ -188,9 +188,7 @@ def read_answer(
 
 def _a_number(word: str, pass_allowed: bool) -> bool:
     """Whether ``word`` is meant as a number (or the pass), not as a card."""
-    return (word.isascii() and word.isdigit()) or (
-        pass_allowed and word.lower() in ("p", "pass")
-    )
+    return (word.isascii() and word.isdigit()) or (pass_allowed and word.lower() in ("p", "pass"))
 
 
 def _clip(text: str, length: int) -> str:

@@ -585,4 +585,3 @@ def run_in_command(main: Callable[[], Awaitable[_T]], sandbox: Sandbox) -> _T:
 def seat_of(result: MatchResult, seat: int) -> SeatResult:
     """The standing of ``seat`` in ``result``."""
     return next(st for st in result.standings if st.seat == seat)
-

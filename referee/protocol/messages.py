@@ -417,10 +417,26 @@ class LeftoverReply(_FromBot):
 
 Act: TypeAlias = ActPlay | ActGive | ActLeftover
 ToBot: TypeAlias = (
-    Hello | ActPlay | ActGive | ActLeftover | MatchStart | RoundStart | Played | Passed
-    | Skipped | TrickEnd | Finished | Eliminated | Exchanged | Received | LeftoverTaken
-    | Fault | RoundEnd | MatchEnd | Bye
-)  # fmt: skip
+    Hello
+    | ActPlay
+    | ActGive
+    | ActLeftover
+    | MatchStart
+    | RoundStart
+    | Played
+    | Passed
+    | Skipped
+    | TrickEnd
+    | Finished
+    | Eliminated
+    | Exchanged
+    | Received
+    | LeftoverTaken
+    | Fault
+    | RoundEnd
+    | MatchEnd
+    | Bye
+)
 Reply: TypeAlias = Ready | PlayReply | GiveReply | LeftoverReply
 
 _REPLY_MODELS: dict[str, type[Reply]] = {
@@ -636,9 +652,21 @@ _WS = rb"[ \t\r\n]*"
 _ID_FIELD = rb'"id"' + _WS + rb":" + _WS + rb"(?P<id>0|[1-9][0-9]{0,17})"
 _TOKEN = rb'"[0-9A-Za-z]{1,8}"'
 _CARDS_FIELD = (
-    rb'"cards"' + _WS + rb":" + _WS + rb"\[" + _WS
-    + rb"(?P<cards>(?:" + _TOKEN + _WS + rb"(?:," + _WS + _TOKEN + _WS + rb")*)?)\]"
-)  # fmt: skip
+    rb'"cards"'
+    + _WS
+    + rb":"
+    + _WS
+    + rb"\["
+    + _WS
+    + rb"(?P<cards>(?:"
+    + _TOKEN
+    + _WS
+    + rb"(?:,"
+    + _WS
+    + _TOKEN
+    + _WS
+    + rb")*)?)\]"
+)
 
 
 def _object(first: bytes, second: bytes) -> re.Pattern[bytes]:

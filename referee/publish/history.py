@@ -36,10 +36,27 @@ WIDTH, HEIGHT = 900, 420
 _LEFT, _RIGHT, _TOP, _BOTTOM = 52, 16, 14, 34
 
 PALETTE = (
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-    "#7f7f7f", "#bcbd22", "#393b79", "#ad494a", "#637939", "#e6550d", "#7b4173", "#3182bd",
-    "#31a354", "#843c39", "#de9ed6", "#636363",
-)  # fmt: skip
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#7f7f7f",
+    "#bcbd22",
+    "#393b79",
+    "#ad494a",
+    "#637939",
+    "#e6550d",
+    "#7b4173",
+    "#3182bd",
+    "#31a354",
+    "#843c39",
+    "#de9ed6",
+    "#636363",
+)
 """Twenty colours that stay apart on white; past twenty, lines are dashed as well."""
 _DASHES = ("", "6 3", "2 3", "8 3 2 3")
 

@@ -838,8 +838,7 @@ def to_rich_table(board: Leaderboard) -> Group:
         notes += [terminal_text(line) for line in settings_sentences(board.settings)]
         notes.append("Bots, version and sha256 of their files:")
         notes += [
-            terminal_text(f"  {b.name} {b.version or '-'} {b.sha256}")
-            for b in board.settings.bots
+            terminal_text(f"  {b.name} {b.version or '-'} {b.sha256}") for b in board.settings.bots
         ]
     table = Table(
         title=Text(

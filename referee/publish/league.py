@@ -180,9 +180,11 @@ def read_board(tournament: Tournament, ledger: LeagueLedger, store: Store) -> Le
         _entry(e, placement * k, placement, batch, held.get(e.label)) for e in entrants.values()
     ]
     suspended = tuple(
-        sorted((e for e in entries if e.left is None and e.suspended is not None),
-               key=lambda e: (e.suspended or 0, e.label))
-    )  # fmt: skip
+        sorted(
+            (e for e in entries if e.left is None and e.suspended is not None),
+            key=lambda e: (e.suspended or 0, e.label),
+        )
+    )
     live = [e for e in entries if e.left is None and e.suspended is None]
     rated = sorted((e for e in live if e.matches), key=lambda e: (-e.score, -e.mu, e.label))
     ranked = tuple(_ranked(e, i) for i, e in enumerate(rated, start=1))
@@ -366,10 +368,27 @@ def _markdown(board: LeagueBoard) -> str:
 
 
 _CSV_COLUMNS = (
-    "rank", "name", "entrant", "version", "score", "mu", "sigma", "matches", "avg_place",
-    "firsts", "forfeits", "faults", "last_played", "placement", "retired", "left_batch",
-    "left_why", "suspended", "suspended_batch", "suspended_why",
-)  # fmt: skip
+    "rank",
+    "name",
+    "entrant",
+    "version",
+    "score",
+    "mu",
+    "sigma",
+    "matches",
+    "avg_place",
+    "firsts",
+    "forfeits",
+    "faults",
+    "last_played",
+    "placement",
+    "retired",
+    "left_batch",
+    "left_why",
+    "suspended",
+    "suspended_batch",
+    "suspended_why",
+)
 
 
 def _csv(board: LeagueBoard) -> str:

@@ -284,13 +284,20 @@ class _Publication:
             same = [
                 views[m.spec.key]
                 for m in results
-                if m.spec.deal_id == view.deal_id and views[m.spec.key] not in rotations
+                if m.spec.deal_id == view.deal_id
+                and views[m.spec.key] not in rotations
                 and m.spec.key != view.key
             ]
             self._render(
-                "league_match.html", "matches", view.stem, root="../", match=view,
-                bot_slug=slugs, same_cards=same, rotations=rotations,
-            )  # fmt: skip
+                "league_match.html",
+                "matches",
+                view.stem,
+                root="../",
+                match=view,
+                bot_slug=slugs,
+                same_cards=same,
+                rotations=rotations,
+            )
         return len(results)
 
     def _records(self, batch: int) -> dict[str, tuple[int | None, float | None, float | None]]:
@@ -318,8 +325,17 @@ class _Publication:
             label=f"batch {batch_of(key)}, rotation {match.spec.rotation}",
             table=match.spec.table,
             seats=tuple(
-                SeatView(s.seat, s.name, slugs.get(s.name), s.place, s.score, s.forfeit,
-                         s.fault_kind, s.fault_detail, lines.get(s.seat))
+                SeatView(
+                    s.seat,
+                    s.name,
+                    slugs.get(s.name),
+                    s.place,
+                    s.score,
+                    s.forfeit,
+                    s.fault_kind,
+                    s.fault_detail,
+                    lines.get(s.seat),
+                )
                 for s in match.seats
             ),
             rounds=rounds,
@@ -378,9 +394,14 @@ class _Publication:
         rendered = 0
         for entry in every:
             records[entry.label] = [
-                entry.matches, entry.rank, entry.left, entry.placing, entry.suspended,
-                entry.suspended_why, self.stderr_private,
-            ]  # fmt: skip
+                entry.matches,
+                entry.rank,
+                entry.left,
+                entry.placing,
+                entry.suspended,
+                entry.suspended_why,
+                self.stderr_private,
+            ]
             if records[entry.label] == before.get(entry.label) and entry.label not in seated:
                 continue
             recent = [
@@ -391,11 +412,18 @@ class _Publication:
             ]
             versions = sorted(by_name[entry.name], key=lambda e: e.version)
             self._render(
-                "league_bot.html", "bots", slugs[entry.label], root="../", e=entry,
-                record=stored.get(entry.label), versions=versions, recent=recent, slug=slugs,
+                "league_bot.html",
+                "bots",
+                slugs[entry.label],
+                root="../",
+                e=entry,
+                record=stored.get(entry.label),
+                versions=versions,
+                recent=recent,
+                slug=slugs,
                 faults=self._faults(entry.label, slugs, last),
                 stderr_private=self.stderr_private,
-            )  # fmt: skip
+            )
             rendered += 1
         return records, rendered
 
@@ -411,19 +439,23 @@ class _Publication:
             view = None if match is None else self._fault_match(match, slugs, held)
             info = stored_fault_info(fault)
             shown = FaultView(
-                key=fault.key, seat=fault.seat, name=fault.name, kind=fault.kind, held=held,
-                request_id=fault.request_id, elapsed_ms=fault.elapsed_ms,
-                detail=None if held else fault.detail, reply=None if held else fault.reply,
+                key=fault.key,
+                seat=fault.seat,
+                name=fault.name,
+                kind=fault.kind,
+                held=held,
+                request_id=fault.request_id,
+                elapsed_ms=fault.elapsed_ms,
+                detail=None if held else fault.detail,
+                reply=None if held else fault.reply,
                 stderr=None if held or self.stderr_private else fault.stderr,
                 request=None if held or fault.request is None else _request_line(fault.request),
                 request_label="" if fault.request is None else _request_label(fault),
-                explained=() if held else tuple(
-                    line for line in explain_fault(info) if not line.startswith("stderr")
-                ),
-            )  # fmt: skip
-            groups.append(
-                FaultGroup(fault.kind, shown.reply, held, ((shown, view),), count=count)
+                explained=()
+                if held
+                else tuple(line for line in explain_fault(info) if not line.startswith("stderr")),
             )
+            groups.append(FaultGroup(fault.kind, shown.reply, held, ((shown, view),), count=count))
         return groups
 
     def _fault_match(self, match: StoredMatch, slugs: Mapping[str, str], held: bool) -> MatchView:
@@ -441,10 +473,19 @@ class _Publication:
             except ValueError as exc:
                 replay, note = "unreadable", f"its log cannot be read ({exc})"
         seats = tuple(
-            SeatView(s.seat, s.name, slugs.get(s.name), s.place, s.score, s.forfeit,
-                     s.fault_kind, None if held else s.fault_detail, lines.get(s.seat))
+            SeatView(
+                s.seat,
+                s.name,
+                slugs.get(s.name),
+                s.place,
+                s.score,
+                s.forfeit,
+                s.fault_kind,
+                None if held else s.fault_detail,
+                lines.get(s.seat),
+            )
             for s in match.seats
-        )  # fmt: skip
+        )
         return MatchView(
             key=key,
             stem=_stem(key, match.spec.table),
@@ -464,13 +505,23 @@ class _Publication:
         batch = batch_of(key) or 0
         stem = _stem(key, match.spec.table)
         return _Listed(
-            key, stem, f"batch {batch}, rotation {match.spec.rotation}", match.spec.table,
+            key,
+            stem,
+            f"batch {batch}, rotation {match.spec.rotation}",
+            match.spec.table,
             batch < last,
-        )  # fmt: skip
+        )
 
     def _index(self, board: LeagueBoard, slugs: Mapping[str, str]) -> None:
-        self._render("league_index.html", "", "index", root="", board=board, slug=slugs,
-                     notes=league_notes(board))  # fmt: skip
+        self._render(
+            "league_index.html",
+            "",
+            "index",
+            root="",
+            board=board,
+            slug=slugs,
+            notes=league_notes(board),
+        )
         for suffix, fmt in ((".md", "md"), (".json", "json"), (".csv", "csv")):
             self.folder.write("", "leaderboard", suffix, render_league(board, fmt).encode())
 

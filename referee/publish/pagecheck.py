@@ -101,8 +101,12 @@ def check_pages(site: PublishedSite, found: Verification, rounds: dict[str, int]
     found.host_files = sorted(host)
     named = _named(found.problems)
     for path in sorted(set(on_disk) - set(listed) - {site_json}):
-        _problem(found, named, path, f"{path}: not a file referee publish wrote ({site_json} "
-                 "does not list it)")  # fmt: skip
+        _problem(
+            found,
+            named,
+            path,
+            f"{path}: not a file referee publish wrote ({site_json} does not list it)",
+        )
     for path in sorted(set(listed) - set(on_disk)):
         _problem(found, named, path, f"{path}: listed in {site_json}, but missing")
     if document.referee != __version__:
@@ -134,8 +138,12 @@ def check_pages(site: PublishedSite, found: Verification, rounds: dict[str, int]
     for path in sorted(listed):
         kind = file_kind(path)[0]  # by its path: the list's word for it is no evidence
         if path in on_disk and path not in rendered and kind not in _NOT_RENDERED:
-            _problem(found, named, path, f"{path}: listed as a {kind}, but the verified data "
-                     "renders no such file")  # fmt: skip
+            _problem(
+                found,
+                named,
+                path,
+                f"{path}: listed as a {kind}, but the verified data renders no such file",
+            )
     _hashes(site, found, named, listed, set(on_disk) - set(renderer.compared))
     found.pages = len(renderer.compared)
     found.unverified = _unverified(document, renderer)
@@ -170,8 +178,12 @@ def _hashes(
             _problem(found, named, path, f"{path}: {exc.strerror or exc}")
             continue
         if hashlib.sha256(data).hexdigest() != listed[path].sha256:
-            _problem(found, named, path, f"{path}: its SHA-256 is not the one "
-                     f"{EVIDENCE}/{SITE_FILES}.json lists")  # fmt: skip
+            _problem(
+                found,
+                named,
+                path,
+                f"{path}: its SHA-256 is not the one {EVIDENCE}/{SITE_FILES}.json lists",
+            )
 
 
 def _walk(site: PublishedSite, found: Verification) -> tuple[set[str], set[str]]:
@@ -190,8 +202,9 @@ def _walk(site: PublishedSite, found: Verification) -> tuple[set[str], set[str]]
                         "holds far fewer"
                     )
                 if entry.is_symlink():
-                    found.problems.append(f"{path}: a symbolic link; a published site holds "
-                                          "files only")  # fmt: skip
+                    found.problems.append(
+                        f"{path}: a symbolic link; a published site holds files only"
+                    )
                 elif entry.is_dir(follow_symlinks=False) and depth < 3:
                     try:
                         sub = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
@@ -260,8 +273,7 @@ class _Renderer:
                 what = "not what the verified data renders"
             self.problem(path, f"{path}: {what}{_first_line(published, data)}")
         elif path in self.listed and self.listed[path].sha256 != digest:
-            self.problem(path, f"{path}: {EVIDENCE}/{SITE_FILES}.json lists another SHA-256 "
-                         "for it")  # fmt: skip
+            self.problem(path, f"{path}: {EVIDENCE}/{SITE_FILES}.json lists another SHA-256 for it")
         return len(data)
 
 
@@ -323,9 +335,10 @@ class _SiteFiles:
             shown = _stderr_shown(script, key)
         except (ValueError, RecursionError, TypeError, KeyError, AttributeError):
             self.renderer.problem(
-                path, f"{path}: not a stderr script referee publish writes (it must assign "
-                f"window.{STDERR_GLOBAL} the data of one match's stderr, nothing else)"
-            )  # fmt: skip
+                path,
+                f"{path}: not a stderr script referee publish writes (it must assign "
+                f"window.{STDERR_GLOBAL} the data of one match's stderr, nothing else)",
+            )
             raise OSError(5, "not a stderr script") from None
         self.renderer.stderr_checked += 1
         return shown

@@ -80,8 +80,9 @@ HOST_FILES: Final = (".nojekyll", "CNAME", "robots.txt")
 ``.nojekyll`` and ``CNAME``, a crawler policy): verify accepts them unlisted, and names
 them. Nothing the pages load."""
 
-Kind = Literal["page", "replay", "stderr", "log", "leaderboard", "static", "evidence", "cache",
-               "marker"]  # fmt: skip
+Kind = Literal[
+    "page", "replay", "stderr", "log", "leaderboard", "static", "evidence", "cache", "marker"
+]
 
 SOURCES: Final = {
     "plan": "verification/plan.json",

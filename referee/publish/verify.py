@@ -435,9 +435,7 @@ class _Check:
     def problem(self, text: str) -> None:
         self.found.problems.append(text)
 
-    def run(
-        self, given: Published, progress: Callable[[int, int], None] | None
-    ) -> Verification:
+    def run(self, given: Published, progress: Callable[[int, int], None] | None) -> Verification:
         source = self.source
         plan = source.plan()
         self.found.file_sha256 = chain.log_digest(plan.source.encode("utf-8"))
@@ -815,9 +813,7 @@ class _Check:
             return None
         return under.pop() if under else len(self.replacements)
 
-    def _deals(
-        self, plan: Plan, played: Sequence[MatchSpec], attempts: dict[str, int]
-    ) -> None:
+    def _deals(self, plan: Plan, played: Sequence[MatchSpec], attempts: dict[str, int]) -> None:
         """No entrant (nor author, kept apart) met the same cards twice."""
         if plan.file.duplicate == "rotations":
             return
@@ -874,9 +870,13 @@ class _Check:
                     break
                 seen.add(link.key)
                 self.played_under[link.key] = under
-                entry = _result_entry(match, secrets.get(secret_of.get(link.key, -1)),
-                                      plan.file.seed, attempts.get(link.key, 0),
-                                      digests.get(link.key, ""))  # fmt: skip
+                entry = _result_entry(
+                    match,
+                    secrets.get(secret_of.get(link.key, -1)),
+                    plan.file.seed,
+                    attempts.get(link.key, 0),
+                    digests.get(link.key, ""),
+                )
                 if link.entry and entry != link.entry:  # a site publishes heads only
                     self.problem(
                         f"results chain {link.position}: {link.key} is not the result (or the "
@@ -917,7 +917,6 @@ class _Check:
                 f"differ in {_plan_difference(link.entry, want)}): it was changed afterwards"
             )
 
-
     # -- replacements ------------------------------------------------------------------
 
     def _replacement_list(self, plan: Plan) -> None:
@@ -929,8 +928,9 @@ class _Check:
         for number, r in enumerate(self.replacements, start=1):
             where = f"replacement {r.generation}"
             if r.generation != number:
-                self.problem(f"{where}: the replacements are not numbered 1 to "
-                             f"{len(self.replacements)}")  # fmt: skip
+                self.problem(
+                    f"{where}: the replacements are not numbered 1 to {len(self.replacements)}"
+                )
                 return
             if r.name not in plan.entrants:
                 self.problem(f"{where}: {r.name!r} is no entrant of the stored plan")
@@ -945,8 +945,7 @@ class _Check:
         for name, sha in files.items():
             if fingerprints.get(name) != sha:
                 self.problem(
-                    f"{name!r}: its results are stored with files other than its last "
-                    "replacement's"
+                    f"{name!r}: its results are stored with files other than its last replacement's"
                 )
 
     def _replaced_before(self, link: ChainLink) -> int:
@@ -980,8 +979,10 @@ class _Check:
                 self.problem(f"{key}: retired by replacement {generation}, made before it")
         for key in specs:
             if key_generation(key) and self.generations.get(key) != key_generation(key):
-                self.problem(f"{key}: a replay of replacement {key_generation(key)} stored as "
-                             "added under another")  # fmt: skip
+                self.problem(
+                    f"{key}: a replay of replacement {key_generation(key)} stored as "
+                    "added under another"
+                )
         for match in matches:
             self._retired_as_played(match)
 
@@ -1397,9 +1398,12 @@ class PublishedSite:
             if (link.key is None) == (link.entry is None):
                 raise UsageError(
                     f"{self.where / EVIDENCE / 'chain.json'}: link {link.position}: "
-                    + ("a plan link without its entry" if link.key is None else
-                       "a result's entry is never published (its seed is the manifest's)")
-                )  # fmt: skip
+                    + (
+                        "a plan link without its entry"
+                        if link.key is None
+                        else "a result's entry is never published (its seed is the manifest's)"
+                    )
+                )
 
     def _secret(self, secret: PublishedSecret) -> DealSecret:
         """A secret of ``deals.json``, checked: hex, and a whole beacon declaration."""
@@ -1463,10 +1467,11 @@ class PublishedSite:
 
     def replacements(self) -> list[Replacement]:
         return [
-            Replacement(r.generation, r.name, r.old_version, r.old_sha256, r.new_version,
-                        r.new_sha256)
+            Replacement(
+                r.generation, r.name, r.old_version, r.old_sha256, r.new_version, r.new_sha256
+            )
             for r in self._plan.replacements
-        ]  # fmt: skip
+        ]
 
     def deal_attempts(self) -> dict[str, int]:
         return dict(self._attempts)
@@ -1522,8 +1527,11 @@ class PublishedSite:
         found = check.found
         counted = [m for m in self._completed if m.spec.key not in self._retired]
         matches = [check.from_logs.get(m.spec.key, m) for m in counted]
-        retired_by = [self._retired[key] for key in (m.spec.key for m in self._completed)
-                      if key in self._retired]  # fmt: skip
+        retired_by = [
+            self._retired[key]
+            for key in (m.spec.key for m in self._completed)
+            if key in self._retired
+        ]
         rules = plan.file.ruleset().resolve(plan.file.table_size)
         # Computed as a publication ranks (source.rate_results, score_results), so that
         # the site's pages are rendered again from this ranking, not a second one.
@@ -1541,11 +1549,11 @@ class PublishedSite:
             entrants,
             deals=[
                 DealCommitment(
-                s.commitment,
-                s.secret.hex() if s.revealed is not None else None,
-                s.declared.source if s.declared else None,
-                s.beacon,
-            )
+                    s.commitment,
+                    s.secret.hex() if s.revealed is not None else None,
+                    s.declared.source if s.declared else None,
+                    s.beacon,
+                )
                 for s in self._secrets
             ],
             ratings=plan.file.ratings,

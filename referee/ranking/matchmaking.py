@@ -239,13 +239,22 @@ def plan_batch(
                 tables.append(PlannedTable(labels, standing.label, why))
 
     tiebreak = pool.tiebreak
-    fill(sorted(eligible, key=lambda s: (s.last_batch, tiebreak[s.label])),
-         fair_tables(total, settings), "fair")  # fmt: skip
+    fill(
+        sorted(eligible, key=lambda s: (s.last_batch, tiebreak[s.label])),
+        fair_tables(total, settings),
+        "fair",
+    )
     newcomers = [s for s in eligible if s.label in placing]
-    fill(sorted(newcomers, key=lambda s: (s.placement, s.last_batch, tiebreak[s.label])),
-         total, "placement")  # fmt: skip
-    fill(sorted(eligible, key=lambda s: (-s.sigma, s.matches, tiebreak[s.label])),
-         total, "matchmaking")  # fmt: skip
+    fill(
+        sorted(newcomers, key=lambda s: (s.placement, s.last_batch, tiebreak[s.label])),
+        total,
+        "placement",
+    )
+    fill(
+        sorted(eligible, key=lambda s: (-s.sigma, s.matches, tiebreak[s.label])),
+        total,
+        "matchmaking",
+    )
     return BatchPlan(state.batch, tuple(tables), capped)
 
 
@@ -343,9 +352,7 @@ class _Pool:
                     break
         return self._seat(chosen) if len(chosen) == k else None
 
-    def _table(
-        self, seed: Standing, ranked: Sequence[Standing], k: int
-    ) -> tuple[str, ...] | None:
+    def _table(self, seed: Standing, ranked: Sequence[Standing], k: int) -> tuple[str, ...] | None:
         """``seed`` and the first ``k - 1`` of ``ranked`` whose authors are all different."""
         chosen = [seed.label]
         authors = {self._author(seed)}

@@ -169,9 +169,7 @@ def plan_round(
     deals = max(1, len(matches) // (ROUND_SHARE * table_size * len(tables)))
     affordable = left // table_size  # whole table deals (every rotation) only
     chosen = [
-        (table, len(played.get(table, ())) + extra)
-        for extra in range(deals)
-        for table in tables
+        (table, len(played.get(table, ())) + extra) for extra in range(deals) for table in tables
     ][:affordable]
     new = playoff_deals(round_no, chosen, seed, secret, duplicate=duplicate, authors=authors)
     return PlayoffPlan(round_no, "open", tuple(uncertain), tuple(new), spent)
@@ -206,8 +204,10 @@ def _tables(
         candidates = [*order[start:], *reversed(order[:start])]
         table: list[str] = []
         for name in [pair.upper, pair.lower, *candidates]:
-            if len(table) < k and name not in table and all(
-                owner(name, name) != owner(other, other) for other in table
+            if (
+                len(table) < k
+                and name not in table
+                and all(owner(name, name) != owner(other, other) for other in table)
             ):
                 table.append(name)
         if len(table) == k:

@@ -109,10 +109,25 @@ def _llr(n: int, total: float, squares: float, d0: float, d1: float) -> float:
 
 
 _T_975 = {
-    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-    9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042,
-    40: 2.021, 60: 2.000, 120: 1.980,
-}  # fmt: skip
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    25: 2.060,
+    30: 2.042,
+    40: 2.021,
+    60: 2.000,
+    120: 1.980,
+}
 """Student's t 97.5 % quantiles by degrees of freedom (the 95 % two-sided interval)."""
 
 
@@ -263,9 +278,7 @@ class PairedDeals:
         return deal
 
     @classmethod
-    def of(
-        cls, new: str, old: str, table_size: int, matches: Iterable[StoredMatch]
-    ) -> PairedDeals:
+    def of(cls, new: str, old: str, table_size: int, matches: Iterable[StoredMatch]) -> PairedDeals:
         """The deals of stored ``matches``."""
         pairs = cls(new, old, table_size)
         for match in matches:

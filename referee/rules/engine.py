@@ -546,9 +546,7 @@ class Game:
         self._next_bottom = n
         self.offer = []
         self.events.append(
-            _new(
-                Deal, ("deal", self.round, dealer, tuple(map(tuple, dealt)), tuple(leftovers))
-            )
+            _new(Deal, ("deal", self.round, dealer, tuple(map(tuple, dealt)), tuple(leftovers)))
         )
 
         if prev is not None:
@@ -840,8 +838,7 @@ def _event_tables(n: int) -> _EventTables:
         MappingProxyType(
             {
                 reason: tuple(
-                    tuple(TrickEnd("trick_end", w, reason, lead) for lead in seats)
-                    for w in seats
+                    tuple(TrickEnd("trick_end", w, reason, lead) for lead in seats) for w in seats
                 )
                 for reason in ("all_passed", "top_card")
             }

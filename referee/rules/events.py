@@ -224,6 +224,16 @@ class MatchEnd(NamedTuple):
 
 
 Event: TypeAlias = (
-    Deal | Leftover | Exchange | Played | Passed | Skipped | TrickEnd | Finished | Eliminated
-    | Fault | RoundEnd | MatchEnd
-)  # fmt: skip
+    Deal
+    | Leftover
+    | Exchange
+    | Played
+    | Passed
+    | Skipped
+    | TrickEnd
+    | Finished
+    | Eliminated
+    | Fault
+    | RoundEnd
+    | MatchEnd
+)

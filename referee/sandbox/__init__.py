@@ -54,7 +54,6 @@ __all__ = [
 ]
 
 
-
 def __getattr__(name: str) -> Any:
     """``ProcessSandbox``, imported when first asked for: the package itself stays light.
 
@@ -101,8 +100,7 @@ def _docker_module() -> Any:
         from referee.sandbox import docker
     except ImportError as exc:
         raise UsageError(
-            f"the docker sandbox is not available ({exc}); "
-            f"{install_hint('docker', extra='docker')}"
+            f"the docker sandbox is not available ({exc}); {install_hint('docker', extra='docker')}"
         ) from None
     return docker
 

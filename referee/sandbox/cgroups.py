@@ -552,9 +552,13 @@ class BotCgroup:
         if folder is None or not self.support.freezer:
             return False
         v2 = self.support.version == 2
-        control, value = ("cgroup.freeze", "1" if frozen else "0") if v2 else (
-            "freezer.state",
-            "FROZEN" if frozen else "THAWED",
+        control, value = (
+            ("cgroup.freeze", "1" if frozen else "0")
+            if v2
+            else (
+                "freezer.state",
+                "FROZEN" if frozen else "THAWED",
+            )
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _FREEZE_TIMEOUT_S

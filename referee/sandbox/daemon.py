@@ -47,6 +47,7 @@ LABEL_BOT = f"{LABEL}.bot"
 """Label of a bot's container: the bot's name."""
 RUN_ENV = "REFEREE_RUN_ID"
 
+
 def docker_sdk() -> Any:
     """The Docker SDK (``import docker``), imported lazily: it is an optional extra."""
     try:

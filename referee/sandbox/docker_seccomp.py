@@ -51,6 +51,7 @@ from referee.sandbox.seccomp import DENIALS, denied_syscalls
 
 __all__ = ["ALLOWED", "allowed_blocks", "docker_profile", "profile_json"]
 
+
 def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
@@ -121,8 +122,14 @@ _ONE_ARCH = (  # (names, Docker's architecture names) from the default profile
     (("arch_prctl",), ("amd64", "x32")),
     (("modify_ldt",), ("amd64", "x32", "x86")),
     (
-        ("arm_fadvise64_64", "arm_sync_file_range", "sync_file_range2", "breakpoint",
-         "cacheflush", "set_tls"),
+        (
+            "arm_fadvise64_64",
+            "arm_sync_file_range",
+            "sync_file_range2",
+            "breakpoint",
+            "cacheflush",
+            "set_tls",
+        ),
         ("arm", "arm64"),
     ),
 )

@@ -164,6 +164,7 @@ def default_uid_range() -> range:
         raise UsageError(f"{UIDS_ENV}={text!r}: the range must be non-empty and start at 1000+")
     return uids
 
+
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 """``PATH`` inside the sandbox: ``python3`` is the system's interpreter, never the referee's."""
 
@@ -252,9 +253,7 @@ def _processes() -> Iterator[tuple[int, dict[str, str]]]:
 def pids_of_uid(uid: int) -> list[int]:
     """Processes running with ``uid`` as any of their uids and not dead (see :func:`_is_dead`)."""
     return [
-        pid
-        for pid, fields in _processes()
-        if uid in _status_uids(fields) and not _is_dead(fields)
+        pid for pid, fields in _processes() if uid in _status_uids(fields) and not _is_dead(fields)
     ]
 
 
@@ -609,8 +608,7 @@ def _setpriv_argv(setpriv: str, lease: UidLease | None) -> list[str]:
     root, or no cgroups), it costs one ``exec`` more per start: 1.0 ms, measured.
     """
     switch = (
-        [] if lease is None
-        else [f"--reuid={lease.uid}", f"--regid={lease.gid}", "--clear-groups"]
+        [] if lease is None else [f"--reuid={lease.uid}", f"--regid={lease.gid}", "--clear-groups"]
     )
     return [setpriv, *switch, "--pdeathsig=KILL", "--"]
 

@@ -287,8 +287,7 @@ def _check_program_in(spec: BotSpec, files: tuple[BotFile, ...]) -> None:
     manifest = _shown(spec.folder / MANIFEST)
     if found is None:
         raise UsageError(
-            f"{manifest}: command runs {printable(program)}, which is not in "
-            f"{_shown(spec.folder)}"
+            f"{manifest}: command runs {printable(program)}, which is not in {_shown(spec.folder)}"
         )
     if not found.executable:
         raise UsageError(
@@ -670,7 +669,9 @@ def _write_file(top: int, folders: list[str], name: str, file: BotFile) -> None:
             fd = child
             os.fchmod(fd, 0o755)
         out = os.open(
-            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+            name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
             dir_fd=fd,
         )
         try:

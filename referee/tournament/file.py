@@ -215,9 +215,7 @@ def parse_tournament(text: str, path: Path) -> Tournament:
     return _resolve(path, model, text)
 
 
-def append_bot_entry(
-    path: Path, bot_path: str, name: str, author: str | None = None
-) -> Tournament:
+def append_bot_entry(path: Path, bot_path: str, name: str, author: str | None = None) -> Tournament:
     """Append a ``[[bots]]`` entry to the tournament file, leaving the rest as written.
 
     The new text is checked as a whole before anything is written (a file that lists its
@@ -378,8 +376,10 @@ def _check_twins(path: Path, tournament: Tournament) -> None:
     first = twins[0]
     sha = tournament.bot(first[0]).sha256
     listed = [f"bots[{index[n]}] ({n!r})" for n in first]
-    named = " and ".join(listed) if len(listed) <= 3 else (
-        f"{', '.join(listed[:2])} and {len(listed) - 2} more"
+    named = (
+        " and ".join(listed)
+        if len(listed) <= 3
+        else (f"{', '.join(listed[:2])} and {len(listed) - 2} more")
     )
     more = f" (and {len(twins) - 1} more such groups)" if len(twins) > 1 else ""
     raise UsageError(
@@ -527,5 +527,3 @@ def check_new_author(tournament: Tournament, author: str) -> None:
 def check_display_name(name: str) -> str:
     """A display name: see :func:`referee.names.check_name`."""
     return check_name(name, "name")
-
-

@@ -374,9 +374,7 @@ class LeagueLedger:
 
     def _check_schema(self) -> None:
         try:
-            row = self._db.execute(
-                "SELECT value FROM meta WHERE key = 'league_schema'"
-            ).fetchone()
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'league_schema'").fetchone()
         except sqlite3.OperationalError:
             row = None
         if row is None or row[0] != str(LEAGUE_SCHEMA):
@@ -755,17 +753,26 @@ class LeagueLedger:
                     faults[tally.fault] = faults.get(tally.fault, 0) + 1
                     db.execute(
                         "UPDATE league_entrants SET faults = ? WHERE label = ?",
-                        (json.dumps(dict(sorted(faults.items())), separators=(",", ":")),
-                         tally.label),
-                    )  # fmt: skip
+                        (
+                            json.dumps(dict(sorted(faults.items())), separators=(",", ":")),
+                            tally.label,
+                        ),
+                    )
                 mu, sigma = ratings[tally.label]
                 db.execute(
                     "UPDATE league_entrants SET mu = ?, sigma = ?, matches = matches + 1, "
                     "place_sum = place_sum + ?, firsts = firsts + ?, forfeits = forfeits + ?, "
                     "last_played = MAX(COALESCE(last_played, 0), ?) WHERE label = ?",
-                    (mu, sigma, tally.place, int(tally.first), int(tally.forfeit), finished,
-                     tally.label),
-                )  # fmt: skip
+                    (
+                        mu,
+                        sigma,
+                        tally.place,
+                        int(tally.first),
+                        int(tally.forfeit),
+                        finished,
+                        tally.label,
+                    ),
+                )
 
     def settle(
         self, batch: int, ratings: Mapping[str, tuple[float, float]], played: int, at: float
@@ -789,9 +796,18 @@ def _stored_fault(row: Sequence[Any]) -> StoredFault:
     selects them."""
     key, seat, name, kind, detail, request_id, reply, elapsed, stderr, request = row[:10]
     return StoredFault(
-        key, seat, name, kind, detail or "", request_id, reply, elapsed, stderr,
-        request=_request_of(request), round=row[10],
-    )  # fmt: skip
+        key,
+        seat,
+        name,
+        kind,
+        detail or "",
+        request_id,
+        reply,
+        elapsed,
+        stderr,
+        request=_request_of(request),
+        round=row[10],
+    )
 
 
 def _entrant(row: tuple[Any, ...]) -> LeagueEntrant:

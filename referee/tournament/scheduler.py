@@ -405,9 +405,12 @@ def deal_tables(
     for members in _classes(slots, seed, salt, authors or {}):
         for offset in range(k):
             group = [(members[j], (j + offset) % k) for j in range(len(members))]
-            deal_id = "deal/" + _digest(
-                "deal", seed, salt, [[slot.prefix, rotation] for slot, rotation in group]
-            )[:_KEY_HASH_CHARS * 2]
+            deal_id = (
+                "deal/"
+                + _digest(
+                    "deal", seed, salt, [[slot.prefix, rotation] for slot, rotation in group]
+                )[: _KEY_HASH_CHARS * 2]
+            )
             for slot, rotation in group:
                 assignment[slot.prefix, rotation] = deal_id
     specs = []
@@ -467,9 +470,7 @@ def _classes(
 def _rotations(slot: TableDeal, seed: int, secret: bytes) -> list[MatchSpec]:
     """Every seat rotation of one table deal, all on one deal (``duplicate = "rotations"``)."""
     seed_of_deal = deal_seed(secret, "deal", seed, slot.prefix)
-    return [
-        _spec(slot, rotation, slot.prefix, seed_of_deal) for rotation in range(len(slot.base))
-    ]
+    return [_spec(slot, rotation, slot.prefix, seed_of_deal) for rotation in range(len(slot.base))]
 
 
 def _spec(slot: TableDeal, rotation: int, deal_id: str, seed_of_deal: int) -> MatchSpec:

@@ -411,8 +411,7 @@ class Store:
                 "results are kept), with --restart to discard every stored result, or put "
                 "the old files back"
                 if replaceable and len(changed) == len(problems)
-                else "run with --restart to discard the stored results, or put the old "
-                "files back"
+                else "run with --restart to discard the stored results, or put the old files back"
             )
             raise UsageError(f"{self.path}: {'; '.join(problems)}; {keep}")
 
@@ -532,9 +531,7 @@ class Store:
                 )
             return current
         with self._transaction():
-            self._db.execute(
-                "UPDATE deal_secrets SET beacon = ? WHERE id = ?", (value, current.id)
-            )
+            self._db.execute("UPDATE deal_secrets SET beacon = ? WHERE id = ?", (value, current.id))
         return dataclasses.replace(current, beacon=value)
 
     def deal_secrets(self) -> list[DealSecret]:
@@ -597,12 +594,18 @@ class Store:
                 raise ValueError(f"replacement {r.generation} is not the next one")
             self._db.execute(
                 "INSERT INTO replacements VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (r.generation, r.name, r.old_version, r.old_sha256, r.new_version,
-                 r.new_sha256, r.created),
-            )  # fmt: skip
+                (
+                    r.generation,
+                    r.name,
+                    r.old_version,
+                    r.old_sha256,
+                    r.new_version,
+                    r.new_sha256,
+                    r.created,
+                ),
+            )
             self._db.execute(
-                "UPDATE entrants SET version = ?, sha256 = ?, path = ?, author = ? "
-                "WHERE name = ?",
+                "UPDATE entrants SET version = ?, sha256 = ?, path = ?, author = ? WHERE name = ?",
                 (entrant.version, entrant.sha256, entrant.path, entrant.author, entrant.name),
             )
             self._db.executemany(
@@ -742,9 +745,7 @@ class Store:
 
     def deal_attempts(self) -> dict[str, int]:
         """The deal attempt each ``done`` match was played on (0: its scheduled deal)."""
-        rows = self._db.execute(
-            "SELECT key, deal_attempt FROM matches WHERE status = 'done'"
-        )
+        rows = self._db.execute("SELECT key, deal_attempt FROM matches WHERE status = 'done'")
         return {key: attempt or 0 for key, attempt in rows}
 
     def record_failure(self, key: str, error: str, *, final: bool) -> None:
@@ -796,8 +797,17 @@ class Store:
             request = _request_of(row[9])
             found.append(
                 StoredFault(
-                    key, seat, name, kind, detail, request_id, reply, elapsed, stderr,
-                    request=request, round=row[10],
+                    key,
+                    seat,
+                    name,
+                    kind,
+                    detail,
+                    request_id,
+                    reply,
+                    elapsed,
+                    stderr,
+                    request=request,
+                    round=row[10],
                 )
             )
         return found

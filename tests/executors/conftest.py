@@ -38,10 +38,13 @@ class ClusterTLS:
     @property
     def flags(self) -> list[str]:
         return [
-            "--tls-ca-file", str(self.folder / "ca.pem"),
-            "--tls-cert", str(self.folder / "member.pem"),
-            "--tls-key", str(self.folder / "member.key"),
-        ]  # fmt: skip
+            "--tls-ca-file",
+            str(self.folder / "ca.pem"),
+            "--tls-cert",
+            str(self.folder / "member.pem"),
+            "--tls-key",
+            str(self.folder / "member.key"),
+        ]
 
     @property
     def file(self) -> Path:

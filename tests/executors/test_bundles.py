@@ -99,7 +99,9 @@ def test_a_hostile_archive_is_refused(member: tarfile.TarInfo, says: str) -> Non
 
 def test_too_many_or_too_large_files_are_refused() -> None:
     with pytest.raises(InfrastructureError, match="more than 10 bytes"):
-        unpack(_archive(_member("a.py", size=6), _member("b.py", size=6), data=b"123456"), max_bytes=10)
+        unpack(
+            _archive(_member("a.py", size=6), _member("b.py", size=6), data=b"123456"), max_bytes=10
+        )
     many = [_member(f"f{i}") for i in range(MAX_BOT_FILES + 1)]
     with pytest.raises(InfrastructureError, match="more than"):
         unpack(_archive(*many))

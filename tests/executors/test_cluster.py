@@ -68,11 +68,21 @@ class Cluster:
         info = self.folder / "scheduler.json"
         self.scheduler = self._spawn(
             [
-                str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--protocol", "tls",
-                *self.tls.flags, "--no-dashboard", "--scheduler-file", str(info),
+                str(DASK),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--protocol",
+                "tls",
+                *self.tls.flags,
+                "--no-dashboard",
+                "--scheduler-file",
+                str(info),
             ],
             "scheduler",
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 60
         while not info.exists() or not info.read_text().strip():
             assert self.scheduler.poll() is None, "the scheduler did not start"
@@ -88,13 +98,23 @@ class Cluster:
         """A single-threaded worker without a nanny: killing it kills the worker itself."""
         worker = self._spawn(
             [
-                str(DASK), "worker", self.address, "--nthreads", "1", "--no-nanny",
-                "--no-dashboard", "--name", name, *self.tls.flags,
-                "--local-directory", str(self.folder / name), *extra,
+                str(DASK),
+                "worker",
+                self.address,
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--no-dashboard",
+                "--name",
+                name,
+                *self.tls.flags,
+                "--local-directory",
+                str(self.folder / name),
+                *extra,
             ],
             name,
             env,
-        )  # fmt: skip
+        )
         self.workers.append(worker)
         return worker
 
@@ -217,7 +237,9 @@ def _kill_in_a_claimed_match(cluster: Cluster, worker: int, done: threading.Even
 
         def claimed() -> set[str]:
             keys = map(str, client.processing(workers=[address]).get(address, ()))
-            return {k for k in keys if k.startswith("referee-") and Claim(k, client=client).is_set()}
+            return {
+                k for k in keys if k.startswith("referee-") and Claim(k, client=client).is_set()
+            }
 
         while not done.is_set():
             process.send_signal(signal.SIGSTOP)
@@ -344,9 +366,7 @@ def test_a_worker_lost_as_the_run_starts_takes_no_bot_and_no_match_with_it(
 def test_a_docker_tournament_without_a_docker_worker_is_refused_with_the_reason(
     tmp_path: Path, cluster: Cluster
 ) -> None:
-    path = write_tournament(
-        tmp_path / "t", bots=4, table_size=3, extra="", names=NAMES
-    )
+    path = write_tournament(tmp_path / "t", bots=4, table_size=3, extra="", names=NAMES)
     path.write_text(path.read_text().replace('backend = "process"', 'backend = "docker"'))
     with (
         cluster.executor() as executor,
@@ -389,7 +409,11 @@ def test_a_worker_or_a_coordinator_with_a_certificate_of_another_ca_is_refused(
     (the README's commands, run again): the scheduler ends it at the handshake, so it is
     never handed a task, a bundle or a deal. A coordinator with those files is told so."""
     made = subprocess.run(
-        ["sh", "-e"], input=readme_certificate_commands(), cwd=tmp_path, capture_output=True, text=True
+        ["sh", "-e"],
+        input=readme_certificate_commands(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert made.returncode == 0, made.stderr
     stranger = ClusterTLS(tmp_path / "cluster-tls")
@@ -397,12 +421,25 @@ def test_a_worker_or_a_coordinator_with_a_certificate_of_another_ca_is_refused(
     with log.open("wb") as out:
         worker = subprocess.run(
             [
-                str(DASK), "worker", cluster.address, "--nthreads", "1", "--no-nanny",
-                "--no-dashboard", "--name", "stranger", "--death-timeout", "2",
-                "--local-directory", str(tmp_path / "stranger"), *stranger.flags,
+                str(DASK),
+                "worker",
+                cluster.address,
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--no-dashboard",
+                "--name",
+                "stranger",
+                "--death-timeout",
+                "2",
+                "--local-directory",
+                str(tmp_path / "stranger"),
+                *stranger.flags,
             ],
-            stdout=out, stderr=subprocess.STDOUT, timeout=60,
-        )  # fmt: skip
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=60,
+        )
     assert worker.returncode != 0, log.read_text()
     with cluster.client() as client:
         names = {info["name"] for info in client.scheduler_info()["workers"].values()}
@@ -457,8 +494,14 @@ def test_ctrl_c_leaves_no_bot_process_on_the_workers(tmp_path: Path, cluster: Cl
         write_bot(bot.parent, bot.stem, "first")
     runner = subprocess.Popen(
         [
-            str(REFEREE), "tournament", "run", str(path), "--cluster", cluster.address,
-            "--cluster-security", str(cluster.tls.file),
+            str(REFEREE),
+            "tournament",
+            "run",
+            str(path),
+            "--cluster",
+            cluster.address,
+            "--cluster-security",
+            str(cluster.tls.file),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -525,7 +568,9 @@ def test_a_cluster_address_with_the_local_executor_or_nobody_there_is_one_line(
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    with pytest.raises(UsageError, match=rf"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:{port}"):
+    with pytest.raises(
+        UsageError, match=rf"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:{port}"
+    ):
         DaskExecutor(f"tcp://127.0.0.1:{port}", insecure=True, connect_timeout_s=2).client()
 
 
@@ -545,11 +590,14 @@ def test_a_worker_whose_docker_does_not_answer_is_named_and_gets_no_match(
         path.write_text(path.read_text().replace('backend = "process"', 'backend = "docker"'))
         with (
             cluster.executor() as executor,
-            pytest.raises(UsageError, match="no worker of the cluster can run the docker sandbox")
-            as refused,
+            pytest.raises(
+                UsageError, match="no worker of the cluster can run the docker sandbox"
+            ) as refused,
         ):
             run_tournament(load_tournament(path), executor)
-        assert re.search(r"worker tls://127\.0\.0\.1:\d+ takes no docker matches", str(refused.value))
+        assert re.search(
+            r"worker tls://127\.0\.0\.1:\d+ takes no docker matches", str(refused.value)
+        )
     finally:
         cluster.stop()
 

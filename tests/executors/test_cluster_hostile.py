@@ -138,15 +138,21 @@ def _copy_of(*names: str, to: Path) -> Path:
 def _as(uid: int, argv: list[str], path: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
-            "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
-            str(SYSTEM_PYTHON), "-B", *argv,
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--",
+            str(SYSTEM_PYTHON),
+            "-B",
+            *argv,
         ],
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": path, "HOME": str(cwd)},
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=180,
-    )  # fmt: skip
+    )
 
 
 def test_another_local_user_gets_nothing_from_the_local_cluster(

@@ -156,12 +156,21 @@ def test_the_files_security_is_read_beside_it(tournament: Path) -> None:
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
-        (["--executor", "local", "--cluster-security", "s.toml"], "--cluster-security is for a Dask cluster: it goes with --executor dask"),
-        (["--executor", "local", "--insecure-cluster"], "--insecure-cluster is for a Dask cluster: it goes with --executor dask"),
-        (["--insecure-cluster"], "--insecure-cluster is for a Dask cluster: it goes with --cluster"),
+        (
+            ["--executor", "local", "--cluster-security", "s.toml"],
+            "--cluster-security is for a Dask cluster: it goes with --executor dask",
+        ),
+        (
+            ["--executor", "local", "--insecure-cluster"],
+            "--insecure-cluster is for a Dask cluster: it goes with --executor dask",
+        ),
+        (
+            ["--insecure-cluster"],
+            "--insecure-cluster is for a Dask cluster: it goes with --cluster",
+        ),
         (["--executor", "dask", "--insecure-cluster"], "the local cluster always uses TLS"),
     ],
-)  # fmt: skip
+)
 def test_cluster_flags_without_a_cluster_are_one_line(
     flags: list[str], says: str, tournament: Path
 ) -> None:
@@ -233,7 +242,10 @@ GOOD = 'ca-file = "ca.pem"\ncert = "member.pem"\nkey = "member.key"\n'
     ("text", "says"),
     [
         ("ca-file = ", "not valid TOML"),
-        (GOOD + 'password = "x"\n', "unknown key 'password'; a cluster security file has ca-file, cert and key"),
+        (
+            GOOD + 'password = "x"\n',
+            "unknown key 'password'; a cluster security file has ca-file, cert and key",
+        ),
         ('cert = "member.pem"\n', "ca-file is missing"),
         (GOOD.replace('"ca.pem"', "1"), "ca-file must be the path of a PEM file, not 1"),
         (GOOD.replace('"ca.pem"', '"gone.pem"'), "ca-file: cannot read"),
@@ -241,7 +253,7 @@ GOOD = 'ca-file = "ca.pem"\ncert = "member.pem"\nkey = "member.key"\n'
         (GOOD.replace('"ca.pem"', '"member.key"'), "ca-file: "),
         (GOOD.replace('"member.key"', '"ca.pem"'), "cert and key do not load together ("),
     ],
-)  # fmt: skip
+)
 def test_a_bad_security_file_is_one_line_naming_it(
     text: str, says: str, cluster_tls: ClusterTLS, tmp_path: Path
 ) -> None:
@@ -276,18 +288,37 @@ def test_an_encrypted_or_foreign_key_is_refused_without_a_prompt(
     locked = tmp_path / "locked.key"
     subprocess.run(
         [
-            "openssl", "pkey", "-in", str(key), "-out", str(locked), "-aes256",
-            "-passout", "pass:secret",
+            "openssl",
+            "pkey",
+            "-in",
+            str(key),
+            "-out",
+            str(locked),
+            "-aes256",
+            "-passout",
+            "pass:secret",
         ],
-        check=True, capture_output=True, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+    )
     key.write_bytes(locked.read_bytes())
     with pytest.raises(UsageError, match="cert and key do not load together"):
         load_cluster_security(path)
     subprocess.run(
-        ["openssl", "genpkey", "-algorithm", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", str(key)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            "openssl",
+            "genpkey",
+            "-algorithm",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            str(key),
+        ],
+        check=True,
+        capture_output=True,
+    )
     with pytest.raises(UsageError, match="cert and key do not load together"):
         load_cluster_security(path)
 

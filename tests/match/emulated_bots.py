@@ -51,9 +51,10 @@ def _bot_class(name: str) -> type[Any]:
         source = (SAMPLES / name / "bot.py").read_text()
     exec(compile(source, f"<{name}>", "exec"), module.__dict__)  # our own files only
     classes = [
-        v for v in vars(module).values()
+        v
+        for v in vars(module).values()
         if isinstance(v, type) and issubclass(v, kit.Bot) and v is not kit.Bot
-    ]  # fmt: skip
+    ]
     return classes[0]
 
 

@@ -33,7 +33,14 @@ def _findings(report: CheckReport) -> list[tuple[Any, ...]]:
     """What a check found, step by step, without the times and request ids (ids count every
     request of the run, a ``hello`` of a container started ahead included)."""
     return [
-        (s.name, s.ok, s.seeds, dict(s.asked), s.missing, s.fault and (s.fault.kind, s.fault.detail))
+        (
+            s.name,
+            s.ok,
+            s.seeds,
+            dict(s.asked),
+            s.missing,
+            s.fault and (s.fault.kind, s.fault.detail),
+        )
         for s in report.steps
     ]
 

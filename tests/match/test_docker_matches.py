@@ -39,7 +39,10 @@ DOCKER_TC = TimeControl(move_ms=1500, bank_ms=1500, hello_ms=20_000)
 def test_hostile_bot_in_docker(play_docker, bot: str, kind: str | None) -> None:  # type: ignore[no-untyped-def]
     extra = {}
     if bot == "memory_bomb":
-        extra = {"limits": Limits(memory_mb=128), "tc": TimeControl(move_ms=5000, bank_ms=5000, hello_ms=20_000)}
+        extra = {
+            "limits": Limits(memory_mb=128),
+            "tc": TimeControl(move_ms=5000, bank_ms=5000, hello_ms=20_000),
+        }
     played = play_docker(
         [BOTS / f"{bot}.py", POLITE, POLITE], target=2, tc=extra.pop("tc", DOCKER_TC), **extra
     )

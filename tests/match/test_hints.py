@@ -293,12 +293,18 @@ def _channel_counts(pieces: Sequence[bytes]) -> tuple[int, list[bytes]]:
 
 STDERR = (
     b"thinking\n"
-    + KIT_MARKER + b'{"id":4,"kind":"play","decided":["8H"],"sent":[],"why":"not allowed"}\n'
-    + b"not a marker: " + KIT_MARKER + b"{}\n"
-    + b"  " + KIT_MARKER + b"{}\n"
-    + KIT_MARKER + b'{"id":9,"kind":"give","decided":null,"sent":["7C"],"why":"raised"}\n'
+    + KIT_MARKER
+    + b'{"id":4,"kind":"play","decided":["8H"],"sent":[],"why":"not allowed"}\n'
+    + b"not a marker: "
+    + KIT_MARKER
+    + b"{}\n"
+    + b"  "
+    + KIT_MARKER
+    + b"{}\n"
+    + KIT_MARKER
+    + b'{"id":9,"kind":"give","decided":null,"sent":["7C"],"why":"raised"}\n'
     + b"done\n"
-)  # fmt: skip
+)
 
 
 def test_markers_are_counted_only_at_a_line_start_however_the_stream_is_cut() -> None:

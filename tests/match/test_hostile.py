@@ -111,7 +111,10 @@ def test_the_seccomp_filter_denies(play, sandbox, bot: str) -> None:  # type: ig
 def test_hostile_bot(play, bot: str, kind: str | None) -> None:  # type: ignore[no-untyped-def]
     extra = {}
     if bot == "memory_bomb":  # allocating takes time: let the limit, not the clock, stop it
-        extra = {"limits": Limits(memory_mb=256), "tc": TimeControl(move_ms=3000, bank_ms=3000, hello_ms=8000)}
+        extra = {
+            "limits": Limits(memory_mb=256),
+            "tc": TimeControl(move_ms=3000, bank_ms=3000, hello_ms=8000),
+        }
     played = play([BOTS / f"{bot}.py", POLITE, POLITE], target=3, **extra)
     result = played.result
     seat0 = next(s for s in result.standings if s.seat == 0)
@@ -237,8 +240,14 @@ def test_stderr_is_capped(play, tmp_path: Path) -> None:  # type: ignore[no-unty
     assert flood.written == 16 * 1024 * 1024 and flood.cut == flood.written - 64 * 1024
     assert len(text.encode()) == 64 * 1024 and text.endswith("x\n")
     assert set(text.replace("FLOOD ", "").replace("\n", "")) == {"x"}
-    first = next(i for i, row in enumerate(played.log) if row.get("seat") == 0 and
-                 row["type"] in ("played", "passed", "leftover")) + 1  # fmt: skip
+    first = (
+        next(
+            i
+            for i, row in enumerate(played.log)
+            if row.get("seat") == 0 and row["type"] in ("played", "passed", "leftover")
+        )
+        + 1
+    )
     assert [p.line for p in flood.pieces] == [first]  # numbered from 1, the header
     assert [s.written for s in kept.seats[1:]] == [0, 0]
 
@@ -331,7 +340,9 @@ def test_an_idle_pooled_bot_is_frozen(sandbox, staging: Path, tmp_path: Path) ->
         return set(proc.cgroup.members())
 
     tc = TimeControl(move_ms=1000, bank_ms=2000, hello_ms=10000)
-    idle, lent, faults = asyncio.run(idle_spinner_between_matches(sandbox, staging, tmp_path, pids, tc))
+    idle, lent, faults = asyncio.run(
+        idle_spinner_between_matches(sandbox, staging, tmp_path, pids, tc)
+    )
     assert idle < 0.05, f"{idle:.2f} CPU seconds in one second idle"
     assert lent > 0.1, f"only {lent:.2f} CPU seconds in one second lent: does it spin?"
     assert faults == [None, None, None]

@@ -280,7 +280,8 @@ def test_a_tournament_refuses_up_front_what_cannot_fit(
 ) -> None:
     group = memory_group(400)
     done = _in_group(
-        group, _referee("tournament", "run", str(hostile_field), "--workers", "1"),
+        group,
+        _referee("tournament", "run", str(hostile_field), "--workers", "1"),
         hostile_field.parent,
     )
     assert done.returncode == 2, done
@@ -302,9 +303,7 @@ def test_an_overcommitted_tournament_never_blames_the_honest_bot_nor_dies(
     group = memory_group(400)
     done = _in_group(
         group,
-        _referee(
-            "tournament", "run", str(hostile_field), "--workers", "1", "--overcommit-memory"
-        ),
+        _referee("tournament", "run", str(hostile_field), "--workers", "1", "--overcommit-memory"),
         hostile_field.parent,
     )
     output = done.stdout + done.stderr

@@ -393,7 +393,10 @@ def test_a_bot_killed_for_memory_outside_its_limit_fails_the_match_on_our_side(
             await pool.aclose()
 
     if outside:
-        with pytest.raises(InfrastructureError, match="killed by the kernel's out-of-memory killer within its own memory limit"):
+        with pytest.raises(
+            InfrastructureError,
+            match="killed by the kernel's out-of-memory killer within its own memory limit",
+        ):
             asyncio.run(go())
     else:
         seat0 = next(st for st in asyncio.run(go()).standings if st.seat == 0)

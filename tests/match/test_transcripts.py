@@ -65,6 +65,7 @@ def test_short_match_transcript_replays_against_the_referee() -> None:
 
 def test_transcripts_are_well_formed() -> None:
     from referee.protocol import messages
+
     for path in sorted(EXAMPLES.glob("*.jsonl")):
         lines = load(path)
         outstanding: dict[str, Any] | None = None

@@ -193,9 +193,7 @@ def _procs(sessions: Any) -> set[int]:
     return {id(s.channel.proc) for s in sessions}
 
 
-def test_a_warm_pool_starts_the_next_rotations_bots_during_the_match_never_reusing_them() -> (
-    None
-):
+def test_a_warm_pool_starts_the_next_rotations_bots_during_the_match_never_reusing_them() -> None:
     """Told that the next match is another rotation of the same deal, the pool starts three
     fresh processes while this match plays; the next match takes them, greeted, starting
     nothing; none of this match's processes plays the other rotation."""

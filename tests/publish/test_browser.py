@@ -316,9 +316,10 @@ def test_the_stderr_panel_follows_the_replay_and_shows_markup_as_text(
     site: Path, page: Watched
 ) -> None:
     match = next(
-        p for p in sorted((site / "matches").glob("*.html"))
+        p
+        for p in sorted((site / "matches").glob("*.html"))
         if HOSTILE_NAME in [s["name"] for s in _stderr_of(p.with_suffix(".stderr.js"))["seats"]]
-    )  # fmt: skip
+    )
     seats = _stderr_of(match.with_suffix(".stderr.js"))["seats"]
     hostile = next(s for s in seats if s["name"] == HOSTILE_NAME)
     assert hostile["written"] > len(FILLER) and hostile["cut"] == hostile["written"] - 65536
@@ -491,13 +492,21 @@ def test_names_never_break_inside_a_word_and_no_page_scrolls_sideways(
     page.page.set_viewport_size({"width": width, "height": height})
     match = sorted((site / "matches").glob("*.html"))[0]
     hostile_page = site / "bots" / "img-src-x-onerror-alert-1.html"
-    for path in (site / "index.html", site / "matches.html", site / "collusion.html",
-                 site / "bots" / "heuristic.html", hostile_page, match):  # fmt: skip
+    for path in (
+        site / "index.html",
+        site / "matches.html",
+        site / "collusion.html",
+        site / "bots" / "heuristic.html",
+        hostile_page,
+        match,
+    ):
         page.open(path)
         assert page.page.evaluate(_BROKEN_WORDS, _NAMES) == [], (screen, path.name)
         scroll = page.page.evaluate("document.documentElement.scrollWidth")
         assert scroll <= width, f"{path.name} scrolls sideways at {width} px ({scroll} px)"
-        page.shot(f"{screen}-{path.relative_to(site).with_suffix('').as_posix().replace('/', '--')}")
+        page.shot(
+            f"{screen}-{path.relative_to(site).with_suffix('').as_posix().replace('/', '--')}"
+        )
     assert page.problems == []
 
 
@@ -520,7 +529,9 @@ def test_on_a_phone_the_leaderboard_scrolls_in_its_frame_keeping_the_names(
     for i in range(names.count()):
         cell = names.nth(i).bounding_box()
         assert cell is not None
-        assert box["x"] - 1 <= cell["x"] and cell["x"] + cell["width"] <= box["x"] + box["width"] + 1
+        assert (
+            box["x"] - 1 <= cell["x"] and cell["x"] + cell["width"] <= box["x"] + box["width"] + 1
+        )
         # Nothing scrolled over it: the name is what the screen shows at its middle.
         shown = page.page.evaluate(
             "([x, y]) => document.elementFromPoint(x, y).closest('td')?.cellIndex",
@@ -533,16 +544,19 @@ def test_on_a_phone_the_leaderboard_scrolls_in_its_frame_keeping_the_names(
     page.shot("phone-index-scrolled")
 
 
-def test_on_a_desktop_the_leaderboard_fits_without_scrolling(
-    site: Path, page: Watched
-) -> None:
+def test_on_a_desktop_the_leaderboard_fits_without_scrolling(site: Path, page: Watched) -> None:
     page.page.set_viewport_size({"width": 1366, "height": 900})
     page.open(site / "index.html")
     frame = page.page.locator("#leaderboard-section .scroll").first
     scroll, client = frame.evaluate("f => [f.scrollWidth, f.clientWidth]")
     assert scroll <= client, "at 1366 px the leaderboard fits without scrolling"
-    lines = dict(zip(_names(page.page, "#leaderboard tbody td:nth-child(2)"),
-                     _lines(page.page, "#leaderboard tbody td:nth-child(2) .bot"), strict=True))  # fmt: skip
+    lines = dict(
+        zip(
+            _names(page.page, "#leaderboard tbody td:nth-child(2)"),
+            _lines(page.page, "#leaderboard tbody td:nth-child(2) .bot"),
+            strict=True,
+        )
+    )
     assert lines["heuristic"] == lines["nodebot"] == 1  # one word, one line
     assert max(lines.values()) <= 2  # the others wrap at their spaces, if at all
     # The over-next cells say what they are, and the line under the table says which is which.

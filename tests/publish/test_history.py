@@ -15,8 +15,14 @@ def _matches(count: int, names: list[str]) -> list[StoredMatch]:
     for i in range(count):
         table = rng.sample(names, 4)
         places = rng.sample(range(1, 5), 4)
-        spec = MatchSpec(key=f"rr/t/d{i:05d}/r0", table=tuple(table), deal=i, rotation=0,
-                         deal_seed=1, match_seed=1)  # fmt: skip
+        spec = MatchSpec(
+            key=f"rr/t/d{i:05d}/r0",
+            table=tuple(table),
+            deal=i,
+            rotation=0,
+            deal_seed=1,
+            match_seed=1,
+        )
         seats = tuple(
             StoredSeat(s, name, places[s], 0, s == 3, "crash" if s == 3 else None, None)
             for s, name in enumerate(table)

@@ -267,7 +267,13 @@ def test_a_results_log_replaced_by_a_link_to_the_site_is_never_written(
 def test_unsafe_names_never_reach_the_disk(tmp_path: Path) -> None:
     site = SiteFolder(tmp_path / "site")
     with site:
-        for stem, suffix in (("dr.-who", ".js"), ("../x", ".html"), ("a", ".sh"), ("", ".js"), ("-x", ".js")):  # fmt: skip
+        for stem, suffix in (
+            ("dr.-who", ".js"),
+            ("../x", ".html"),
+            ("a", ".sh"),
+            ("", ".js"),
+            ("-x", ".js"),
+        ):
             with pytest.raises(ValueError, match="not a file name the site makes"):
                 site.write("matches", stem, suffix, b"x")
         with pytest.raises(ValueError, match="not a folder of the site"):
@@ -348,9 +354,7 @@ DAMAGE = {
 
 def _per_match(out: Path) -> set[str]:
     return {
-        p.relative_to(out).as_posix()
-        for p in (out / "matches").iterdir()
-        if p.suffix != ".jsonl"
+        p.relative_to(out).as_posix() for p in (out / "matches").iterdir() if p.suffix != ".jsonl"
     }
 
 

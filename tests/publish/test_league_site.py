@@ -22,7 +22,7 @@ from referee.testing import InProcessExecutor
 from referee.tournament.file import load_tournament
 from tests.tournament.test_league import NAMES, SECRET, Clock, handlers, play, write
 
-HOSTILE = '<img src=x onerror=alert(1)>'
+HOSTILE = "<img src=x onerror=alert(1)>"
 FORMULA = "=HYPERLINK(1)"
 
 
@@ -53,15 +53,20 @@ def test_hostile_names_are_escaped_everywhere(tmp_path: Path) -> None:
     path = write(tmp_path / "league", names)
     text = path.read_text().replace('name = "evil"', f'name = "{HOSTILE}"')
     path.write_text(text.replace('name = "formula"', f'name = "{FORMULA}"'))
-    run_league(path, InProcessExecutor(handlers(HOSTILE, FORMULA)), batches=1,
-               deal_secret=SECRET, clock=Clock())  # fmt: skip
+    run_league(
+        path,
+        InProcessExecutor(handlers(HOSTILE, FORMULA)),
+        batches=1,
+        deal_secret=SECRET,
+        clock=Clock(),
+    )
     site = tmp_path / "site"
     publish_league(load_tournament(path), site)
     for page in [site / "index.html", *site.glob("bots/*.html"), *site.glob("matches/*.html")]:
         assert HOSTILE not in page.read_text(), page
     assert "&lt;img src=x onerror=alert(1)&gt;" in (site / "index.html").read_text()
     csv = (site / "leaderboard.csv").read_text()
-    assert f"\"'{FORMULA}\"" in csv and f'"{FORMULA}"' not in csv
+    assert f'"\'{FORMULA}"' in csv and f'"{FORMULA}"' not in csv
     markdown = (site / "leaderboard.md").read_text()
     assert HOSTILE not in markdown
 

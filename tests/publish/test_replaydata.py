@@ -9,7 +9,7 @@ import pytest
 from referee.matchlog import dumps
 from referee.publish.replaydata import GLOBAL, log_script
 
-HOSTILE = "</script><script>alert(1)</script><!-- \u2028 \u2029 & > \\</ \"x\""
+HOSTILE = '</script><script>alert(1)</script><!-- \u2028 \u2029 & > \\</ "x"'
 
 
 def _log(*rows: dict[str, object]) -> bytes:
@@ -25,9 +25,14 @@ def _data(script: str) -> list[dict[str, object]]:
 
 def test_the_script_holds_the_log_and_no_markup_or_line_separator() -> None:
     fault = {
-        "type": "fault", "seat": 1, "kind": "protocol", "detail": HOSTILE,
-        "id": 7, "reply": HOSTILE, "elapsed_ms": 3,
-    }  # fmt: skip
+        "type": "fault",
+        "seat": 1,
+        "kind": "protocol",
+        "detail": HOSTILE,
+        "id": 7,
+        "reply": HOSTILE,
+        "elapsed_ms": 3,
+    }
     raw = _log({"type": "passed", "seat": 0}, fault, {"type": "passed", "seat": 0})
     out = log_script(raw)
     for forbidden in ("<", ">", "&", "\u2028", "\u2029"):
@@ -38,8 +43,17 @@ def test_the_script_holds_the_log_and_no_markup_or_line_separator() -> None:
 
 
 def test_a_raw_line_separator_in_an_old_log_is_escaped_too() -> None:
-    raw = _log({"type": "fault", "seat": 0, "kind": "x", "detail": "a\u2028b", "id": None,
-                "reply": None, "elapsed_ms": None}).replace(b"\\u2028", "\u2028".encode())  # fmt: skip
+    raw = _log(
+        {
+            "type": "fault",
+            "seat": 0,
+            "kind": "x",
+            "detail": "a\u2028b",
+            "id": None,
+            "reply": None,
+            "elapsed_ms": None,
+        }
+    ).replace(b"\\u2028", "\u2028".encode())
     assert "\u2028".encode() in raw
     out = log_script(raw)
     assert "\u2028" not in out.script

@@ -122,9 +122,7 @@ def _changed(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:
     return {
         name
         for name, data in after.items()
-        if name.startswith("matches/")
-        and not name.endswith(".jsonl")
-        and before.get(name) != data
+        if name.startswith("matches/") and not name.endswith(".jsonl") and before.get(name) != data
     }
 
 

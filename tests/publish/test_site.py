@@ -179,12 +179,20 @@ def test_the_stderr_of_a_faulting_bot_is_kept_and_shown(tmp_path: Path) -> None:
     key, table = first.key, first.table
     fault = FaultInfo(kind="crash", detail="exit code 3", request_id=9, reply=None, elapsed_ms=12)
     standings = [
-        SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=s == 2,
-                   fault=fault if s == 2 else None)
+        SeatResult(
+            seat=s, name=n, place=s + 1, score=0, forfeit=s == 2, fault=fault if s == 2 else None
+        )
         for s, n in enumerate(table)
-    ]  # fmt: skip
-    result = MatchResult(match=key, seed=1, rules="arschloch", rounds=1, log=None,
-                         standings=standings, stderr_tails={2: stderr})  # fmt: skip
+    ]
+    result = MatchResult(
+        match=key,
+        seed=1,
+        rules="arschloch",
+        rounds=1,
+        log=None,
+        standings=standings,
+        stderr_tails={2: stderr},
+    )
     with Store(spec.results_dir) as store:
         store.mark_running(key)
         store.record_result(key, result, table)
@@ -202,7 +210,9 @@ def test_the_stderr_of_a_faulting_bot_is_kept_and_shown(tmp_path: Path) -> None:
 
 def test_while_a_deal_is_being_played_its_replays_are_held_back(tmp_path: Path) -> None:
     # Rotations share their deal here (at four bots, tables of three share none otherwise).
-    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1, extra='duplicate = "rotations"'))
+    spec = play_fake(
+        write_fake_tournament(tmp_path / "t", deals=1, extra='duplicate = "rotations"')
+    )
     key = sorted(load_results(spec).records)[0]
     db = sqlite3.connect(spec.results_dir / "results.sqlite")
     for statement in (  # as if the run were still playing that match
@@ -274,7 +284,9 @@ def test_the_command_prints_the_index_and_refuses_a_foreign_folder(
     assert done.stdout.strip().splitlines()[-1] == str((out / "index.html").resolve())
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "x").write_text("x")
-    refused = runner.invoke(main, ["publish", str(fake_tournament.path), "--out", str(tmp_path / "other")])  # fmt: skip
+    refused = runner.invoke(
+        main, ["publish", str(fake_tournament.path), "--out", str(tmp_path / "other")]
+    )
     assert refused.exit_code == 2
     assert "not empty" in refused.output
 
@@ -488,13 +500,15 @@ def test_a_replay_links_the_other_rotations_and_the_same_cards_at_other_tables(
         page = (out / "matches" / f"{stems[match.spec.key]}.html").read_text()
         related = page.split('<nav class="related"', 1)[1].split("</nav>", 1)[0]
         rotations = {
-            stems[m.spec.key] for m in results.matches
+            stems[m.spec.key]
+            for m in results.matches
             if deal_key(m.spec.key) == deal_key(match.spec.key) and m is not match
-        }  # fmt: skip
+        }
         same_cards = {
-            stems[m.spec.key] for m in results.matches
+            stems[m.spec.key]
+            for m in results.matches
             if m.spec.deal_id == match.spec.deal_id and m is not match
-        } - rotations  # fmt: skip
+        } - rotations
         linked = set(re.findall(r'href="([^"]+)\.html"', related))
         assert linked == rotations | same_cards, match.spec.key
         assert len(rotations) == 2  # three seats, three rotations
@@ -509,8 +523,13 @@ def _kit_replacing(name: str) -> Handler:
     def handle(msg: dict[str, Any]) -> Any:
         out = inner(msg)
         if msg.get("type") == "act" and msg["kind"] == "play" and msg["trick"]["count"]:
-            note = {"id": msg["id"], "kind": "play", "decided": ["ZZ"], "sent": out["cards"],
-                    "why": "not allowed"}  # fmt: skip
+            note = {
+                "id": msg["id"],
+                "kind": "play",
+                "decided": ["ZZ"],
+                "sent": out["cards"],
+                "why": "not allowed",
+            }
             return [Stderr(KIT_MARKER + json.dumps(note).encode() + b"\n"), out]
         return out
 

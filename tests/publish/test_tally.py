@@ -18,7 +18,9 @@ def _match(deal: int, rotation: int, places: dict[str, int], faults: dict[str, s
     key = f"rr/t/d{deal:03d}/r{rotation}"
     spec = MatchSpec(key=key, table=table, deal=deal, rotation=rotation, deal_seed=1, match_seed=1)
     seats = tuple(
-        StoredSeat(i, n, places[n], 0, n in faults, faults.get(n), "detail" if n in faults else None)
+        StoredSeat(
+            i, n, places[n], 0, n in faults, faults.get(n), "detail" if n in faults else None
+        )
         for i, n in enumerate(table)
     )
     return StoredMatch(spec, tuple(sorted(seats, key=lambda s: (s.place, s.seat))))
@@ -35,8 +37,9 @@ MATCHES = [
 
 
 def test_each_bot_gets_its_matches_places_faults_and_interval() -> None:
-    result = tally(MATCHES, ["low", "mine", "rand", "absent"], rules="arschloch", table_size=3,
-                   scheduled=6)  # fmt: skip
+    result = tally(
+        MATCHES, ["low", "mine", "rand", "absent"], rules="arschloch", table_size=3, scheduled=6
+    )
     assert (result.matches, result.scheduled, result.deals) == (6, 6, 2)
     rows = {row.name: row for row in result.bots}
     mine = rows["mine"]
@@ -59,8 +62,9 @@ def test_each_bot_gets_its_matches_places_faults_and_interval() -> None:
 # Eight deals of three rotations: the first bot of each rotation wins.
 MANY = [
     _match(d, r, {n: 1 + (i - r) % 3 for i, n in enumerate(("a", "b", "c"))}, {})
-    for d in range(8) for r in range(3)
-]  # fmt: skip
+    for d in range(8)
+    for r in range(3)
+]
 
 
 def test_from_eight_deals_on_each_bot_has_an_interval() -> None:
@@ -84,11 +88,17 @@ def test_the_same_matches_in_any_order_give_the_same_table() -> None:
 
 
 def test_the_json_shape() -> None:
-    data = tally(MANY, ["a", "b", "c"], rules="arschloch", table_size=3,
-                 scheduled=27).as_dict()  # fmt: skip
+    data = tally(MANY, ["a", "b", "c"], rules="arschloch", table_size=3, scheduled=27).as_dict()
     assert json.loads(json.dumps(data)) == data
-    assert set(data) == {"rules", "table_size", "matches", "scheduled", "deals", "confidence",
-                         "bots"}  # fmt: skip
+    assert set(data) == {
+        "rules",
+        "table_size",
+        "matches",
+        "scheduled",
+        "deals",
+        "confidence",
+        "bots",
+    }
     assert data["matches"] == 24 and data["scheduled"] == 27 and data["confidence"] == 0.95
     first = data["bots"][0]
     assert set(first) == {"name", "matches", "score", "interval", "places", "forfeits", "faults"}
@@ -97,8 +107,9 @@ def test_the_json_shape() -> None:
 
 def _rendered(matches: list[StoredMatch], names: list[str], scheduled: int) -> str:
     console = Console(width=100, color_system=None, file=io.StringIO(), highlight=False)
-    console.print(tally_table(tally(matches, names, rules="arschloch", table_size=3,
-                                    scheduled=scheduled)))  # fmt: skip
+    console.print(
+        tally_table(tally(matches, names, rules="arschloch", table_size=3, scheduled=scheduled))
+    )
     out = console.file
     assert isinstance(out, io.StringIO)
     return " ".join(out.getvalue().split())
@@ -118,8 +129,10 @@ def test_the_terminal_table_counts_and_explains() -> None:
 
 def test_hostile_names_are_shown_not_obeyed() -> None:
     evil = "\x1b[2J[bold]x[/bold]\u202e"
-    matches = [_match(0, r, {evil: 1 + r % 3, "b": 1 + (r + 1) % 3, "c": 1 + (r + 2) % 3}, {})
-               for r in range(3)]  # fmt: skip
+    matches = [
+        _match(0, r, {evil: 1 + r % 3, "b": 1 + (r + 1) % 3, "c": 1 + (r + 2) % 3}, {})
+        for r in range(3)
+    ]
     text = _rendered(matches, [evil, "b", "c"], 3)
     assert "\x1b" not in text and "\u202e" not in text
     assert "\\x1b[2J[bold]x[/bold]\\u202e" in text.replace(" ", "")

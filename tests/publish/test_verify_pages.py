@@ -146,9 +146,20 @@ def test_the_score_on_the_leaderboard_page_fails(site: Path) -> None:
         ("static/style.css", r"$", "body { display: none }\n"),
         ("static/replay.js", r"^", "window.refereeLog = [];\n"),
     ],
-    ids=["markdown", "bot places", "crosstable", "collusion", "match list", "by referee",
-         "published at", "json settings", "script", "style", "replay script"],
-)  # fmt: skip
+    ids=[
+        "markdown",
+        "bot places",
+        "crosstable",
+        "collusion",
+        "match list",
+        "by referee",
+        "published at",
+        "json settings",
+        "script",
+        "style",
+        "replay script",
+    ],
+)
 def test_an_edited_page_or_asset_fails_naming_it(
     site: Path, name: str, pattern: str, new: str
 ) -> None:
@@ -163,8 +174,11 @@ def test_an_edited_page_or_asset_fails_naming_it(
 
 def test_a_match_page_and_a_replays_cards_fail(site: Path, published: Path) -> None:
     listing = _listing(site)
-    pages = sorted(f["path"] for f in listing["files"] if f["path"].startswith("matches/")
-                   and f["path"].endswith(".html"))  # fmt: skip
+    pages = sorted(
+        f["path"]
+        for f in listing["files"]
+        if f["path"].startswith("matches/") and f["path"].endswith(".html")
+    )
     page = site / pages[0]
     _edit(page, '<span class="place p1">1</span>', '<span class="place p1">3</span>')
     _fails_naming(site, pages[0])
@@ -207,8 +221,12 @@ def test_a_file_added_fails_and_the_host_files_are_accepted_and_named(site: Path
 def test_a_file_added_and_listed_fails(site: Path) -> None:
     shutil.copy(site / "bots" / "polite.html", site / "bots" / "polite-2.html")
     listing = _listing(site)
-    listing["files"].append(dict(next(f for f in listing["files"] if f["path"] == "bots/polite.html"),
-                                 path="bots/polite-2.html"))  # fmt: skip
+    listing["files"].append(
+        dict(
+            next(f for f in listing["files"] if f["path"] == "bots/polite.html"),
+            path="bots/polite-2.html",
+        )
+    )
     (site / SITE_JSON).write_text(json.dumps(listing))
     output = _fails_naming(site, "bots/polite-2.html")
     assert "listed as a page, but the verified data renders no such file" in output
@@ -385,9 +403,12 @@ def test_a_file_list_that_publish_never_writes_is_refused_in_one_line(
 
 
 def test_a_listed_path_outside_the_site_is_never_read(site: Path) -> None:
-    _set_listing(site, lambda d: d["files"].append(
-        {"path": "../../../etc/passwd", "sha256": "0" * 64, "kind": "evidence", "made_from": []}
-    ))  # fmt: skip
+    _set_listing(
+        site,
+        lambda d: d["files"].append(
+            {"path": "../../../etc/passwd", "sha256": "0" * 64, "kind": "evidence", "made_from": []}
+        ),
+    )
     output = _fails_naming(site, "../../../etc/passwd")
     assert "listed in verification/site.json, but missing" in output
     assert "SHA-256" not in output
@@ -438,9 +459,12 @@ def test_a_page_listed_as_another_kind_of_file_is_still_rendered_again(site: Pat
     index = site / "index.html"
     cell = _first_score(index.read_text())
     _edit(index, cell, cell.replace('">', '">3', 1))
-    _set_listing(site, lambda d: next(f for f in d["files"] if f["path"] == "index.html").update(
-        kind="cache", sha256=hashlib.sha256(index.read_bytes()).hexdigest()
-    ))  # fmt: skip
+    _set_listing(
+        site,
+        lambda d: next(f for f in d["files"] if f["path"] == "index.html").update(
+            kind="cache", sha256=hashlib.sha256(index.read_bytes()).hexdigest()
+        ),
+    )
     output = _fails_naming(site, "index.html")
     assert "not what the verified data renders" in output
 

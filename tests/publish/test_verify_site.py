@@ -323,7 +323,9 @@ def test_a_site_with_play_offs_and_a_gauntlet_verifies(tmp_path: Path) -> None:
     """Play-off rounds are planned again from the site's manifest; a gauntlet's
     schedule is recomputed from its plan (the candidate, the draws)."""
     playoffs = play_fake(
-        write_fake_tournament(tmp_path / "po", deals=1, extra="playoff = { top = 3, until = 0.99, budget = 12 }")
+        write_fake_tournament(
+            tmp_path / "po", deals=1, extra="playoff = { top = 3, until = 0.99, budget = 12 }"
+        )
     )
     results = load_results(playoffs)
     assert any(key.startswith("po/") for key in results.specs)
@@ -348,7 +350,9 @@ def test_a_plan_too_large_to_schedule_is_a_problem_not_a_hang(site: Path) -> Non
     plan["entrants"] = [f"b{i}" for i in range(64)]
     path.write_text(json.dumps(plan))
     problems = verify_site(site).problems
-    assert any(p.startswith("the stored plan cannot be scheduled: the schedule would be") for p in problems)
+    assert any(
+        p.startswith("the stored plan cannot be scheduled: the schedule would be") for p in problems
+    )
 
 
 def test_play_off_round_numbers_with_a_gap_are_refused_without_planning_each(
@@ -434,7 +438,7 @@ def test_a_site_carries_the_declared_beacon_and_verify_checks_the_one_looked_up(
     )
     assert secret["beacon"] == BEACON
     index = (site / "index.html").read_text()
-    assert f"with the beacon {DRAND_SOURCE} (<code class=\"hash\">{BEACON}</code> mixed in)" in index
+    assert f'with the beacon {DRAND_SOURCE} (<code class="hash">{BEACON}</code> mixed in)' in index
     code, output = _verify(site, "--commitment", commitment, "--beacon", "0x" + BEACON)
     assert code == 0, output
     assert f"the beacon declared: {DRAND_SOURCE} (hex:32); beacon '{BEACON}' mixed in" in output
@@ -455,7 +459,10 @@ def test_a_site_with_its_beacon_or_declaration_changed_fails(
     deals["secrets"][0]["beacon"] = "ab" * 32
     path.write_text(json.dumps(deals))
     problems = verify_site(copy, commitments=[commitment]).problems
-    assert any(p.startswith("secret 1: its SHA-256 (with the beacon declared with it) is not") for p in problems)
+    assert any(
+        p.startswith("secret 1: its SHA-256 (with the beacon declared with it) is not")
+        for p in problems
+    )
     assert any("its stored deal seed is not the one the secret gives" in p for p in problems)
     deals["secrets"][0]["beacon"] = None
     path.write_text(json.dumps(deals))

@@ -89,16 +89,31 @@ def open_deal(tmp_path: Path) -> OpenDeal:
     )
     stderr = f"my hand: {' '.join(hand)}"
     # What the bot wrote during the match, beside the log: its hand, at its first move.
-    during = [(name, [(3, f"{stderr}\n".encode())] if s == seat else [], 0)
-              for s, name in enumerate(shown_spec.table)]  # fmt: skip
+    during = [
+        (name, [(3, f"{stderr}\n".encode())] if s == seat else [], 0)
+        for s, name in enumerate(shown_spec.table)
+    ]
     stderr_path(log).write_text(stderr_json(shown, 65536, during), encoding="utf-8")
     standings = [
-        SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=s == seat,
-                   fault=fault if s == seat else None)
+        SeatResult(
+            seat=s,
+            name=n,
+            place=s + 1,
+            score=0,
+            forfeit=s == seat,
+            fault=fault if s == seat else None,
+        )
         for s, n in enumerate(shown_spec.table)
-    ]  # fmt: skip
-    result = MatchResult(match=shown, seed=1, rules="arschloch", rounds=1, log=str(log),
-                         standings=standings, stderr_tails={seat: stderr})  # fmt: skip
+    ]
+    result = MatchResult(
+        match=shown,
+        seed=1,
+        rules="arschloch",
+        rounds=1,
+        log=str(log),
+        standings=standings,
+        stderr_tails={seat: stderr},
+    )
     for key in (shown, other):  # as if neither had been played yet
         _sql(spec, "DELETE FROM chain WHERE match_key = ?", key)
         _sql(spec, "DELETE FROM results WHERE match_key = ?", key)

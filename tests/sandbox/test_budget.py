@@ -55,7 +55,9 @@ def test_workers_that_do_not_fit_are_fewer_and_it_is_said_in_one_line() -> None:
 def test_idle_bots_get_what_the_tables_leave() -> None:
     """Two workers' tables fit exactly, with three more bots' worth: one idle bot each."""
     table = 3 * 256 * MIB
-    plan = plan_workers(2, seats=3, memory_mb=256, budget=budget(reserve(2) + 2 * table + 3 * 256 * MIB))
+    plan = plan_workers(
+        2, seats=3, memory_mb=256, budget=budget(reserve(2) + 2 * table + 3 * 256 * MIB)
+    )
     assert (plan.workers, plan.idle) == (2, 1)
     assert plan.notes == (
         "memory: each worker keeps at most 1 idle bot process between matches (not 3), "
@@ -101,7 +103,9 @@ def test_overcommit_runs_as_asked_and_says_so() -> None:
     assert (plan.workers, plan.idle) == (2, 4)
     assert plan.notes[0].startswith("memory: overcommitted on purpose: 2 workers x 4 seats")
     assert "never the bot" in plan.notes[0]
-    assert plan_workers(2, seats=4, memory_mb=64, budget=budget(64 * GIB), overcommit=True).notes == ()
+    assert (
+        plan_workers(2, seats=4, memory_mb=64, budget=budget(64 * GIB), overcommit=True).notes == ()
+    )
 
 
 def test_a_match_that_fits_passes_and_one_that_does_not_is_refused() -> None:
@@ -115,7 +119,9 @@ def test_a_match_that_fits_passes_and_one_that_does_not_is_refused() -> None:
     )
     # The sample bots are the referee's own: counted at what they use, not at the limit.
     check_room(1, memory_mb=512, samples=10, budget=budget(GIB), fix="x")
-    with pytest.raises(UsageError, match=r"1 bot x 900 MiB and 10 sample bots \(1.0 GiB\) do not fit"):
+    with pytest.raises(
+        UsageError, match=r"1 bot x 900 MiB and 10 sample bots \(1.0 GiB\) do not fit"
+    ):
         check_room(1, memory_mb=900, samples=10, budget=budget(GIB), fix="x")
     assert SAMPLE_BOT_MIB < 512
     with pytest.raises(UsageError, match=r"^memory: 1 bot x 2048 MiB \(2.0 GiB\) does not fit in "):
@@ -174,7 +180,10 @@ def test_a_limit_above_the_referees_own_group_is_found(tmp_path: Path) -> None:
     found = read_budget(proc=proc)
     assert found.free == 340 * MIB
     assert found.where == f"cgroup {memory / 'ci'}: limit 400 MiB, 60 MiB in use"
-    assert found.describe() == f"340 MiB available (cgroup {memory / 'ci'}: limit 400 MiB, 60 MiB in use)"
+    assert (
+        found.describe()
+        == f"340 MiB available (cgroup {memory / 'ci'}: limit 400 MiB, 60 MiB in use)"
+    )
     # Docker's containers are not in the referee's cgroup: only the machine counts.
     assert read_budget(own_cgroup=False, proc=proc) == MemoryBudget(20 * GIB, "MemAvailable")
 
@@ -220,7 +229,9 @@ def test_nothing_to_read_refuses_nothing(tmp_path: Path) -> None:
 
 def test_this_machine_has_a_budget() -> None:
     found = read_budget()
-    assert found.free > 0 and re.fullmatch(r"(MemAvailable|cgroup .+: limit .+ in use)", found.where)
+    assert found.free > 0 and re.fullmatch(
+        r"(MemAvailable|cgroup .+: limit .+ in use)", found.where
+    )
 
 
 # --------------------------------------------------------------------------- oom score

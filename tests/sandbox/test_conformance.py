@@ -163,7 +163,9 @@ CASES = [
 
 
 @pytest.fixture
-def make_backend(request: pytest.FixtureRequest, staged: BotSpec) -> Iterator[Callable[[], Backend]]:
+def make_backend(
+    request: pytest.FixtureRequest, staged: BotSpec
+) -> Iterator[Callable[[], Backend]]:
     """How to build the backend under test (inside the test's own event loop)."""
     name = request.param
     if name == "fake":

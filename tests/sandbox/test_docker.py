@@ -220,7 +220,9 @@ def test_stdin_closed_before_the_bot_opened_it_is_end_of_file(
     """Stdin is a FIFO the bot's side opens once its container runs: closed at once after
     the start (before that), the bot still reads end of file, and exits."""
     bot = single_file_bot(
-        tmp_path, "eof", "import sys\ndata = sys.stdin.read()\nprint('eof', len(data), flush=True)\n"
+        tmp_path,
+        "eof",
+        "import sys\ndata = sys.stdin.read()\nprint('eof', len(data), flush=True)\n",
     )
 
     async def body(process: BotProcess) -> bytes:

@@ -47,7 +47,12 @@ def test_the_online_build_uses_the_dockerfile_the_referee_carries() -> None:
     image._build_online(Client(), "referee-test:x", lines.append)
     recipe = resources.dockerfile()
     assert calls == [
-        {"path": str(recipe.parent), "dockerfile": "Dockerfile", "tag": "referee-test:x",
-         "rm": True, "decode": True}
-    ]  # fmt: skip
+        {
+            "path": str(recipe.parent),
+            "dockerfile": "Dockerfile",
+            "tag": "referee-test:x",
+            "rm": True,
+            "decode": True,
+        }
+    ]
     assert lines[0] == f"docker build -t referee-test:x -f {recipe}"

@@ -1005,12 +1005,18 @@ def test_a_bot_dies_with_its_referee_killed_by_sigkill(
     deaf.write_text("import time\nwhile True:\n    time.sleep(3600)\n")
     referee = subprocess.Popen(
         [
-            sys.executable, "-c", _DOOMED_REFEREE, str(deaf),
-            str(staging), mode, str(TEST_UIDS.start), str(TEST_UIDS.stop),
+            sys.executable,
+            "-c",
+            _DOOMED_REFEREE,
+            str(deaf),
+            str(staging),
+            mode,
+            str(TEST_UIDS.start),
+            str(TEST_UIDS.stop),
         ],
         stdout=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     try:
         assert referee.stdout is not None
         uid = int(referee.stdout.readline())
@@ -1040,7 +1046,8 @@ def test_a_start_whose_referee_is_gone_stops_before_the_bot() -> None:
     argv = [
         *process_module._setpriv_argv(setpriv, None),
         *process_module._oom_first_argv(parent=1),  # we are not init: "the referee is gone"
-        "touch", str(marker_file),
+        "touch",
+        str(marker_file),
     ]
     done = subprocess.run(argv, capture_output=True, timeout=30)
     assert done.returncode == 125, done

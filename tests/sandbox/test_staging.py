@@ -160,9 +160,7 @@ def test_interpreters_on_the_sandbox_path_and_programs_inside_stay_allowed(
     for command in ("python3 bot.py", "node bot.js", "./run", "lib/../run"):
         folder = folder_bot(tmp_path, f'command = "{command}"\n', {"run": "#!/bin/sh\n"})
         (folder / "run").chmod(0o755)
-        assert stage_bot(load_bot(folder), tmp_path / "staging").command == tuple(
-            command.split()
-        )
+        assert stage_bot(load_bot(folder), tmp_path / "staging").command == tuple(command.split())
         shutil.rmtree(folder)
 
 
@@ -776,5 +774,7 @@ def test_a_sample_named_with_an_at_sign_is_its_shipped_folder_from_anywhere(
 
 
 def test_an_unknown_sample_name_is_refused_before_any_path_is_looked_at() -> None:
-    with pytest.raises(UsageError, match=r"^no sample bot is called @\.\./\.\./etc \(the samples: @"):
+    with pytest.raises(
+        UsageError, match=r"^no sample bot is called @\.\./\.\./etc \(the samples: @"
+    ):
         load_bot("@../../etc")

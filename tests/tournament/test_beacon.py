@@ -120,7 +120,9 @@ def test_a_committed_secret_deals_only_with_its_declared_beacon(
     assert commit_tournament(tournament, DRAND).commitment == first.commitment  # until dealt
     with pytest.raises(UsageError, match=r"already committed to .* a commitment stands"):
         commit_tournament(tournament, BeaconDeclaration.parse("another round", "hex:32"))
-    with pytest.raises(UsageError, match=r"give that value with --beacon \(32 bytes, written as 64"):
+    with pytest.raises(
+        UsageError, match=r"give that value with --beacon \(32 bytes, written as 64"
+    ):
         run_tournament(tournament, InProcessExecutor(HANDLERS))
     with pytest.raises(UsageError, match="--beacon: the beacon is declared as 32 bytes"):
         run_tournament(tournament, InProcessExecutor(HANDLERS), beacon="lottery: 4 8 15")
@@ -217,8 +219,12 @@ def test_the_commitment_of_another_secret_fails(
         results,
         "INSERT INTO deal_secrets (id, secret, commitment, created, revealed, beacon_source, "
         "beacon_form, beacon) VALUES (2, ?, ?, 0, 1, ?, ?, ?)",
-        chosen.hex(), commitment(chosen, DRAND), DRAND.source, DRAND.form, BEACON,
-    )  # fmt: skip
+        chosen.hex(),
+        commitment(chosen, DRAND),
+        DRAND.source,
+        DRAND.form,
+        BEACON,
+    )
     _sql(results, "UPDATE matches SET secret_id = 2")
     problems = verify_results(results, commitments=[published]).problems
     assert (
@@ -255,7 +261,9 @@ def test_a_declaration_changed_afterwards_breaks_the_commitment(
     _sql(results, "UPDATE deal_secrets SET beacon_source = 'drand quicknet round 12345679'")
     problems = verify_results(results).problems
     assert any(
-        p.startswith("secret 1: its SHA-256 (with the beacon declared with it) is not the commitment")
+        p.startswith(
+            "secret 1: its SHA-256 (with the beacon declared with it) is not the commitment"
+        )
         for p in problems
     )
     stripped = _copy(committed, tmp_path / "stripped")
@@ -321,7 +329,9 @@ def test_commit_prints_what_to_publish_and_verify_checks_the_beacon(
     wrong = CliRunner().invoke(main, ["verify", str(results), "--beacon", "ab" * 32])
     assert wrong.exit_code == 1 and "FAIL secret 1: the beacon given" in wrong.output
     control = CliRunner().invoke(main, ["verify", str(results), "--beacon", "\x07"])
-    assert control.exit_code == 2 and "--beacon: the beacon holds control characters" in control.output
+    assert (
+        control.exit_code == 2 and "--beacon: the beacon holds control characters" in control.output
+    )
 
 
 def test_the_leaderboard_names_the_beacon_with_the_commitment(

@@ -91,8 +91,15 @@ def test_an_attempt_of_a_compared_match_replays_its_own_cards() -> None:
 def _match(deal: int, half: str, rotation: int, places: dict[str, int]) -> StoredMatch:
     key = f"cmp/d{deal:05d}/{half}/r{rotation}"
     table = tuple(places)
-    spec = MatchSpec(key=key, table=table, deal=deal, rotation=rotation, deal_seed=1,
-                     match_seed=1, deal_id=f"cmp/d{deal:05d}")  # fmt: skip
+    spec = MatchSpec(
+        key=key,
+        table=table,
+        deal=deal,
+        rotation=rotation,
+        deal_seed=1,
+        match_seed=1,
+        deal_id=f"cmp/d{deal:05d}",
+    )
     seats = tuple(
         StoredSeat(seat, name, place, 0, False, None, None)
         for seat, (name, place) in enumerate(places.items())
@@ -112,7 +119,10 @@ def test_a_deal_observes_the_mean_difference_over_its_rotations() -> None:
 def test_a_forfeit_counts_at_the_last_place() -> None:
     pairs = PairedDeals("new", "old", 3)
     forfeit = _match(0, "new", 0, {"new": 1, "x": 2, "y": 3})
-    seats = (forfeit.seats[0].__class__(0, "new", 1, 9, True, "timeout", "late"), *forfeit.seats[1:])
+    seats = (
+        forfeit.seats[0].__class__(0, "new", 1, 9, True, "timeout", "late"),
+        *forfeit.seats[1:],
+    )
     pairs.add(StoredMatch(forfeit.spec, seats))
     assert pairs.scores[0]["new", 0] == 0.0
 
@@ -162,17 +172,32 @@ def _comparison(
     paths[1].write_text(paths[1].read_text() + "# another version\n")
     bots = [load_bot(str(path)) for path in paths]
     tournament = compare_tournament(
-        bots[0], bots[1], bots[2:], [str(p) for p in paths],
-        preset="arschloch", max_rounds=3, table_size=3, deals=max_deals,
-        time_control=TimeControl(), backend="process", memory_mb=512, images=(), folder=folder,
-    )  # fmt: skip
+        bots[0],
+        bots[1],
+        bots[2:],
+        [str(p) for p in paths],
+        preset="arschloch",
+        max_rounds=3,
+        table_size=3,
+        deals=max_deals,
+        time_control=TimeControl(),
+        backend="process",
+        memory_mb=512,
+        images=(),
+        folder=folder,
+    )
     handlers = {"new": new, "old": old, "f1": lowest_bot, "f2": polite_bot, "f3": lowest_bot}
     progress = seen if seen is not None else []
     return run_comparison(
-        tournament, InProcessExecutor(handlers), Sprt(), max_deals=max_deals,
-        results_dir=folder / "results", batch=batch, deal_secret=SECRET,
+        tournament,
+        InProcessExecutor(handlers),
+        Sprt(),
+        max_deals=max_deals,
+        results_dir=folder / "results",
+        batch=batch,
+        deal_secret=SECRET,
         on_event=lambda event: isinstance(event, SprtProgress) and progress.append(event),
-    )  # fmt: skip
+    )
 
 
 def test_a_clearly_better_bot_reaches_h1_and_a_resumed_run_keeps_the_verdict(
@@ -249,8 +274,12 @@ def test_the_command_names_the_versions_apart_from_the_field(tmp_path: Path) -> 
     mine = write_bot(tmp_path, "heuristic", "first")
     bots = _named_bots([str(mine), "@heuristic", "@heuristic", "@heuristic", "@lowest"], 4, ())
     assert [b.name for b in bots] == [
-        "heuristic-new", "heuristic-old", "heuristic#1", "heuristic#2", "lowest"
-    ]  # fmt: skip
+        "heuristic-new",
+        "heuristic-old",
+        "heuristic#1",
+        "heuristic#2",
+        "lowest",
+    ]
     bots = _named_bots(["@heuristic", "@lowest", "@heuristic", "@lowest", "@random"], 4, ())
     assert [b.name for b in bots] == ["heuristic", "lowest", "heuristic#2", "lowest#2", "random"]
 
@@ -259,6 +288,9 @@ def test_a_results_folder_of_another_comparison_is_refused_as_such(tmp_path: Pat
     with Store(tmp_path / "r") as store:
         store.check_settings({"format": "compare", "baseline": "v6", "field": ["a", "b"]})
         store.check_settings({"format": "compare", "baseline": "v6", "field": ["a", "b"]})
-        with pytest.raises(UsageError, match=r"baseline changed \(these are the results of "
-                           r"another comparison: give another --results\)"):  # fmt: skip
+        with pytest.raises(
+            UsageError,
+            match=r"baseline changed \(these are the results of "
+            r"another comparison: give another --results\)",
+        ):
             store.check_settings({"format": "compare", "baseline": "v5", "field": ["a", "b"]})

@@ -40,22 +40,43 @@ def witnessed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     one-round matches at tables of 4, on two workers that keep their bot processes."""
     folder = tmp_path_factory.mktemp("witnessed")
     paths = []
-    for name, strategy in [("new", "random"), ("old", "first"), ("fa", "random"),
-                           ("fb", "random"), ("fc", "random")]:  # fmt: skip
+    for name, strategy in [
+        ("new", "random"),
+        ("old", "first"),
+        ("fa", "random"),
+        ("fb", "random"),
+        ("fc", "random"),
+    ]:
         path = folder / f"{name}{MARKER}.py"
-        path.write_text(WITNESS.read_text().replace('STRATEGY = "random"', f'STRATEGY = "{strategy}"'))
+        path.write_text(
+            WITNESS.read_text().replace('STRATEGY = "random"', f'STRATEGY = "{strategy}"')
+        )
         paths.append(path)
     bots = [load_bot(str(path)) for path in paths]
     tournament = compare_tournament(
-        bots[0], bots[1], bots[2:], [str(p) for p in paths],
-        preset="arschloch", max_rounds=1, table_size=4, deals=DEALS,
-        time_control=TimeControl(), backend="process", memory_mb=256, images=(), folder=folder,
-    )  # fmt: skip
+        bots[0],
+        bots[1],
+        bots[2:],
+        [str(p) for p in paths],
+        preset="arschloch",
+        max_rounds=1,
+        table_size=4,
+        deals=DEALS,
+        time_control=TimeControl(),
+        backend="process",
+        memory_mb=256,
+        images=(),
+        folder=folder,
+    )
     with LocalExecutor(2) as executor:
         summary = run_comparison(
-            tournament, executor, Sprt(), max_deals=DEALS, results_dir=folder / "results",
+            tournament,
+            executor,
+            Sprt(),
+            max_deals=DEALS,
+            results_dir=folder / "results",
             batch=4,
-        )  # fmt: skip
+        )
     assert summary.matches == DEALS * 8 and summary.failed == 0
     return folder / "results"
 
@@ -104,10 +125,25 @@ def test_no_process_sees_a_deal_twice(witnessed: Path) -> None:
 
 
 COMMAND = [
-    "compare", "@heuristic", "@random",
-    "--field", "@lowest", "--field", "@lowest", "--field", "@random",
-    "--max-rounds", "1", "--max-matches", "320", "--seed", "7", "--workers", "2", "--json",
-]  # fmt: skip
+    "compare",
+    "@heuristic",
+    "@random",
+    "--field",
+    "@lowest",
+    "--field",
+    "@lowest",
+    "--field",
+    "@random",
+    "--max-rounds",
+    "1",
+    "--max-matches",
+    "320",
+    "--seed",
+    "7",
+    "--workers",
+    "2",
+    "--json",
+]
 
 
 def _compare(results: Path) -> dict[str, Any]:
@@ -145,7 +181,9 @@ def test_a_clearly_better_bot_reaches_h1_and_the_json_says_so(
 def _done(results: Path) -> int:
     try:
         with sqlite3.connect(f"file:{results / 'results.sqlite'}?mode=ro", uri=True) as db:
-            return int(db.execute("SELECT COUNT(*) FROM matches WHERE status = 'done'").fetchone()[0])
+            return int(
+                db.execute("SELECT COUNT(*) FROM matches WHERE status = 'done'").fetchone()[0]
+            )
     except sqlite3.Error:
         return 0
 

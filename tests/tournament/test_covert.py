@@ -68,7 +68,7 @@ def _tournament(
     path.write_text(
         f'name = "t"\nrules = {{ preset = "arschloch", target = 6 }}\ntable_size = 4\n'
         f'deals = {deals}\nseed = 3\nduplicate = "{duplicate}"\n{tables}'
-        f'[time]\nmove_ms = 2000\nbank_ms = 10000\nhello_ms = 20000\n'
+        f"[time]\nmove_ms = 2000\nbank_ms = 10000\nhello_ms = 20000\n"
         f'[sandbox]\nbackend = "{sandbox}"\nmemory_mb = 256\n\n' + "\n".join(entries)
     )
     return path
@@ -97,7 +97,6 @@ def test_both_channels_carry_bits_between_processes(tmp_path: Path) -> None:
         "hand = ['7C', '8S', '9H', '10D', 'JD', 'QC', 'KS', 'AH']\n"
         "word = spy.encode(hand, deck)\n"
         "if sys.argv[1] == 'write':\n"
-
         "    found = getattr(spy, sys.argv[2] + '_read')(5)\n"
         "    getattr(spy, sys.argv[2] + '_write')(5, word, found)\n"
         "    print('ready', flush=True); sys.stdin.readline()\n"
@@ -107,8 +106,10 @@ def test_both_channels_carry_bits_between_processes(tmp_path: Path) -> None:
     for channel in ("cache", "lock"):
         writer = subprocess.Popen(
             [sys.executable, "-c", code, "write", channel],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
             reader = subprocess.run(

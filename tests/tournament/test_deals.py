@@ -214,7 +214,10 @@ def test_verify_detects_a_changed_seed_and_a_changed_result(finished: Path, tmp_
     db.close()
     problems = verify_results(results).problems
     assert any("another seed than the secret gives" in p for p in problems)
-    assert any(p.startswith(key) and "stored standings (names, places, scores or forfeits) differ" in p for p in problems)
+    assert any(
+        p.startswith(key) and "stored standings (names, places, scores or forfeits) differ" in p
+        for p in problems
+    )
 
 
 def test_verify_refuses_a_folder_without_results(tmp_path: Path) -> None:

@@ -130,10 +130,21 @@ def test_the_design_is_pinned() -> None:
     """A golden design: a change here reseats every balanced tournament (and orphans its
     stored results), so it must be on purpose."""
     assert balanced_design(8, 4, 1) == (
-        (0, 1, 2, 3), (0, 1, 3, 7), (0, 1, 5, 6), (0, 2, 4, 6), (0, 2, 5, 7),
-        (0, 3, 4, 5), (0, 4, 6, 7), (1, 2, 4, 5), (1, 2, 4, 7), (1, 3, 4, 6),
-        (1, 5, 6, 7), (2, 3, 5, 6), (2, 3, 6, 7), (3, 4, 5, 7),
-    )  # fmt: skip
+        (0, 1, 2, 3),
+        (0, 1, 3, 7),
+        (0, 1, 5, 6),
+        (0, 2, 4, 6),
+        (0, 2, 5, 7),
+        (0, 3, 4, 5),
+        (0, 4, 6, 7),
+        (1, 2, 4, 5),
+        (1, 2, 4, 7),
+        (1, 3, 4, 6),
+        (1, 5, 6, 7),
+        (2, 3, 5, 6),
+        (2, 3, 6, 7),
+        (3, 4, 5, 7),
+    )
 
 
 def test_the_design_is_identical_in_another_interpreter() -> None:

@@ -42,7 +42,7 @@ def _twins(
     entries = [("heuristic", None), ("random", None), ("lowest", "lowest"), ("lowest", "js-lowest")]
     text = (
         'name = "twins"\nrules = { preset = "trou-du-cul", target = 8 }\ntable_size = 4\n'
-        f'deals = {DEALS}\nseed = 1\nallow_twins = true  # the control: one program twice\n'
+        f"deals = {DEALS}\nseed = 1\nallow_twins = true  # the control: one program twice\n"
         '[sandbox]\nbackend = "process"\n'
     )
     for bot, name in entries:

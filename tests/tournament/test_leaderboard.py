@@ -83,7 +83,10 @@ def test_json_has_exactly_the_documented_shape() -> None:
         # 6 matches: too few shared deals for any figure, and the cell says so.
         assert over["confidence"] is None and over["favours"] is None
         assert over["significant"] is False and over["deals"] < 8
-        assert over["text"] == f"— {over['deals']} shared deal{'s' if over['deals'] != 1 else ''}" or over["text"] == "— no shared deal"
+        assert (
+            over["text"] == f"— {over['deals']} shared deal{'s' if over['deals'] != 1 else ''}"
+            or over["text"] == "— no shared deal"
+        )
     assert data["twins"] == [] and data["notes"][0].startswith("Rank: TrueSkill")
     assert data["entries"][-1]["over_next"] is None
     assert {e["name"] for e in data["entries"]} == set(NAMES)

@@ -109,7 +109,9 @@ class Reversed(Watched):
         return list(reversed(tasks))
 
 
-def play(path: Path, executor: Any = None, batches: int = 2, clock: Clock | None = None) -> list[LeagueEvent]:
+def play(
+    path: Path, executor: Any = None, batches: int = 2, clock: Clock | None = None
+) -> list[LeagueEvent]:
     events: list[LeagueEvent] = []
     run_league(
         path,
@@ -132,9 +134,7 @@ def stored(path: Path) -> tuple[dict[str, Any], int, Counter[str]]:
         entrants = LeagueLedger(store).entrants()
         links = [link.key for link in store.chain() if link.key is not None]
         assert len(links) == len(set(links)), "a result chained twice"
-        seats = Counter(
-            name for (name,) in store.connection.execute("SELECT name FROM results")
-        )
+        seats = Counter(name for (name,) in store.connection.execute("SELECT name FROM results"))
         done = store.done_keys()
     assert set(links) == done
     return entrants, len(links), seats
@@ -173,9 +173,15 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     resumed = Watched()
     third = play(path, resumed, batches=2, clock=clock)
     return {
-        "path": path, "first": first, "second": second, "third": third, "killed": killed,
-        "resumed": resumed, "open": open_batch, "done_before": done_before,
-    }  # fmt: skip
+        "path": path,
+        "first": first,
+        "second": second,
+        "third": third,
+        "killed": killed,
+        "resumed": resumed,
+        "open": open_batch,
+        "done_before": done_before,
+    }
 
 
 def test_the_league_plays_batches_of_disjoint_tables(story: dict[str, Any]) -> None:
@@ -190,7 +196,9 @@ def test_the_league_plays_batches_of_disjoint_tables(story: dict[str, Any]) -> N
             assert len(seated) == len(set(seated)) == 8
             for table_id, bots in tables.items():  # every seat rotation of one table deal
                 mine = sorted(s.rotation for s in specs if s.key.startswith(table_id + "/"))
-                assert mine == [0, 1, 2, 3] and all(set(s.table) == bots for s in specs if s.key.startswith(table_id + "/"))
+                assert mine == [0, 1, 2, 3] and all(
+                    set(s.table) == bots for s in specs if s.key.startswith(table_id + "/")
+                )
             # A deal goes to disjoint tables: no bot meets the same cards twice.
             by_deal: dict[str, list[set[str]]] = {}
             for spec in specs:
@@ -228,7 +236,9 @@ def test_a_killed_league_resumes_its_batch_keeping_every_result_once(story: dict
     resumed = story["resumed"].given
     left = 8 - sum(batch_of(key) == open_batch.batch for key in story["done_before"])
     assert 0 < left < 8
-    assert [batch_of(key) for key in resumed[: left + 1]] == [open_batch.batch] * left + [open_batch.batch + 1]
+    assert [batch_of(key) for key in resumed[: left + 1]] == [open_batch.batch] * left + [
+        open_batch.batch + 1
+    ]
     assert not set(resumed) & story["done_before"]  # nothing played twice
     entrants, chained, seats = stored(story["path"])
     assert chained * 4 == sum(seats.values())
@@ -282,7 +292,9 @@ def test_a_tampered_rating_is_reported_by_the_check(story: dict[str, Any], tmp_p
     copy = tmp_path / "copy"
     shutil.copytree(results(story["path"]), copy)
     with sqlite3.connect(copy / "results.sqlite") as db:
-        db.execute("UPDATE league_entrants SET settled_mu = settled_mu + 0.5, matches = matches + 1 WHERE label = 'b1'")
+        db.execute(
+            "UPDATE league_entrants SET settled_mu = settled_mu + 0.5, matches = matches + 1 WHERE label = 'b1'"
+        )
     with Store(copy) as store:
         found = check_league(LeagueLedger(store), make_environment())
     assert any(p.startswith("b1: settled rating") for p in found.problems)
@@ -301,7 +313,10 @@ def test_results_arriving_in_another_order_change_no_rating_and_no_choice(tmp_pa
             ledger = LeagueLedger(store)
             runs[name] = (
                 sorted(store.specs()),
-                {label: (e.settled_mu, e.settled_sigma, e.mu, e.sigma) for label, e in ledger.entrants().items()},
+                {
+                    label: (e.settled_mu, e.settled_sigma, e.mu, e.sigma)
+                    for label, e in ledger.entrants().items()
+                },
                 again,
             )
     assert runs["ordered"][0] == runs["reversed"][0]
@@ -335,7 +350,11 @@ def test_a_retired_entrant_leaves_at_the_next_batch(tmp_path: Path) -> None:
     change = next(e for e in events if isinstance(e, EntrantsChanged))
     assert change.left == (("b7", "retired"),) and change.batch == 1
     with Store(results(path)) as store:
-        assert all("b7" not in spec.table for key, spec in store.specs().items() if (batch_of(key) or 0) >= 1)
+        assert all(
+            "b7" not in spec.table
+            for key, spec in store.specs().items()
+            if (batch_of(key) or 0) >= 1
+        )
     with pytest.raises(UsageError, match="already retired"):
         append_retirement(path, "b7")
     with pytest.raises(UsageError, match="is not an entrant"):
@@ -368,8 +387,15 @@ def test_a_league_too_small_for_a_table_waits_for_entrants(tmp_path: Path) -> No
                 handle.write('\n[[bots]]\npath = "late.py"\nname = "late"\n')
 
     events: list[LeagueEvent] = []
-    run_league(path, InProcessExecutor(handlers("late")), batches=1, deal_secret=SECRET,
-               clock=Clock(), wait=wait, on_event=events.append)  # fmt: skip
+    run_league(
+        path,
+        InProcessExecutor(handlers("late")),
+        batches=1,
+        deal_secret=SECRET,
+        clock=Clock(),
+        wait=wait,
+        on_event=events.append,
+    )
     assert waited == [1.0, 1.0]
     assert sum(isinstance(e, BatchSettled) for e in events) == 1
 
@@ -379,13 +405,18 @@ def test_a_league_too_small_for_a_table_waits_for_entrants(tmp_path: Path) -> No
     [
         ('[[bots]]\npath = "x.py"\n', "bots[3]: name: required in a league"),
         ('[[bots]]\npath = "x.py"\nname = "x#2"\n', "ends in '#' and a number"),
-        ('[[bots]]\npath = "x.py"\nname = "x"\nretired = true\n', "has no version in the league before"),
+        (
+            '[[bots]]\npath = "x.py"\nname = "x"\nretired = true\n',
+            "has no version in the league before",
+        ),
         ("deals = 2\n", 'deals: not allowed when format = "league"'),
         ('tables = "balanced"\n', 'tables: not allowed when format = "league"'),
         ("playoff = { top = 2, budget = 10 }\n", 'playoff: not allowed when format = "league"'),
     ],
 )
-def test_what_a_league_file_may_not_say_is_refused(tmp_path: Path, change: str, expected: str) -> None:
+def test_what_a_league_file_may_not_say_is_refused(
+    tmp_path: Path, change: str, expected: str
+) -> None:
     path = write(tmp_path, NAMES[:3])
     text = path.read_text()
     if change.startswith("[[bots]]"):
@@ -405,7 +436,7 @@ def test_league_keys_are_refused_outside_a_league(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match='league: only allowed when format = "league"'):
         load_tournament(path)
     text = path.read_text().replace("[league]\npoll_seconds = 1\nplacement = 1\n", "")
-    path.write_text(text + 'retired = true\n')
+    path.write_text(text + "retired = true\n")
     with pytest.raises(UsageError, match="retired: only a league"):
         load_tournament(path)
 
@@ -439,8 +470,14 @@ def passing_check(staged: Any, sandbox: Any, ruleset: Any, seats: int, **kw: Any
     """Stands in for bot check's steps (the slow tests run them for real)."""
     from referee.match.compliance import CheckReport, Step
 
-    return CheckReport(staged.name, str(staged.folder), sandbox.name, kw["time_control"],
-                       kw["limits"], steps=[Step("handshake")])  # fmt: skip
+    return CheckReport(
+        staged.name,
+        str(staged.folder),
+        sandbox.name,
+        kw["time_control"],
+        kw["limits"],
+        steps=[Step("handshake")],
+    )
 
 
 def test_submitting_under_a_taken_name_enters_a_new_version(tmp_path: Path) -> None:

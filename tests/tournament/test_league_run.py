@@ -34,7 +34,7 @@ def write_league(folder: Path, bots: int = 6) -> Path:
     path.write_text(
         'name = "lg"\nrules = { preset = "arschloch", target = 3 }\ntable_size = 3\n'
         'format = "league"\nseed = 3\n[league]\nplacement = 1\npoll_seconds = 1\n'
-        '[time]\nmove_ms = 2000\nbank_ms = 5000\nhello_ms = 10000\n'
+        "[time]\nmove_ms = 2000\nbank_ms = 5000\nhello_ms = 10000\n"
         '[sandbox]\nbackend = "process"\nmemory_mb = 256\n\n' + "\n".join(entries)
     )
     return path
@@ -46,7 +46,9 @@ def done(path: Path) -> int:
         return 0
     try:
         with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5) as db:
-            return int(db.execute("SELECT COUNT(*) FROM matches WHERE status = 'done'").fetchone()[0])
+            return int(
+                db.execute("SELECT COUNT(*) FROM matches WHERE status = 'done'").fetchone()[0]
+            )
     except sqlite3.OperationalError:
         return 0
 
@@ -68,10 +70,13 @@ def test_a_league_takes_a_new_version_is_killed_and_goes_on(tmp_path: Path) -> N
     )
     try:
         wait_for(lambda: done(path) >= 6, 90, "the league's first batch")
-        entered = referee("submit", str(TEST_BOTS / "polite.py"), "--to", str(path), "--name", "p2", cwd=tmp_path)
+        entered = referee(
+            "submit", str(TEST_BOTS / "polite.py"), "--to", str(path), "--name", "p2", cwd=tmp_path
+        )
         assert entered.returncode == 0, entered.stdout + entered.stderr
         assert "version 2 of p2" in entered.stdout and "p2#2" in entered.stdout
         with sqlite3.connect(path.parent / "lg.results" / "results.sqlite", timeout=5) as db:
+
             def joined() -> bool:
                 rows = db.execute("SELECT label FROM league_entrants WHERE label = 'p2#2'")
                 return rows.fetchone() is not None
@@ -88,9 +93,17 @@ def test_a_league_takes_a_new_version_is_killed_and_goes_on(tmp_path: Path) -> N
     assert league.returncode == -signal.SIGKILL
     site = tmp_path / "site"
     again = referee(
-        "league", "run", str(path), "--batches", "2", "--workers", "2", "--publish", str(site),
+        "league",
+        "run",
+        str(path),
+        "--batches",
+        "2",
+        "--workers",
+        "2",
+        "--publish",
+        str(site),
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     assert again.returncode == 0, again.stderr
     assert "batches settled in this run" in again.stderr
     assert (site / "index.html").is_file() and list((site / "matches").glob("*.html"))
@@ -100,9 +113,13 @@ def test_a_league_takes_a_new_version_is_killed_and_goes_on(tmp_path: Path) -> N
     with sqlite3.connect(path.parent / "lg.results" / "results.sqlite") as db:
         keys = [k for (k,) in db.execute("SELECT match_key FROM chain WHERE match_key IS NOT NULL")]
         assert len(keys) == len(set(keys)) == done(path)
-        left = db.execute("SELECT retired, retired_why FROM league_entrants WHERE label = 'p2'").fetchone()
+        left = db.execute(
+            "SELECT retired, retired_why FROM league_entrants WHERE label = 'p2'"
+        ).fetchone()
         assert left[1] == "replaced by p2#2"
-        played = db.execute("SELECT matches FROM league_entrants WHERE label = 'p2#2'").fetchone()[0]
+        played = db.execute("SELECT matches FROM league_entrants WHERE label = 'p2#2'").fetchone()[
+            0
+        ]
         assert played > 0
     board = referee("leaderboard", str(path), "--format", "csv", cwd=tmp_path)
     assert board.returncode == 0, board.stderr
@@ -112,9 +129,17 @@ def test_a_league_takes_a_new_version_is_killed_and_goes_on(tmp_path: Path) -> N
 def test_a_league_runs_on_a_local_dask_cluster(tmp_path: Path) -> None:
     path = write_league(tmp_path)
     run = referee(
-        "league", "run", str(path), "--executor", "dask", "--workers", "2", "--batches", "1",
+        "league",
+        "run",
+        str(path),
+        "--executor",
+        "dask",
+        "--workers",
+        "2",
+        "--batches",
+        "1",
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     assert run.returncode == 0, run.stderr
     assert "batch 0 settled: 6 results" in run.stderr
     check = referee("league", "check", str(path), cwd=tmp_path)

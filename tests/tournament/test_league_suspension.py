@@ -315,10 +315,21 @@ def test_a_clean_match_between_forfeits_starts_the_count_again(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("how", "info"),
     [
-        ("outside_oom", ExitInfo(returncode=-9, signal=9, outside_oom=True, detail="SIGKILL: killed by the kernel's out-of-memory killer within its own limit")),
-        ("the referee's kill", ExitInfo(returncode=-9, signal=9, detail=f"SIGKILL: {REFEREE_KILL}")),
+        (
+            "outside_oom",
+            ExitInfo(
+                returncode=-9,
+                signal=9,
+                outside_oom=True,
+                detail="SIGKILL: killed by the kernel's out-of-memory killer within its own limit",
+            ),
+        ),
+        (
+            "the referee's kill",
+            ExitInfo(returncode=-9, signal=9, detail=f"SIGKILL: {REFEREE_KILL}"),
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bot_failed_on_the_referees_side_is_never_suspended(
     tmp_path: Path, how: str, info: ExitInfo
 ) -> None:
@@ -419,8 +430,15 @@ def test_a_league_left_too_small_by_a_suspension_says_so_while_it_waits(tmp_path
         raise Waited
 
     with pytest.raises(Waited):
-        run_league(path, InProcessExecutor(handlers(CRASH)), batches=3, deal_secret=SECRET,
-                   clock=Clock(), on_event=events.append, wait=wait)  # fmt: skip
+        run_league(
+            path,
+            InProcessExecutor(handlers(CRASH)),
+            batches=3,
+            deal_secret=SECRET,
+            clock=Clock(),
+            on_event=events.append,
+            wait=wait,
+        )
     [held] = suspended(events)
     [waiting] = [e for e in events if isinstance(e, LeagueWaiting)]
     assert (waiting.entrants, waiting.suspended, waiting.table_size) == (3, 1, 4)

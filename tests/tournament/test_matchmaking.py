@@ -46,7 +46,9 @@ def field(n: int, *, placed: bool = True, seed: int = 0) -> list[Standing]:
     ]
 
 
-def tables_of(state: LeagueState, knobs: LeagueSettings, k: int = 4, **kw: object) -> list[tuple[str, ...]]:
+def tables_of(
+    state: LeagueState, knobs: LeagueSettings, k: int = 4, **kw: object
+) -> list[tuple[str, ...]]:
     return [t.labels for t in plan_batch(state, knobs, table_size=k, seed=1, **kw).tables]  # type: ignore[arg-type]
 
 
@@ -77,7 +79,9 @@ def test_authors_kept_apart_never_share_a_table() -> None:
     author = {s.label: s.author for s in entrants}
     assert len(tables) >= 4  # drawn greedily: the last table may not find four authors
     assert all(len({author[label] for label in t}) == 4 for t in tables)
-    together = tables_of(LeagueState(0, tuple(entrants)), LeagueSettings(batch=10), authors_apart=False)
+    together = tables_of(
+        LeagueState(0, tuple(entrants)), LeagueSettings(batch=10), authors_apart=False
+    )
     assert any(len({author[label] for label in t}) < 4 for t in together)
 
 
@@ -90,18 +94,25 @@ def test_a_newcomer_is_placed_against_a_spread_of_the_field() -> None:
     )
     mine = next(t for t in plan.tables if "new" in t.labels)
     assert mine.kind == "placement" and mine.seed == "new"
-    places = sorted(ranked.index(next(s for s in entrants if s.label == o)) for o in mine.labels if o != "new")
+    places = sorted(
+        ranked.index(next(s for s in entrants if s.label == o)) for o in mine.labels if o != "new"
+    )
     assert places[0] < 14 and places[-1] > 26  # one from the top third, one from the bottom
     assert plan.placement == ["new"]
     # Its next placement table is shifted along the ranking (the golden ratio's steps).
     later = replace(newcomer, placement=1)
-    plan2 = plan_batch(LeagueState(7, (*entrants, later)), LeagueSettings(batch=3), table_size=4, seed=1)
+    plan2 = plan_batch(
+        LeagueState(7, (*entrants, later)), LeagueSettings(batch=3), table_size=4, seed=1
+    )
     mine2 = next(t for t in plan2.tables if "new" in t.labels)
     assert set(mine2.labels) != set(mine.labels)
 
 
 def test_matchmaking_seats_the_most_uncertain_with_a_neighbour_and_anchors() -> None:
-    entrants = [Standing(f"e{i:02d}", 10.0 + i, 1.0, matches=50, placement=3, last_batch=9) for i in range(40)]
+    entrants = [
+        Standing(f"e{i:02d}", 10.0 + i, 1.0, matches=50, placement=3, last_batch=9)
+        for i in range(40)
+    ]
     unsure = replace(entrants[20], sigma=3.0)  # mu 30, the least known
     entrants[20] = unsure
     entrants[0] = replace(entrants[0], last_batch=0)  # the fair table's seed, at mu 10
@@ -164,16 +175,22 @@ def _rated(rng: random.Random, s: Standing, batch: int, placed: bool, k: int) ->
 
 @settings(max_examples=60, deadline=None)
 @given(leagues())
-def test_no_entrant_waits_longer_than_the_bound(league: tuple[int, int, LeagueSettings, int]) -> None:
+def test_no_entrant_waits_longer_than_the_bound(
+    league: tuple[int, int, LeagueSettings, int],
+) -> None:
     """Whatever the results, every entrant sits at a table at least once every
     ``wait_bound`` batches (the window never binds here: batches are hours apart)."""
     n, k, knobs, seed = league
     rng = random.Random(seed)
-    standings = {s.label: s for s in (Standing(f"e{i}", 25.0, 25 / 3, last_batch=-1) for i in range(n))}
+    standings = {
+        s.label: s for s in (Standing(f"e{i}", 25.0, 25 / 3, last_batch=-1) for i in range(n))
+    }
     bound = wait_bound(n, knobs, k)
     last = dict.fromkeys(standings, -1)
     for batch in range(3 * bound + 5):
-        plan = plan_batch(LeagueState(batch, tuple(standings.values())), knobs, table_size=k, seed=seed)
+        plan = plan_batch(
+            LeagueState(batch, tuple(standings.values())), knobs, table_size=k, seed=seed
+        )
         assert plan.capped == ()
         for table in plan.tables:
             for label in table.labels:
@@ -192,7 +209,9 @@ def test_no_entrant_is_ever_planned_beyond_its_cap(
     within the cap the planner computed when it seated it."""
     n, k, knobs, seed = league
     rng = random.Random(seed)
-    standings = {s.label: s for s in (Standing(f"e{i}", 25.0, 25 / 3, last_batch=-1) for i in range(n))}
+    standings = {
+        s.label: s for s in (Standing(f"e{i}", 25.0, 25 / 3, last_batch=-1) for i in range(n))
+    }
     window = knobs.window_minutes * 60
     planned: list[tuple[float, str]] = []
     now = 0.0

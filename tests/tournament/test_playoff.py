@@ -164,9 +164,7 @@ def test_rounds_grow_with_the_matches_played_and_keep_each_tables_deals_in_seque
     for played in tables.values():
         assert sorted(set(played)) == list(range(24, 24 + deals))  # after the 24 scheduled
         assert len(played) == 3 * deals  # every rotation of every deal
-    assert len({s.key for s in plan.specs} | {s.key for s in specs}) == len(specs) + len(
-        plan.specs
-    )
+    assert len({s.key for s in plan.specs} | {s.key for s in specs}) == len(specs) + len(plan.specs)
     # A budget that ends mid-round keeps whole deals and fills the tables in turn.
     cut = _plan(0, specs, matches, until=0.999, budget=3 * (len(tables) + 1))
     assert len(cut.specs) == 3 * (len(tables) + 1)
@@ -194,12 +192,23 @@ def test_byte_identical_entrants_are_never_played_off() -> None:
     blind = plan_round(0, matches, specs, list(STRENGTH), **common)  # type: ignore[arg-type]
     assert blind.specs and {blind.uncertain[0].upper, blind.uncertain[0].lower} == {"a", "b"}
     plan = plan_round(
-        0, matches, specs, list(STRENGTH), fingerprints=fingerprints, **common  # type: ignore[arg-type]
+        0,
+        matches,
+        specs,
+        list(STRENGTH),
+        fingerprints=fingerprints,
+        **common,  # type: ignore[arg-type]
     )
     assert plan.state == "settled" and not plan.specs and not plan.uncertain
     board = build_leaderboard(
-        "t", "arschloch", matches, list(STRENGTH), playoff=settings, table_size=3,
-        ratings=RatingSettings(resamples=200), fingerprints=fingerprints,
-    )  # fmt: skip
+        "t",
+        "arschloch",
+        matches,
+        list(STRENGTH),
+        playoff=settings,
+        table_size=3,
+        ratings=RatingSettings(resamples=200),
+        fingerprints=fingerprints,
+    )
     assert board.playoff is not None and board.playoff.state == "settled"
     assert board.twins == (("a", "b"),)

@@ -32,10 +32,17 @@ def _quick(
     """The quick tournament of ``bots`` (named ``@name`` unless ``paths``), with ``play``'s
     defaults and ``given`` settings."""
     settings: dict[str, Any] = dict(
-        preset="arschloch", max_rounds=None, matches=6, seed=0, duplicate="tables",
-        time_control=TimeControl(), backend="process", memory_mb=512, images=(),
+        preset="arschloch",
+        max_rounds=None,
+        matches=6,
+        seed=0,
+        duplicate="tables",
+        time_control=TimeControl(),
+        backend="process",
+        memory_mb=512,
+        images=(),
         folder=tmp_path,
-    )  # fmt: skip
+    )
     settings.update(given)
     return quick_tournament(bots, paths or [f"@{bot.name}" for bot in bots], **settings)
 
@@ -43,7 +50,9 @@ def _quick(
 @pytest.mark.parametrize(
     ("matches", "seats", "deals"), [(6, 3, 2), (5, 4, 2), (8, 4, 2), (1, 6, 1), (7, 6, 2)]
 )
-def test_matches_are_rounded_up_to_whole_seat_rotations(matches: int, seats: int, deals: int) -> None:
+def test_matches_are_rounded_up_to_whole_seat_rotations(
+    matches: int, seats: int, deals: int
+) -> None:
     assert deals_for(matches, seats) == deals
 
 
@@ -59,14 +68,18 @@ def test_a_table_of_the_bots_every_bot_at_every_seat_each_match_its_own_cards(
     # Six deals at 4 seats are a whole balanced cycle: every ordered pair at every offset.
     offsets = Counter(
         (spec.table[i], spec.table[(i + off) % 4], off)
-        for spec in specs for i in range(4) for off in (1, 2, 3)
-    )  # fmt: skip
+        for spec in specs
+        for i in range(4)
+        for off in (1, 2, 3)
+    )
     assert len(offsets) == 4 * 3 * 3 and len(set(offsets.values())) == 1
     # No bot meets the same cards twice: one deal per match.
     assert len({spec.deal_id for spec in specs}) == 24
     assert len({spec.deal_seed for spec in specs}) == 24
-    assert t.warnings() == ["[authors] apart = false: entrants of one author may share a table "
-                            "and a deal, and so what they see"]  # fmt: skip
+    assert t.warnings() == [
+        "[authors] apart = false: entrants of one author may share a table "
+        "and a deal, and so what they see"
+    ]
 
 
 def test_rotations_share_a_deal_among_a_table_deals_rotations(tmp_path: Path) -> None:
@@ -89,8 +102,13 @@ def test_copies_of_one_bot_take_seats_under_their_own_names(tmp_path: Path) -> N
 
 
 def test_the_stored_plan_recomputes_the_same_schedule(tmp_path: Path) -> None:
-    t = _quick(_bots("heuristic", "lowest", "random"), tmp_path, seed=5, max_rounds=3,
-               paths=['weird "dir"\\\n\x1b[31m/bot', "@lowest", "@random"])  # fmt: skip
+    t = _quick(
+        _bots("heuristic", "lowest", "random"),
+        tmp_path,
+        seed=5,
+        max_rounds=3,
+        paths=['weird "dir"\\\n\x1b[31m/bot', "@lowest", "@random"],
+    )
     source = tomllib.loads(t.source)
     assert source["rules"] == {"preset": "arschloch", "max_rounds": 3}
     assert source["bots"][0]["path"] == 'weird "dir"\\\\n\\x1b[31m/bot'

@@ -210,20 +210,29 @@ def test_verify_fails_when_a_retired_result_counts_again(replaced: Path, tmp_pat
     sql(path, ("UPDATE matches SET retired = NULL WHERE key = ?", (key,)))
     found = verify_results(results(path))
     assert not found.ok
-    assert any(f"{key}: played by 'cat' before its replacement 1, but still counted" in p
-               for p in found.problems), found.problems  # fmt: skip
-    assert any(f"{replay_key(key, 1)}: in the results, but not in the schedule" in p
-               for p in found.problems)  # fmt: skip
+    assert any(
+        f"{key}: played by 'cat' before its replacement 1, but still counted" in p
+        for p in found.problems
+    ), found.problems
+    assert any(
+        f"{replay_key(key, 1)}: in the results, but not in the schedule" in p
+        for p in found.problems
+    )
 
 
 def test_verify_fails_when_a_kept_result_is_retired(replaced: Path, tmp_path: Path) -> None:
     path = _copy(replaced, tmp_path)
-    key = next(k for k, (table, retired, _) in stored(path).items()
-               if retired is None and "cat" not in table)  # fmt: skip
+    key = next(
+        k
+        for k, (table, retired, _) in stored(path).items()
+        if retired is None and "cat" not in table
+    )
     sql(path, ("UPDATE matches SET retired = 1 WHERE key = ?", (key,)))
     found = verify_results(results(path))
-    assert any(f"{key}: retired by replacement 1 of 'cat', who does not sit at it" in p
-               for p in found.problems), found.problems  # fmt: skip
+    assert any(
+        f"{key}: retired by replacement 1 of 'cat', who does not sit at it" in p
+        for p in found.problems
+    ), found.problems
 
 
 def test_verify_fails_when_a_replay_is_deleted(replaced: Path, tmp_path: Path) -> None:
@@ -282,7 +291,9 @@ def test_a_replacement_mid_tournament_retires_its_unplayed_matches_too(tmp_path:
     path = write(tmp_path / "t")
     run_tournament(load_tournament(path), StopsAfter(25))
     before = stored(path)
-    unplayed = {k for k, (table, _, status) in before.items() if "cat" in table and status != "done"}
+    unplayed = {
+        k for k, (table, _, status) in before.items() if "cat" in table and status != "done"
+    }
     assert unplayed and len(unplayed) < MINE * 3
     change(path, "cat")
     replace(path, "cat")
@@ -302,27 +313,41 @@ def test_a_replacement_without_a_change_or_of_nobody_is_refused(
     played: Path, tmp_path: Path
 ) -> None:
     path = _copy(played, tmp_path)
-    with pytest.raises(UsageError, match=r"--replace 'zed': no entrant of the tournament has "
-                       r"that name \(its entrants: ann, bob, cat, dan, eve, fay\)"):  # fmt: skip
+    with pytest.raises(
+        UsageError,
+        match=r"--replace 'zed': no entrant of the tournament has "
+        r"that name \(its entrants: ann, bob, cat, dan, eve, fay\)",
+    ):
         replace(path, "zed")
     with pytest.raises(UsageError) as hostile:
         replace(path, "\x1b[2J\u202ezed\n")
     assert "no entrant of the tournament" in str(hostile.value)
     assert not any(ch in str(hostile.value) for ch in "\x1b\u202e\n")
-    with pytest.raises(UsageError, match=r"--replace 'cat': its files did not change since its "
-                       r"results were stored \(sha256 [0-9a-f]{12}…\): there is nothing"):  # fmt: skip
+    with pytest.raises(
+        UsageError,
+        match=r"--replace 'cat': its files did not change since its "
+        r"results were stored \(sha256 [0-9a-f]{12}…\): there is nothing",
+    ):
         replace(path, "cat")
     change(path, "cat")
-    with pytest.raises(UsageError, match="--replace keeps every other stored result and "
-                       "--restart discards them all"):  # fmt: skip
+    with pytest.raises(
+        UsageError,
+        match="--replace keeps every other stored result and --restart discards them all",
+    ):
         run_tournament(
             load_tournament(path), InProcessExecutor(HANDLERS), restart=True, replace=["cat"]
         )
-    with pytest.raises(UsageError, match=r"'cat' changed since its results were stored .*"
-                       r"run with --replace cat to play its tables again"):  # fmt: skip
+    with pytest.raises(
+        UsageError,
+        match=r"'cat' changed since its results were stored .*"
+        r"run with --replace cat to play its tables again",
+    ):
         run_tournament(load_tournament(path), InProcessExecutor(HANDLERS), replace=())
-    with pytest.raises(UsageError, match=r"; run with --restart to discard the stored results, "
-                       "or put the old files back$"):  # a command without --replace  # fmt: skip
+    with pytest.raises(
+        UsageError,
+        match=r"; run with --restart to discard the stored results, "
+        "or put the old files back$",
+    ):  # a command without --replace
         run_tournament(load_tournament(path), InProcessExecutor(HANDLERS))
     assert verify_results(results(path)).ok  # nothing was changed by the refusals
 
@@ -396,7 +421,9 @@ def test_the_site_shows_the_old_version_in_the_bots_history_and_verifies(
     assert old not in other and 'id="history"' in other  # ann's matches with the old cat
     listing = (site / "matches.html").read_text()
     assert listing.count("retired by replacement 1") == MINE * 3
-    banners = [p for p in (site / "matches").glob("*.html") if "Retired by replacement 1" in p.read_text()]
+    banners = [
+        p for p in (site / "matches").glob("*.html") if "Retired by replacement 1" in p.read_text()
+    ]
     assert len(banners) == MINE * 3 and all("_v1_" not in p.name for p in banners)
     found = verify_site(site)
     assert found.ok, found.problems
@@ -405,9 +432,7 @@ def test_the_site_shows_the_old_version_in_the_bots_history_and_verifies(
     assert sum(m["retired"] == 1 for m in manifest["matches"]) == MINE * 3
 
 
-def test_a_site_with_a_retired_result_counted_again_fails(
-    replaced: Path, tmp_path: Path
-) -> None:
+def test_a_site_with_a_retired_result_counted_again_fails(replaced: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     publish_site(load_results(load_tournament(replaced)), site)
     path = site / "verification" / "manifest.json"
@@ -416,6 +441,6 @@ def test_a_site_with_a_retired_result_counted_again_fails(
     entry["retired"] = None
     path.write_text(json.dumps(manifest))
     found = verify_site(site)
-    assert any(f"{entry['key']}: played by 'cat' before its replacement 1" in p
-               for p in found.problems), found.problems  # fmt: skip
-
+    assert any(
+        f"{entry['key']}: played by 'cat' before its replacement 1" in p for p in found.problems
+    ), found.problems

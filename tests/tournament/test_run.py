@@ -284,8 +284,10 @@ def test_a_refused_run_stops_the_workers_it_started_while_preparing(tmp_path: Pa
 
     refused = subprocess.run(
         [str(REFEREE), "tournament", "run", str(path), "--workers", "2"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert refused.returncode == 2
     assert "other settings (seed changed)" in refused.stderr
     assert "Traceback" not in refused.stderr, refused.stderr
@@ -432,7 +434,9 @@ def test_play_offs_stop_at_the_budget_and_resume_after_sigkill(tmp_path: Path) -
         ]
 
 
-def test_the_progress_view_shows_the_coordinators_counts(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_progress_view_shows_the_coordinators_counts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """The view keeps no counts of its own: it prints what RunProgress says, a line a
     tenth of the run, and a failure when the executor reports one."""
     from referee.cli.tournaments import _ProgressView

@@ -260,6 +260,7 @@ def test_play_off_deals_continue_the_table_cycle_and_are_keyed_by_round() -> Non
     assert [s.key for s in alone] == [s.key for s in deal]
     assert len({s.deal_id for s in alone}) == 4 and len({s.deal_seed for s in alone}) == 4
 
+
 def _holders(specs: list) -> dict[str, list[str]]:  # type: ignore[type-arg]
     held: dict[str, list[str]] = {}
     for s in specs:
@@ -304,7 +305,9 @@ def test_a_field_too_small_for_disjoint_tables_gets_a_deal_per_match() -> None:
     specs = round_robin(NAMES, 4, 2, seed=1, secret=SECRET)  # 5 bots: no two tables disjoint
     assert len({s.deal_id for s in specs}) == len(specs)
     assert len({s.deal_seed for s in specs}) == len(specs)
-    g = gauntlet("carol", [*NAMES, "fay", "gus", "hal"], 3, matches=4, deals=2, seed=1, secret=SECRET)
+    g = gauntlet(
+        "carol", [*NAMES, "fay", "gus", "hal"], 3, matches=4, deals=2, seed=1, secret=SECRET
+    )
     assert len({s.deal_id for s in g}) == len(g)  # the candidate sits at every table
 
 

@@ -275,12 +275,20 @@ def test_a_fault_keeps_its_evidence_and_the_bots_stderr(tmp_path: Path) -> None:
         kind="protocol", detail="not JSON", request_id=7, reply="hi\u2028<b>", elapsed_ms=3
     )
     standings = [
-        SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=s == 1,
-                   fault=fault if s == 1 else None)
+        SeatResult(
+            seat=s, name=n, place=s + 1, score=0, forfeit=s == 1, fault=fault if s == 1 else None
+        )
         for s, n in enumerate(spec.table)
-    ]  # fmt: skip
-    result = MatchResult(match=spec.key, seed=1, rules="arschloch", rounds=1, log=None,
-                         standings=standings, stderr_tails={1: "started\nboom"})  # fmt: skip
+    ]
+    result = MatchResult(
+        match=spec.key,
+        seed=1,
+        rules="arschloch",
+        rounds=1,
+        log=None,
+        standings=standings,
+        stderr_tails={1: "started\nboom"},
+    )
     with Store(tmp_path) as store:
         store.add_matches([spec], store.deal_secret())
         assert store.fault_reports() == []
@@ -318,12 +326,14 @@ def test_the_decisions_a_kit_replaced_are_counted_per_entrant(tmp_path: Path) ->
 
     def result(spec: Any, replaced: dict[int, int]) -> MatchResult:
         standings = [
-            SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=False,
-                       kit_replaced=replaced.get(s, 0))
+            SeatResult(
+                seat=s, name=n, place=s + 1, score=0, forfeit=False, kit_replaced=replaced.get(s, 0)
+            )
             for s, n in enumerate(spec.table)
-        ]  # fmt: skip
-        return MatchResult(match=spec.key, seed=1, rules="arschloch", rounds=1, log=None,
-                           standings=standings)  # fmt: skip
+        ]
+        return MatchResult(
+            match=spec.key, seed=1, rules="arschloch", rounds=1, log=None, standings=standings
+        )
 
     with Store(tmp_path) as store:
         store.add_matches([first, second], store.deal_secret())
@@ -400,15 +410,29 @@ def test_a_fault_keeps_the_request_it_answered_and_cuts_a_huge_one(tmp_path: Pat
     with Store(tmp_path) as store:
         store.add_matches(specs, store.deal_secret())
         for spec, request in zip(specs, (small, huge), strict=True):
-            fault = FaultInfo(kind="illegal", detail="x", request_id=12, reply="{}",
-                              elapsed_ms=1, request=request, round=3)  # fmt: skip
+            fault = FaultInfo(
+                kind="illegal",
+                detail="x",
+                request_id=12,
+                reply="{}",
+                elapsed_ms=1,
+                request=request,
+                round=3,
+            )
             standings = [
-                SeatResult(seat=s, name=n, place=s + 1, score=0, forfeit=s == 0,
-                           fault=fault if s == 0 else None)
+                SeatResult(
+                    seat=s,
+                    name=n,
+                    place=s + 1,
+                    score=0,
+                    forfeit=s == 0,
+                    fault=fault if s == 0 else None,
+                )
                 for s, n in enumerate(spec.table)
-            ]  # fmt: skip
-            result = MatchResult(match=spec.key, seed=1, rules="arschloch", rounds=1,
-                                 log=None, standings=standings)  # fmt: skip
+            ]
+            result = MatchResult(
+                match=spec.key, seed=1, rules="arschloch", rounds=1, log=None, standings=standings
+            )
             store.record_result(spec.key, result, spec.table)
     with Store(tmp_path) as store:
         kept = {f.key: f for f in store.fault_reports()}

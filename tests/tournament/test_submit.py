@@ -109,7 +109,11 @@ def test_a_bot_with_a_key_error_in_round_4_is_refused_by_the_full_match(tmp_path
     """Hostile: three-round matches never reach its bug; the full match of the
     tournament's rules (arschloch to 15 points) does, and says so."""
     path = write_tournament(tmp_path)
-    path.write_text(path.read_text().replace('rules = { preset = "arschloch", target = 3 }', 'rules = "arschloch"'))
+    path.write_text(
+        path.read_text().replace(
+            'rules = { preset = "arschloch", target = 3 }', 'rules = "arschloch"'
+        )
+    )
     before = path.read_text()
     code, output = _submit(str(TEST_BOTS / "keyerror_round4.py"), "--to", str(path))
     assert code == 1, output
@@ -118,7 +122,7 @@ def test_a_bot_with_a_key_error_in_round_4_is_refused_by_the_full_match(tmp_path
     assert "bot refused: crash: the bot exited while a request was outstanding" in output
     assert "(in round 4: past the 3 rounds of the short matches)" in output
     assert "problem: crash at act" in output and "round 4)" in output
-    assert "KeyError: 4" in output and "plan = OPENINGS[msg[\"round\"]]" in output
+    assert "KeyError: 4" in output and 'plan = OPENINGS[msg["round"]]' in output
     assert path.read_text() == before and not (tmp_path / "bots" / "keyerror_round4").exists()
 
 
@@ -130,7 +134,9 @@ def test_a_refused_bot_is_shown_its_line_and_its_stderr_from_before_hello(tmp_pa
     assert "a debug print on stdout?" in output
     code, output = _submit(str(TEST_BOTS / "crash_round2.py"), "--to", str(path))
     assert code == 1 and "round 2): the bot exited while a request was outstanding" in output
-    assert "stderr before the match:\n    crash_round2: starting up (written before hello)" in output
+    assert (
+        "stderr before the match:\n    crash_round2: starting up (written before hello)" in output
+    )
     assert "IndexError in round 2 (on purpose)" in output
     assert "debug_print" not in path.read_text() and "crash_round2" not in path.read_text()
 
@@ -366,7 +372,9 @@ def test_a_command_outside_the_bot_folder_is_refused_in_one_line(
         return
     assert code == 1, output
     lines = output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("referee: bot refused: ") and expected in lines[0]
+    assert (
+        len(lines) == 1 and lines[0].startswith("referee: bot refused: ") and expected in lines[0]
+    )
     assert "check:" not in output and path.read_text() == before
 
 
@@ -382,7 +390,7 @@ def test_an_author_is_entered_and_limited_by_the_file(tmp_path: Path) -> None:
     assert code == 0, output
     tournament = load_tournament(path)
     assert tournament.author("mine") == "Ann Author"  # from its bot.toml
-    assert 'author = ' not in path.read_text().split("[[bots]]")[-1]  # the bot.toml says it
+    assert "author = " not in path.read_text().split("[[bots]]")[-1]  # the bot.toml says it
     code, output = _submit(str(bot), "--to", str(path), "--name", "mine2")
     assert code == 2 and "'Ann Author' already has 1 entrant ('mine')" in output
     assert "max_entrants allows 1" in output

@@ -454,8 +454,11 @@ def test_a_sample_bot_is_named_with_an_at_sign_in_a_tournament_file(
     demo = (Path(__file__).resolve().parents[2] / "tournaments" / "demo.toml").read_text()
     (tmp_path / "demo.toml").write_text(demo)
     assert load_tournament(tmp_path / "demo.toml").entrants == [
-        "heuristic", "lowest", "random", "js-lowest",
-    ]  # fmt: skip
+        "heuristic",
+        "lowest",
+        "random",
+        "js-lowest",
+    ]
 
 
 def test_an_unknown_sample_in_a_tournament_file_names_the_entry_and_the_samples(

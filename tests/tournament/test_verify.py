@@ -175,9 +175,7 @@ def test_bots_swapped_in_a_stored_table_are_not_the_schedule(
     assert any(p.startswith(f"{key}: stored at the table") for p in problems)
 
 
-def test_an_added_fault_is_not_in_the_log(
-    finished: tuple[Path, list[str]], tmp_path: Path
-) -> None:
+def test_an_added_fault_is_not_in_the_log(finished: tuple[Path, list[str]], tmp_path: Path) -> None:
     results = copy(finished, tmp_path)
     key = keys(results)[11]
     sql(
@@ -204,7 +202,10 @@ def test_an_extra_match_is_not_in_the_schedule(
     spec["key"] = key.replace("/d000/", "/d001/")
     sql(
         results,
-        ("INSERT INTO matches (key, spec, secret_id) VALUES (?, ?, ?)", (spec["key"], json.dumps(spec), row[1])),
+        (
+            "INSERT INTO matches (key, spec, secret_id) VALUES (?, ?, ?)",
+            (spec["key"], json.dumps(spec), row[1]),
+        ),
     )
     problems = verify_results(results).problems
     assert f"{spec['key']}: in the results, but not in the schedule" in problems
@@ -236,13 +237,21 @@ def test_a_log_made_up_from_the_stored_seed_breaks_the_chain_seen_during_the_run
         async def go() -> MatchResult:
             bots = [spec(n) for n in target.spec.table]
             async with seated(bots, sandbox=FakeSandbox(swapped)) as table:
-                return await play_match(table, rules, target.spec.match_seed, match_id=key, log_path=log)
+                return await play_match(
+                    table, rules, target.spec.match_seed, match_id=key, log_path=log
+                )
 
         result = asyncio.run(go())
     assert log.read_bytes() != before
     places = {st.seat: st for st in result.standings}
     rows = [(places[s].place, places[s].score, key, s) for s in places]
-    sql(results, *(("UPDATE results SET place = ?, score = ? WHERE match_key = ? AND seat = ?", r) for r in rows))
+    sql(
+        results,
+        *(
+            ("UPDATE results SET place = ?, score = ? WHERE match_key = ? AND seat = ?", r)
+            for r in rows
+        ),
+    )
     _rebuild_chain(results)
     assert verify_results(results).ok  # the made-up log replays and the chain is whole...
     problems = verify_results(results, heads=[heads[-1]]).problems  # ...but not the one seen
@@ -280,11 +289,16 @@ def _rebuild_chain(results: Path) -> None:
         ).fetchall()
         log = (results / "logs" / f"{key.replace('/', '_')}.jsonl").read_bytes()
         entry = chain.entry_text(
-            key, data["attempt"], int(data["seed"]), chain.log_digest(log),
+            key,
+            data["attempt"],
+            int(data["seed"]),
+            chain.log_digest(log),
             [(s, n, p, sc, bool(f), k) for s, n, p, sc, f, k in seats],
-        )  # fmt: skip
+        )
         head = chain.next_head(head, entry)
-        db.execute("UPDATE chain SET entry = ?, head = ? WHERE position = ?", (entry, head, position))
+        db.execute(
+            "UPDATE chain SET entry = ?, head = ? WHERE position = ?", (entry, head, position)
+        )
     db.commit()
     db.close()
 
@@ -302,7 +316,10 @@ def test_a_changed_plan_is_caught_against_the_published_file(
     plan["file"] = plan["file"].replace("seed = 11", "seed = 12")
     sql(results, ("UPDATE meta SET value = ? WHERE key = 'plan'", (json.dumps(plan),)))
     found = verify_results(results, plan=published)
-    assert "the tournament file given is not the one the results were played with (the stored copy differs)" in found.problems
+    assert (
+        "the tournament file given is not the one the results were played with (the stored copy differs)"
+        in found.problems
+    )
 
 
 def _stored_plan(results: Path) -> dict:  # type: ignore[type-arg]
