@@ -221,7 +221,10 @@ def site_document(
     path; the marker is added), each match's stderr published as ``stderr`` says (by key:
     ``ok``, ``none``, ``unreadable``). A fault of a deal not in ``complete_deals`` (its
     cards may not be shown yet) is recorded as its page shows it: without its stderr
-    report, and with only the request's type, id and kind (:func:`_held_request`)."""
+    report, and with only the request's type, id and kind (:func:`_held_request`). With
+    ``[publish] stderr = "private"`` no fault's stderr report is recorded: the list is
+    published with the site, and the pages show none."""
+    private = results.tournament.file.publish.stderr == "private"
     listed = {**digests, SITE_MARKER: hashlib.sha256(MARKER_TEXT).hexdigest()}
     files = []
     for path in sorted(listed):
@@ -243,7 +246,7 @@ def site_document(
             )
             for key, r in sorted(results.records.items())
         ],
-        faults=[_fault(results, f, complete_deals) for f in results.faults],
+        faults=[_fault(results, f, complete_deals, private) for f in results.faults],
         reply_times=[
             ReplyInputs(
                 name=name,
@@ -264,10 +267,12 @@ def site_document(
     return dump_document(document)
 
 
-def _fault(results: StoredTournament, fault: StoredFault, complete_deals: Set[str]) -> FaultInputs:
+def _fault(
+    results: StoredTournament, fault: StoredFault, complete_deals: Set[str], private: bool
+) -> FaultInputs:
     spec = results.specs.get(fault.key)
     if spec is not None and spec.deal_id in complete_deals:
-        request, stderr = fault.request, fault.stderr
+        request, stderr = fault.request, None if private else fault.stderr
     else:
         request, stderr = _held_request(fault.request), None
     return FaultInputs(
