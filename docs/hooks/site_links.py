@@ -1,4 +1,4 @@
-"""MkDocs hook: the site shows ``protocol/SPEC.md`` too, and every link between pages works.
+r"""MkDocs hook: the site shows ``protocol/SPEC.md`` too, and every link between pages works.
 
 The Markdown files link to each other by their paths in the repository, so that they read
 right in a checkout and on a forge. In the site ``docs/`` is the root, and a page from
@@ -6,10 +6,15 @@ elsewhere in the repository (:data:`EXTRA_PAGES`) is added under a path of its o
 hook rewrites each relative link that names a page of the site, by its repository path,
 into a link to that page. A link to a file the site does not hold is left as written, so
 ``mkdocs build --strict`` fails on it and names it.
+
+A table cell may hold a code span with a pipe in it, written ``\|`` as GitHub wants
+(`` `process\|docker` ``); Python-Markdown would show the backslash, so such a span
+becomes the same code in HTML, its pipe an entity.
 """
 
 from __future__ import annotations
 
+import html
 import posixpath
 import re
 from pathlib import Path
@@ -22,6 +27,7 @@ EXTRA_PAGES = {"protocol/SPEC.md": "protocol.md"}
 
 _LINK = re.compile(r"(\]\(\s*<?)([^)\s>]+)")
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:")
+_PIPED_CODE = re.compile(r"`([^`\n]*\\\|[^`\n]*)`")
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -61,4 +67,13 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
         relative = posixpath.relpath(site, posixpath.dirname(site_here) or ".")
         return f"{link[1]}{relative}{hash_}{anchor}"
 
-    return _LINK.sub(rewrite, markdown)
+    lines = _LINK.sub(rewrite, markdown).split("\n")
+    return "\n".join(
+        _PIPED_CODE.sub(_code_with_pipes, line) if line.lstrip().startswith("|") else line
+        for line in lines
+    )
+
+
+def _code_with_pipes(span: re.Match[str]) -> str:
+    code = html.escape(span[1].replace("\\|", "|")).replace("|", "&#124;")
+    return f"<code>{code}</code>"
