@@ -23,6 +23,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check referee tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # Installs and starts what the tests need (as root on Debian): bubblewrap, Node.js, Docker and
 # its bot image. Without root it says what is missing and those tests skip (CI=true: fail).
@@ -49,4 +50,4 @@ dist: $(STAMP)
 	rm -rf dist build *.egg-info && $(BIN)/python -m build --outdir dist
 
 clean:
-	rm -rf $(VENV) .venv.lock build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv.lock build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -55,7 +55,7 @@ def main() -> int:
     print("=" * 72)
     ranking_bench.main([])
     print("=" * 72)
-    # Estimators beside the published one, as ranking_bench's 4 seeds (the README's: 16).
+    # Estimators beside the published one, as ranking_bench's 4 seeds (docs/performance.md's: 16).
     estimator_bench.main(["--seeds", "4"])
     print("=" * 72)
     # Its defaults: 32 runs each way, 4,000 simulated runs (an hour on 2 quiet cores).

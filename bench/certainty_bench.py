@@ -15,10 +15,10 @@ bot is the better one" with the truth:
 
 It prints each one's Brier score (mean squared error of the figure against 1 for right, 0
 for wrong: lower is better) and, for ``shared``, how many pairs it puts below 0.5 (it
-disagrees with the rank) and in how many of those the rank was wrong. The README figures
-and :class:`referee.publish.leaderboard.OverNext` came from ``--seeds 24 --deals 3`` in
-one-round matches and ``--format to-15 --seeds 12 --deals 2``. Every deal and decision is
-seeded: the same arguments print the same figures.
+disagrees with the rank) and in how many of those the rank was wrong. The figures in
+docs/performance.md and :class:`referee.publish.leaderboard.OverNext` came from
+``--seeds 24 --deals 3`` in one-round matches and ``--format to-15 --seeds 12 --deals 2``.
+Every deal and decision is seeded: the same arguments print the same figures.
 """
 
 from __future__ import annotations

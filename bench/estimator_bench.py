@@ -19,7 +19,7 @@ order by matches per bot, beside the published one:
   ranked by strength.
 
 The target (the issue's): in matches to 15 points, tau >= 0.95 with at most half the
-matches per bot that random tables need with today's leaderboard (280 in the README).
+matches per bot that random tables need with today's leaderboard (280 in docs/performance.md).
 An estimator is adopted only where this shows it helps.
 """
 

@@ -35,7 +35,7 @@ How far each row goes is the format's :class:`Plan`. The issue's target: (c) rea
   lies in the other's interval, and their order is not significant either way.
 
 Every schedule, deal and decision is seeded: the same ``--seeds`` give the same figures on
-any machine (the worker count only changes the speed). ``--seeds 16`` made the README's.
+any machine (the worker count only changes the speed). ``--seeds 16`` made docs/performance.md's.
 """
 
 from __future__ import annotations

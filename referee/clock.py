@@ -62,9 +62,8 @@ class Alarm:
     what is left of the bank, from a later start), so a session arms a timer every
     ``move_ms + bank_ms`` or so instead of for every request. ``asyncio.timeout`` per
     request pushes a timer on the loop's heap (whose handles compare in Python) and leaves it
-    there cancelled, besides its own state: measured on bench/match_bench.py's long match
-    (four instant bots, median of 15 interleaved runs), the alarm took the referee's CPU per
-    request from 86 to 77 µs (50 to 44 µs with in-process bots). Blocks do not nest.
+    there cancelled, besides its own state, so the alarm lowers the referee's CPU per request
+    (how much: docs/performance.md, "Figures behind the code"). Blocks do not nest.
     """
 
     __slots__ = ("_armed_at", "_cancelling", "_handle", "_rang", "_task", "_when")

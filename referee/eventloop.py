@@ -2,9 +2,9 @@
 
 A round trip to a bot wakes two processes: the bot when its request is written, and the
 referee when the reply is. On a virtual machine a process woken on a core that sleeps waits
-for that core to come back, about 30 µs here twice per round trip
-(``bench/match_bench.py``: the raw ping-pong takes 27 µs with both processes on one core,
-80 to 95 µs on two). A referee that is still polling when the reply comes needs no waking.
+for that core to come back, twice per round trip, and that wait is a large part of the
+round trip (``bench/match_bench.py`` times the raw ping-pong with both processes on one core
+and on two). A referee that is still polling when the reply comes needs no waking.
 
 :class:`PollingSelector` does what KVM's halt polling does for a virtual CPU: before a
 wait that may sleep, it polls without sleeping for up to :data:`POLL_S`, but only while
@@ -17,13 +17,13 @@ and the polls soon stop. A process allowed a single core never polls. A wait nev
 later than asked: the poll stops at the wait's own timeout, so the loop's timers ring on
 time.
 
-Measured on ``bench/match_bench.py``'s long match (four instant bots, five interleaved
-rounds, both loops in turn): the referee's wall time per request is 1.00x and 1.10x the
-ping-pong floor on this loop, 1.39x and 1.32x on asyncio's own, for 17 µs more CPU a
-request (the polling). Bots that think poll nothing, and a 200-match tournament of
-instant bots plays as fast either way (most of a short match is per-match work).
-asyncio has no such option and uvloop was not kept (README, Benchmarks): this is a
-selector of the standard library's with the poll in front, and the loop is asyncio's own.
+On ``bench/match_bench.py``'s long match the referee's wall time per request comes close
+to the ping-pong floor on this loop, for a little more CPU a request (the polling); bots
+that think poll nothing, and a tournament of instant bots plays as fast either way (most of
+a short match is per-match work). The figures are in docs/performance.md. asyncio has no
+such option and uvloop was not kept (docs/performance.md, the referee's time per request):
+this is a selector of the standard library's with the poll in front, and the loop is
+asyncio's own.
 """
 
 from __future__ import annotations

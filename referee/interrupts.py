@@ -140,8 +140,8 @@ def skip_teardown() -> None:
     at once instead of taking the interpreter apart.
 
     A spawned process ends with ``sys.exit``, and the interpreter then dismantles every
-    module the referee imported: 45-50 ms measured after a pool worker stopped its bots, time
-    its parent waits for, since a pool's shutdown joins its processes (a tournament's workers
+    module the referee imported (a few tens of milliseconds: docs/performance.md), time its
+    parent waits for, since a pool's shutdown joins its processes (a tournament's workers
     at the end of every run, publishing's ranking process). Registered as the last
     finalizer, this runs after every cleanup the process registered (stopping bots, closing
     queues); then only the standard streams are left to flush. For processes that start no
@@ -167,8 +167,9 @@ def children_skip_main() -> None:
     To spawn a process, :mod:`multiprocessing` runs the main script again in it (as
     ``__mp_main__``), so that what the script defines can be unpickled there. The
     ``referee`` command's script defines nothing a child needs, and running it imports the
-    whole command line (click, rich, every command): 70-90 ms measured, in each tournament
-    worker, publishing's ranking process and the others, all of it before their first task.
+    whole command line (click, rich, every command; docs/performance.md says how long), in
+    each tournament worker, publishing's ranking process and the others, all of it before
+    their first task.
     A main module that is a package's ``__main__`` is never run again (multiprocessing
     skips those, as for ``python -m referee``): the script is named as one. For the console
     script's entry point only (:func:`referee.cli.run`), never for a caller's own script.

@@ -45,9 +45,8 @@ class LogWriter:
     ``known`` gives the line of an event encoded already, or ``None``: the match runner's
     memo of public events, whose protocol line is their log line (compact JSON of
     :meth:`~referee.rules.events.Played.log`, plain ASCII), so the log reuses the bytes sent
-    to the bots instead of encoding each play again. Measured on bench/match_bench.py's long
-    match (four instant bots, median of 15 interleaved runs): the referee's CPU per request
-    went from 98 to 91 µs (59 to 54 µs with in-process bots).
+    to the bots instead of encoding each play again, which lowers the referee's CPU per
+    request (how much: docs/performance.md).
     """
 
     def __init__(

@@ -290,7 +290,7 @@ def test_a_private_image_is_refused_before_anything_runs(
     ],
 )
 def test_each_branch_of_the_error_tree_has_its_exit_code(error: Exception, code: int) -> None:
-    """One line on stderr, no traceback, and the branch's code (the README's table)."""
+    """One line on stderr, no traceback, and the branch's code (docs/cli.md, Exit codes)."""
     import click
 
     from referee.cli.app import friendly

@@ -1,10 +1,14 @@
 """The documentation is there and tells the truth.
 
 * **Links.** Every relative link of the README, the protocol's pages, the sample bots'
-  READMEs and ``docs/`` points at a file or folder that exists, every ``#anchor`` at a
+  READMEs and ``docs/`` (the documentation site's pages; ``mkdocs build --strict`` in
+  ``make lint`` checks the site's own links and anchors) points at a file or folder that exists, every ``#anchor`` at a
   heading (GitHub's slugs), and every repository path written in backticks exists. The
   command line's help and docstrings name only files that exist. A failure lists every
   broken reference, one ``file:line -> target`` per line.
+* **The README** is the front door: short, and it links every page of the site.
+* **docs/design.md**'s layout table names every module; **docs/cli.md** names every
+  environment variable the referee reads.
 * **docs/rules.md** states the presets' parameters as the engine resolves them, for every
   table size, and its worked examples are what the engine does with those cards.
 * **docs/tournaments.md** states the tournament file's keys with the models' defaults and
@@ -48,6 +52,8 @@ from tests.rules.helpers import make_game
 ROOT = Path(__file__).resolve().parents[1]
 RULES_DOC = ROOT / "docs" / "rules.md"
 TOURNAMENTS_DOC = ROOT / "docs" / "tournaments.md"
+DESIGN_DOC = ROOT / "docs" / "design.md"
+CLI_DOC = ROOT / "docs" / "cli.md"
 
 
 # =========================================================================== reading Markdown
@@ -260,6 +266,10 @@ def test_the_pages_people_read_are_all_checked() -> None:
         "protocol/examples/README.md",
         "docs/rules.md",
         "docs/tournaments.md",
+        "docs/security.md",
+        "docs/design.md",
+        "docs/performance.md",
+        "docs/cli.md",
     }
     assert wanted <= names
 
@@ -298,14 +308,14 @@ def test_the_checker_reports_every_broken_reference_with_its_line(tmp_path: Path
 
 
 def _layout_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("### How the code is laid out")
-    end = text.find("\n## ", start)
+    text = DESIGN_DOC.read_text(encoding="utf-8")
+    start = text.index("## How the code is laid out")
+    end = text.find("\n## ", start + 1)
     return text[start : end if end > 0 else len(text)]
 
 
 def test_the_code_layout_names_every_package_and_module() -> None:
-    """The README's tour of the code names every folder of ``referee/`` and every module in
+    """docs/design.md's tour of the code names every folder of ``referee/`` and every module in
     it (as ``referee/X.py``, ``X.py``, or ``folder/X.py`` relative to the package), and
     nothing that is not there."""
     section = _layout_section()
@@ -329,6 +339,52 @@ def test_the_code_layout_names_every_package_and_module() -> None:
         token for token in spans if token.endswith(".py") and not token.startswith("tests/")
     } - {"__init__.py"}
     assert sorted(named - modules) == [], "the layout names modules that do not exist"
+
+
+README_MAX_LINES = 300
+
+
+def test_the_readme_is_a_front_door_that_links_every_guide() -> None:
+    """The README stays short, and every page of the site is one link away from it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= README_MAX_LINES
+    linked = {target.partition("#")[0] for _, target in links(text)}
+    pages = {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")} - {"docs/index.md"}
+    assert sorted(pages - linked) == [], "pages the README does not link to"
+
+
+# A variable's name as the referee reads it: os.environ.get("X"), os.getenv("X"),
+# os.environ["X"], or a module constant NAME_ENV = "X" that such a call reads.
+_ENV_READ = re.compile(r"""(?:environ\.get|getenv|environ\[)\(?\s*["']([A-Z][A-Z0-9_]+)["']""")
+_ENV_CONSTANT = re.compile(r"""^\w*_ENV\s*=\s*["']([A-Z][A-Z0-9_]+)["']""", re.MULTILINE)
+
+
+def environment_variables(package: Path = ROOT / "referee") -> set[str]:
+    """Every environment variable the referee's code reads by name."""
+    found: set[str] = set()
+    for source in package.rglob("*.py"):
+        text = source.read_text(encoding="utf-8")
+        found |= set(_ENV_READ.findall(text)) | set(_ENV_CONSTANT.findall(text))
+    return found
+
+
+def test_the_environment_variable_finder_sees_each_way_of_reading_one(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        'UIDS_ENV = "REFEREE_A"\nos.environ.get("REFEREE_B", "")\n'
+        "os.getenv('REFEREE_C')\nos.environ[\"REFEREE_D\"]\nx = os.environ.get(UIDS_ENV)\n"
+    )
+    assert environment_variables(tmp_path) == {"REFEREE_A", "REFEREE_B", "REFEREE_C", "REFEREE_D"}
+
+
+def test_every_environment_variable_the_referee_reads_is_documented() -> None:
+    """docs/cli.md's table of environment variables: one row per variable read in referee/."""
+    found = sections(CLI_DOC.read_text(encoding="utf-8"))["Environment variables"]
+    (table,) = tables(found)
+    assert table.header[0] == "variable"
+    documented = {_code(cells[0]) for _, cells in table.rows}
+    read = environment_variables()
+    assert {"REFEREE_SANDBOX_UIDS", "REFEREE_RUN_ID"} <= read
+    assert sorted(read - documented) == [], "read in referee/ and missing from docs/cli.md"
 
 
 def test_slugs_follow_github() -> None:

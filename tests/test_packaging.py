@@ -222,7 +222,7 @@ def test_the_installed_referee_is_the_wheels_and_knows_its_version(installed: In
 def test_tournament_demo_runs_publishes_and_keeps_its_results_out_of_the_installation(
     installed: Installed,
 ) -> None:
-    # Installed with nothing but the wheel, as the README says: publishing needs no extra.
+    # Installed with nothing but the wheel, as docs/install.md says: publishing needs no extra.
     out = installed.referee("tournament", "demo", "--workers", "1", "--publish")
     found = re.search(r"(\d+)/(\d+) matches done .*; results in (\S+)", out.stderr)
     assert found is not None, out.stderr

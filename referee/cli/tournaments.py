@@ -87,7 +87,7 @@ def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
         default=None,
         metavar="FILE",
         help="The TLS files this coordinator connects to --cluster with: a TOML file of "
-        "ca-file, cert and key (README: Running on a cluster). Overrides the file's "
+        "ca-file, cert and key (see docs/cluster.md). Overrides the file's "
         "executor.security.",
     )(command)
     command = click.option(
@@ -401,7 +401,7 @@ def _dask_executor(
     """The Dask executor, connected (or its local cluster started), saying where it is.
 
     A local cluster is sized to the memory here as the local pool is; a remote cluster's
-    workers are on other machines, which the organiser sizes (README: Running on a cluster).
+    workers are on other machines, which the organiser sizes (see docs/cluster.md).
     """
     try:
         from referee.executors.cluster import DaskExecutor

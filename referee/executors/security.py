@@ -84,7 +84,7 @@ INSECURE_NOTE = (
 """What a run on a plain address says, once, before it connects."""
 
 _KEYS = ("ca-file", "cert", "key")
-_WHAT_TO_DO = "README: Running on a cluster"
+_WHAT_TO_DO = "see docs/cluster.md"
 
 
 @dataclass(frozen=True)

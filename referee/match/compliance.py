@@ -30,14 +30,13 @@ to :data:`AHEAD` of them (no more than the steps left need: one each), and stops
 ones in the background; ``ahead`` bounds those started ahead and those being stopped
 together, so at most ``ahead + 1`` (:data:`BOT_PROCESSES` by default) of the bot are alive
 at once. Once the first process is greeted, the opponents of the largest table start too.
-A container's start costs a quarter to half a second, most of it CPU in the daemons
-(dockerd, containerd, its shim and runc: about 0.16 s a container from create to removed,
-``bench/docker_bench.py``), and a check needs 19 of them; started side by side while the
-steps play, they use the CPU the steps leave idle, but on a busy machine that CPU is the
-limit, not the order they start in (README, Benchmarks). Neither pool
-freezes its idle bots: the sample bots are ours, and the bot under test's next processes
-could only slow the bot itself (``docker pause`` and ``unpause`` cost tens of
-milliseconds a match). Both are
+A container's start is slow, most of it CPU in the daemons (dockerd, containerd, its shim
+and runc; ``bench/docker_bench.py`` times it), and a check needs 19 of them; started side
+by side while the steps play, they use the CPU the steps leave idle, but on a busy machine
+that CPU is the limit, not the order they start in (the figures: docs/performance.md, `bot
+check @heuristic`). Neither pool freezes its idle bots: the sample bots are ours, and the
+bot under test's next processes could only slow the bot itself (``docker pause`` and
+``unpause`` would cost time in every match). Both are
 seated the one way (:func:`~referee.protocol.seats.seated`): the bot under test's process
 is seated alone for its step, then takes seat 0 of each match of the step, an occupied seat
 among the borrowed opponents. By default the run stops at the first failed step (a bot that

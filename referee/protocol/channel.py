@@ -141,8 +141,8 @@ class LineChannel:
         """The next line (or marker) after :meth:`expect` (one reader at a time).
 
         A deque and one future rather than an ``asyncio.Queue``: this is on every request's
-        path, and the queue's bookkeeping (getters, putters, unfinished tasks) cost 1.3 µs
-        of the referee's 44 µs CPU per request with in-process instant bots.
+        path, and the queue's bookkeeping (getters, putters, unfinished tasks) is a
+        measurable share of the referee's CPU per request (docs/performance.md).
         """
         items = self._items
         while not items:

@@ -469,11 +469,10 @@ def encode(msg: BaseModel | Mapping[str, Any]) -> bytes:
     A mapping is dumped as it is, unchecked: the escape hatch for a message that is
     already a plain dict, such as a line from a transcript.
 
-    Speed, measured roughly (CPython 3.11, pydantic 2.14, the development container):
-    building and encoding a ``Played`` takes about 4 µs and an ``ActPlay`` with ten legal
-    plays about 12 µs, while ``json.dumps`` of the same plain dicts takes about 4.5 and
-    10 µs. Validation is nearly free next to the dump, so the referee builds models and
-    needs no dict fast path. Encode an event once and write the same bytes to every bot.
+    Building and encoding a model costs about what ``json.dumps`` of the same plain dict
+    does (docs/performance.md): validation is nearly free next to the dump, so the referee
+    builds models and needs no dict fast path. Encode an event once and write the same
+    bytes to every bot.
     """
     if isinstance(msg, BaseModel):
         return msg.__pydantic_serializer__.to_json(msg) + b"\n"
@@ -753,17 +752,17 @@ def _nesting(body: bytes, limit: int = MAX_NESTING) -> int:
     replies skip the rest (and 0 is returned: within the limit, the figure is not needed). The
     scan is the usual state machine (in a string, after a backslash, depth) run as a few
     whole-line byte operations, each linear and at C speed, instead of a loop in Python;
-    no regular expression (the one that matched strings backtracked: 64 KiB of escaped
-    quotes took 18 s):
+    no regular expression (the one that matched strings backtracked, and took seconds on
+    64 KiB of escaped quotes; docs/performance.md, the reply parser):
 
     1. drop escape pairs: ``\\`` first, then ``\"``, so only real quotes are left
        (a run of backslashes pairs off from the left, as in JSON);
     2. split on ``"``: every other piece is outside a string (an unterminated string runs
        to the end of the line);
     3. keep only the brackets there, as steps of +1 and -1, and take the highest running
-       sum: ``accumulate`` over a signed byte array (about 25 ns a bracket) or, when few
-       brackets close, over the runs of opening ones between two closing ones (60 ns a
-       run; 64 KiB of ``[`` is one run).
+       sum: ``accumulate`` over a signed byte array or, when few brackets close, over the
+       runs of opening ones between two closing ones (64 KiB of ``[`` is one run), each
+       at C speed.
 
     For a line that is not JSON the figure may be off (a backslash outside a string is
     taken as an escape); the parser refuses such a line anyway, and deep nesting there is

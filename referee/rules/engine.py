@@ -878,8 +878,8 @@ class EngineMemo:
       the codec is);
     - :attr:`lead` and :attr:`follow`: the legal moves of a rank-count mask (card ids, not
       names: the same for every deck), computed on first sight; a lead costs a loop over the
-      mask's bits and a sort, a dict look-up once seen (measured: the engine plays 22 % fewer
-      matches a second when every game starts with an empty memo);
+      mask's bits and a sort, a dict look-up once seen (the engine plays markedly fewer
+      matches a second when every game starts with an empty memo: docs/performance.md);
     - :attr:`played`: the ``played`` event of each seat and cards, one shared object.
 
     Whoever plays many games holds one and passes it to each

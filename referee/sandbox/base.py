@@ -95,9 +95,8 @@ class DirectReader(asyncio.StreamReader):
     at once, inside the transport's callback, instead of waiting in the buffer for a task
     to read it; reads then see only the end of the stream (or its error). That is one turn
     of the event loop fewer per line: the channel frames a bot's reply as it comes and
-    wakes the match directly. Measured on bench/match_bench.py's long match (four instant
-    bots, median of 15 interleaved runs): the referee's CPU per request went from 91 to
-    86 µs (54 to 50 µs with in-process bots). Backends give a bot's stdout and stderr as
+    wakes the match directly, and the referee's CPU per request falls (how much:
+    docs/performance.md). Backends give a bot's stdout and stderr as
     these; other readers are read the ordinary way. What was buffered before the divert
     goes to the consumer first, so bytes keep their order. Nothing is buffered once
     diverted, so the reader never pauses its transport: the consumer must keep what it

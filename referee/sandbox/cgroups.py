@@ -48,13 +48,12 @@ out); ``CLONE_INTO_CGROUP`` (v2 only, and not reachable from ``subprocess``); mo
 referee's own thread through v1's ``tasks`` around the fork (its other threads' children and
 charges would land in the bot's group).
 
-Measured on this project's machines (kernel 6.x, cgroup v1, as root, 2 cores under other
-test load): a 2 GiB ``MAP_SHARED|MAP_ANONYMOUS`` mapping is OOM-killed at a 128 MiB limit.
-The start-up to ``ready`` grows by 3-5 ms with bubblewrap and 16-23 ms without (medians,
-``bench/match_bench.py``). Creating and removing the groups costs about 0.5 ms and the
-shell and ``setpriv`` about 3 ms; the rest is the first write to ``cgroup.procs``, which
-waits for an RCU grace period (the kernel's ``cgroup_threadgroup_rwsem``): 5-20 ms, paid in
-the bot's shell, not in the referee's event loop. A v1 group that still holds page cache or
+On this project's machines (kernel 6.x, cgroup v1, as root) a 2 GiB
+``MAP_SHARED|MAP_ANONYMOUS`` mapping is OOM-killed at a 128 MiB limit. A group adds to a
+bot's start-up (``bench/match_bench.py`` times it; the figures are in docs/performance.md):
+most of that is the first write to ``cgroup.procs``, which waits for an RCU grace period
+(the kernel's ``cgroup_threadgroup_rwsem``), paid in the bot's shell, not in the referee's
+event loop. A v1 group that still holds page cache or
 tmpfs pages can be removed: its charges move to the parent.
 """
 
@@ -662,8 +661,8 @@ def sweep_leftovers(support: CgroupSupport) -> list[Path]:
     possibly with processes still in them: those are killed first. A bot dies with its
     referee (the parent-death signal, :func:`referee.sandbox.process._setpriv_argv`), but
     not what the bot forked without bubblewrap, nor a start the death cut inside
-    bubblewrap's own setup, before bubblewrap arms the signal again (measured: 4 of 80
-    starts SIGKILLed in their first 40 ms). A group whose referee pid is alive
+    bubblewrap's own setup, before bubblewrap arms the signal again (a few starts killed
+    early do: docs/performance.md). A group whose referee pid is alive
     is left alone, even if that pid was reused by something else (an empty group costs
     nothing).
     """

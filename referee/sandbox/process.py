@@ -580,7 +580,7 @@ def _oom_first_argv(parent: int | None = None) -> list[str]:
 
     The referee's own processes may have lowered theirs (:func:`.budget.protect_referee`),
     and children inherit it: without this a bot would be as protected as the referee.
-    A shell of the system's own (dash: 0.6 ms more per start, measured) sets it before
+    A shell of the system's own (dash, the cheapest to start) sets it before
     anything of the bot runs. With ``parent`` (the referee's pid), it exits at once unless
     that is still its parent (:func:`_setpriv_argv`).
     """
@@ -599,13 +599,13 @@ def _setpriv_argv(setpriv: str, lease: UidLease | None) -> list[str]:
     the start dies with a referee that dies before bubblewrap runs: before the arming, the
     referee is no longer the parent at the check; after it, the kernel kills the start.
     Bubblewrap's own setup still loses the signal for a moment before it arms it again,
-    which no option reaches (measured: of 80 starts SIGKILLed at a random moment of their
-    first 40 ms, 24 were left running without this, 4 with it); those are swept by the
+    which no option reaches (this leaves far fewer starts running than before, not none:
+    docs/performance.md); those are swept by the
     next referee (:func:`referee.sandbox.cgroups.sweep_leftovers`). Without bubblewrap,
     nothing else tied a bot to its referee. setpriv arms the signal after switching users
     (a switch of uid disarms it), and it stays armed through the ``exec`` of programs that
     gain no privilege, which is all of them here. Where setpriv did not run before (not
-    root, or no cgroups), it costs one ``exec`` more per start: 1.0 ms, measured.
+    root, or no cgroups), it costs one ``exec`` more per start.
     """
     switch = (
         [] if lease is None else [f"--reuid={lease.uid}", f"--regid={lease.gid}", "--clear-groups"]

@@ -28,8 +28,9 @@ it while it is being copied. So reading never follows a symlink and never trusts
 - the bot's folder is opened one component at a time with ``O_NOFOLLOW``, every file and
   folder inside it relative to its parent's descriptor with ``O_NOFOLLOW``, and a file is
   read from the descriptor that ``fstat`` showed to be a regular file. An author who swaps
-  a file or folder for a symlink mid-copy gets a refusal, never the target's bytes (measured
-  on the old path-based copy: a root-only file copied 44 times in 34,419 stagings);
+  a file or folder for a symlink mid-copy gets a refusal, never the target's bytes (the old
+  path-based copy, raced this way, copied a root-only file: docs/performance.md has the
+  counts);
 - the walk is a loop over a stack of open folders, never a recursion, bounded in depth
   (:data:`MAX_BOT_DEPTH`), entries (:data:`MAX_BOT_FILES`) and bytes (:data:`MAX_BOT_BYTES`);
 - any ``OSError`` while reading becomes a one-line ``UsageError`` naming the path.

@@ -428,10 +428,9 @@ def _classes(
 
     Greedy, in an order drawn from the seed: a class starts with the first slot left and
     takes each later slot that shares no author with it, until it holds ``k`` (or
-    :data:`_SLOTS_SCANNED` slots were looked at); then the next class starts. Measured on
-    complete round robins: 8 bots at 4, 12 and 20 at 3 and 4 put 98-100 % of their tables in
-    full classes, 16 bots at 4 put 56 % in classes of 4 and nearly all the rest in classes
-    of 3. Authors are bits of an integer, so a test is one ``&``.
+    :data:`_SLOTS_SCANNED` slots were looked at); then the next class starts. On complete
+    round robins nearly every table lands in a full class, the rest in classes one short
+    (docs/performance.md). Authors are bits of an integer, so a test is one ``&``.
     """
     k = len(slots[0].base)
     bit: dict[str, int] = {}

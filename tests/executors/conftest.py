@@ -1,6 +1,6 @@
-"""The TLS files of the test clusters, made by the README's own commands.
+"""The TLS files of the test clusters, made by the cluster guide's own commands.
 
-The README's "Running on a cluster" makes the cluster's CA and one certificate its members
+``docs/cluster.md`` makes the cluster's CA and one certificate its members
 share with ``openssl``; :func:`cluster_tls` runs that very block (so the guide is checked
 each time the cluster tests run), and every scheduler, worker and client of the tests uses
 what it made.
@@ -22,15 +22,15 @@ README_BLOCK = "# the cluster's CA, and one certificate its members share\n"
 
 
 def readme_certificate_commands() -> str:
-    """The README's fenced block that makes the cluster's certificates."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """docs/cluster.md's fenced block that makes the cluster's certificates."""
+    text = (ROOT / "docs" / "cluster.md").read_text(encoding="utf-8")
     start = text.index("```\n" + README_BLOCK) + len("```\n")
     return text[start : text.index("```", start)]
 
 
 @dataclass(frozen=True)
 class ClusterTLS:
-    """The README's ``cluster-tls`` folder: the flags Dask's commands take, and the
+    """The cluster guide's ``cluster-tls`` folder: the flags Dask's commands take, and the
     coordinator's security file."""
 
     folder: Path
@@ -77,5 +77,5 @@ def cluster_tls(tmp_path_factory: pytest.TempPathFactory) -> ClusterTLS:
         text=True,
         timeout=60,
     )
-    assert made.returncode == 0, f"the README's certificate commands failed: {made.stderr}"
+    assert made.returncode == 0, f"docs/cluster.md's certificate commands failed: {made.stderr}"
     return ClusterTLS(where / "cluster-tls")

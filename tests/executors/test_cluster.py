@@ -1,5 +1,5 @@
 """The Dask executor against a real cluster: a ``dask scheduler`` and ``dask worker``
-processes on 127.0.0.1, started by the tests with TLS (the README's certificates,
+processes on 127.0.0.1, started by the tests with TLS (docs/cluster.md's certificates,
 ``tests/executors/conftest.py``), each test owning its ports and processes.
 
 What is checked (issue: "Scale out"): the leaderboard equals the local executor's on the
@@ -406,7 +406,7 @@ def test_a_worker_or_a_coordinator_with_a_certificate_of_another_ca_is_refused(
     tmp_path: Path, cluster: Cluster
 ) -> None:
     """Someone without a member's key starts a worker with a CA and certificate of their own
-    (the README's commands, run again): the scheduler ends it at the handshake, so it is
+    (docs/cluster.md's commands, run again): the scheduler ends it at the handshake, so it is
     never handed a task, a bundle or a deal. A coordinator with those files is told so."""
     made = subprocess.run(
         ["sh", "-e"],

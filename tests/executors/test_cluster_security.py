@@ -1,5 +1,5 @@
 """Who may talk to the cluster (referee/executors/security.py): the rule every command with
-``--cluster`` obeys, the cluster security file, and what the README quotes of them.
+``--cluster`` obeys, the cluster security file, and what docs/cluster.md quotes of them.
 
 No cluster runs here (the attacks on real ones are in test_cluster_hostile.py): each
 refusal comes before a connection is tried.
@@ -223,7 +223,7 @@ def test_the_readmes_security_file_loads(cluster_tls: ClusterTLS) -> None:
         cluster_tls.folder / "member.key",
         cluster_tls.file,
     )
-    assert os.stat(security.key or security.cert).st_mode & 0o077 == 0  # the README's umask
+    assert os.stat(security.key or security.cert).st_mode & 0o077 == 0  # the guide's umask
 
 
 def _copy(cluster_tls: ClusterTLS, where: Path, text: str) -> Path:
@@ -323,13 +323,12 @@ def test_an_encrypted_or_foreign_key_is_refused_without_a_prompt(
         load_cluster_security(path)
 
 
-# --------------------------------------------------------------------------- the README
+# ----------------------------------------------------------------------- docs/cluster.md
 
 
 def _readme_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Running on a cluster\n")
-    return " ".join(text[start : text.index("\n## ", start + 1)].split())
+    """The cluster guide, its lines joined (quotes in it may wrap)."""
+    return " ".join((ROOT / "docs" / "cluster.md").read_text(encoding="utf-8").split())
 
 
 def test_the_readme_quotes_the_refusal_as_it_is() -> None:
@@ -343,4 +342,4 @@ def test_the_readmes_install_line_is_the_hint_the_referee_prints() -> None:
     for kind, python in (("pipx", "python3"), ("venv", "/path/to/env/bin/python")):
         command = Installation(kind, python).install(DASK_PACKAGES, "dask")  # type: ignore[arg-type]
         assert f"`{command}`" in section, command
-    assert "arschloch-referee[dask]" not in section  # on no package index (README: Install)
+    assert "arschloch-referee[dask]" not in section  # on no package index (docs/install.md)

@@ -93,7 +93,7 @@ def denied(call: str, i386: str = "ENOSYS") -> str:
 @pytest.mark.parametrize("bot", SECCOMP_BOTS)
 def test_the_seccomp_filter_denies(play, sandbox, bot: str) -> None:  # type: ignore[no-untyped-def]
     """Each call fails as denied (the same bots without the filter: every one succeeds or
-    fails otherwise, README "Sandboxes"), and the bot plays its match on."""
+    fails otherwise, docs/sandboxes.md), and the bot plays its match on."""
     if not sandbox.seccomp_filter().works:
         why = sandbox.seccomp_filter().reason
         if IN_CI:

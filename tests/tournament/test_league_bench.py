@@ -62,7 +62,7 @@ def test_the_bound_s_information_and_a_surrogate_design() -> None:
 
     equal = league_bound.table_information(np.zeros(4))
     assert np.allclose(equal.sum(1), 0.0)  # a shift of every strength changes nothing
-    assert math.isclose(equal[0, 0], 0.4792, abs_tol=1e-4)  # the README's figure
+    assert math.isclose(equal[0, 0], 0.4792, abs_tol=1e-4)  # docs/performance.md's figure
     apart = league_bound.table_information(np.array([1.0, 0.0, 0.0, -1.0]))
     assert apart[0, 0] < equal[0, 0]  # a lopsided table tells less
     rates = league_bench.field_of(16, 0)
