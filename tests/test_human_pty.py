@@ -24,6 +24,8 @@ from referee.matchlog import read_log
 from referee.rules import replay
 from tests.conftest import sandbox_pids
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_bots"
 PROMPT = r"(Your play|Cards to give|Leftover to take|Card to discard) \[([^\]]*)\]: "

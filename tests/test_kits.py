@@ -26,6 +26,8 @@ import pytest
 from referee.protocol import messages as m
 from referee.protocol.kit import KIT_MARKER, read_marker
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_bots"
 PY_KIT = ROOT / "protocol" / "kits" / "python" / "botkit.py"

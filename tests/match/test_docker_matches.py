@@ -22,7 +22,7 @@ from tests.match.test_hostile import (
     seccomp_findings,
 )
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
 POLITE = BOTS / "polite.py"
 
 # Where Docker differs from the process sandbox, and why.

@@ -19,6 +19,8 @@ from referee.specs import TimeControl
 from referee.stderrlog import MatchStderr, stderr_path
 from tests.match.conftest import BOTS, IN_CI, sandbox_pids
 
+pytestmark = pytest.mark.slow
+
 POLITE = BOTS / "polite.py"
 
 # bot file -> expected fault kind of seat 0 (None: no fault)

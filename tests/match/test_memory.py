@@ -50,7 +50,7 @@ MIB = 1024 * 1024
 TC = TimeControl(move_ms=5000, bank_ms=5000, hello_ms=20000)
 RULES = RuleSet.preset("arschloch", target=3).resolve(3)
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def _v1_memory_support() -> CgroupSupport:

@@ -309,6 +309,7 @@ def test_the_leaderboard_in_every_format_carries_the_settings(
     assert HOSTILE_NAME in text
 
 
+@pytest.mark.slow
 def test_a_large_tournament_is_ranked_in_another_process_with_the_same_result(
     fake_tournament: Tournament, tmp_path: Path
 ) -> None:

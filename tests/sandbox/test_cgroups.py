@@ -53,6 +53,8 @@ from tests.sandbox.test_process import (
     sweep_uid_range,  # noqa: F401  (autouse: no bot uid outlives the module)
 )
 
+pytestmark = pytest.mark.slow
+
 MIB = 1024 * 1024
 SMALL = Limits(memory_mb=128, cpu_seconds=20, file_size_mb=4, pids=32, tmp_mb=16, cpus=0.5)
 

@@ -18,6 +18,8 @@ import pytest
 from referee.sandbox import BotSpec, Limits, make_staging_root, remove_staging_root
 from tests.sandbox.test_process import make_sandbox, mode  # noqa: F401  (the fixture)
 
+pytestmark = pytest.mark.slow
+
 FILES = ["evil:x.py", "a\nb.py", "two words,comma.py", "--help.py"]
 LIMITS = Limits(memory_mb=256)
 

@@ -56,6 +56,8 @@ from referee.sandbox.process import (
 )
 from tests.conftest import run_uids
 
+pytestmark = pytest.mark.slow
+
 T = TypeVar("T")
 
 BOTS = Path(__file__).resolve().parents[1] / "bots"
