@@ -10,17 +10,7 @@ import pytest
 from referee.errors import IllegalMove
 from referee.rules import GIVE, LEFTOVER, PLAY, Game, RuleSet
 from referee.rules.simulate import play_random
-from tests.rules.helpers import drive, events, finish_lowest, make_game, types
-
-WORKED_DEAL = (
-    [
-        ["AC", "AS", "9C", "9S", "10S", "QS", "KH", "7H"],
-        ["KC", "KS", "7S", "8C", "9H", "10H", "JH", "QH"],
-        ["7C", "8H", "8D", "10C", "9D", "10D", "JD", "QD"],
-        ["JC", "JS", "QC", "7D", "8S", "KD", "AH", "AD"],
-    ],
-    [],
-)
+from tests.rules.helpers import WORKED_DEAL, drive, events, finish_lowest, make_game, types
 
 
 def test_worked_example_of_rules_section_5() -> None:

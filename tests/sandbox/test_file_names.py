@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from referee.sandbox import BotSpec, Limits, make_staging_root, remove_staging_root
-from tests.sandbox.test_process import make_sandbox, mode  # noqa: F401  (the fixture)
+from tests.sandbox.bot_processes import make_sandbox
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ def staging() -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("file", FILES)
-def test_a_single_file_bot_keeps_any_file_name(mode: str, staging: Path, file: str) -> None:  # noqa: F811
+def test_a_single_file_bot_keeps_any_file_name(mode: str, staging: Path, file: str) -> None:
     folder = staging / "named"
     folder.mkdir(mode=0o755)
     folder.chmod(0o755)

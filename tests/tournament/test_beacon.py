@@ -27,7 +27,7 @@ from referee.testing import InProcessExecutor
 from referee.tournament.deals import BeaconDeclaration, commitment, deal_seed, dealing_key
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
-from tests.tournament.test_verify import HANDLERS, NAMES, StopsAfter, write
+from tests.tournament.verify_field import HANDLERS, NAMES, StopsAfter, write
 
 DRAND = BeaconDeclaration.parse("drand quicknet round 12345678, randomness", "hex:32")
 BEACON = "a3" * 16 + "0f" * 16

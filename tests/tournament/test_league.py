@@ -28,46 +28,11 @@ from referee.league import BatchSettled, EntrantsChanged, LeagueEvent, run_leagu
 from referee.publish.league import read_board
 from referee.ranking.incremental import check_league
 from referee.ranking.ratings import make_environment
-from referee.testing import InProcessExecutor, lowest_bot, polite_bot
+from referee.testing import InProcessExecutor
 from referee.tournament.file import append_retirement, load_tournament
 from referee.tournament.league import LeagueLedger, batch_of
 from referee.tournament.store import Store
-
-NAMES = tuple(f"b{i}" for i in range(10))
-SECRET = bytes(range(32))
-
-
-def handlers(*labels: str) -> dict[str, Callable[[], Any]]:
-    """Alternating polite and lowest fake bots, for every label given (and the league's)."""
-    every = (*NAMES, "nova", "b3#2", *labels)
-    return {
-        label: (lambda label=label, i=i: (polite_bot if i % 2 else lowest_bot)(label))
-        for i, label in enumerate(every)
-    }
-
-
-def write(folder: Path, names: Sequence[str] = NAMES, knobs: str = "placement = 1") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        (folder / f"{name}.py").write_text(f"# {name}, played in memory by the tests\n")
-    path = folder / "lg.toml"
-    path.write_text(
-        'name = "lg"\nrules = { preset = "arschloch", target = 3 }\ntable_size = 4\n'
-        f'format = "league"\nseed = 5\n[league]\npoll_seconds = 1\n{knobs}\n'
-        + "".join(f'[[bots]]\npath = "{n}.py"\nname = "{n}"\n' for n in names)
-    )
-    return path
-
-
-class Clock:
-    """Wall time for the league: five seconds pass at every look."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        self.now += 5
-        return self.now
+from tests.tournament.league_field import NAMES, SECRET, Clock, handlers, play, write
 
 
 class Watched:
@@ -107,21 +72,6 @@ class Reversed(Watched):
 
     def order(self, tasks: Sequence[MatchTask]) -> Sequence[MatchTask]:
         return list(reversed(tasks))
-
-
-def play(
-    path: Path, executor: Any = None, batches: int = 2, clock: Clock | None = None
-) -> list[LeagueEvent]:
-    events: list[LeagueEvent] = []
-    run_league(
-        path,
-        executor or InProcessExecutor(handlers()),
-        batches=batches,
-        deal_secret=SECRET,
-        clock=clock or Clock(),
-        on_event=events.append,
-    )
-    return events
 
 
 def results(path: Path) -> Path:
