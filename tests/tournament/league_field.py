@@ -1,6 +1,7 @@
 """The league of the league tests (``test_league.py``, and the league site's in
 ``tests/publish``): ten in-memory bots, their league file, a wall clock that moves five
-seconds at every look, and a league played for some batches in this process."""
+seconds at every look, executors that watch or reorder what they are given, and a league
+played for some batches in this process."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from referee.executors import AttemptEvent, MatchFinished, MatchTask
 from referee.league import LeagueEvent, run_league
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 
@@ -63,3 +65,46 @@ def play(
         on_event=events.append,
     )
     return events
+
+
+class Watched:
+    """An in-process executor that records what it was given and can act after a number of
+    results: ``then`` runs after the ``after``-th result it reports (then it runs no more)."""
+
+    max_attempts = 1
+
+    def __init__(self, after: int = -1, then: Callable[[], None] = lambda: None) -> None:
+        self.inner = InProcessExecutor(handlers())
+        self.after = after
+        self.then = then
+        self.given: list[str] = []
+        self.finished = 0
+
+    def prepare(self, backend: str, images: tuple[str, ...]) -> Any:
+        return self.inner.prepare(backend, images)
+
+    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
+        self.given += [task.spec.key for task in tasks]
+
+        def report(event: AttemptEvent) -> None:
+            on_event(event)
+            if isinstance(event, MatchFinished):
+                self.finished += 1
+                if self.finished == self.after:
+                    self.then()
+
+        self.inner.run(self.order(tasks), report)
+
+    def order(self, tasks: Sequence[MatchTask]) -> Sequence[MatchTask]:
+        return tasks
+
+
+class Reversed(Watched):
+    """Plays a batch's tasks in reverse: every table's results arrive last rotation first."""
+
+    def order(self, tasks: Sequence[MatchTask]) -> Sequence[MatchTask]:
+        return list(reversed(tasks))
+
+
+def results(path: Path) -> Path:
+    return path.parent / "lg.results"

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
-from referee.executors import AttemptEvent, MatchFinished, MatchStarted, MatchTask
+from referee.executors import AttemptEvent, MatchStarted, MatchTask
 from referee.league import BatchSettled, EntrantsChanged, LeagueEvent, run_league
 from referee.publish.league import read_board
 from referee.ranking.incremental import check_league
@@ -32,50 +32,17 @@ from referee.testing import InProcessExecutor
 from referee.tournament.file import append_retirement, load_tournament
 from referee.tournament.league import LeagueLedger, batch_of
 from referee.tournament.store import Store
-from tests.tournament.league_field import NAMES, SECRET, Clock, handlers, play, write
-
-
-class Watched:
-    """An in-process executor that records what it was given and can act after a number of
-    results: ``then`` runs after the ``after``-th result it reports (then it runs no more)."""
-
-    max_attempts = 1
-
-    def __init__(self, after: int = -1, then: Callable[[], None] = lambda: None) -> None:
-        self.inner = InProcessExecutor(handlers())
-        self.after = after
-        self.then = then
-        self.given: list[str] = []
-        self.finished = 0
-
-    def prepare(self, backend: str, images: tuple[str, ...]) -> Any:
-        return self.inner.prepare(backend, images)
-
-    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
-        self.given += [task.spec.key for task in tasks]
-
-        def report(event: AttemptEvent) -> None:
-            on_event(event)
-            if isinstance(event, MatchFinished):
-                self.finished += 1
-                if self.finished == self.after:
-                    self.then()
-
-        self.inner.run(self.order(tasks), report)
-
-    def order(self, tasks: Sequence[MatchTask]) -> Sequence[MatchTask]:
-        return tasks
-
-
-class Reversed(Watched):
-    """Plays a batch's tasks in reverse: every table's results arrive last rotation first."""
-
-    def order(self, tasks: Sequence[MatchTask]) -> Sequence[MatchTask]:
-        return list(reversed(tasks))
-
-
-def results(path: Path) -> Path:
-    return path.parent / "lg.results"
+from tests.tournament.league_field import (
+    NAMES,
+    SECRET,
+    Clock,
+    Reversed,
+    Watched,
+    handlers,
+    play,
+    results,
+    write,
+)
 
 
 def stored(path: Path) -> tuple[dict[str, Any], int, Counter[str]]:

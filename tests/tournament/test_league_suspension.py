@@ -44,8 +44,7 @@ from referee.testing import Exit, InProcessExecutor, Stderr, lowest_bot, polite_
 from referee.tournament.file import load_tournament
 from referee.tournament.league import LeagueLedger
 from referee.tournament.store import Store
-
-from .test_league import SECRET, Clock, Reversed, Watched, results, write
+from tests.tournament.league_field import SECRET, Clock, Reversed, Watched, results, write
 
 FIELD = tuple(f"b{i}" for i in range(6))
 TRACEBACK = (
