@@ -532,7 +532,8 @@ def _described() -> list[str]:
     """Each bot process left: its command line and the chain of its parents."""
     found = []
     for pid in sandbox_pids():
-        chain, current = [], pid
+        chain: list[str] = []
+        current = pid
         while current > 1 and len(chain) < 6:
             try:
                 cmd = Path(f"/proc/{current}/cmdline").read_bytes().replace(b"\0", b" ")

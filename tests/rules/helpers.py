@@ -37,7 +37,7 @@ def make_game(
 def _ids(rules: Any) -> dict[str, int]:
     from referee.rules.cards import DECKS, CardCodec
 
-    return CardCodec(DECKS[rules.deck], rules.ranks).ids
+    return dict(CardCodec(DECKS[rules.deck], rules.ranks).ids)
 
 
 def events(game: Game, since: int = 0) -> list[dict[str, Any]]:

@@ -144,6 +144,7 @@ def test_exchange_counts_at_three_and_four_players() -> None:
 
 
 def _step_lowest(game: Game) -> None:
+    assert game.pending is not None
     kind, seat = game.pending
     names = game.codec.names
     if kind == PLAY:
@@ -233,6 +234,7 @@ def test_leftovers_at_three_players_only_third_place() -> None:
     game = Game(RuleSet.preset("arschloch").resolve(3), ["a", "b", "c"], 2)
     while game.round < 2:
         _step_lowest(game)
+    assert game.prev_places is not None
     assert game.pending == (LEFTOVER, game.prev_places[2])
     _step_lowest(game)
     assert game.pending is not None and game.pending[0] != LEFTOVER
@@ -282,6 +284,7 @@ def test_shared_places_on_tied_scores() -> None:
     game.scores[:] = [15, 9, 9, 4]
     game.last_places = [0, 2, 1, 3]
     game._match_end()
+    assert game.standings is not None
     assert [(s["seat"], s["place"]) for s in game.standings] == [(0, 1), (1, 2), (2, 2), (3, 4)]
 
 

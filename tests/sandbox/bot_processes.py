@@ -40,7 +40,7 @@ IS_ROOT = os.geteuid() == 0
 LIMITS = Limits(memory_mb=256, cpu_seconds=20, file_size_mb=4, pids=32, tmp_mb=16)
 LINE_TIMEOUT_S = 15.0
 HELLO = {"type": "hello", "id": 1, "protocol": 1, "time": {"move_ms": 1000, "bank_ms": 5000}}
-ACT = {
+ACT: dict[str, Any] = {
     "type": "act",
     "id": 2,
     "kind": "play",
@@ -186,7 +186,7 @@ async def greet(bot: ProcessBotProcess) -> None:
 
 async def marker(bot: ProcessBotProcess, word: str) -> str:
     """Read the bot's stderr up to the line ``<word>: ...``; returns what follows."""
-    seen = []
+    seen: list[bytes] = []
     while True:
         line = await asyncio.wait_for(bot.stderr.readline(), LINE_TIMEOUT_S)
         assert line, f"stderr ended before {word}: {b''.join(seen)[-2000:]!r}"
@@ -198,7 +198,7 @@ async def marker(bot: ProcessBotProcess, word: str) -> str:
 
 async def markers(bot: ProcessBotProcess, prefix: str, until: str) -> list[str]:
     """The bot's stderr lines starting with ``prefix``, up to one starting with ``until``."""
-    lines = []
+    lines: list[str] = []
     while True:
         line = await asyncio.wait_for(bot.stderr.readline(), LINE_TIMEOUT_S)
         assert line, f"stderr ended before {until!r}: {lines}"

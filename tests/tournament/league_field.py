@@ -5,6 +5,7 @@ played for some batches in this process."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ def handlers(*labels: str) -> dict[str, Callable[[], Any]]:
     """Alternating polite and lowest fake bots, for every label given (and the league's)."""
     every = (*NAMES, "nova", "b3#2", *labels)
     return {
-        label: (lambda label=label, i=i: (polite_bot if i % 2 else lowest_bot)(label))
+        label: functools.partial(polite_bot if i % 2 else lowest_bot, label)
         for i, label in enumerate(every)
     }
 

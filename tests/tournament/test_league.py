@@ -250,7 +250,7 @@ def test_the_leaderboard_does_the_same_work_after_many_more_matches(tmp_path: Pa
         tournament = load_tournament(path)
         steps = Counter[str]()
         with Store(results(path), readonly=True) as store:
-            store.connection.set_progress_handler(lambda steps=steps: steps.update(["vm"]), 1)
+            store.connection.set_progress_handler(lambda steps=steps: steps.update(["vm"]), 1)  # type: ignore[misc]
             board = read_board(tournament, LeagueLedger(store, readonly=True), store)
             store.connection.set_progress_handler(None, 1)
         assert board.matches == batches * 8
