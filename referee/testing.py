@@ -18,7 +18,7 @@ import asyncio
 import json
 import selectors
 import signal as signals
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
@@ -240,7 +240,7 @@ class FakeSandbox(Sandbox):
 
     name = "fake"
 
-    def __init__(self, handlers: dict[str, Callable[[], Handler]]) -> None:
+    def __init__(self, handlers: Mapping[str, Callable[[], Handler]]) -> None:
         self.handlers = handlers
         self.started: list[FakeBotProcess] = []
 
@@ -264,7 +264,7 @@ class InProcessExecutor:
     max_attempts = 1
 
     def __init__(
-        self, handlers: dict[str, Callable[[], Handler]], *, stop_after: int | None = None
+        self, handlers: Mapping[str, Callable[[], Handler]], *, stop_after: int | None = None
     ) -> None:
         self.handlers = handlers
         self.stop_after = stop_after

@@ -51,58 +51,26 @@ def _claim_uid_block() -> range:
 
 # The slow lane: every test that starts real bot processes, containers, tournaments or the
 # command line in a subprocess. `pytest -m "not slow"` runs the rest (the engine, the
-# protocol, the match runner on the in-memory sandbox, scheduling, ratings, the store) in
-# well under a minute.
-SLOW_MODULES = frozenset(
-    {
-        "tests/match/test_docker_matches.py",
-        "tests/match/test_hostile.py",
-        "tests/match/test_memory.py",
-        "tests/match/test_montecarlo_matches.py",
-        "tests/match/test_sample_bots.py",
-        "tests/publish/test_browser.py",
-        "tests/sandbox/test_cgroups.py",
-        "tests/sandbox/test_docker.py",
-        "tests/sandbox/test_file_names.py",
-        "tests/sandbox/test_process.py",
-        "tests/test_bot_check.py",
-        "tests/test_cli.py",
-        "tests/test_human_pty.py",
-        "tests/test_interrupts.py",
-        "tests/test_kits.py",
-        "tests/test_packaging.py",
-        "tests/tournament/test_compare_run.py",
-        "tests/tournament/test_deals.py",
-        "tests/tournament/test_fairness.py",
-        "tests/tournament/test_league_run.py",
-        "tests/tournament/test_run.py",
-        "tests/tournament/test_submit.py",
-    }
-)
-SLOW_TESTS = frozenset(
-    {
-        "test_a_file_flipped_into_a_symlink_while_staging_never_leaks",
-        "test_a_folder_flipped_into_a_symlink_while_staging_never_leaks",
-        "test_a_folder_nested_1200_deep_is_refused_in_one_line",
-        "test_a_design_that_does_not_exist_is_within_one",
-        "test_a_field_too_large_for_the_search_never_falls_back_to_millions_of_tables",
-        "test_a_large_tournament_is_ranked_in_another_process_with_the_same_result",
-        "test_larger_fields_are_balanced",
-        "test_json_has_each_bot_rounds_up_and_counts_faults",
-        "test_play_matches_prints_a_table_with_every_bot_and_the_matches_counted",
-        "test_random_matches_keep_every_invariant",
-        "test_results_resume_refuse_a_changed_bot_and_restart",
-        "test_the_same_seed_gives_the_same_table_with_one_worker_or_two",
-    }
-)
+# protocol, the match runner on the in-memory sandbox, scheduling, ratings, the store)
+# quickly. Each module says so itself (`pytestmark = pytest.mark.slow`, or the mark on a
+# test); a test that needs Docker or bubblewrap is slow by definition, and one marked so
+# without `slow` stops the collection here rather than slip into the quick lane.
+_SLOW_BY_NATURE = ("docker", "bwrap")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = Path(str(config.rootpath))
-    for item in items:
-        module = Path(str(item.path)).relative_to(root).as_posix()
-        if module in SLOW_MODULES or item.name.split("[")[0] in SLOW_TESTS:
-            item.add_marker(pytest.mark.slow)
+    unmarked = [
+        item.nodeid
+        for item in items
+        if any(item.get_closest_marker(m) for m in _SLOW_BY_NATURE)
+        and item.get_closest_marker("slow") is None
+    ]
+    if unmarked:
+        shown = "\n  ".join(unmarked[:10])
+        raise pytest.UsageError(
+            f"{len(unmarked)} test(s) marked docker or bwrap but not slow; mark the module "
+            f"`pytestmark = [pytest.mark.slow, ...]` (or the test):\n  {shown}"
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:

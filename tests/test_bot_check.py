@@ -24,7 +24,7 @@ from tests.match.emulated_bots import emulated_run, on_its_clock
 ROOT = Path(__file__).resolve().parent.parent
 BOTS = ROOT / "tests" / "bots"
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def referee(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

@@ -28,6 +28,8 @@ from referee.errors import (
 )
 from referee.stderrlog import stderr_path
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_bots"
 BOTS = ROOT / "tests" / "bots"

@@ -49,7 +49,7 @@ def test_the_fake_clock_serves_ready_input_before_it_jumps() -> None:
     async def go() -> bytes:
         loop = asyncio.get_running_loop()
         got: asyncio.Future[bytes] = loop.create_future()
-        loop.add_reader(r, lambda: got.done() or got.set_result(os.read(r, 100)))
+        loop.add_reader(r, lambda: got.done() or got.set_result(os.read(r, 100)))  # type: ignore[func-returns-value]
         try:
             async with clock.timeout(10):
                 os.write(w, b"ready\n")

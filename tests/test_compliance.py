@@ -93,7 +93,7 @@ def _scripted(make: Callable[[], Handler], tc: TimeControl | None = None) -> Com
 def _one_card_on_pairs() -> Handler:
     polite = polite_bot("scripted")
 
-    def handle(msg: dict[str, Any]) -> dict[str, Any] | bytes | None:
+    def handle(msg: dict[str, Any]) -> Any:
         if msg.get("type") == "act" and msg["kind"] == "play" and msg["trick"]["count"] == 2:
             return {"id": msg["id"], "cards": msg["legal"][0][:1]}
         return polite(msg)
@@ -186,7 +186,7 @@ def _one_match_only() -> Handler:
     polite = polite_bot("scripted")
     over = False
 
-    def handle(msg: dict[str, Any]) -> dict[str, Any] | bytes | None:
+    def handle(msg: dict[str, Any]) -> Any:
         nonlocal over
         if msg.get("type") == "match_end":
             over = True

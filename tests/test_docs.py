@@ -648,15 +648,15 @@ def test_rules_doc_tables_are_what_the_engine_resolves(preset: str) -> None:
     for number, (key_cell, value, *_) in params[0].rows:
         key = _code(key_cell)
         named.add(key)
-        want = {cell(resolved[n].get(key, "(no such parameter)")) for n in TABLE_SIZES}
+        want = {cell(resolved[n].get(key, "(no such parameter)")) for n in TABLE_SIZES}  # type: ignore[arg-type]
         if want != {_code(value)}:
             wrong.append(f"rules.md:{number}: {key_cell} is {value}; the engine has {want}")
     for number, (label, *values) in sizes[0].rows:
         key = _code(label)
         named.add(key or label)
         for n, value in zip(TABLE_SIZES, values, strict=True):
-            want = cell(resolved[n][key]) if key else seen[n].get(label, "(not a row we know)")
-            if (_code(value) if key else value) != want:
+            want = cell(resolved[n][key]) if key else seen[n].get(label, "(not a row we know)")  # type: ignore[assignment]
+            if (_code(value) if key else value) != want:  # type: ignore[comparison-overlap]
                 wrong.append(f"rules.md:{number}: {label} at {n} is {value}; the engine: {want}")
     assert not wrong, "\n".join(wrong)
     missing = set(resolved[4]) - named - {"name", "players"}
@@ -758,7 +758,7 @@ def key_problems(model: type[BaseModel], table: Table) -> list[str]:
         else:
             shown = toml_value(code_spans(default)[0])
             want = list(field.default) if isinstance(field.default, tuple) else field.default
-            if shown != want and not (isinstance(shown, Fraction) and abs(shown - want) < 1e-12):
+            if shown != want and not (isinstance(shown, Fraction) and abs(shown - want) < 1e-12):  # type: ignore[operator]
                 wrong.append(f"{where}: the doc says {shown!r}, the default is {want!r}")
         wrong += _allowed_problems(where, field, allowed)
     return wrong
@@ -790,7 +790,7 @@ def test_tournament_doc_states_the_models_defaults_and_bounds() -> None:
         named = {_code(cells[0]) for _, cells in keyed[0].rows}
         fields = set(model.model_fields) - (_SUBSECTIONS if model is TournamentFile else set())
         if named != fields:
-            wrong.append(f"{heading}: documents {sorted(named)}, the model has {sorted(fields)}")
+            wrong.append(f"{heading}: documents {sorted(named)}, the model has {sorted(fields)}")  # type: ignore[type-var]
     assert not wrong, "\n".join(wrong)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import selectors
 import socket
 import sys
@@ -130,15 +131,15 @@ def test_it_returns_what_is_ready_and_nothing_else(
 
 
 def test_a_process_allowed_one_core_never_polls(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not hasattr(eventloop.os, "sched_getaffinity"):
+    if not hasattr(os, "sched_getaffinity"):
         pytest.skip("no CPU affinity on this platform")  # pragma: no cover
-    monkeypatch.setattr(eventloop.os, "sched_getaffinity", lambda pid: {3})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})  # the module eventloop reads
     loop = new_event_loop()
     try:
         assert loop._selector.poll_s == 0  # type: ignore[attr-defined]
     finally:
         loop.close()
-    monkeypatch.setattr(eventloop.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     loop = new_event_loop()
     try:
         assert loop._selector.poll_s == eventloop.POLL_S  # type: ignore[attr-defined]

@@ -471,7 +471,7 @@ class CodeTypist(ScriptedPerson):
         self.prompts.append(kind)
         if kind == "Your play" and choices.startswith("0 pass"):
             return "0"
-        menu = []
+        menu: list[Any] = []
         for line in reversed(self.screen[: found.start()].split("\n")[:-1]):
             if not re.match(r" +\d+\) ", line):
                 break

@@ -24,6 +24,8 @@ from referee.matchlog import read_log
 from referee.rules import replay
 from tests.conftest import sandbox_pids
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_bots"
 PROMPT = r"(Your play|Cards to give|Leftover to take|Card to discard) \[([^\]]*)\]: "
@@ -99,8 +101,11 @@ def play_out(
         prompts.append(kind)
         if answers.get(kind):
             answer = answers[kind].pop(0)
-            assert screen is not None or isinstance(answer, str)
-            child.sendline(answer if isinstance(answer, str) else answer(text(screen)))
+            if isinstance(answer, str):
+                child.sendline(answer)
+            else:
+                assert screen is not None
+                child.sendline(answer(text(screen)))
         elif kind == "Cards to give":
             count = int(choices.split()[0])
             child.sendline(" ".join(str(i) for i in range(1, count + 1)))
@@ -130,7 +135,10 @@ def check_the_end(child: pexpect.spawn, out: str, tmp_path: Path) -> None:
 
 def test_a_person_plays_a_match_and_gives_a_card_back(tmp_path: Path) -> None:
     child, screen = start(tmp_path, "--seed", str(GIVE_SEED))
-    answers = {"Your play": ["", "x7", "99", "?", "1"], "Cards to give": ["1 1", "0"]}
+    answers: dict[str, list[Answer]] = {
+        "Your play": ["", "x7", "99", "?", "1"],
+        "Cards to give": ["1 1", "0"],
+    }
     prompts = play_out(child, answers)
     out = text(screen)
     check_the_end(child, out, tmp_path)

@@ -33,7 +33,7 @@ SLEEPS = BOTS / "sleeps.py"
 POLITE = BOTS / "polite.py"
 LABEL = "org.arschloch-referee"
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:

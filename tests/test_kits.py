@@ -26,6 +26,8 @@ import pytest
 from referee.protocol import messages as m
 from referee.protocol.kit import KIT_MARKER, read_marker
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_bots"
 PY_KIT = ROOT / "protocol" / "kits" / "python" / "botkit.py"
@@ -255,7 +257,13 @@ def test_give_and_leftover(bot: tuple[BotRun, str]) -> None:
     run.ask(hello(), "hello")
     run.send(match_start(seat=0))
     run.send(round_start(HAND, rnd=2, leftovers=["10H", "7S"]))
-    leftover = {"type": "act", "id": 5, "kind": "leftover", "hand": HAND, "offer": ["10H", "7S"]}
+    leftover: dict[str, Any] = {
+        "type": "act",
+        "id": 5,
+        "kind": "leftover",
+        "hand": HAND,
+        "offer": ["10H", "7S"],
+    }
     choice = run.ask(leftover, "leftover")
     assert choice.take in leftover["offer"]
     assert choice.discard in [*HAND, choice.take]
@@ -577,7 +585,7 @@ def test_python_kit_takes_the_referees_counts_and_ignores_broken_ones() -> None:
     state.apply(_act_with_counts([2, 5, 0, 7]))
     assert state.hand_sizes == [2, 5, 0, 7]
     state.apply(_act_with_counts([1, 2]))  # wrong length: ignored
-    state.apply(_act_with_counts("x"))  # not a list: ignored
+    state.apply(_act_with_counts("x"))  # type: ignore[arg-type]  # not a list: ignored
     assert state.hand_sizes == [2, 5, 0, 7]
     state.apply(_act_with_counts(["x", 3, 3, 3]))
     assert state.hand_sizes == [0, 3, 3, 3]

@@ -263,7 +263,7 @@ def test_reply_round_trip() -> None:
         (m.GiveReply(id=5, cards=["7C", "8C"]), "give"),
         (m.LeftoverReply(id=6, take="AS", discard="7D"), "leftover"),
     ]:
-        assert m.parse_reply(m.encode(reply), reply.id, kind) == reply
+        assert m.parse_reply(m.encode(reply), reply.id, kind) == reply  # type: ignore[attr-defined]
 
 
 def _fault(line: bytes, expected_id: int = 7, kind: str = "play") -> BotFault:

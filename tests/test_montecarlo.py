@@ -73,7 +73,16 @@ def table_of(mc: ModuleType, game: Game, dead: list[int] | None = None) -> Any:
     )
 
 
-STATE = ("turn", "last", "top_rank", "top_count", "passed", "place_of", "nheld", "hands")
+STATE: tuple[str, ...] = (
+    "turn",
+    "last",
+    "top_rank",
+    "top_count",
+    "passed",
+    "place_of",
+    "nheld",
+    "hands",
+)
 STATE += ("held", "held_mask", "active", "next_top", "next_bottom")
 
 games = st.tuples(

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 SAMPLE_BOTS = ("heuristic", "lowest", "random", "js-lowest")
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 # What the developer's tree holds that a copy need not (big, or the build's own output).
 _NOT_COPIED = shutil.ignore_patterns(

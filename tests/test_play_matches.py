@@ -37,6 +37,7 @@ def _json(result: Result) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 def test_play_matches_prints_a_table_with_every_bot_and_the_matches_counted(
     tmp_path: Path,
 ) -> None:
@@ -72,6 +73,7 @@ def test_play_matches_prints_a_table_with_every_bot_and_the_matches_counted(
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_json_has_each_bot_rounds_up_and_counts_faults(tmp_path: Path) -> None:
     result = _play(
         "@heuristic",
@@ -111,6 +113,7 @@ def test_json_has_each_bot_rounds_up_and_counts_faults(tmp_path: Path) -> None:
     assert bots["garbage"]["score"] == 0.0 and data["bots"][-1]["name"] == "garbage"
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_table_with_one_worker_or_two(tmp_path: Path) -> None:
     tables = []
     for workers in ("1", "2"):
@@ -137,6 +140,7 @@ def test_the_same_seed_gives_the_same_table_with_one_worker_or_two(tmp_path: Pat
     assert {bot["name"] for bot in tables[0]["bots"]} == {"heuristic", "random#1", "random#2"}
 
 
+@pytest.mark.slow
 def test_results_resume_refuse_a_changed_bot_and_restart(tmp_path: Path) -> None:
     mine = tmp_path / "mine.py"
     shutil.copy(ROOT / "tests" / "bots" / "polite.py", mine)

@@ -661,22 +661,6 @@ class _PersonLeft(Exception):
     """The input ended at a prompt: the person left the match."""
 
 
-class _PersonChannel:
-    """The part of a channel a match touches: the queued lines; a person writes no stray ones."""
-
-    def __init__(self) -> None:
-        self.outbox: list[bytes] = []
-        self.unasked = 0
-        self.stderr_at = 0
-
-    def new_section(self) -> None:
-        """Nothing to mark: a person has no stderr."""
-
-    def stderr_kept(self) -> KeptStderr:
-        """Nothing: a person has no stderr."""
-        return KeptStderr((), 0)
-
-
 class PersonSession:
     """A person at the terminal, seated like a bot (:class:`referee.protocol.session.SeatSession`).
 
@@ -696,7 +680,10 @@ class PersonSession:
     ) -> None:
         self.name = name
         self.fault: BotFault | None = None
-        self.channel = _PersonChannel()
+        self.outbox: list[bytes] = []
+        """The lines queued for the seat, read at its next request (the match appends to it)."""
+        self.unasked = 0
+        """Always 0: a person writes nothing unasked."""
         self._reader = reader if reader is not None else LineReader(0)
         self._write = write if write is not None else _stdout_write
         self._symbols = _symbols_fit() if symbols is None else symbols
@@ -710,7 +697,7 @@ class PersonSession:
 
     def queue(self, data: bytes) -> None:
         if self.alive:
-            self.channel.outbox.append(data)
+            self.outbox.append(data)
 
     async def flush(self, timeout_s: float) -> None:
         """Show what happened since the person's last turn (the end of the match, mostly)."""
@@ -748,9 +735,24 @@ class PersonSession:
         """Never needed (a person writes nothing unasked); here for the seat's interface."""
         return BotFault("protocol", "no unasked lines from a person", request_id=request_id)
 
+    async def forfeit(self, fault: BotFault) -> None:
+        """Out for ``fault`` (the person left): nothing more is shown or asked."""
+        self.fault = fault
+        await self.kill()
+
     async def kill(self) -> None:
         self._closed = True
-        self.channel.outbox.clear()
+        self.outbox.clear()
+
+    def start_stderr_section(self) -> None:
+        """Nothing to mark: a person has no stderr."""
+
+    def file_stderr_at(self, position: int) -> None:
+        """Nothing to file: a person has no stderr."""
+
+    def stderr_kept(self) -> KeptStderr:
+        """Nothing: a person has no stderr."""
+        return KeptStderr((), 0)
 
     def stderr_report(self, limit: int = 4096) -> str:
         return ""
@@ -771,7 +773,7 @@ class PersonSession:
     def _catch_up(self, hand: list[str] | None = None) -> TableView:
         """Read the queued lines into the view and show what happened; ``hand`` is the
         hand a request states."""
-        box = self.channel.outbox  # the match holds this very list: emptied, never replaced
+        box = self.outbox  # the match holds this very list: emptied, never replaced
         lines = list(box)
         box.clear()
         for line in lines:

@@ -20,7 +20,7 @@ time, ``bye``) and keeps bots between matches; here a :class:`Match` drives a
 
 With a log, every seat's stderr goes beside it (:mod:`referee.stderrlog`), each piece filed
 under the log line of the decision the bot was asked for when it wrote it: before each
-request the seat's channel is told that line (:meth:`Match._ask_toward`).
+request the seat is told that line (:meth:`Match._ask_toward`).
 
 Events are queued per bot and written with that bot's next request (or at the end of the
 match): one write per request instead of one per event, and a bot that does not read its
@@ -272,9 +272,9 @@ class Match:
         started = self.clock.monotonic()
         try:
             await self._start()
-            channels = [s.channel for s in self.sessions]
+            sessions = self.sessions
             while (pending := self._broadcast()) is not None:
-                if any(c.unasked for c in channels) and await self._forfeit_unasked():
+                if any(s.unasked for s in sessions) and await self._forfeit_unasked():
                     continue
                 await self._turn(*pending)
             await self._deliver_the_rest()
@@ -292,8 +292,8 @@ class Match:
             if session.fault is not None:
                 await self._forfeit(seat, session.fault)
             else:
-                session.channel.new_section()  # this match's stderr, apart from start-up's
-            session.channel.stderr_at = 2  # the first line after the header
+                session.start_stderr_section()  # this match's stderr, apart from start-up's
+            session.file_stderr_at(2)  # the first line after the header
         self._started = True
         players = [s.name for s in self.sessions]
         rules = m.Rules.model_validate(self.rules.as_protocol())
@@ -311,7 +311,7 @@ class Match:
     def _live_outboxes(self) -> tuple[list[list[bytes] | None], list[list[bytes]]]:
         """The outbox of each seat whose bot still plays (a forfeited seat is told nothing),
         by seat, and all of them; made again whenever a seat forfeits."""
-        by_seat = [s.channel.outbox if s.alive else None for s in self.sessions]
+        by_seat = [s.outbox if s.alive else None for s in self.sessions]
         return by_seat, [box for box in by_seat if box is not None]
 
     def _broadcast(self) -> tuple[str, int] | None:
@@ -335,7 +335,7 @@ class Match:
 
         Faulted now rather than at the bot's next request, which may never come.
         """
-        flooded = [i for i, s in enumerate(self.sessions) if s.channel.unasked and s.alive]
+        flooded = [i for i, s in enumerate(self.sessions) if s.unasked and s.alive]
         for seat in flooded:
             await self._forfeit(seat, self.sessions[seat].unasked_fault())
         return bool(flooded)
@@ -361,7 +361,7 @@ class Match:
     def _ask_toward(self, seat: int) -> None:
         """File what the seat writes to stderr from now on under the log line its decision
         (or its fault) is about to take: the next event's (the header is line 1)."""
-        self.sessions[seat].channel.stderr_at = len(self.game.events) + 2
+        self.sessions[seat].file_stderr_at(len(self.game.events) + 2)
 
     def _apply(
         self, kind: str, seat: int, reply: m.Reply, raw: bytes, rid: int, elapsed: int
@@ -381,7 +381,6 @@ class Match:
     async def _forfeit(self, seat: int, fault: BotFault) -> None:
         """The seat forfeits: recorded, announced by the engine, its bot killed."""
         session = self.sessions[seat]
-        session.fault = fault
         request = session.last_request_data()
         failed = request is not None and request.get("id") == fault.request_id
         self.faults[seat] = FaultInfo(
@@ -402,7 +401,7 @@ class Match:
             reply=fault.reply,
             elapsed_ms=fault.elapsed_ms,
         )
-        await session.kill()
+        await session.forfeit(fault)
         self._outboxes = self._live_outboxes()
 
     async def _deliver_the_rest(self) -> None:
@@ -414,7 +413,7 @@ class Match:
         ``match_end``, the last line.
         """
         for session in self.sessions:
-            session.channel.stderr_at = len(self.game.events) + 1
+            session.file_stderr_at(len(self.game.events) + 1)
         for session in self.sessions:
             if session.alive:
                 try:
@@ -462,7 +461,7 @@ class Match:
             return
         seats = []
         for session in self.sessions:
-            kept = session.channel.stderr_kept()
+            kept = session.stderr_kept()
             seats.append((session.name, kept.pieces, kept.cut))
         text = stderr_json(self.match_id, STDERR_CAP, seats)
         stderr_path(self.log_path).write_text(text, encoding="utf-8")

@@ -202,8 +202,7 @@ async def _start_sessions(
         try:
             await session.hello(next(request_ids), time_control, started)
         except BotFault as f:
-            session.fault = f
-            await session.kill()
+            await session.forfeit(f)
         except BaseException:
             await asyncio.shield(session.close(bye=False))
             raise

@@ -37,7 +37,6 @@ from referee.stderrlog import stderr_report
 
 __all__ = [
     "BotSession",
-    "SeatChannel",
     "SeatSession",
     "distinct_names",
 ]
@@ -45,37 +44,60 @@ __all__ = [
 _BYE_GRACE_S = 1.0
 
 
-class SeatChannel(Protocol):
-    """What a match touches of a seat's channel: the events queued for it, stray lines,
-    and its stderr (filed under the position ``stderr_at`` the match sets)."""
-
-    outbox: list[bytes]
-    unasked: int
-    stderr_at: int
-
-    def new_section(self) -> None: ...
-    def stderr_kept(self) -> KeptStderr: ...
-
-
 class SeatSession(Protocol):
     """Whoever sits at a seat, as a match sees it: a bot's :class:`BotSession`, or a person
-    at the terminal (:class:`referee.match.human.PersonSession`) who is asked the same requests."""
+    at the terminal (:class:`referee.match.human.PersonSession`) who is asked the same requests.
 
-    fault: BotFault | None
+    This is all a :class:`~referee.match.runner.Match` touches of a seat: it queues events in
+    the seat's ``outbox`` (the list written with the seat's next request, appended to
+    directly on the match's hot path), asks requests, files the seat's stderr under the log
+    line it names, and forfeits the seat through :meth:`forfeit`. How a seat frames lines or
+    keeps its stderr (a bot's :class:`~referee.protocol.channel.LineChannel`) is its own.
+    """
 
     @property
     def name(self) -> str: ...
     @property
-    def alive(self) -> bool: ...
+    def alive(self) -> bool:
+        """Still playing: no fault, not killed or closed."""
+        ...
+
     @property
-    def channel(self) -> SeatChannel: ...
+    def fault(self) -> BotFault | None:
+        """Why the seat is out: its greeting's fault (a bot that failed ``hello``), or the
+        fault it was forfeited for."""
+        ...
+
+    @property
+    def outbox(self) -> list[bytes]:
+        """The lines queued for the seat, written with its next request or :meth:`flush`."""
+        ...
+
+    @property
+    def unasked(self) -> int:
+        """How many lines the seat wrote when no request was waiting."""
+        ...
+
     def queue(self, data: bytes) -> None: ...
     async def flush(self, timeout_s: float) -> None: ...
     async def request(
         self, data: bytes, request_id: int, kind: str, budget_ms: int
     ) -> tuple[m.Reply, bytes, int]: ...
     def unasked_fault(self, request_id: int | None = None) -> BotFault: ...
+    async def forfeit(self, fault: BotFault) -> None:
+        """Out for ``fault``: recorded as the seat's, then stopped (:meth:`kill`)."""
+        ...
+
     async def kill(self) -> None: ...
+    def start_stderr_section(self) -> None:
+        """What the seat writes on stderr from now on is this match's, apart from start-up's."""
+        ...
+
+    def file_stderr_at(self, position: int) -> None:
+        """File the seat's stderr read from now on under match log line ``position``."""
+        ...
+
+    def stderr_kept(self) -> KeptStderr: ...
     def stderr_report(self, limit: int = 4096) -> str: ...
     def last_request_data(self) -> dict[str, Any] | None: ...
     def kit_report(self) -> tuple[int, list[KitReplacement]]: ...
@@ -123,6 +145,24 @@ class BotSession:
     @property
     def exit_info(self) -> ExitInfo | None:
         return self.channel.exit_info
+
+    @property
+    def outbox(self) -> list[bytes]:
+        """The channel's queued lines (see :class:`SeatSession`)."""
+        return self.channel.outbox
+
+    @property
+    def unasked(self) -> int:
+        return self.channel.unasked
+
+    def start_stderr_section(self) -> None:
+        self.channel.new_section()
+
+    def file_stderr_at(self, position: int) -> None:
+        self.channel.stderr_at = position
+
+    def stderr_kept(self) -> KeptStderr:
+        return self.channel.stderr_kept()
 
     # -- events --------------------------------------------------------------------------
 
@@ -368,6 +408,11 @@ class BotSession:
     async def thaw(self) -> None:
         """Let a frozen bot run again; returns once it runs."""
         await self.channel.proc.thaw()
+
+    async def forfeit(self, fault: BotFault) -> None:
+        """Out for ``fault`` (kept as :attr:`fault`, so the bot is never lent again), killed."""
+        self.fault = fault
+        await self.kill()
 
     async def kill(self) -> None:
         """Kill now (after a fault): no bye, nothing more is sent."""

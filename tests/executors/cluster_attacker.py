@@ -61,7 +61,7 @@ def attack_client(address, security, marker):
 
 
 async def attack_member(address, connection_args):
-    from distributed.comm import connect
+    from distributed.comm.core import connect
 
     try:
         comm = await connect(address, timeout=5, **connection_args)

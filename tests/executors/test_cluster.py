@@ -12,6 +12,7 @@ process on the workers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,13 +84,10 @@ class Cluster:
             ],
             "scheduler",
         )
-        deadline = time.monotonic() + 60
-        while not info.exists() or not info.read_text().strip():
-            assert self.scheduler.poll() is None, "the scheduler did not start"
-            assert time.monotonic() < deadline, "the scheduler wrote no address"
-            time.sleep(0.05)
-        time.sleep(0.1)  # written in one go, but read it once it is complete
-        self.address = json.loads(info.read_text())["address"]
+        scheduler = self.scheduler
+        _until(lambda: _address_in(info) or scheduler.poll() is not None, 60, "its address")
+        assert scheduler.poll() is None, "the scheduler did not start"
+        self.address = _address_in(info)
         return self
 
     def add_worker(
@@ -154,6 +152,59 @@ class Cluster:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+
+
+def _until(condition: Callable[[], object], timeout: float, what: str) -> None:
+    """Wait until ``condition()`` holds, looking again every few milliseconds: for states
+    of other processes (a file, a socket, a process) that no event announces."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.005)
+
+
+def _address_in(info: Path) -> str:
+    """The address in a scheduler file once it is complete JSON, else ""."""
+    try:
+        return str(json.loads(info.read_text())["address"])
+    except (OSError, ValueError, KeyError):
+        return ""
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (SIGSTOP has taken effect)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
+def _tcp_table() -> list[tuple[str, str, int, int, str]]:
+    """Established TCP sockets of this machine: local, remote, send queue, receive queue,
+    inode (/proc/net/tcp and tcp6)."""
+    rows = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] != "01":  # ESTABLISHED
+                    continue
+                tx, rx = (int(part, 16) for part in fields[4].split(":"))
+                rows.append((fields[1], fields[2], tx, rx, fields[9]))
+    return rows
+
+
+def _all_sent_was_read(pid: int) -> bool:
+    """Whether every byte process ``pid`` wrote to its TCP connections has been read by
+    the process at the other end (its send queue empty, and the peer's receive queue)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            link = os.readlink(fd)
+            if link.startswith("socket:["):
+                inodes.add(link[len("socket:[") : -1])
+    rows = _tcp_table()
+    ours = [(local, remote, tx) for local, remote, tx, _, inode in rows if inode in inodes]
+    queued = {(local, remote): rx for local, remote, _, rx, _ in rows}
+    return all(tx == 0 and queued.get((remote, local), 0) == 0 for local, remote, tx in ours)
 
 
 def _cluster(folder: Path, tls: ClusterTLS, workers: int = 2, *extra: str) -> Cluster:
@@ -223,10 +274,14 @@ def _kill_in_a_claimed_match(cluster: Cluster, worker: int, done: threading.Even
     """SIGKILL ``cluster.workers[worker]`` while it plays a match whose cards are dealt (its
     claim is set); return that attempt's claim, or "" if ``done`` came first.
 
-    The worker is frozen (SIGSTOP) before the scheduler is asked: a frozen worker cannot
-    finish the match, so what the scheduler then says it processes is still unfinished when
-    the kill lands. Without that, a kill after "some results" may hit a worker between
-    matches, and nothing would be played again.
+    It waits on the claim itself (a :class:`distributed.Event` the worker sets before it
+    deals) of a task the scheduler has given that worker, then freezes the worker (SIGSTOP)
+    so that it cannot finish the match, and waits until the worker is stopped and every
+    byte it sent before has been read at the other end (its sockets' queues, in
+    /proc/net/tcp): a result sent just before the freeze has then reached the scheduler.
+    Only a task the scheduler still sees on that worker is unfinished; without the freeze,
+    a kill after "some results" may hit a worker between matches, and nothing would be
+    played again.
     """
     from distributed import Event as Claim
 
@@ -235,23 +290,26 @@ def _kill_in_a_claimed_match(cluster: Cluster, worker: int, done: threading.Even
         workers = client.scheduler_info()["workers"]
         address = next(a for a, info in workers.items() if info["name"] == f"w{worker}")
 
-        def claimed() -> set[str]:
+        def given() -> list[str]:
             keys = map(str, client.processing(workers=[address]).get(address, ()))
-            return {
-                k for k in keys if k.startswith("referee-") and Claim(k, client=client).is_set()
-            }
+            return [k for k in keys if k.startswith("referee-")]
 
         while not done.is_set():
+            tasks = given()
+            if not tasks:
+                done.wait(0.05)  # nothing given to the worker yet: look again, or stop
+                continue
+            # The task it plays sets its claim as it deals; one still queued times out.
+            claimed = next((k for k in tasks if Claim(k, client=client).wait(timeout=0.5)), "")
+            if not claimed:
+                continue
             process.send_signal(signal.SIGSTOP)
-            time.sleep(0.1)  # what the worker sent before it froze reaches the scheduler
-            first = claimed()
-            time.sleep(0.1)  # and the same answer again: nothing was still on its way
-            held = first & claimed()
-            if held:
+            _until(lambda: _stopped(process.pid), 10, f"w{worker} to stop")
+            _until(lambda: _all_sent_was_read(process.pid), 10, f"what w{worker} sent")
+            if claimed in given():
                 process.kill()  # mid-match, with whatever it holds
-                return held.pop()
+                return claimed
             process.send_signal(signal.SIGCONT)
-            time.sleep(0.02)
     return ""
 
 
@@ -474,7 +532,8 @@ def _described() -> list[str]:
     """Each bot process left: its command line and the chain of its parents."""
     found = []
     for pid in sandbox_pids():
-        chain, current = [], pid
+        chain: list[str] = []
+        current = pid
         while current > 1 and len(chain) < 6:
             try:
                 cmd = Path(f"/proc/{current}/cmdline").read_bytes().replace(b"\0", b" ")
@@ -521,11 +580,7 @@ def test_ctrl_c_leaves_no_bot_process_on_the_workers(tmp_path: Path, cluster: Cl
     reader.start()
     try:
         assert playing.wait(60), "".join(lines)
-        deadline = time.monotonic() + 30
-        while not sandbox_pids():
-            assert time.monotonic() < deadline, "no bot started on the cluster"
-            time.sleep(0.05)
-        time.sleep(0.5)
+        _until(sandbox_pids, 30, "a bot to start on the cluster")  # a match is being played
         runner.send_signal(signal.SIGINT)
         runner.wait(timeout=90)
         reader.join(10)

@@ -36,7 +36,7 @@ from referee.executors.cluster import DaskExecutor
 from referee.sandbox import make_staging_root, remove_staging_root
 from referee.sandbox.process import UidPool
 from tests.conftest import run_uids
-from tests.sandbox.test_process import (
+from tests.sandbox.bot_processes import (
     ACT,
     LIMITS,
     greet,

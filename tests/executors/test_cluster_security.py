@@ -184,7 +184,9 @@ def test_insecure_cluster_says_once_what_it_exposes_before_it_connects(
 ) -> None:
     # Nobody listens there: the run ends at the connection, after the note (not after
     # the 30 s a real run waits for a scheduler).
-    monkeypatch.setitem(DaskExecutor.__init__.__kwdefaults__, "connect_timeout_s", 1.0)
+    defaults = DaskExecutor.__init__.__kwdefaults__
+    assert defaults is not None  # it has keyword-only arguments
+    monkeypatch.setitem(defaults, "connect_timeout_s", 1.0)
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{unused.getsockname()[1]}"

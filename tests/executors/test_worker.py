@@ -4,7 +4,7 @@ between tasks, what it gives back, and what it stops when it closes."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -133,7 +133,7 @@ def test_a_pool_process_has_exactly_one_worker() -> None:
         slot.get()
     first = object.__new__(_PoolProcessStub)
     slot.fill(first)  # type: ignore[arg-type]
-    assert slot.get() is first
+    assert slot.get() is cast(object, first)
     with pytest.raises(RuntimeError, match="a process has exactly one"):
         slot.fill(first)  # type: ignore[arg-type]
 

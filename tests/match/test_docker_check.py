@@ -11,7 +11,7 @@ from referee.match.compliance import BOT_PROCESSES, CheckReport, run_check
 from referee.sandbox import load_bot
 from tests.match.conftest import BOTS, SAMPLES, referee_containers
 
-pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.timeout(300)]
 
 
 def _sandbox(docker_sandbox: Any) -> Any:

@@ -12,7 +12,7 @@ from referee.rules import replay
 from referee.sandbox import Limits
 from referee.specs import TimeControl
 from tests.match.conftest import BOTS, SAMPLES, referee_containers
-from tests.match.test_hostile import (
+from tests.match.hostile_cases import (
     CLOSE_TC,
     EXPECTED,
     SECCOMP_BOTS,
@@ -22,7 +22,7 @@ from tests.match.test_hostile import (
     seccomp_findings,
 )
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
 POLITE = BOTS / "polite.py"
 
 # Where Docker differs from the process sandbox, and why.

@@ -163,7 +163,7 @@ def test_a_reply_that_forgot_its_id_is_not_taken_for_an_event_reply() -> None:
         inner = polite_bot("forgetful")
 
         def handle(msg: dict[str, Any]) -> Any:
-            out = inner(msg)
+            out: Any = inner(msg)
             if msg.get("type") == "act":
                 out = {k: v for k, v in out.items() if k != "id"}
             return out
@@ -233,7 +233,7 @@ def kit_on_follow() -> Any:
     inner = polite_bot("kit")
 
     def handle(msg: dict[str, Any]) -> Any:
-        out = inner(msg)
+        out: Any = inner(msg)
         if msg.get("type") == "act" and msg["kind"] == "play" and msg["trick"]["count"]:
             return [marker(msg, msg["hand"][:1], out["cards"]), Stderr(b"my own log\n"), out]
         return out
@@ -259,7 +259,7 @@ def test_the_count_is_per_match() -> None:
 
     async def go() -> list[MatchResult]:
         pool = SessionPool(sandbox, Limits(), FAST)
-        results = []
+        results: list[MatchResult] = []
         for n in (3, 3):
             async with seated(bots, pool=pool, deal_key=f"deal-{len(results)}") as table:
                 results.append(await play_match(table, RULES3, n, match_id=f"m{len(results)}"))

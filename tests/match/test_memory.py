@@ -44,13 +44,13 @@ from referee.sandbox.cgroups import CgroupSupport, Hierarchy, probe_cgroups
 from referee.specs import TimeControl
 from tests.conftest import run_uids
 from tests.match.conftest import BOTS, IN_CI, sandbox_pids
-from tests.sandbox.test_process import _bwrap_usable, reply, script
+from tests.sandbox.bot_processes import bwrap_usable, reply, script
 
 MIB = 1024 * 1024
 TC = TimeControl(move_ms=5000, bank_ms=5000, hello_ms=20000)
 RULES = RuleSet.preset("arschloch", target=3).resolve(3)
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def _v1_memory_support() -> CgroupSupport:
@@ -128,7 +128,7 @@ def _sandbox_under(group: Path) -> ProcessSandbox:
 @pytest.mark.parametrize("mode", ["bwrap", "plain"])
 def test_every_bot_process_is_the_oom_killers_first_choice(staging: Path, mode: str) -> None:
     """The bot and its children run at oom_score_adj +1000, whatever the referee's own."""
-    if mode == "bwrap" and not _bwrap_usable():
+    if mode == "bwrap" and not bwrap_usable():
         pytest.skip("bubblewrap is not usable here (under CI=true this fails instead)")
     spec = script(
         staging,

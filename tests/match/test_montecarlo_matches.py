@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from referee.rules import PRESETS, RuleSet, replay
 from referee.sandbox import Limits
 from referee.specs import TimeControl
 from tests.match.conftest import SAMPLES, sandbox_pids
+
+pytestmark = pytest.mark.slow
 
 MC = SAMPLES / "montecarlo"
 OTHERS = [SAMPLES / name for name in ("heuristic", "lowest", "random", "heuristic", "lowest")]

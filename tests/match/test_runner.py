@@ -64,7 +64,7 @@ async def pooled(
 
 
 def test_act_play_line_matches_the_model() -> None:
-    args = dict(
+    args: dict[str, Any] = dict(
         id=7,
         hand=["8H", "8D", "JC", "AS"],
         trick={"leader": 2, "count": 0, "top": []},
@@ -88,7 +88,7 @@ def test_a_public_event_is_encoded_once_per_codec_in_that_codecs_card_names() ->
     id that an evicted codec could pass on to another deck's), and the codec is the engine
     memo's: shared by the games its owner plays, never by a game that has its own."""
     played = ev.Played("played", 0, (0,))  # card 0: the lowest card, whatever the deck
-    seen = {}
+    seen: dict[Any, Any] = {}
     engine_memo = EngineMemo()
     for preset in ("arschloch", "arschloch-52", "trou-du-cul", "arschloch"):
         game = Game(RuleSet.preset(preset).resolve(3), ["a", "b", "c"], 1, memo=engine_memo)

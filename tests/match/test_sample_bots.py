@@ -7,6 +7,8 @@ import pytest
 from referee.rules import PRESETS, replay
 from tests.match.conftest import SAMPLES, sandbox_pids
 
+pytestmark = pytest.mark.slow
+
 # montecarlo searches for about 60 ms a move, which would make these whole matches last
 # minutes; tests/match/test_montecarlo_matches.py plays it in every preset at 3 and 6 seats.
 SAMPLE_BOTS = sorted(

@@ -36,7 +36,7 @@ class _Broken(Exception):
 def test_a_pooled_table_has_the_pools_settings_and_refuses_others() -> None:
     sandbox = FakeSandbox({"a": polite_bot})
     pool = SessionPool(sandbox, Limits(), TC)
-    refusals = [
+    refusals: list[tuple[dict[str, Any], str]] = [
         ({"time_control": TimeControl(move_ms=999)}, "a pooled match plays on the pool's time"),
         ({"limits": Limits(memory_mb=64)}, "the pool's bots run with memory 512 MiB"),
         ({"clock": FakeClock()}, "runs on the pool's clock"),
@@ -351,7 +351,7 @@ def test_closing_behind_counts_against_the_cap_and_makes_room_when_done() -> Non
                 live.discard(id(proc))
                 return await cleanup()
 
-            proc.cleanup = slow_cleanup
+            proc.cleanup = slow_cleanup  # type: ignore[method-assign]
             return proc
 
     sandbox = SlowStop({"a": polite_bot})

@@ -8,14 +8,14 @@ well under a second. One bot has a hostile name and faults with a hostile reply 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from referee.coordinator import run_tournament
-from referee.testing import Handler, InProcessExecutor, lowest_bot, polite_bot
+from referee.testing import Handler, InProcessExecutor, Replies, lowest_bot, polite_bot
 from referee.tournament.file import Tournament, load_tournament
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
@@ -28,7 +28,7 @@ def garbage_bot(name: str, after: int = 3) -> Handler:
     inner = polite_bot(name)
     asked = 0
 
-    def handle(msg: dict[str, Any]) -> dict[str, Any] | bytes | None:
+    def handle(msg: dict[str, Any]) -> Replies:
         nonlocal asked
         if msg.get("type") == "act":
             asked += 1
@@ -87,7 +87,9 @@ def write_fake_tournament(
     return path
 
 
-def play_fake(path: Path, handlers: dict[str, Callable[[], Handler]] | None = None) -> Tournament:
+def play_fake(
+    path: Path, handlers: Mapping[str, Callable[[], Handler]] | None = None
+) -> Tournament:
     """Play every match of the fake tournament at ``path`` in this process (its bots by
     ``handlers``, :data:`HANDLERS` by default)."""
     spec = load_tournament(path)

@@ -32,6 +32,8 @@ from referee.rules.cards import DECKS, CardCodec
 from referee.text import ordinal
 from referee.tournament.file import load_tournament
 
+pytestmark = pytest.mark.slow
+
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
 PLAIN_NAMES = ("heuristic", "nodebot", "Montecarlo with a long name")
 """Single words that once broke mid-word ("heuristi|c", "nodebo|t"), and words to wrap at."""

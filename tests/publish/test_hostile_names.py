@@ -16,6 +16,7 @@ JSON, other shapes, too large, names outside ``matches/``, a link) is ignored wh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -50,7 +51,7 @@ SAFE_PATH = re.compile(
 def _handlers(names: tuple[str, ...]) -> dict[str, Callable[[], Handler]]:
     """Alternate plain bots, so the places (and the logs) differ from match to match."""
     bots = (polite_bot, lowest_bot)
-    return {n: (lambda n=n, i=i: bots[i % 2](n)) for i, n in enumerate(names)}
+    return {n: functools.partial(bots[i % 2], n) for i, n in enumerate(names)}
 
 
 def _hashes(folder: Path) -> dict[str, str]:

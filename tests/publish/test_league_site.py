@@ -20,7 +20,7 @@ from referee.league import run_league
 from referee.publish.league_site import publish_league
 from referee.testing import InProcessExecutor
 from referee.tournament.file import load_tournament
-from tests.tournament.test_league import NAMES, SECRET, Clock, handlers, play, write
+from tests.tournament.league_field import NAMES, SECRET, Clock, handlers, play, write
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 FORMULA = "=HYPERLINK(1)"

@@ -41,7 +41,7 @@ class Made:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.counts: Counter[str] = Counter()
         render = jinja2.Template.render
-        log_script, stderr_script = site_module.log_script, site_module.stderr_script
+        log_script, stderr_script = site_module.log_script, site_module.stderr_script  # type: ignore[attr-defined]
 
         def counted_render(template: jinja2.Template, *args: object, **kwargs: object) -> str:
             self.counts[str(template.name)] += 1
@@ -238,7 +238,8 @@ def test_a_changed_match_flag_name_log_or_stderr_makes_exactly_the_files_it_goes
     tournament = results.tournament
     renamed_file = tournament.file.model_copy(update={"name": "autumn"})
     renamed = dataclasses.replace(
-        results, tournament=dataclasses.replace(tournament, file=renamed_file)
+        results,
+        tournament=dataclasses.replace(tournament, file=renamed_file),  # type: ignore[type-var]
     )
     report = _republished(renamed, out, made)
     assert set(report.rendered) == pages

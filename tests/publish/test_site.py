@@ -7,6 +7,7 @@ themselves, fast, on tournaments played in memory (conftest.py).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -309,6 +310,7 @@ def test_the_leaderboard_in_every_format_carries_the_settings(
     assert HOSTILE_NAME in text
 
 
+@pytest.mark.slow
 def test_a_large_tournament_is_ranked_in_another_process_with_the_same_result(
     fake_tournament: Tournament, tmp_path: Path
 ) -> None:
@@ -376,7 +378,7 @@ def test_the_score_intervals_are_computed_by_whichever_process_is_free_first(
     results = load_results(fake_tournament)
     publish_site(results, tmp_path / "whole")
     scored_here: list[int] = []
-    real = site.score_results
+    real = site.score_results  # type: ignore[attr-defined]
 
     def score_here(r: Any) -> Any:
         scored_here.append(os.getpid())
@@ -488,7 +490,7 @@ def test_a_replay_links_the_other_rotations_and_the_same_cards_at_other_tables(
 
     names = ("a1", "b2", "c3", "d4", "e5", "f6")  # two disjoint tables share each deal
     handlers = {
-        n: (lambda n=n, i=i: (polite_bot if i % 2 else lowest_bot)(n)) for i, n in enumerate(names)
+        n: functools.partial(polite_bot if i % 2 else lowest_bot, n) for i, n in enumerate(names)
     }
     spec = play_fake(write_fake_tournament(tmp_path / "t", deals=1, names=names), handlers)
     results = load_results(spec)
@@ -521,7 +523,7 @@ def _kit_replacing(name: str) -> Handler:
     inner = lowest_bot(name)
 
     def handle(msg: dict[str, Any]) -> Any:
-        out = inner(msg)
+        out: Any = inner(msg)
         if msg.get("type") == "act" and msg["kind"] == "play" and msg["trick"]["count"]:
             note = {
                 "id": msg["id"],

@@ -37,7 +37,7 @@ def make_game(
 def _ids(rules: Any) -> dict[str, int]:
     from referee.rules.cards import DECKS, CardCodec
 
-    return CardCodec(DECKS[rules.deck], rules.ranks).ids
+    return dict(CardCodec(DECKS[rules.deck], rules.ranks).ids)
 
 
 def events(game: Game, since: int = 0) -> list[dict[str, Any]]:
@@ -80,3 +80,15 @@ def finish_lowest(game: Game, limit: int = 100_000) -> None:
             take = names[game.offer[0]]
             game.leftover(seat, take, names[game.hand(seat)[0]])
     raise AssertionError("game did not end")
+
+
+# The deal of RULES.md section 5's worked example: four hands, no leftovers.
+WORKED_DEAL: tuple[list[list[str]], list[str]] = (
+    [
+        ["AC", "AS", "9C", "9S", "10S", "QS", "KH", "7H"],
+        ["KC", "KS", "7S", "8C", "9H", "10H", "JH", "QH"],
+        ["7C", "8H", "8D", "10C", "9D", "10D", "JD", "QD"],
+        ["JC", "JS", "QC", "7D", "8S", "KD", "AH", "AD"],
+    ],
+    [],
+)

@@ -6,8 +6,7 @@ import pytest
 
 from referee.errors import IllegalMove, RefereeError, RulesError
 from referee.rules import PRESETS, Game, RuleSet
-from tests.rules.helpers import drive, make_game
-from tests.rules.test_rules import WORKED_DEAL
+from tests.rules.helpers import WORKED_DEAL, drive, make_game
 
 
 def test_presets_resolve_at_every_table_size() -> None:

@@ -6,6 +6,7 @@ import itertools
 import random
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -60,6 +61,7 @@ def held_everywhere(game: Game) -> list[int]:
     return [c for s in range(game.n) for c in game.hand(s)]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(games)
 def test_random_matches_keep_every_invariant(params: tuple[str, int, int, int]) -> None:

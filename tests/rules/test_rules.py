@@ -10,17 +10,7 @@ import pytest
 from referee.errors import IllegalMove
 from referee.rules import GIVE, LEFTOVER, PLAY, Game, RuleSet
 from referee.rules.simulate import play_random
-from tests.rules.helpers import drive, events, finish_lowest, make_game, types
-
-WORKED_DEAL = (
-    [
-        ["AC", "AS", "9C", "9S", "10S", "QS", "KH", "7H"],
-        ["KC", "KS", "7S", "8C", "9H", "10H", "JH", "QH"],
-        ["7C", "8H", "8D", "10C", "9D", "10D", "JD", "QD"],
-        ["JC", "JS", "QC", "7D", "8S", "KD", "AH", "AD"],
-    ],
-    [],
-)
+from tests.rules.helpers import WORKED_DEAL, drive, events, finish_lowest, make_game, types
 
 
 def test_worked_example_of_rules_section_5() -> None:
@@ -154,6 +144,7 @@ def test_exchange_counts_at_three_and_four_players() -> None:
 
 
 def _step_lowest(game: Game) -> None:
+    assert game.pending is not None
     kind, seat = game.pending
     names = game.codec.names
     if kind == PLAY:
@@ -243,6 +234,7 @@ def test_leftovers_at_three_players_only_third_place() -> None:
     game = Game(RuleSet.preset("arschloch").resolve(3), ["a", "b", "c"], 2)
     while game.round < 2:
         _step_lowest(game)
+    assert game.prev_places is not None
     assert game.pending == (LEFTOVER, game.prev_places[2])
     _step_lowest(game)
     assert game.pending is not None and game.pending[0] != LEFTOVER
@@ -292,6 +284,7 @@ def test_shared_places_on_tied_scores() -> None:
     game.scores[:] = [15, 9, 9, 4]
     game.last_places = [0, 2, 1, 3]
     game._match_end()
+    assert game.standings is not None
     assert [(s["seat"], s["place"]) for s in game.standings] == [(0, 1), (1, 2), (2, 2), (3, 4)]
 
 

@@ -38,20 +38,21 @@ from referee.sandbox.cgroups import (
 )
 from referee.sandbox.process import ProcessBotProcess, ProcessSandbox
 from tests.conftest import run_uids
-from tests.sandbox.test_process import (
+from tests.sandbox.bot_processes import (
     ACT,
     IS_ROOT,
     LINE_TIMEOUT_S,
-    _bwrap_usable,
     assert_nothing_left,
+    bwrap_usable,
     greet,
     marker,
     reply,
     run,
     send,
     staged,
-    sweep_uid_range,  # noqa: F401  (autouse: no bot uid outlives the module)
 )
+
+pytestmark = pytest.mark.slow
 
 MIB = 1024 * 1024
 SMALL = Limits(memory_mb=128, cpu_seconds=20, file_size_mb=4, pids=32, tmp_mb=16, cpus=0.5)
@@ -60,7 +61,7 @@ SMALL = Limits(memory_mb=128, cpu_seconds=20, file_size_mb=4, pids=32, tmp_mb=16
 @pytest.fixture(params=["bwrap", "plain"])
 def mode(request: pytest.FixtureRequest) -> str:
     """Each property is checked with and without bubblewrap (as in test_process.py)."""
-    if request.param == "bwrap" and not _bwrap_usable():
+    if request.param == "bwrap" and not bwrap_usable():
         pytest.skip("bubblewrap is not usable on this machine (under CI=true this fails instead)")
     return str(request.param)
 

@@ -23,19 +23,18 @@ from referee.sandbox.base import BotProcess, BotSpec, Limits
 from referee.sandbox.process import ProcessBotProcess, ProcessSandbox
 from referee.testing import FakeSandbox, spec
 from tests.conftest import require_docker, run_uids
+from tests.sandbox.bot_processes import (
+    IS_ROOT,
+    bwrap_usable,
+    live_processes,
+    unleased,
+)
 from tests.sandbox.conformance import (
     LIMITS,
     NOT_APPLICABLE,
     PROPERTIES,
     Backend,
     fake_bot,
-)
-from tests.sandbox.test_process import (
-    IS_ROOT,
-    _bwrap_usable,
-    live_processes,
-    sweep_uid_range,  # noqa: F401  (autouse: no bot uid outlives the module)
-    unleased,
 )
 
 BOT = Path(__file__).resolve().parents[1] / "bots" / "conformance_bot.py"
@@ -176,7 +175,7 @@ def make_backend(
         left = _our_containers(client)
         assert not left, f"containers left after the test: {left}"
     else:
-        if name == "process-bwrap" and not _bwrap_usable():
+        if name == "process-bwrap" and not bwrap_usable():
             pytest.skip("bubblewrap is not usable here (under CI=true this fails instead)")
         yield lambda: ProcessBackend(staged, bwrap=name == "process-bwrap")
 

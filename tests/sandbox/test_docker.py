@@ -36,6 +36,8 @@ from referee.sandbox.daemon import LABEL, LABEL_OWNER, owner_labels
 from referee.sandbox.docker import IMAGE_NAME, DockerSandbox, _FrameDemux, connect
 from tests.conftest import PRIVATE_SECRET
 
+pytestmark = pytest.mark.slow
+
 T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[2]

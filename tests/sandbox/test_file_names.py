@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from referee.sandbox import BotSpec, Limits, make_staging_root, remove_staging_root
-from tests.sandbox.test_process import make_sandbox, mode  # noqa: F401  (the fixture)
+from tests.sandbox.bot_processes import make_sandbox
+
+pytestmark = pytest.mark.slow
 
 FILES = ["evil:x.py", "a\nb.py", "two words,comma.py", "--help.py"]
 LIMITS = Limits(memory_mb=256)
@@ -35,7 +37,7 @@ def staging() -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("file", FILES)
-def test_a_single_file_bot_keeps_any_file_name(mode: str, staging: Path, file: str) -> None:  # noqa: F811
+def test_a_single_file_bot_keeps_any_file_name(mode: str, staging: Path, file: str) -> None:
     folder = staging / "named"
     folder.mkdir(mode=0o755)
     folder.chmod(0o755)

@@ -508,6 +508,7 @@ def stage_while_flipping(
     return staged, refused
 
 
+@pytest.mark.slow
 def test_a_file_flipped_into_a_symlink_while_staging_never_leaks(
     tmp_path: Path, leased_root: Path
 ) -> None:
@@ -528,6 +529,7 @@ def test_a_file_flipped_into_a_symlink_while_staging_never_leaks(
     assert staged > 0 and refused > 0, (staged, refused)
 
 
+@pytest.mark.slow
 def test_a_folder_flipped_into_a_symlink_while_staging_never_leaks(
     tmp_path: Path, leased_root: Path
 ) -> None:
@@ -549,6 +551,7 @@ def test_a_folder_flipped_into_a_symlink_while_staging_never_leaks(
     assert staged > 0 and refused > 0, (staged, refused)
 
 
+@pytest.mark.slow
 def test_a_folder_nested_1200_deep_is_refused_in_one_line(tmp_path: Path) -> None:
     folder = folder_bot(tmp_path, 'command = "python3 bot.py"\n')
     depth = 1200

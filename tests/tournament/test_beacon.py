@@ -27,7 +27,7 @@ from referee.testing import InProcessExecutor
 from referee.tournament.deals import BeaconDeclaration, commitment, deal_seed, dealing_key
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
-from tests.tournament.test_verify import HANDLERS, NAMES, StopsAfter, write
+from tests.tournament.verify_field import HANDLERS, NAMES, StopsAfter, write
 
 DRAND = BeaconDeclaration.parse("drand quicknet round 12345678, randomness", "hex:32")
 BEACON = "a3" * 16 + "0f" * 16
@@ -142,8 +142,8 @@ def test_a_committed_secret_deals_only_with_its_declared_beacon(
     assert secret.beacon == BEACON and secret.declared == DRAND
     # The beacon decides the cards; every spelling of it gives the same ones.
     assert spec.deal_seed == deal_seed(dealing_key(secret.secret, BEACON), "deal", 11, spec.deal_id)
-    other = deal_seed(dealing_key(secret.secret, "cd" * 32), "deal", 11, spec.deal_id)
-    assert other != spec.deal_seed
+    other_seed = deal_seed(dealing_key(secret.secret, "cd" * 32), "deal", 11, spec.deal_id)
+    assert other_seed != spec.deal_seed
     # The committed fixture ran with a third spelling and verifies with a fourth.
     results, published = committed
     found = verify_results(results, commitments=[published], beacons=[f" {BEACON.upper()} "])

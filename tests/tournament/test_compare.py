@@ -196,7 +196,7 @@ def _comparison(
         results_dir=folder / "results",
         batch=batch,
         deal_secret=SECRET,
-        on_event=lambda event: isinstance(event, SprtProgress) and progress.append(event),
+        on_event=lambda event: isinstance(event, SprtProgress) and progress.append(event),  # type: ignore[arg-type, func-returns-value]
     )
 
 

@@ -28,7 +28,7 @@ from referee.tournament.quick import compare_tournament
 
 from .conftest import MARKER, REFEREE, TEST_BOTS, leftover_processes, wait_for
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 WITNESS = TEST_BOTS / "deal_witness.py"
 DEALS = 5

@@ -32,7 +32,7 @@ from referee.tournament.store import Store
 
 from .conftest import REFEREE, TEST_BOTS, write_tournament
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 ORACLE = TEST_BOTS / "seed_oracle.py"
 POLITE = TEST_BOTS / "polite.py"

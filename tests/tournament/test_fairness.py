@@ -26,7 +26,7 @@ from referee.tournament.store import Store
 
 from .conftest import REPO
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 SECRET = bytes.fromhex("7a" * 32)
 DEALS = 2 * BALANCED_DEALS[4]  # exactly balanced, and enough shared deals to be significant

@@ -23,109 +23,26 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
-from referee.executors import AttemptEvent, MatchFinished, MatchStarted, MatchTask
+from referee.executors import AttemptEvent, MatchStarted, MatchTask
 from referee.league import BatchSettled, EntrantsChanged, LeagueEvent, run_league
 from referee.publish.league import read_board
 from referee.ranking.incremental import check_league
 from referee.ranking.ratings import make_environment
-from referee.testing import InProcessExecutor, lowest_bot, polite_bot
+from referee.testing import InProcessExecutor
 from referee.tournament.file import append_retirement, load_tournament
 from referee.tournament.league import LeagueLedger, batch_of
 from referee.tournament.store import Store
-
-NAMES = tuple(f"b{i}" for i in range(10))
-SECRET = bytes(range(32))
-
-
-def handlers(*labels: str) -> dict[str, Callable[[], Any]]:
-    """Alternating polite and lowest fake bots, for every label given (and the league's)."""
-    every = (*NAMES, "nova", "b3#2", *labels)
-    return {
-        label: (lambda label=label, i=i: (polite_bot if i % 2 else lowest_bot)(label))
-        for i, label in enumerate(every)
-    }
-
-
-def write(folder: Path, names: Sequence[str] = NAMES, knobs: str = "placement = 1") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        (folder / f"{name}.py").write_text(f"# {name}, played in memory by the tests\n")
-    path = folder / "lg.toml"
-    path.write_text(
-        'name = "lg"\nrules = { preset = "arschloch", target = 3 }\ntable_size = 4\n'
-        f'format = "league"\nseed = 5\n[league]\npoll_seconds = 1\n{knobs}\n'
-        + "".join(f'[[bots]]\npath = "{n}.py"\nname = "{n}"\n' for n in names)
-    )
-    return path
-
-
-class Clock:
-    """Wall time for the league: five seconds pass at every look."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        self.now += 5
-        return self.now
-
-
-class Watched:
-    """An in-process executor that records what it was given and can act after a number of
-    results: ``then`` runs after the ``after``-th result it reports (then it runs no more)."""
-
-    max_attempts = 1
-
-    def __init__(self, after: int = -1, then: Callable[[], None] = lambda: None) -> None:
-        self.inner = InProcessExecutor(handlers())
-        self.after = after
-        self.then = then
-        self.given: list[str] = []
-        self.finished = 0
-
-    def prepare(self, backend: str, images: tuple[str, ...]) -> Any:
-        return self.inner.prepare(backend, images)
-
-    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
-        self.given += [task.spec.key for task in tasks]
-
-        def report(event: AttemptEvent) -> None:
-            on_event(event)
-            if isinstance(event, MatchFinished):
-                self.finished += 1
-                if self.finished == self.after:
-                    self.then()
-
-        self.inner.run(self.order(tasks), report)
-
-    def order(self, tasks: Sequence[MatchTask]) -> Sequence[MatchTask]:
-        return tasks
-
-
-class Reversed(Watched):
-    """Plays a batch's tasks in reverse: every table's results arrive last rotation first."""
-
-    def order(self, tasks: Sequence[MatchTask]) -> Sequence[MatchTask]:
-        return list(reversed(tasks))
-
-
-def play(
-    path: Path, executor: Any = None, batches: int = 2, clock: Clock | None = None
-) -> list[LeagueEvent]:
-    events: list[LeagueEvent] = []
-    run_league(
-        path,
-        executor or InProcessExecutor(handlers()),
-        batches=batches,
-        deal_secret=SECRET,
-        clock=clock or Clock(),
-        on_event=events.append,
-    )
-    return events
-
-
-def results(path: Path) -> Path:
-    return path.parent / "lg.results"
+from tests.tournament.league_field import (
+    NAMES,
+    SECRET,
+    Clock,
+    Reversed,
+    Watched,
+    handlers,
+    play,
+    results,
+    write,
+)
 
 
 def stored(path: Path) -> tuple[dict[str, Any], int, Counter[str]]:
@@ -333,7 +250,7 @@ def test_the_leaderboard_does_the_same_work_after_many_more_matches(tmp_path: Pa
         tournament = load_tournament(path)
         steps = Counter[str]()
         with Store(results(path), readonly=True) as store:
-            store.connection.set_progress_handler(lambda steps=steps: steps.update(["vm"]), 1)
+            store.connection.set_progress_handler(lambda steps=steps: steps.update(["vm"]), 1)  # type: ignore[misc]
             board = read_board(tournament, LeagueLedger(store, readonly=True), store)
             store.connection.set_progress_handler(None, 1)
         assert board.matches == batches * 8

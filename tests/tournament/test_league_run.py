@@ -20,7 +20,7 @@ import pytest
 
 from .conftest import MARKER, REFEREE, STRATEGIES, TEST_BOTS, wait_for, write_bot
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 def write_league(folder: Path, bots: int = 6) -> Path:

@@ -44,8 +44,7 @@ from referee.testing import Exit, InProcessExecutor, Stderr, lowest_bot, polite_
 from referee.tournament.file import load_tournament
 from referee.tournament.league import LeagueLedger
 from referee.tournament.store import Store
-
-from .test_league import SECRET, Clock, Reversed, Watched, results, write
+from tests.tournament.league_field import SECRET, Clock, Reversed, Watched, results, write
 
 FIELD = tuple(f"b{i}" for i in range(6))
 TRACEBACK = (
@@ -389,7 +388,7 @@ def test_the_count_is_the_same_in_any_arrival_order_and_across_restarts(tmp_path
 
     assert suspended(play(reversed_path, Crashing(), 6, Clock())) == reference
     restarted = league(tmp_path / "restarted")
-    clock, events = Clock(), []
+    clock, events = Clock(), list[Any]()
     for _ in range(6):  # a new run for every batch
         play(restarted, InProcessExecutor(handlers(CRASH)), 1, clock, events)
     assert suspended(events) == reference

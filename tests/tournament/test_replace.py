@@ -31,8 +31,7 @@ from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.replacement import replay_key, scheduled_key
 from referee.tournament.store import Store
-
-from .test_verify import StopsAfter
+from tests.tournament.verify_field import StopsAfter
 
 NAMES = ("ann", "bob", "cat", "dan", "eve", "fay")
 HANDLERS = {

@@ -34,7 +34,7 @@ TEST_SECRET = bytes.fromhex("5e" * 32)
 BOTS, TABLE = 5, 3
 TOTAL = 10 * TABLE  # C(5, 3) tables x 1 deal x 3 rotations
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def _board(path: Path) -> dict[str, Any]:

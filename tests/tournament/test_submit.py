@@ -21,7 +21,7 @@ from referee.tournament.file import load_tournament
 
 from .conftest import MARKER, TEST_BOTS, write_tournament
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 def _submit(*args: str) -> tuple[int, str]:

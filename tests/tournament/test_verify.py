@@ -30,31 +30,12 @@ from referee.executors.base import (
 )
 from referee.matchlog import read_log
 from referee.publish.verify import verify_results
-from referee.testing import InProcessExecutor, lowest_bot, polite_bot
+from referee.testing import InProcessExecutor, polite_bot
 from referee.tournament import chain
 from referee.tournament.deals import redeal_seed
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
-
-NAMES = ("ann", "bob", "cat", "dan", "eve", "fay", "gus", "hal")
-HANDLERS = {
-    name: (lambda name=name, i=i: (polite_bot if i % 2 else lowest_bot)(name))
-    for i, name in enumerate(NAMES)
-}
-
-
-def write(folder: Path, *, bots: Sequence[str] = NAMES, extra: str = "", deals: int = 1) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    entries = []
-    for name in bots:
-        (folder / f"{name}.py").write_text("# played in memory by the tests\n")
-        entries.append(f'[[bots]]\npath = "{name}.py"\n')
-    path = folder / "t.toml"
-    path.write_text(
-        'name = "t"\nrules = { preset = "arschloch", target = 3 }\ntable_size = 4\n'
-        f"deals = {deals}\nseed = 11\n{extra}\n" + "\n".join(entries)
-    )
-    return path
+from tests.tournament.verify_field import HANDLERS, NAMES, StopsAfter, write
 
 
 @pytest.fixture(scope="module")
@@ -422,21 +403,6 @@ def test_a_run_with_another_plan_chains_it_and_verifies(tmp_path: Path) -> None:
 
 
 # -- fresh cards for every attempt that did not finish --------------------------------
-
-
-class StopsAfter:
-    """Plays the first ``count`` tasks it is given and stops, as a killed run would."""
-
-    max_attempts = 1
-
-    def __init__(self, count: int) -> None:
-        self.inner, self.count = InProcessExecutor(HANDLERS), count
-
-    def prepare(self, backend: str, images: tuple[str, ...]) -> SandboxPlan:
-        return self.inner.prepare(backend, images)
-
-    def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None:
-        self.inner.run(tasks[: self.count], on_event)
 
 
 class _FailsFirst:
