@@ -231,7 +231,9 @@ def print_result(result: Any) -> None:
         table.add_row(
             ordinal(st.place), str(st.seat), Text(printable(st.name)), str(st.score), Text(note)
         )
-    console.print(table)
+    from referee.cli.tables import print_table
+
+    print_table(table, console=console)
     for st in sorted(result.standings, key=lambda st: st.seat):
         if st.fault is not None:
             how = "left" if st.fault.kind == "left" else "forfeited"

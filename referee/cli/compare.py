@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.status import Status
 
 from referee.cli.app import (
     allow_image_option,
@@ -32,6 +32,7 @@ from referee.cli.app import (
     say,
     time_control_options,
 )
+from referee.cli.progress import Every, ProgressView
 from referee.errors import UsageError
 from referee.specs import TimeControl
 from referee.text import printable
@@ -214,7 +215,7 @@ def _compare(
     view.intro(tournament, test, max_matches, seed, executor.workers)
     for note in executor.memory.notes if executor.memory is not None else ():
         say(note)
-    try:
+    with view:
         summary = run_comparison(
             tournament,
             executor,
@@ -226,8 +227,6 @@ def _compare(
             on_event=view.update,
             deal_secret=_seeded_secret(seed) if seed is not None else None,
         )
-    finally:
-        view.close()
     _report(summary, tournament, test, max_matches, as_json)
 
 
@@ -286,18 +285,15 @@ def _bundled(bot: Any) -> bool:
     return bot.sha256 in shipped
 
 
-class _Progress:
+class _Progress(ProgressView):
     """What the comparison says while it runs, on stderr: one status line on a terminal
     (redrawn), a line every tenth of the deals played otherwise."""
 
     def __init__(self, folder: Path) -> None:
+        super().__init__()
         self.folder = folder
-        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
         self.last = -1
-        self.status: Any = None
-
-    def say(self, text: str) -> None:
-        self.console.print(printable(text), markup=False)
+        self.status: Status | None = None
 
     def intro(
         self, tournament: Any, test: Any, max_matches: int, seed: int | None, workers: int
@@ -330,43 +326,32 @@ class _Progress:
             )
         self.say(f"results in {self.folder} (the same command with --results resumes there)")
 
-    def update(self, event: Any) -> None:
+    def show(self, event: object) -> None:
         from referee.comparison import SprtProgress
         from referee.coordinator import RunStarted
-        from referee.executors import MatchFailed
 
         if isinstance(event, RunStarted):
-            self.say(f"sandbox: {event.sandbox}")
-            self.say(f"limits: {event.limits}")
-            for warning in event.warnings:
-                self.say(f"warning: {warning}")
-        elif isinstance(event, MatchFailed):
-            verb = "failed" if event.final else f"will be retried (attempt {event.attempt})"
-            last = event.error.strip().splitlines()[-1:] or ["?"]
-            self.say(f"match {event.key} {verb}: {last[0]}")
+            self.started(sandbox=event.sandbox, limits=event.limits, warnings=event.warnings)
         elif isinstance(event, SprtProgress):
             self._show(event)
 
     def _show(self, progress: Any) -> None:
         line = progress_line(progress)
-        if self.console.is_terminal:
+        if self.live:
             if self.status is None:
                 self.status = self.console.status(line)
                 self.status.start()
+                self.display = self.status
             self.status.update(line)
             if progress.state.decided:
+                self.status = None
                 self.close()
             return
         deals = progress.state.deals
-        every = max(1, min(10, progress.limit // 10))
-        if deals and deals != self.last and (deals % every == 0 or progress.state.decided):
+        every = Every(max(1, min(10, progress.limit // 10)))
+        if deals != self.last and (every.due(deals) or (deals and progress.state.decided)):
             self.say(line)
         self.last = deals
-
-    def close(self) -> None:
-        if self.status is not None:
-            self.status.stop()
-            self.status = None
 
 
 def progress_line(progress: Any) -> str:

@@ -16,9 +16,9 @@ import click
 from rich.console import Console
 
 from referee.cli.app import friendly, main, say
+from referee.cli.progress import ProgressView
 from referee.cli.tournaments import _executor, _read_secret, _Where, executor_options
 from referee.errors import RefereeError, UsageError
-from referee.executors import MatchFailed
 from referee.league import (
     BatchPlanned,
     BatchSettled,
@@ -26,7 +26,6 @@ from referee.league import (
     EntrantsChanged,
     EntrantSuspended,
     FileProblem,
-    LeagueEvent,
     LeagueStarted,
     LeagueWaiting,
     run_league,
@@ -253,78 +252,75 @@ class _Publisher:
         except RefereeError as exc:  # the league goes on; the next publication tries again
             say(f"warning: the site was not published: {exc}")
             return
+        first, last = report.batches
+        if last <= first:  # nothing settled since the last publication: nothing new said
+            say(
+                f"site: no batch settled since it was last published; {report.bots} bot "
+                f"pages rewritten ({report.index})"
+            )
+            return
         say(
             f"site: {report.matches} new matches published, {report.bots} bot pages, "
             f"{report.written / 1024:.0f} KiB ({report.index})"
         )
 
 
-class _LeagueView:
+class _LeagueView(ProgressView):
     """A line per batch and per change of entrants, on stderr (a league has no end to show
     a bar towards)."""
 
     def __init__(self, name: str, publisher: _Publisher | None, file: Path) -> None:
+        super().__init__()
         self.name = name
         self.file = file
         self.publisher = publisher
         self.workers: Callable[[], int] = lambda: 0
-        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
-        self.started = time.monotonic()
+        self.started_at = time.monotonic()
         self.played = self.faults = self.batches = 0
 
-    def line(self, text: str) -> None:
-        self.console.print(printable(text), markup=False)
-
-    def update(self, event: LeagueEvent) -> None:
+    def show(self, event: object) -> None:
         if isinstance(event, LeagueStarted):
-            for warning in event.warnings:
-                self.line(f"warning: {warning}")
-            self.line(f"sandbox: {event.sandbox}")
-            self.line(f"limits: {event.limits}")
-            self.line(f"deals: secret, committed to sha256 {event.commitment}")
-            self.line(
+            self.started(sandbox=event.sandbox, limits=event.limits, warnings=event.warnings)
+            self.say(f"deals: secret, committed to sha256 {event.commitment}")
+            self.say(
                 f"{self.name}: {event.entrants} entrants in the league, {event.settled} "
                 f"batches settled so far; {self.workers()} workers"
             )
         elif isinstance(event, EntrantsChanged):
             joined = ", ".join(event.joined) or "nobody"
             left = ", ".join(f"{label} ({why})" for label, why in event.left) or "nobody"
-            self.line(f"from batch {event.batch}: joining {joined}; leaving {left}")
+            self.say(f"from batch {event.batch}: joining {joined}; leaving {left}")
         elif isinstance(event, EntrantSuspended):
-            self.line(
+            self.say(
                 f"suspended from batch {event.batch}: {event.label}, after {event.forfeits} "
                 f"forfeits of its own in a row; the last: {event.why} (a new version, or "
                 f"referee league reinstate {self.file} {event.label}, seats it again)"
             )
         elif isinstance(event, EntrantReinstated):
-            self.line(f"reinstated from batch {event.batch}: {event.label}")
+            self.say(f"reinstated from batch {event.batch}: {event.label}")
         elif isinstance(event, FileProblem):
-            self.line(f"warning: {event.message}")
+            self.say(f"warning: {event.message}")
         elif isinstance(event, LeagueWaiting):
-            self.line(
+            self.say(
                 f"waiting: {event.entrants} entrants can play ({event.capped} at their cap"
                 + (f", {event.suspended} more suspended" if event.suspended else "")
                 + f"), a table needs {event.table_size}; the file is read again meanwhile"
             )
         elif isinstance(event, BatchPlanned):
             how = "resumed" if event.resumed else f"planned in {event.plan_ms:.1f} ms"
-            self.line(
+            self.say(
                 f"batch {event.batch}: {event.tables} tables, {event.to_play} of "
                 f"{event.matches} matches to play ({how}; {event.placement} placement)"
             )
         elif isinstance(event, BatchSettled):
             self._settled(event)
-        elif isinstance(event, MatchFailed):
-            verb = "failed" if event.final else f"will be retried (attempt {event.attempt})"
-            last = event.error.strip().splitlines()[-1:] or ["?"]
-            self.line(f"match {event.key} {verb}: {last[0]}")
 
     def _settled(self, event: BatchSettled) -> None:
         self.played += event.played
         self.faults += event.faults
         self.batches += 1
-        rate = self.played / max(time.monotonic() - self.started, 1e-9)
-        self.line(
+        rate = self.played / max(time.monotonic() - self.started_at, 1e-9)
+        self.say(
             f"batch {event.batch} settled: {event.played} results ({event.faults} faults"
             f"{f', {event.failed} failed' if event.failed else ''}) in {event.seconds:.1f} s; "
             f"{rate:.1f} matches/s; storing a result {event.store_ms:.1f} ms"

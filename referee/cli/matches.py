@@ -16,10 +16,9 @@ import hashlib
 import json
 import tempfile
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypeVar
 
 import click
@@ -27,14 +26,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from referee.cli.app import check_memory, say
-from referee.coordinator import Event, RunProgress, RunStarted, RunSummary, run_tournament
+from referee.cli.progress import Every, ProgressView
+from referee.cli.tables import print_table
+from referee.coordinator import RunProgress, RunStarted, RunSummary, run_tournament
 from referee.errors import UsageError
-from referee.executors import MatchFailed
 from referee.executors.local import LocalExecutor
 from referee.protocol.session import distinct_names
-from referee.publish.tally import tally, tally_table
+from referee.publish.tally import Tally, tally, tally_table
 from referee.sandbox import Limits, get_sandbox
-from referee.specs import TimeControl
+from referee.specs import StoredFault, TimeControl
 from referee.text import printable
 from referee.tournament.file import Tournament
 from referee.tournament.quick import quick_tournament
@@ -218,6 +218,9 @@ def _report(tournament: Tournament, folder: Path, summary: RunSummary, as_json: 
     deals, seats = tournament.file.deals, tournament.file.table_size
     with Store(folder, readonly=True) as store:
         played = [m for m in store.completed() if m.spec.deal < deals]
+        counted = {m.spec.key for m in played}
+        faults = [f for f in store.fault_reports() if f.key in counted]
+        logs = {f.key: store.log_path(f.key) for f in faults}
     table = tally(
         played,
         tournament.entrants,
@@ -234,7 +237,8 @@ def _report(tournament: Tournament, folder: Path, summary: RunSummary, as_json: 
         }
         click.echo(json.dumps(data, ensure_ascii=False))
     else:
-        Console(highlight=False).print(tally_table(table))
+        print_table(tally_table(table))
+        _print_first_faults(table, faults, logs)
         say(f"match logs in {folder / 'logs'} (referee replay LOG); results in {folder}")
     if summary.failed:
         say(
@@ -242,6 +246,36 @@ def _report(tournament: Tournament, folder: Path, summary: RunSummary, as_json: 
             f"command with --results {folder} to retry them"
         )
         raise SystemExit(1)
+
+
+def _print_first_faults(
+    table: Tally, faults: Sequence[StoredFault], logs: Mapping[str, Path]
+) -> None:
+    """Under the table, each bot's first fault (in key order) explained in full, as a single
+    ``play`` and ``bot check`` explain one: the request, the line, the hint, the stderr,
+    and the match's log to replay."""
+    from referee.explain import explain_fault, stored_fault_info
+
+    first: dict[str, StoredFault] = {}
+    for fault in faults:
+        first.setdefault(fault.name, fault)
+    console = Console(highlight=False, soft_wrap=True)
+    for bot in table.bots:
+        if bot.name not in first:
+            continue
+        fault = first[bot.name]
+        kinds = ", ".join(f"{kind} {n}" for kind, n in bot.faults.items())
+        console.print(
+            printable(
+                f"{bot.name}: its first of {bot.forfeits} forfeits ({kinds}), in match "
+                f"{fault.key}, seat {fault.seat}:"
+            ),
+            markup=False,
+        )
+        for line in explain_fault(stored_fault_info(fault), fault.stderr):
+            console.print("  " + line, markup=False)
+        log = printable(str(logs[fault.key]))
+        console.print(f"  match log: {log}  (referee replay {log})", markup=False)
 
 
 def _check_folder_name(folder: Path) -> None:
@@ -286,44 +320,29 @@ def _say_what_is_dealt(series: Series, seed: int | None) -> None:
         )
 
 
-class _Progress:
+class _Progress(ProgressView):
     """A bar on a terminal; a line every tenth of the matches otherwise (both on stderr)."""
 
     def __init__(self, workers: int, plan: str, folder: Path) -> None:
+        super().__init__()
         self.workers = workers
         self.plan = plan
         self.folder = folder
-        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
         self.progress = Progress(
             TextColumn("matches"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("faults {task.fields[faults]}"),
             console=self.console,
-            disable=not self.console.is_terminal,
+            disable=not self.live,
         )
+        self.display = self.progress
         self.task: TaskID | None = None
-        self.every = 1
+        self.every = Every()
 
-    def __enter__(self) -> _Progress:
-        self.progress.__enter__()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.progress.__exit__(exc_type, exc, tb)
-
-    def say(self, text: str) -> None:
-        self.console.print(printable(text), markup=False)
-
-    def update(self, event: Event) -> None:
+    def show(self, event: object) -> None:
         if isinstance(event, RunStarted):
-            self.say(f"sandbox: {event.sandbox}")
-            self.say(f"limits: {event.limits}")
+            self.started(sandbox=event.sandbox, limits=event.limits, warnings=event.warnings)
             done = f"{event.done} already done, " if event.done else ""
             workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
             self.say(f"{self.plan}: {done}{event.to_play} to play with {workers}")
@@ -331,14 +350,9 @@ class _Progress:
             self.task = self.progress.add_task(
                 "", total=event.total, completed=event.done, faults=0
             )
-            self.every = max(1, event.to_play // 10)
-        elif isinstance(event, MatchFailed):
-            verb = "failed" if event.final else f"will be retried (attempt {event.attempt})"
-            last = event.error.strip().splitlines()[-1:] or ["?"]
-            self.say(f"match {event.key} {verb}: {last[0]}")
+            self.every = Every.tenth(event.to_play)
         elif isinstance(event, RunProgress):
             if self.task is not None:
                 self.progress.update(self.task, completed=event.done, faults=event.faults)
-            step = event.played and event.played % self.every == 0
-            if not self.console.is_terminal and (step or event.done == event.total):
+            if not self.live and (self.every.due(event.played) or event.done == event.total):
                 self.say(f"{event.done}/{event.total} matches, {event.faults} faults")

@@ -18,6 +18,7 @@ from referee.cli.app import (
     memory_option,
     print_result,
     sandbox_option,
+    say,
     time_control_options,
 )
 from referee.cli.matches import Series, play_matches, series_options
@@ -34,7 +35,9 @@ def replay(log: str, check_only: bool, color: bool | None) -> None:
     """Replay a match LOG through the engine and print it trick by trick.
 
     Every logged decision is re-applied; the first line that differs from what the rules
-    give stops the replay with exit code 1.
+    give stops the replay with exit code 1. A fault is shown with the last lines its bot
+    wrote to stderr up to it, from the stderr file kept beside the log (LOG without
+    .jsonl, plus .stderr.json), when it is there.
     """
     from referee.match.text import render_text
     from referee.matchlog import read_log
@@ -47,7 +50,27 @@ def replay(log: str, check_only: bool, color: bool | None) -> None:
         return
     console = Console(highlight=False, soft_wrap=True, no_color=color is False)
     use_color = console.is_terminal if color is None else color
-    console.print(render_text(lines, color=use_color), markup=use_color)
+    stderr = _kept_stderr(log)
+    console.print(render_text(lines, color=use_color, stderr=stderr), markup=use_color)
+
+
+def _kept_stderr(log: str) -> Any:
+    """The bots' stderr kept beside ``log`` (:mod:`referee.stderrlog`), or ``None``: an
+    older log has none, and a file that is not a stderr record is said and left out (the
+    replay is the log's, whatever lies beside it)."""
+    from pydantic import ValidationError
+
+    from referee.stderrlog import MatchStderr, stderr_path
+
+    path = stderr_path(log)
+    try:
+        return MatchStderr.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValidationError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not a stderr record"
+        say(f"note: {path}: {why}; the faults are shown without the bots' stderr")
+        return None
 
 
 @main.command()

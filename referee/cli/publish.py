@@ -107,6 +107,9 @@ def write_league_site(spec: Tournament, out: Path, results_dir: Path | None = No
             f"{report.bots} bot pages rewritten, {report.written / 1024:.0f} KiB written"
         )
     else:
-        say(f"published: no new batch; {report.bots} bot pages rewritten")
+        say(
+            f"nothing new to publish: no batch settled since the site was last published; "
+            f"{report.bots} bot pages rewritten"
+        )
     click.echo(str(report.index.resolve()))
     return report.index

@@ -29,8 +29,9 @@ from rich.progress import (
 )
 
 from referee.cli.app import friendly, main, say
+from referee.cli.progress import Every, ProgressView
+from referee.cli.tables import print_table
 from referee.coordinator import (
-    Event,
     PlayoffRound,
     PlayoffsOver,
     ResultStored,
@@ -40,7 +41,7 @@ from referee.coordinator import (
     run_tournament,
 )
 from referee.errors import UsageError
-from referee.executors import Executor, MatchFailed
+from referee.executors import Executor
 from referee.executors.local import LocalExecutor, default_workers
 from referee.executors.security import (
     DASK_PACKAGES,
@@ -50,6 +51,7 @@ from referee.executors.security import (
 )
 from referee.installation import install_hint
 from referee.publish import FORMATS, Leaderboard, render, to_rich_table
+from referee.ranking.intervals import MIN_SHARED_DEALS
 from referee.resources import demo_tournament
 from referee.text import printable
 from referee.tournament.file import Tournament, load_tournament
@@ -62,6 +64,16 @@ if TYPE_CHECKING:
 
 
 # --------------------------------------------------------------------------- run
+
+REPLACED_OVER_NEXT = (
+    "over next after --replace: the deals the replaced tables shared with other tables are "
+    "retired with them, and the tables played again are dealt fresh cards (no other table "
+    'shares them under duplicate = "tables"), so the leaderboard\'s over next column, which '
+    "weighs each bot against the next on the deals both played, has fewer shared deals to "
+    f"go on; where fewer than {MIN_SHARED_DEALS} are left it shows no figure (--restart "
+    "plays every table on shared deals again)"
+)
+"""What ``--replace`` does to the leaderboard's "over next" column, said with its summary."""
 
 
 @main.group()
@@ -166,11 +178,11 @@ def run(
     again after an interruption and it resumes where it stopped. The deals come from a
     secret kept there: its SHA-256 is shown now (or was, by referee tournament commit), the
     secret itself once every match is played (referee verify checks every deal with it).
-    Every result is chained as it is stored; the chain's head is printed as the run goes:
-    publish it too. Fewer workers run than asked for when their bots' memory limits would
-    not fit in the memory here (it is said). A bot whose files changed is refused, unless
-    --replace NAME plays its tables again with the new files (its old results are kept,
-    retired) and keeps every other result.
+    Every result is chained as it is stored; the chain's head is printed when the run ends
+    (or stops): publish it too. Fewer workers run than asked for when their bots' memory
+    limits would not fit in the memory here (it is said). A bot whose files changed is
+    refused, unless --replace NAME plays its tables again with the new files (its old
+    results are kept, retired) and keeps every other result.
     """
     spec = load_tournament(file)
     if spec.file.format == "league":
@@ -470,15 +482,16 @@ def _finish(summary: RunSummary) -> None:
         raise SystemExit(1)
 
 
-class _ProgressView:
-    """A live progress bar on a terminal; a line every tenth of the run otherwise."""
+class _ProgressView(ProgressView):
+    """A live progress bar on a terminal; a line every tenth of the run otherwise. The
+    results chain's head is said once, when the run ends (:func:`_finish`), or here when
+    it stops early (an interruption, an error), so every head said is one to publish."""
 
     def __init__(self, name: str, workers: Callable[[], int]) -> None:
+        super().__init__()
         self.name = name
         self.workers = workers
         """How many workers there are now (a cluster's count changes as they come and go)."""
-        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
-        self.live = self.console.is_terminal
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -492,15 +505,12 @@ class _ProgressView:
             disable=not self.live,
             transient=False,
         )
+        self.display = self.progress
         self.task: TaskID | None = None
-        self.started = time.monotonic()
-        self.next_report = 1
-        self.chain_every = 1
+        self.started_at = time.monotonic()
+        self.every = Every()
         self.in_playoffs = False
-
-    def __enter__(self) -> _ProgressView:
-        self.progress.__enter__()
-        return self
+        self.chain: ResultStored | None = None
 
     def __exit__(
         self,
@@ -508,70 +518,51 @@ class _ProgressView:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.progress.__exit__(exc_type, exc, tb)
+        super().__exit__(exc_type, exc, tb)
+        if exc_type is not None and self.chain is not None:
+            self.say(f"results chain: {self.chain.results} results, head {self.chain.head}")
 
-    def update(self, event: Event) -> None:
+    def show(self, event: object) -> None:
         if isinstance(event, RunStarted):
-            for warning in event.warnings:
-                self.console.print(printable(f"warning: {warning}"), markup=False)
-            for line in event.replaced:
-                self.console.print(printable(line), markup=False)
-            self.console.print(printable(f"sandbox: {event.sandbox}"), markup=False)
-            self.console.print(printable(f"limits: {event.limits}"), markup=False)
-            beacon = ""
-            if event.beacon is not None:
-                beacon = f", beacon {event.beacon!r} ({event.beacon_source}) mixed in"
-            self.console.print(
-                printable(
-                    f"deals: secret, committed to sha256 {event.commitment}{beacon} "
-                    "(the secret is published when every match is played)"
-                ),
-                markup=False,
-            )
-            results, head = event.chain
-            if head is not None:
-                self.console.print(
-                    f"results chain: {results} results so far, head {head}", markup=False
-                )
-            self.console.print(
-                printable(
-                    f"{self.name}: {event.total} matches, {event.done} already done, "
-                    f"{event.to_play} to play with {self.workers()} workers"
-                ),
-                markup=False,
-            )
-            self.started = time.monotonic()
-            self.task = self.progress.add_task(
-                self.name,
-                total=event.total,
-                completed=event.done,
-                rate="",
-                faults=0,
-                workers=self.workers(),
-            )
-            self.next_report = max(1, event.to_play // 10)
-            self.chain_every = max(1, event.to_play // 10)
-            return
-        if isinstance(event, PlayoffRound | PlayoffsOver):
+            self._started(event)
+        elif isinstance(event, PlayoffRound | PlayoffsOver):
             self._playoff(event)
-            return
-        if isinstance(event, ResultStored):
-            if event.results % self.chain_every == 0:
-                self.console.print(
-                    f"results chain: {event.results} results, head {event.head}", markup=False
-                )
-            return
-        if isinstance(event, MatchFailed):
-            verb = "failed" if event.final else f"will be retried (attempt {event.attempt})"
-            last = event.error.strip().splitlines()[-1:] or ["?"]
-            self.console.print(printable(f"match {event.key} {verb}: {last[0]}"), markup=False)
-            return
-        if isinstance(event, RunProgress):
+        elif isinstance(event, ResultStored):
+            self.chain = event
+        elif isinstance(event, RunProgress):
             self._counts(event)
+
+    def _started(self, event: RunStarted) -> None:
+        self.started(sandbox=event.sandbox, limits=event.limits, warnings=event.warnings)
+        for line in event.replaced:
+            self.say(line)
+        if event.replaced:
+            self.say(REPLACED_OVER_NEXT)
+        beacon = ""
+        if event.beacon is not None:
+            beacon = f", beacon {event.beacon!r} ({event.beacon_source}) mixed in"
+        self.say(
+            f"deals: secret, committed to sha256 {event.commitment}{beacon} "
+            "(the secret is published when every match is played)"
+        )
+        self.say(
+            f"{self.name}: {event.total} matches, {event.done} already done, "
+            f"{event.to_play} to play with {self.workers()} workers"
+        )
+        self.started_at = time.monotonic()
+        self.task = self.progress.add_task(
+            self.name,
+            total=event.total,
+            completed=event.done,
+            rate="",
+            faults=0,
+            workers=self.workers(),
+        )
+        self.every = Every.tenth(event.to_play)
 
     def _counts(self, counts: RunProgress) -> None:
         """The coordinator's counts on the bar, and a line every tenth of the run."""
-        rate = counts.played / max(time.monotonic() - self.started, 1e-9)
+        rate = counts.played / max(time.monotonic() - self.started_at, 1e-9)
         if self.task is not None:
             self.progress.update(
                 self.task,
@@ -582,12 +573,8 @@ class _ProgressView:
                 workers=self.workers(),
             )
         quiet = self.live or self.in_playoffs
-        step = counts.played and counts.played % self.next_report == 0
-        if not quiet and (step or counts.done == counts.total):
-            self.console.print(
-                f"{counts.done}/{counts.total} matches, {rate:.1f}/s, {counts.faults} faults",
-                markup=False,
-            )
+        if not quiet and (self.every.due(counts.played) or counts.done == counts.total):
+            self.say(f"{counts.done}/{counts.total} matches, {rate:.1f}/s, {counts.faults} faults")
 
     def _playoff(self, event: PlayoffRound | PlayoffsOver) -> None:
         """A line per play-off round (the pairs it is for), and one when they are over."""
@@ -598,17 +585,14 @@ class _ProgressView:
         if isinstance(event, PlayoffsOver):
             why = "the top is ordered" if event.state == "settled" else "the budget is spent"
             still = f"; still uncertain: {pairs}" if pairs else ""
-            self.console.print(
-                f"play-offs over after {event.rounds} rounds, {event.matches} matches: "
-                f"{why}{still}",
-                markup=False,
+            self.say(
+                f"play-offs over after {event.rounds} rounds, {event.matches} matches: {why}{still}"
             )
             return
         self.in_playoffs = True  # a line per round from now on, not per tenth of the run
-        self.console.print(
+        self.say(
             f"play-offs round {event.round + 1}: {event.to_play} matches "
-            f"({event.spent}/{event.budget} of the budget)" + (f" for {pairs}" if pairs else ""),
-            markup=False,
+            f"({event.spent}/{event.budget} of the budget)" + (f" for {pairs}" if pairs else "")
         )
 
 
@@ -621,8 +605,16 @@ def _leaderboard(spec: Tournament, results_dir: Path | None = None) -> Leaderboa
     return rank(load_results(spec, results_dir)).board
 
 
+LEAGUE_DROPS = ("last played", "mu ± sigma", "avg place")
+"""The league table's columns left out first on a narrow terminal."""
+
+BOARD_DROPS = ("mu ± sigma", "played")
+"""The leaderboard's columns left out first on a narrow terminal (the rank, the score, the
+interval, the order over the next bot and the forfeits stay)."""
+
+
 def _print_board(board: Leaderboard) -> None:
-    Console(highlight=False).print(to_rich_table(board))
+    print_table(to_rich_table(board), drop=BOARD_DROPS)
 
 
 @main.command()
@@ -650,7 +642,7 @@ def leaderboard(file: Path, fmt: str) -> None:
 
         league = league_board(spec)
         if fmt == "table":
-            Console(highlight=False).print(league_rich_table(league))
+            print_table(league_rich_table(league), drop=LEAGUE_DROPS)
         else:
             click.echo(render_league(league, fmt), nl=False)
         return

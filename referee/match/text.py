@@ -1,4 +1,9 @@
-"""A match log told for people: trick by trick, with suit symbols and seat names."""
+"""A match log told for people: trick by trick, with suit symbols and seat names.
+
+Given the bots' stderr kept beside the log (:mod:`referee.stderrlog`), a fault's line is
+followed by the last lines its bot wrote up to it: what it said before it crashed or sent
+a wrong line, where the reader looks first.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,11 @@ from typing import Any
 from rich.markup import escape as markup_escape
 
 from referee.rules.cards import DECKS, CardCodec
+from referee.stderrlog import MatchStderr
 from referee.text import ordinal, printable
+
+STDERR_TAIL = 8
+"""The most lines of a bot's stderr shown under its fault."""
 
 _REASON = {
     "all_passed": "everyone else passed",
@@ -21,9 +30,12 @@ _PLAY_WORDS = {"played": "", "passed": "passes", "skipped": "is skipped (equal r
 class MatchRenderer:
     """Turns parsed log lines into readable text lines (rich markup when ``color``)."""
 
-    def __init__(self, lines: list[dict[str, Any]], *, color: bool = False) -> None:
+    def __init__(
+        self, lines: list[dict[str, Any]], *, color: bool = False, stderr: MatchStderr | None = None
+    ) -> None:
         header = lines[0]
         self.lines = lines
+        self.stderr = stderr
         self.header = header
         self.color = color
         rules = header["rules"]
@@ -67,7 +79,7 @@ class MatchRenderer:
         ]
         trick_no = 0
         need_header = True  # the next play opens a trick
-        for row in self.lines[1:]:
+        for number, row in enumerate(self.lines[1:], start=2):
             t = row.get("type")
             if t == "deal":
                 trick_no, need_header = 0, True
@@ -78,6 +90,25 @@ class MatchRenderer:
             elif t == "trick_end":
                 need_header = True
             out += self._row(row)
+            if t == "fault" and row.get("kind") != "left" and self.stderr is not None:
+                out += self._stderr_tail(row.get("seat"), number)
+        return out
+
+    def _stderr_tail(self, seat: object, line: int) -> list[str]:
+        """The last lines ``seat`` wrote to stderr up to log line ``line`` (its fault)."""
+        assert self.stderr is not None
+        kept = next((s for s in self.stderr.seats if s.seat == seat), None)
+        if kept is None:
+            return []
+        text = "".join(piece.text for piece in kept.pieces if piece.line <= line)
+        rows = text.splitlines()
+        if not rows:
+            return ["      stderr: (nothing written up to here)"]
+        cut = f", last {STDERR_TAIL} of {len(rows)} lines" if len(rows) > STDERR_TAIL else ""
+        if kept.cut:
+            cut += f"; its first {kept.cut} bytes not kept"
+        out = [f"      stderr{cut}:"]
+        out += [f"        {self._escape(row)}" for row in rows[-STDERR_TAIL:]]
         return out
 
     def _row(self, row: dict[str, Any]) -> list[str]:
@@ -145,6 +176,8 @@ class MatchRenderer:
         return []
 
 
-def render_text(lines: list[dict[str, Any]], *, color: bool = False) -> str:
-    """The whole match as one string."""
-    return "\n".join(MatchRenderer(lines, color=color).render())
+def render_text(
+    lines: list[dict[str, Any]], *, color: bool = False, stderr: MatchStderr | None = None
+) -> str:
+    """The whole match as one string (each fault with its bot's ``stderr`` tail, if given)."""
+    return "\n".join(MatchRenderer(lines, color=color, stderr=stderr).render())

@@ -835,7 +835,8 @@ def to_rich_table(board: Leaderboard) -> Group:
     if board.deals:
         notes.append(terminal_text(_deals_text(board)))
     if board.settings is not None:
-        notes += [terminal_text(line) for line in settings_sentences(board.settings)]
+        # Printing a board publishes nothing: it says when it was ranked.
+        notes += [terminal_text(line) for line in settings_sentences(board.settings, "ranked")]
         notes.append("Bots, version and sha256 of their files:")
         notes += [
             terminal_text(f"  {b.name} {b.version or '-'} {b.sha256}") for b in board.settings.bots

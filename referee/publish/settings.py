@@ -103,9 +103,10 @@ class TournamentSettings:
             f"{self.hello_ms} ms to start"
         )
 
-    def played_text(self) -> str:
-        """When the stored matches were played, and when and by what this was published."""
-        published = f"published {format_time(self.published)} by referee {self.referee_version}"
+    def played_text(self, made: str = "published") -> str:
+        """When the stored matches were played, and when and by what this was ``made``
+        (``published``; a board shown on a terminal was ``ranked``, not published)."""
+        published = f"{made} {format_time(self.published)} by referee {self.referee_version}"
         if self.played_from is None or self.played_to is None:
             return f"No match played yet; {published}."
         return (
@@ -123,9 +124,10 @@ def format_time(when: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
 
 
-def settings_sentences(s: TournamentSettings) -> list[str]:
+def settings_sentences(s: TournamentSettings, made: str = "published") -> list[str]:
     """The settings as sentences for Markdown and the terminal (bot names are untrusted:
-    the caller escapes them for its medium)."""
+    the caller escapes them for its medium); ``made`` as for :meth:`~TournamentSettings.
+    played_text`."""
     ratings = ""
     if s.ratings:
         ratings = "; ratings " + ", ".join(f"{k} = {_value(v)}" for k, v in s.ratings.items())
@@ -133,6 +135,6 @@ def settings_sentences(s: TournamentSettings) -> list[str]:
         f"Settings: rules {s.rules_text()}; {s.table_size} per table; {s.format_text()}; "
         f"{s.deals} deals per table, each in every seat rotation; seed {s.seed}; "
         f"time {s.time_text()}; sandbox {s.sandbox} ({s.memory_mb} MB){ratings}.",
-        s.played_text(),
+        s.played_text(made),
     ]
     return lines

@@ -201,3 +201,8 @@ def test_a_bot_that_passes_submit_and_crashes_in_every_league_match_is_suspended
     for file in private.rglob("*"):
         assert not file.is_file() or b"KeyError" not in file.read_bytes(), file
     assert "Kept private" in (private / "bots" / "league-crash.html").read_text()
+    again = referee("publish", str(path), "--out", str(private), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.startswith(  # nothing new: not said to be published
+        "nothing new to publish: no batch settled since the site was last published; "
+    )
