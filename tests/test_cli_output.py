@@ -86,7 +86,7 @@ def test_the_live_display_stops_however_the_run_ends() -> None:
     assert not progress.live.is_started and view.display is None
 
 
-def test_the_results_chain_is_said_once_at_the_end_or_when_the_run_stops(
+def test_the_results_chain_is_said_as_the_run_starts_then_once_at_the_end_or_when_it_stops(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     started = RunStarted(20, 0, 20, "process sandbox", "ab" * 32, "limits", chain=(4, "c" * 64))
@@ -96,7 +96,10 @@ def test_the_results_chain_is_said_once_at_the_end_or_when_the_run_stops(
             view.update(ResultStored(f"k{n}", n, f"{n:064x}"))
             view.update(RunProgress(20, n, n, 0, 0))
     finished = capsys.readouterr().err
-    assert "results chain" not in finished  # _finish says it, from the summary
+    # The head as the run starts (the plan chained), then none per progress line: _finish
+    # says the last one, from the summary.
+    assert finished.count("results chain") == 1
+    assert f"results chain: 4 results so far, head {'c' * 64}" in finished
     assert "2/20 matches" in finished and "20/20 matches" in finished
     with pytest.raises(KeyboardInterrupt), _ProgressView("t", lambda: 2) as view:
         view.update(started)
@@ -104,7 +107,7 @@ def test_the_results_chain_is_said_once_at_the_end_or_when_the_run_stops(
         view.update(ResultStored("k2", 6, "e" * 64))
         raise KeyboardInterrupt
     stopped = capsys.readouterr().err
-    assert stopped.count("results chain") == 1
+    assert stopped.count("results chain") == 2
     assert stopped.endswith(f"results chain: 6 results, head {'e' * 64}\n")
 
 

@@ -484,8 +484,9 @@ def _finish(summary: RunSummary) -> None:
 
 class _ProgressView(ProgressView):
     """A live progress bar on a terminal; a line every tenth of the run otherwise. The
-    results chain's head is said once, when the run ends (:func:`_finish`), or here when
-    it stops early (an interruption, an error), so every head said is one to publish."""
+    results chain's head is said as the run starts (the plan chained), then once when it
+    ends (:func:`_finish`), or here when it stops early (an interruption, an error): every
+    head said is one to publish, and none is repeated with each progress line."""
 
     def __init__(self, name: str, workers: Callable[[], int]) -> None:
         super().__init__()
@@ -545,6 +546,11 @@ class _ProgressView(ProgressView):
             f"deals: secret, committed to sha256 {event.commitment}{beacon} "
             "(the secret is published when every match is played)"
         )
+        results, head = event.chain
+        if head is not None:
+            # The head before any result of this run: it pins the plan and every result
+            # stored before: one to publish as the run starts.
+            self.say(f"results chain: {results} results so far, head {head}")
         self.say(
             f"{self.name}: {event.total} matches, {event.done} already done, "
             f"{event.to_play} to play with {self.workers()} workers"
