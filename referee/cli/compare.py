@@ -2,7 +2,7 @@
 
 Thin, like every command: it loads the bots and names them, makes the comparison's
 tournament (:func:`referee.tournament.quick.compare_tournament`), plays it with
-:func:`referee.comparison.run_comparison` on local workers into a results folder (the same
+:func:`referee.runs.comparison.run_comparison` on local workers into a results folder (the same
 command with the same ``--results`` resumes), shows the test's progress on stderr and prints
 the verdict (or its JSON) on stdout. Exit code 0 whatever the verdict; 1 when matches failed
 on the referee's side (their deals are left out; running again retries them).
@@ -169,9 +169,9 @@ def _compare(
     memory_mb: int,
     as_json: bool,
 ) -> None:
-    from referee.comparison import run_comparison
     from referee.executors.local import LocalExecutor
     from referee.ranking.sprt import Sprt
+    from referee.runs.comparison import run_comparison
     from referee.sandbox import Limits, get_sandbox
     from referee.tournament.quick import compare_tournament
 
@@ -331,9 +331,9 @@ class _Progress:
         self.say(f"results in {self.folder} (the same command with --results resumes there)")
 
     def update(self, event: Any) -> None:
-        from referee.comparison import SprtProgress
-        from referee.coordinator import RunStarted
         from referee.executors import MatchFailed
+        from referee.runs.comparison import SprtProgress
+        from referee.runs.tournament import RunStarted
 
         if isinstance(event, RunStarted):
             self.say(f"sandbox: {event.sandbox}")

@@ -1,4 +1,4 @@
-"""A league that never stops (:mod:`referee.league`), played in this process with fake bots.
+"""A league that never stops (:mod:`referee.runs.league`), played in this process with fake bots.
 
 Ten bots at tables of four: the league runs, takes a new bot and a new version of an old
 one while it runs (the file is read again as results arrive), places them, retires the old
@@ -23,11 +23,11 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
-from referee.executors import AttemptEvent, MatchFinished, MatchStarted, MatchTask
-from referee.league import BatchSettled, EntrantsChanged, LeagueEvent, run_league
+from referee.executors import AttemptEvent, Executor, MatchFinished, MatchStarted, MatchTask
 from referee.publish.league import read_board
 from referee.ranking.incremental import check_league
 from referee.ranking.ratings import make_environment
+from referee.runs.league import BatchSettled, EntrantsChanged, LeagueEvent, run_league
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.file import append_retirement, load_tournament
 from referee.tournament.league import LeagueLedger, batch_of
@@ -70,7 +70,7 @@ class Clock:
         return self.now
 
 
-class Watched:
+class Watched(Executor):
     """An in-process executor that records what it was given and can act after a number of
     results: ``then`` runs after the ``after``-th result it reports (then it runs no more)."""
 
