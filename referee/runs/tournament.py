@@ -142,11 +142,12 @@ def run_tournament(
             "give one of them"
         )
     planner = TournamentPlanner(scheduler=scheduler, replace=replace)
+    folder = results_dir or tournament.results_dir
     run = play(
         planner,
         tournament,
         executor,
-        results_dir or tournament.results_dir,
+        folder,
         restart=restart,
         on_event=on_event,
         deal_secret=deal_secret,
