@@ -12,6 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from referee.errors import UsageError
 from referee.results import MatchResult
 from referee.runs.core import Planner, Round, Run, play
 from referee.runs.tournament import enter_field, run_tournament
@@ -130,3 +133,43 @@ def test_every_time_a_run_stores_is_its_clocks(tmp_path: Path) -> None:
         replaced = db.execute("SELECT COUNT(*) FROM replacements").fetchone()[0]
     assert replaced == 1 and len(stamps) > 20
     assert all(1_000_000_000 <= at < 1_000_100_000 for (at,) in stamps), stamps
+
+
+class Recording(InProcessExecutor):
+    """The in-process executor, noting each step of its lifecycle the run takes."""
+
+    def __init__(self) -> None:
+        super().__init__(handlers())
+        self.steps: list[str] = []
+
+    def prepare(self, backend: str, images: tuple[str, ...]) -> Any:
+        self.steps.append("prepare")
+        return super().prepare(backend, images)
+
+    def run(self, tasks: Any, on_event: Any) -> None:
+        self.steps.append("run")
+        super().run(tasks, on_event)
+
+    def __enter__(self) -> Recording:
+        self.steps.append("enter")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.steps.append("exit")
+
+    def release_prepared(self) -> None:
+        self.steps.append("release")
+
+
+def test_the_run_keeps_the_executor_for_its_rounds_or_releases_it_when_refused(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path)
+    played = Recording()
+    run_tournament(load_tournament(path), played, deal_secret=SECRET)
+    assert played.steps == ["prepare", "enter", "run", "exit"]
+    path.write_text(path.read_text().replace("seed = 7", "seed = 8"))  # other settings
+    refused = Recording()
+    with pytest.raises(UsageError):
+        run_tournament(load_tournament(path), refused)
+    assert refused.steps == ["prepare", "release"]
