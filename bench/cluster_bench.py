@@ -21,9 +21,9 @@ from pathlib import Path
 
 from bench import installed_bytecode, spawn_as_the_command
 from bench.tournament_bench import _tournament
-from referee.coordinator import run_tournament
 from referee.executors.cluster import DaskExecutor
 from referee.executors.local import LocalExecutor
+from referee.runs.tournament import run_tournament
 from referee.tournament.file import load_tournament
 
 

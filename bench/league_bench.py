@@ -66,6 +66,7 @@ from pathlib import Path
 from bench.ladder import TABLE_SIZE, play_all
 from referee.executors.base import (
     AttemptEvent,
+    Executor,
     MatchFinished,
     MatchStarted,
     MatchTask,
@@ -511,7 +512,7 @@ def strength_check(bots: int, seed: int, matches: int, workers: int) -> None:
 # --------------------------------------------------------------------------- throughput
 
 
-class InstantExecutor:
+class InstantExecutor(Executor):
     """Plays nothing: each task's result is drawn at once from the bots' strengths (a
     Thurstone model), with a log of typical size written where a worker would write it."""
 
@@ -567,7 +568,7 @@ def _rss_mib() -> float:
 def throughput(bots: int, results: int) -> bool:
     """A real league of ``bots`` entrants on :class:`InstantExecutor` for about ``results``
     results; prints the figures; True when the target is met."""
-    from referee.league import BatchPlanned, BatchSettled, LeagueStarted, run_league
+    from referee.runs.league import BatchPlanned, BatchSettled, LeagueStarted, run_league
 
     with tempfile.TemporaryDirectory(prefix="league-bench-") as tmp:
         folder = Path(tmp)

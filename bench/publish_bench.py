@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import installed_bytecode, spawn_as_the_command
-from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
 from referee.publish.site import SiteReport, publish_site
 from referee.publish.source import load_results, rank
+from referee.runs.tournament import run_tournament
 from referee.testing import Handler, InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.file import load_tournament
 

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import installed_bytecode, spawn_as_the_command
-from referee.coordinator import run_tournament
 from referee.executors.base import MatchFinished
 from referee.executors.local import LocalExecutor
+from referee.runs.tournament import run_tournament
 from referee.tournament.file import load_tournament
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,10 +23,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
 
-__all__ = ["Alarm", "Clock", "MonotonicClock"]
+__all__ = ["Alarm", "Clock", "MonotonicClock", "WallClock"]
+
+WallClock = Callable[[], float]
+"""Wall time, in seconds since the epoch (as :func:`time.time`): what a run stamps in its
+store (a secret drawn or revealed, a match started or finished, a replacement, a league's
+batches). A run takes one (:func:`referee.runs.core.play`) and hands it down, so a test
+pins it; the clock above, a match's, measures durations on the loop's time scale instead.
+"""
 
 
 class Clock(Protocol):

@@ -29,7 +29,7 @@ Why a module of its own, at this level: entering a bot plays matches (the check,
 :mod:`referee.match`) and reads and edits the tournament file (:mod:`referee.tournament`).
 The plan and its record may not play matches (an import-linter contract), and the CLI only
 parses options and prints, so the workflow sits above both, beside
-:mod:`referee.coordinator`, the other workflow over both; nothing below imports it.
+:mod:`referee.runs`, the other workflow over both; nothing below imports it.
 """
 
 from __future__ import annotations

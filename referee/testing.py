@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from referee.clock import Alarm
 from referee.errors import REFEREE_KILL
+from referee.executors.base import Executor
 from referee.sandbox.base import BotProcess, BotSpec, DirectReader, ExitInfo, Limits, Sandbox
 
 if TYPE_CHECKING:
@@ -250,7 +251,7 @@ class FakeSandbox(Sandbox):
         return proc
 
 
-class InProcessExecutor:
+class InProcessExecutor(Executor):
     """An executor (:class:`referee.executors.base.Executor`) that plays every task here, one
     after the other, with fake bots: ``handlers`` maps an entrant's name to its handler
     factory. The matches are real (engine, match runner, logs, the worker's own

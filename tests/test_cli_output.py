@@ -26,8 +26,8 @@ from referee.cli import main
 from referee.cli.progress import Every, ProgressView
 from referee.cli.tables import print_table
 from referee.cli.tournaments import REPLACED_OVER_NEXT, _ProgressView
-from referee.coordinator import ResultStored, RunProgress, RunStarted, run_tournament
 from referee.executors import MatchFailed
+from referee.runs.tournament import ResultStored, RunProgress, RunStarted, run_tournament
 from referee.stderrlog import stderr_path
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.file import load_tournament

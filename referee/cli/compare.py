@@ -2,7 +2,7 @@
 
 Thin, like every command: it loads the bots and names them, makes the comparison's
 tournament (:func:`referee.tournament.quick.compare_tournament`), plays it with
-:func:`referee.comparison.run_comparison` on local workers into a results folder (the same
+:func:`referee.runs.comparison.run_comparison` on local workers into a results folder (the same
 command with the same ``--results`` resumes), shows the test's progress on stderr and prints
 the verdict (or its JSON) on stdout. Exit code 0 whatever the verdict; 1 when matches failed
 on the referee's side (their deals are left out; running again retries them).
@@ -170,9 +170,9 @@ def _compare(
     memory_mb: int,
     as_json: bool,
 ) -> None:
-    from referee.comparison import run_comparison
     from referee.executors.local import LocalExecutor
     from referee.ranking.sprt import Sprt
+    from referee.runs.comparison import run_comparison
     from referee.sandbox import Limits, get_sandbox
     from referee.tournament.quick import compare_tournament
 
@@ -327,8 +327,8 @@ class _Progress(ProgressView):
         self.say(f"results in {self.folder} (the same command with --results resumes there)")
 
     def show(self, event: object) -> None:
-        from referee.comparison import SprtProgress
-        from referee.coordinator import RunStarted
+        from referee.runs.comparison import SprtProgress
+        from referee.runs.tournament import RunStarted
 
         if isinstance(event, RunStarted):
             self.started(sandbox=event.sandbox, limits=event.limits, warnings=event.warnings)

@@ -19,7 +19,7 @@ from referee.cli.app import friendly, main, say
 from referee.cli.progress import ProgressView
 from referee.cli.tournaments import _executor, _read_secret, _Where, executor_options
 from referee.errors import RefereeError, UsageError
-from referee.league import (
+from referee.runs.league import (
     BatchPlanned,
     BatchSettled,
     EntrantReinstated,
@@ -156,7 +156,7 @@ def reinstate(file: Path, name: str) -> None:
     batch (the running league takes it within [league] poll_seconds; a stopped one when it
     runs again). Its forfeits in a row are counted afresh. Submitting a new version lifts
     a suspension too."""
-    from referee.league import reinstate as ask
+    from referee.runs.league import reinstate as ask
 
     suspension = ask(file, name)
     click.echo(

@@ -31,15 +31,6 @@ from rich.progress import (
 from referee.cli.app import friendly, main, say
 from referee.cli.progress import Every, ProgressView
 from referee.cli.tables import print_table
-from referee.coordinator import (
-    PlayoffRound,
-    PlayoffsOver,
-    ResultStored,
-    RunProgress,
-    RunStarted,
-    RunSummary,
-    run_tournament,
-)
 from referee.errors import UsageError
 from referee.executors import Executor
 from referee.executors.local import LocalExecutor, default_workers
@@ -53,6 +44,15 @@ from referee.installation import install_hint
 from referee.publish import FORMATS, Leaderboard, render, to_rich_table
 from referee.ranking.intervals import MIN_SHARED_DEALS
 from referee.resources import demo_tournament
+from referee.runs.tournament import (
+    PlayoffRound,
+    PlayoffsOver,
+    ResultStored,
+    RunProgress,
+    RunStarted,
+    RunSummary,
+    run_tournament,
+)
 from referee.text import printable
 from referee.tournament.file import Tournament, load_tournament
 
@@ -267,7 +267,7 @@ def commit(file: Path, beacon_source: str, beacon_form: str, restart: bool) -> N
     accepted, so a secret picked after seeing the entries would gain nothing. referee
     verify checks it all.
     """
-    from referee.coordinator import commit_tournament
+    from referee.runs.tournament import commit_tournament
     from referee.tournament.chain import log_digest
     from referee.tournament.deals import BeaconDeclaration
 

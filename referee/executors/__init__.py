@@ -5,7 +5,7 @@
   one task on a worker of its own);
 * :mod:`.local`: :class:`~referee.executors.local.LocalExecutor`, worker processes here.
 
-The coordinator that schedules, stores and rates is :mod:`referee.coordinator`. The package
+The run core that schedules and stores is :mod:`referee.runs`. The package
 imports only :mod:`.base`; the worker's names load on first use.
 """
 
@@ -19,7 +19,6 @@ from referee.executors.base import (
     MatchStarted,
     MatchTask,
     TaskOutcome,
-    release_prepared,
 )
 
 if TYPE_CHECKING:
@@ -48,5 +47,4 @@ __all__ = [
     "TaskOutcome",
     "Worker",
     "play_task",
-    "release_prepared",
 ]

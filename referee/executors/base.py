@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
 from referee.errors import UsageError
 from referee.results import MatchResult
@@ -39,7 +39,6 @@ __all__ = [
     "SandboxPlan",
     "TaskOutcome",
     "Upcoming",
-    "release_prepared",
 ]
 
 
@@ -197,9 +196,13 @@ class Executor(Protocol):
     :meth:`prepare` says which backend the tournament's ``sandbox`` setting resolves to
     where the bots will run (and refuses at once when it cannot run there); ``run``
     returns when every task has finished or failed for good, after at most
-    ``max_attempts`` attempts of each (attempt ``n`` plays ``task.attempt(n)``). An
-    executor may also be a context manager that keeps its workers from one ``run`` to the
-    next.
+    ``max_attempts`` attempts of each (attempt ``n`` plays ``task.attempt(n)``).
+
+    The lifecycle is part of the interface, with defaults that do nothing (as httpx's
+    transports have), so a caller never asks what an executor can do: ``with executor:``
+    keeps its workers from one ``run`` to the next until the block ends, and
+    :meth:`release_prepared` stops what :meth:`prepare` started for a run that will not
+    come. An executor subclasses this protocol to inherit the defaults.
     """
 
     max_attempts: int
@@ -208,13 +211,16 @@ class Executor(Protocol):
 
     def run(self, tasks: Sequence[MatchTask], on_event: Callable[[AttemptEvent], None]) -> None: ...
 
+    def __enter__(self) -> Self:
+        return self
 
-def release_prepared(executor: Executor) -> None:
-    """Stop what ``executor.prepare`` started ahead of a run that will not come (it was
-    refused while preparing), for an executor that starts anything there."""
-    release = getattr(executor, "release_prepared", None)
-    if callable(release):
-        release()
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def release_prepared(self) -> None:
+        """Stop what :meth:`prepare` started ahead of a run that will not come (it was
+        refused while preparing); nothing, for an executor that starts nothing there."""
+        return None
 
 
 class RunsHere:

@@ -76,6 +76,7 @@ from referee.executors.base import (
     DEFAULT_ATTEMPTS,
     AttemptEvent,
     Attempts,
+    Executor,
     MatchTask,
     SandboxPlan,
     TaskOutcome,
@@ -469,7 +470,7 @@ class ClusterStats:
     log, storing it (in the coordinator's callback) and releasing it."""
 
 
-class DaskExecutor:
+class DaskExecutor(Executor):
     """Runs match tasks on a Dask distributed cluster; see the module docstring.
 
     ``cluster`` is the scheduler's address (``tls://host:8786``, reached with ``security``;

@@ -72,6 +72,7 @@ from referee.executors.base import (
     DEFAULT_ATTEMPTS,
     AttemptEvent,
     Attempts,
+    Executor,
     MatchTask,
     RunsHere,
     SandboxPlan,
@@ -99,7 +100,7 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
-class LocalExecutor(RunsHere):
+class LocalExecutor(RunsHere, Executor):
     """Runs match tasks in ``workers`` local processes; see the module docstring."""
 
     def __init__(

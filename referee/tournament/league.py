@@ -2,7 +2,7 @@
 
 A league (``format = "league"``) never ends: entrants come, change and go while it runs, and
 its matches are chosen batch by batch (:mod:`referee.ranking.matchmaking`). This module is
-what the plan and its record need to know of it; the loop is :mod:`referee.league`.
+what the plan and its record need to know of it; the loop is :mod:`referee.runs.league`.
 
 **Versions in the file.** In a league every ``[[bots]]`` entry names its entrant, and
 several entries may share a name: each is a **version** of that entrant, in file order

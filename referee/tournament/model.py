@@ -94,7 +94,7 @@ class LeagueSettings(_Strict):
     batch (:mod:`referee.ranking.matchmaking`). An entrant whose last ``suspend_after``
     matches were all forfeits of its own (a crash, a timeout, an illegal play, a protocol
     fault: never a failure on the referee's side) is suspended: no longer seated until a
-    new version comes or ``referee league reinstate`` (:mod:`referee.league`).
+    new version comes or ``referee league reinstate`` (:mod:`referee.runs.league`).
     """
 
     batch: int = Field(default=32, ge=1, le=4096)

@@ -39,7 +39,6 @@ other, and ``--replace`` given again with the same files resumes it rather than 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -182,9 +181,11 @@ def replace_entrants(
     seed: int,
     duplicate: Duplicate,
     secret: DealSecret,
+    at: float,
 ) -> list[Replaced]:
     """Make the replacements ``--replace names`` asks for (module docstring), each stored
-    in one transaction; ``current`` are the entrants as their files are now.
+    in one transaction; ``current`` are the entrants as their files are now, ``at`` the
+    run's wall time, stored with each replacement made now.
 
     Raises ``UsageError`` for a name that is no entrant, an entrant without stored
     results, or one whose files did not change (unless an earlier run already replaced it
@@ -200,12 +201,18 @@ def replace_entrants(
                 f"--replace {printable(name)!r}: no entrant of the tournament has that name "
                 f"(its entrants: {printable(shown)})"
             )
-        done.append(_replace_one(store, new, seed=seed, duplicate=duplicate, secret=secret))
+        done.append(_replace_one(store, new, seed=seed, duplicate=duplicate, secret=secret, at=at))
     return done
 
 
 def _replace_one(
-    store: Store, new: EntrantRecord, *, seed: int, duplicate: Duplicate, secret: DealSecret
+    store: Store,
+    new: EntrantRecord,
+    *,
+    seed: int,
+    duplicate: Duplicate,
+    secret: DealSecret,
+    at: float,
 ) -> Replaced:
     name = new.name
     old = store.entrants().get(name)
@@ -224,7 +231,7 @@ def _replace_one(
             f"stored (sha256 {old.sha256[:12]}…): there is nothing to replace"
         )
     replacement = Replacement(
-        len(replacements) + 1, name, old.version, old.sha256, new.version, new.sha256, time.time()
+        len(replacements) + 1, name, old.version, old.sha256, new.version, new.sha256, at
     )
     retired = store.retired()
     live = [spec for key, spec in store.specs().items() if key not in retired]

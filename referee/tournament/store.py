@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from referee.clock import WallClock
 from referee.errors import UsageError
 from referee.folders import private_folder
 from referee.results import FaultInfo, MatchResult, ReplyTimes
@@ -214,10 +215,14 @@ class ChainLink:
 class Store:
     """The SQLite results database of one tournament (one connection, this process only)."""
 
-    def __init__(self, results_dir: Path, *, readonly: bool = False) -> None:
+    def __init__(
+        self, results_dir: Path, *, readonly: bool = False, clock: WallClock = time.time
+    ) -> None:
         """Open (``readonly``: only read, never create or change anything: how ``referee
-        verify`` opens someone else's results) the store in ``results_dir``."""
+        verify`` opens someone else's results) the store in ``results_dir``; ``clock`` is
+        the wall time it stamps (the run's, :class:`~referee.clock.WallClock`)."""
         self.results_dir = results_dir
+        self.clock = clock
         self.logs_dir = results_dir / LOGS
         self.path = results_dir / DATABASE
         try:
@@ -491,7 +496,7 @@ class Store:
                 (
                     secret.hex(),
                     sealed,
-                    time.time(),
+                    self.clock(),
                     declared.source if declared else None,
                     declared.form if declared else None,
                 ),
@@ -543,7 +548,7 @@ class Store:
         """Mark every secret revealed (the tournament is complete): it never deals again."""
         with self._transaction():
             self._db.execute(
-                "UPDATE deal_secrets SET revealed = ? WHERE revealed IS NULL", (time.time(),)
+                "UPDATE deal_secrets SET revealed = ? WHERE revealed IS NULL", (self.clock(),)
             )
 
     def secret_of(self) -> dict[str, int]:
@@ -648,7 +653,7 @@ class Store:
             self._db.execute(
                 "UPDATE matches SET status = 'running', attempts = attempts + 1, started = ?, "
                 "error = NULL WHERE key = ? AND status != 'done'",
-                (time.time(), key),
+                (self.clock(), key),
             )
 
     def record_result(
@@ -709,7 +714,7 @@ class Store:
             self._db.execute(
                 "UPDATE matches SET status = 'done', finished = ?, duration = ?, rounds = ?, "
                 "log_path = ?, error = NULL, deal_attempt = ? WHERE key = ?",
-                (time.time(), result.duration_s, result.rounds, result.log, attempt, key),
+                (self.clock(), result.duration_s, result.rounds, result.log, attempt, key),
             )
             head = self._chain(key, entry)
         return head
@@ -753,7 +758,7 @@ class Store:
         with self._transaction():
             self._db.execute(
                 "UPDATE matches SET status = ?, finished = ?, error = ? WHERE key = ?",
-                ("failed" if final else "pending", time.time(), error, key),
+                ("failed" if final else "pending", self.clock(), error, key),
             )
 
     def attempts(self) -> dict[str, int]:

@@ -32,7 +32,6 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.coordinator import Event, ResultStored, run_tournament
 from referee.errors import InfrastructureError, UsageError
 from referee.executors import cluster as cluster_module
 from referee.executors.base import MatchFailed, MatchStarted
@@ -40,6 +39,7 @@ from referee.executors.cluster import DaskExecutor
 from referee.executors.local import LocalExecutor
 from referee.publish import render
 from referee.publish.source import load_results, rank
+from referee.runs.tournament import Event, ResultStored, run_tournament
 from referee.sandbox.cgroups import sweep_leftovers
 from referee.sandbox.process import ProcessSandbox
 from referee.tournament.file import load_tournament

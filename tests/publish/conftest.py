@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from referee.coordinator import run_tournament
+from referee.runs.tournament import run_tournament
 from referee.testing import Handler, InProcessExecutor, Replies, lowest_bot, polite_bot
 from referee.tournament.file import Tournament, load_tournament
 

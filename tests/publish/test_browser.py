@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
 from referee.publish.site import publish_site
 from referee.publish.source import load_results
 from referee.rules.cards import DECKS, CardCodec
+from referee.runs.tournament import run_tournament
 from referee.text import ordinal
 from referee.tournament.file import load_tournament
 

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
-from referee.league import run_league
 from referee.publish.league_site import publish_league
+from referee.runs.league import run_league
 from referee.testing import InProcessExecutor
 from referee.tournament.file import load_tournament
 from tests.tournament.league_field import NAMES, SECRET, Clock, handlers, play, write

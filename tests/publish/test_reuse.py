@@ -20,13 +20,13 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.coordinator import run_tournament
 from referee.publish import site as site_module
 from referee.publish.paths import match_names
 from referee.publish.reuse import CACHE
 from referee.publish.site import SiteReport, publish_site
 from referee.publish.source import StoredTournament, load_results
 from referee.publish.verify import verify_site
+from referee.runs.tournament import run_tournament
 from referee.stderrlog import stderr_path
 from referee.testing import InProcessExecutor
 from referee.tournament.file import Tournament, load_tournament

@@ -411,7 +411,7 @@ BEACON = "5c" * 32
 @pytest.fixture(scope="module")
 def committed_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The site of a fake tournament committed to with a drand round, and its commitment."""
-    from referee.coordinator import commit_tournament, run_tournament
+    from referee.runs.tournament import commit_tournament, run_tournament
     from referee.testing import InProcessExecutor
     from referee.tournament.deals import BeaconDeclaration
     from referee.tournament.file import load_tournament

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from referee.executors import AttemptEvent, MatchFinished, MatchTask
-from referee.league import LeagueEvent, run_league
+from referee.executors import AttemptEvent, Executor, MatchFinished, MatchTask
+from referee.runs.league import LeagueEvent, run_league
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 
 NAMES = tuple(f"b{i}" for i in range(10))
@@ -68,7 +68,7 @@ def play(
     return events
 
 
-class Watched:
+class Watched(Executor):
     """An in-process executor that records what it was given and can act after a number of
     results: ``then`` runs after the ``after``-th result it reports (then it runs no more)."""
 

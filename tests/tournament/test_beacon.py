@@ -20,9 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.coordinator import commit_tournament, run_tournament
 from referee.errors import UsageError
 from referee.publish.verify import verify_results
+from referee.runs.tournament import commit_tournament, run_tournament
 from referee.testing import InProcessExecutor
 from referee.tournament.deals import BeaconDeclaration, commitment, deal_seed, dealing_key
 from referee.tournament.file import load_tournament

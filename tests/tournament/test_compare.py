@@ -15,12 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.comparison import SprtProgress, run_comparison
 from referee.errors import UsageError
 from referee.executors import MatchTask
 from referee.publish.verify import verify_results
 from referee.ranking.sprt import MIN_DEALS, PairedDeals, Sprt
 from referee.rules import RuleSet
+from referee.runs.comparison import SprtProgress, run_comparison
 from referee.sandbox import Limits, load_bot
 from referee.specs import MatchSpec, StoredMatch, StoredSeat, TimeControl
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from referee.comparison import run_comparison
 from referee.executors.local import LocalExecutor
 from referee.matchlog import read_log
 from referee.ranking.sprt import MIN_DEALS, Sprt
+from referee.runs.comparison import run_comparison
 from referee.sandbox import load_bot
 from referee.specs import TimeControl
 from referee.tournament.quick import compare_tournament

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
 from referee.matchlog import read_log
+from referee.runs.tournament import run_tournament
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
 from tests.conftest import require_docker

@@ -23,10 +23,10 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.coordinator import run_tournament
 from referee.executors.local import LocalExecutor
 from referee.matchlog import read_log
 from referee.publish.verify import verify_results
+from referee.runs.tournament import run_tournament
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
 

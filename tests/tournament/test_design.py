@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from referee.coordinator import run_tournament
 from referee.errors import UsageError
-from referee.executors import AttemptEvent, MatchTask
+from referee.executors import AttemptEvent, Executor, MatchTask
 from referee.executors.base import SandboxPlan
+from referee.runs.tournament import run_tournament
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.design import balanced_design, design_size, pair_counts
 from referee.tournament.file import load_tournament
@@ -245,7 +245,7 @@ def _fano_tournament(folder: Path, bots: list[str]) -> Path:
     return path
 
 
-class _StopsAfter:
+class _StopsAfter(Executor):
     """Plays the first ``count`` tasks it is given and stops, as a killed run would."""
 
     max_attempts = 1

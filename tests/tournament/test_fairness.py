@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from referee.coordinator import TournamentRun
 from referee.executors.local import LocalExecutor
 from referee.ranking.intervals import ScoreInterval, deal_scores, order_confidence, score_intervals
+from referee.runs.tournament import run_tournament
 from referee.tournament.file import load_tournament
 from referee.tournament.scheduler import Seating, schedule
 from referee.tournament.seating import BALANCED_DEALS, base_order
@@ -49,12 +49,8 @@ def _twins(
         text += f'[[bots]]\npath = "{samples / bot}"\n' + (f'name = "{name}"\n' if name else "")
     (folder / "twins.toml").write_text(text)
     tournament = load_tournament(folder / "twins.toml")
-    with Store(tournament.results_dir) as store:
-        scheduler = functools.partial(schedule, seating=seating)
-        run = TournamentRun(
-            tournament, store, LocalExecutor(2), lambda event: None, scheduler=scheduler
-        )
-        summary = run.play(SECRET)
+    scheduler = functools.partial(schedule, seating=seating)
+    summary = run_tournament(tournament, LocalExecutor(2), deal_secret=SECRET, scheduler=scheduler)
     assert summary.done == summary.total == DEALS * 4 and summary.faults == 0
     with Store(folder / "twins.results") as store:
         deals = deal_scores(store.completed())

@@ -1,4 +1,4 @@
-"""A league that never stops (:mod:`referee.league`), played in this process with fake bots.
+"""A league that never stops (:mod:`referee.runs.league`), played in this process with fake bots.
 
 Ten bots at tables of four: the league runs, takes a new bot and a new version of an old
 one while it runs (the file is read again as results arrive), places them, retires the old
@@ -24,10 +24,10 @@ from click.testing import CliRunner
 from referee.cli import main
 from referee.errors import UsageError
 from referee.executors import AttemptEvent, MatchStarted, MatchTask
-from referee.league import BatchSettled, EntrantsChanged, LeagueEvent, run_league
 from referee.publish.league import read_board
 from referee.ranking.incremental import check_league
 from referee.ranking.ratings import make_environment
+from referee.runs.league import BatchSettled, EntrantsChanged, LeagueEvent, run_league
 from referee.testing import InProcessExecutor
 from referee.tournament.file import append_retirement, load_tournament
 from referee.tournament.league import LeagueLedger, batch_of

@@ -27,7 +27,11 @@ from click.testing import CliRunner
 from referee.cli import main
 from referee.errors import REFEREE_KILL, UNCOUNTED_KILL, own_fault
 from referee.executors import AttemptEvent, MatchFailed, MatchStarted, MatchTask
-from referee.league import (
+from referee.publish.league import league_board, render_league
+from referee.publish.league_site import publish_league
+from referee.ranking.incremental import check_league
+from referee.ranking.ratings import make_environment
+from referee.runs.league import (
     EntrantReinstated,
     EntrantsChanged,
     EntrantSuspended,
@@ -35,10 +39,6 @@ from referee.league import (
     LeagueWaiting,
     run_league,
 )
-from referee.publish.league import league_board, render_league
-from referee.publish.league_site import publish_league
-from referee.ranking.incremental import check_league
-from referee.ranking.ratings import make_environment
 from referee.sandbox.base import ExitInfo
 from referee.testing import Exit, InProcessExecutor, Stderr, lowest_bot, polite_bot
 from referee.tournament.file import load_tournament

@@ -21,12 +21,12 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.coordinator import RunStarted, run_tournament
 from referee.errors import UsageError
 from referee.matchlog import read_log
 from referee.publish.site import publish_site
 from referee.publish.source import load_results, rank
 from referee.publish.verify import verify_results, verify_site
+from referee.runs.tournament import RunStarted, run_tournament
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.replacement import replay_key, scheduled_key

@@ -20,11 +20,11 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.coordinator import PlayoffRound, PlayoffsOver, run_tournament
 from referee.errors import UsageError
 from referee.executors import MatchFailed
 from referee.executors.local import LocalExecutor
 from referee.publish.verify import verify_results
+from referee.runs.tournament import PlayoffRound, PlayoffsOver, run_tournament
 from referee.tournament.file import load_tournament
 
 from .conftest import MARKER, REFEREE, leftover_processes, timeless, wait_for, write_tournament
@@ -440,7 +440,7 @@ def test_the_progress_view_shows_the_coordinators_counts(
     """The view keeps no counts of its own: it prints what RunProgress says, a line a
     tenth of the run, and a failure when the executor reports one."""
     from referee.cli.tournaments import _ProgressView
-    from referee.coordinator import RunProgress, RunStarted
+    from referee.runs.tournament import RunProgress, RunStarted
 
     with _ProgressView("t", lambda: 2) as view:
         view.update(RunStarted(20, 0, 20, "process sandbox", "ab" * 32, "limits"))

@@ -20,9 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.coordinator import ResultStored, run_tournament
 from referee.executors.base import (
     AttemptEvent,
+    Executor,
     MatchFailed,
     MatchStarted,
     MatchTask,
@@ -30,6 +30,7 @@ from referee.executors.base import (
 )
 from referee.matchlog import read_log
 from referee.publish.verify import verify_results
+from referee.runs.tournament import ResultStored, run_tournament
 from referee.testing import InProcessExecutor, polite_bot
 from referee.tournament import chain
 from referee.tournament.deals import redeal_seed
@@ -405,7 +406,7 @@ def test_a_run_with_another_plan_chains_it_and_verifies(tmp_path: Path) -> None:
 # -- fresh cards for every attempt that did not finish --------------------------------
 
 
-class _FailsFirst:
+class _FailsFirst(Executor):
     """Fails the first attempt of every ``every``-th task on our side, then plays it."""
 
     max_attempts = 3

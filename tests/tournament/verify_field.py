@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from referee.executors.base import AttemptEvent, MatchTask, SandboxPlan
+from referee.executors.base import AttemptEvent, Executor, MatchTask, SandboxPlan
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 
 NAMES = ("ann", "bob", "cat", "dan", "eve", "fay", "gus", "hal")
@@ -32,7 +32,7 @@ def write(folder: Path, *, bots: Sequence[str] = NAMES, extra: str = "", deals: 
     return path
 
 
-class StopsAfter:
+class StopsAfter(Executor):
     """Plays the first ``count`` tasks it is given and stops, as a killed run would."""
 
     max_attempts = 1

@@ -2,7 +2,8 @@
 
 :func:`run_league` plays a league (``format = "league"``) until it is stopped (Ctrl-C,
 SIGTERM, or ``batches`` settled), and is the only writer of its store, as
-:func:`referee.coordinator.run_tournament` is of a tournament's. It works in batches, the
+:func:`referee.runs.tournament.run_tournament` is of a tournament's: a :class:`LeaguePlanner`
+on the run core (:mod:`referee.runs.core`). It works in batches, the
 pattern of the play-off rounds: each batch is **planned** from the stored state
 (:func:`referee.ranking.matchmaking.plan_batch`) and **stored** before any of it is played,
 then **played** on the executor (one ``run`` call, inside one ``with executor:`` block that
@@ -45,26 +46,16 @@ batch are dropped when it is settled.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from referee.clock import WallClock
 from referee.errors import UsageError
-from referee.executors import (
-    PARTIAL_SUFFIX,
-    AttemptEvent,
-    Executor,
-    MatchFailed,
-    MatchFinished,
-    MatchStarted,
-    MatchTask,
-    release_prepared,
-)
+from referee.executors import AttemptEvent, Executor, MatchTask
 from referee.explain import fault_summary, stored_fault_info
 from referee.ranking.incremental import (
     in_arrival_order,
@@ -75,23 +66,15 @@ from referee.ranking.incremental import (
 )
 from referee.ranking.matchmaking import LeagueState, Standing, plan_batch
 from referee.ranking.ratings import make_environment
-from referee.sandbox import (
-    BotSpec,
-    bot_sha256,
-    load_bot,
-    make_staging_root,
-    read_bot_files,
-    remove_staging_root,
-    stage_bot,
-)
+from referee.results import MatchResult
+from referee.runs.core import Planner, ResultStored, Round, Run, RunProgress, play
+from referee.sandbox import BotSpec, bot_sha256, load_bot, read_bot_files
 from referee.specs import EntrantRecord, MatchSpec, StoredMatch, deal_key
-from referee.stderrlog import STDERR_SUFFIX
 from referee.text import printable
-from referee.tournament.chain import log_digest
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.league import LeagueLedger, Roster, Suspension, Version, league_roster
 from referee.tournament.scheduler import league_batch
-from referee.tournament.store import DATABASE, DealSecret, RunLock, Store, wipe
+from referee.tournament.store import DATABASE, Store
 
 __all__ = [
     "BatchPlanned",
@@ -101,7 +84,7 @@ __all__ = [
     "EntrantsChanged",
     "FileProblem",
     "LeagueEvent",
-    "LeagueRun",
+    "LeaguePlanner",
     "LeagueStarted",
     "LeagueSummary",
     "LeagueWaiting",
@@ -214,6 +197,8 @@ LeagueEvent = (
     | BatchPlanned
     | BatchSettled
     | AttemptEvent
+    | ResultStored
+    | RunProgress
 )
 
 
@@ -237,16 +222,16 @@ def run_league(
     batches: int | None = None,
     restart: bool = False,
     deal_secret: bytes | None = None,
-    clock: Callable[[], float] = time.time,
+    clock: WallClock = time.time,
     wait: Callable[[float], None] = time.sleep,
 ) -> LeagueSummary:
     """Run the league of the file at ``path`` until stopped, or until ``batches`` more
     batches are settled; resume where it stopped (see the module docstring).
 
     ``restart`` wipes its stored results first; ``deal_secret`` deals with that secret
-    (to reproduce a league); ``clock`` is the time stored with each batch (the cap on
-    hogging counts from it) and the one the file is polled by, ``wait`` how the league
-    waits for entrants. Raises
+    (to reproduce a league); ``clock`` is the run's wall time: the time the store stamps
+    and stores with each batch (the cap on hogging counts from it), and the one the file
+    is polled by; ``wait`` how the league waits for entrants. Raises
     ``UsageError`` for a file that is no league, stored results played with other
     settings, an entrant whose files changed since it joined, or a lock held by another run.
     """
@@ -256,18 +241,22 @@ def run_league(
             f'{path} is not a league (format = "{tournament.file.format}"); run it with '
             f"referee tournament run {path}"
         )
-    folder = results_dir or tournament.results_dir
-    with RunLock(folder):
-        if restart:
-            wipe(folder)
-        with Store(folder) as store:
-            run = LeagueRun(
-                tournament, store, executor, on_event or (lambda event: None), clock=clock
-            )
-            return run.run(batches, deal_secret, wait)
+    planner = LeaguePlanner(tournament, batches=batches, wait=wait)
+    run = play(
+        planner,
+        tournament,
+        executor,
+        results_dir or tournament.results_dir,
+        restart=restart,
+        on_event=on_event,
+        deal_secret=deal_secret,
+        clock=clock,
+    )
+    s = run.summary
+    return LeagueSummary(s.results_dir, planner.settled, s.played, s.faults, s.failed)
 
 
-def reinstate(path: Path, name: str, *, clock: Callable[[], float] = time.time) -> Suspension:
+def reinstate(path: Path, name: str, *, clock: WallClock = time.time) -> Suspension:
     """Ask that the suspended entrant ``name`` (or the version so labelled) of the league
     at ``path`` be seated again: stored for the league, which lifts the suspension at its
     next batch (a running league at its next look, a stopped one when it runs again).
@@ -285,7 +274,7 @@ def reinstate(path: Path, name: str, *, clock: Callable[[], float] = time.time) 
             f"no results yet for {tournament.name} ({folder} has none); nobody is suspended"
         )
     roster = league_roster(tournament.file, path)
-    with Store(folder) as store:
+    with Store(folder, clock=clock) as store:
         ledger = LeagueLedger(store)
         known = ledger.entrants()
         current = roster.current(name)
@@ -301,34 +290,24 @@ def reinstate(path: Path, name: str, *, clock: Callable[[], float] = time.time) 
         return asked
 
 
-class LeagueRun:
-    """One run of a league against its open store (see the module docstring)."""
+class LeaguePlanner(Planner):
+    """Batches planned from the stored state, played, and settled (see the module
+    docstring); ``batches``: settle that many and stop (``None``: never stop)."""
 
     def __init__(
         self,
         tournament: Tournament,
-        store: Store,
-        executor: Executor,
-        notify: Callable[[LeagueEvent], None],
         *,
-        clock: Callable[[], float] = time.time,
+        batches: int | None = None,
+        wait: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.tournament = tournament
         self.path = tournament.path
-        self.store = store
-        self.executor = executor
-        self.notify = notify
-        self.clock = clock
-        f = tournament.file
-        self.settings = f.league
-        self.env = make_environment(f.ratings, tournament.rules)
-        self.images = tuple(sorted(tournament.images))
-        self.sandbox = executor.prepare(f.sandbox.backend, self.images)
-        self.ledger = LeagueLedger(store)
-        self.summary = LeagueSummary(store.results_dir)
-        self.staged: dict[str, BotSpec] = {}
-        self.staging: Path | None = None
-        self.secret: DealSecret | None = None
+        self.settings = tournament.file.league
+        self.env = make_environment(tournament.file.ratings, tournament.rules)
+        self.batches = batches
+        self.wait = wait
+        self.settled = 0
+        """Batches settled in this run."""
         self.polled = (0.0, (0, 0))
         """When the file was last looked at, and its (mtime, size) then."""
         self.problems: set[str] = set()
@@ -336,67 +315,152 @@ class LeagueRun:
         self.waiting = (0, 0, 0)
         """Why the last batch could not be planned: entrants that may play, capped, and
         suspended."""
+        self._ledger: LeagueLedger | None = None
 
-    # -- the loop ----------------------------------------------------------------------
+    @property
+    def ledger(self) -> LeagueLedger:
+        assert self._ledger is not None, "the league is not prepared"
+        return self._ledger
 
-    def run(
-        self, batches: int | None, deal_secret: bytes | None, wait: Callable[[float], None]
-    ) -> LeagueSummary:
-        """Prepare, then plan, play and settle batches until stopped."""
-        _remove_partial_logs(self.store)
-        self.staging = make_staging_root()
-        try:
-            try:
-                self._prepare(deal_secret)
-            except BaseException:  # refused (other settings, changed bots) or interrupted
-                release_prepared(self.executor)
-                raise
-            with contextlib.ExitStack() as keep:
-                if isinstance(self.executor, contextlib.AbstractContextManager):
-                    keep.enter_context(self.executor)  # one pool for every batch
-                waiting = False
-                while batches is None or self.summary.batches < batches:
-                    self._poll()
-                    self._reinstate()
-                    batch = self._open_batch() or self._plan()
-                    if batch is None:
-                        if not waiting:
-                            self._waiting()
-                        waiting = True
-                        wait(float(self.settings.poll_seconds))
-                        continue
-                    waiting = False
-                    self._play(batch)
-        finally:
-            remove_staging_root(self.staging)
-            _remove_partial_logs(self.store)
-        return self.summary
+    # -- the hooks ---------------------------------------------------------------------
 
-    def _prepare(self, deal_secret: bytes | None) -> None:
-        """Refuse other settings, open the deal secret, stage the entrants in the league
-        (refusing one whose files changed since it joined), take in new ones."""
-        t = self.tournament
-        self.store.check_settings(t.settings())
-        self.secret = self.store.deal_secret(deal_secret)
-        self.polled = (self.clock(), _stat(self.path))
-        self._sync(t, strict=True)
-        self._save_plan(t)
-        self.notify(
+    def prepare(self, run: Run) -> None:
+        """Stage the entrants in the league (refusing one whose files changed since it
+        joined), take in new ones, chain the plan."""
+        t = run.tournament
+        self._ledger = LeagueLedger(run.store)
+        self.polled = (run.clock(), _stat(self.path))
+        self._sync(run, t, strict=True)
+        self._save_plan(run, t)
+        run.notify(
             LeagueStarted(
                 entrants=len(self.ledger.in_league(self.ledger.next_batch())),
                 settled=self.ledger.settled_batches(),
-                sandbox=self.sandbox.description,
-                commitment=self.secret.commitment,
+                sandbox=run.sandbox.description,
+                commitment=run.secret.commitment,
                 limits=f"{t.time_control.describe()}; {t.limits.describe()}",
-                warnings=(*t.warnings(), *self.sandbox.notes),
-                chain=self.store.chain_head(),
+                warnings=(*t.warnings(), *run.sandbox.notes),
+                chain=run.store.chain_head(),
             )
         )
 
-    def _poll(self) -> None:
+    def next_round(self, run: Run) -> Round | None:
+        """The open batch, else the next one planned; while none can be drawn, the league
+        waits and reads its file again."""
+        waiting = False
+        while self.batches is None or self.settled < self.batches:
+            self._poll(run)
+            self._reinstate(run)
+            batch = self._open_batch() or self._plan(run)
+            if batch is not None:
+                self.batch = batch
+                rows = self.ledger.batch_matches(batch.number)
+                specs = [spec for spec, _, _ in rows]
+                done = {spec.key for spec, status, _ in rows if status == "done"}
+                started = {spec.key: attempts for spec, _, attempts in rows}
+                return Round(specs, done, started)
+            if not waiting:
+                entrants, capped, suspended = self.waiting
+                run.notify(
+                    LeagueWaiting(entrants, capped, run.tournament.file.table_size, suspended)
+                )
+            waiting = True
+            self.wait(float(self.settings.poll_seconds))
+        return None
+
+    def task(self, run: Run, spec: MatchSpec, started: int) -> MatchTask | None:
+        """The task of ``spec``, or ``None`` (recorded as failed) when the files of one of
+        its versions are gone or changed."""
+        bots = [self._bot(run, label) for label in spec.table]
+        found = [bot for bot in bots if bot is not None]
+        if len(found) < len(bots):
+            gone = [label for label, bot in zip(spec.table, bots, strict=True) if bot is None]
+            run.store.record_failure(
+                spec.key, f"the files of {', '.join(gone)} are gone or changed", final=True
+            )
+            return None
+        return run.dealt(spec, started, found)
+
+    def round_started(self, run: Run, round: Round) -> None:
+        batch = self.batch
+        assert batch is not None
+        run.notify(
+            BatchPlanned(
+                batch.number,
+                sum(spec.rotation == 0 for spec in round.specs),
+                len(round.specs),
+                len(round.tasks),
+                batch.placement,
+                batch.capped,
+                batch.resumed,
+                batch.plan_ms,
+            )
+        )
+
+    def on_result(self, run: Run, spec: MatchSpec, result: MatchResult) -> None:
+        """The live ratings the result changes, in its transaction."""
+        match = stored_match(spec, result)
+        rated = rate_result(self.env, self.ledger.live(spec.table), match)
+        self.ledger.record(rated, tallies(match), run.clock())
+
+    def on_event(self, run: Run, event: AttemptEvent) -> None:
+        self._poll(run)
+
+    def round_over(self, run: Run, round: Round) -> None:
+        """Fold the batch's results into the settled ratings, in key order: the live
+        ratings of the tables whose results arrived in key order, the others rated again
+        (:func:`~referee.ranking.incremental.in_arrival_order`)."""
+        batch = self.batch
+        assert batch is not None
+        started = time.perf_counter()
+        results = self.ledger.batch_results(batch.number)
+        arrival = self.ledger.arrival(batch.number)
+        tables: dict[str, list[StoredMatch]] = {}
+        for match in results:
+            tables.setdefault(deal_key(match.spec.key), []).append(match)
+        again = [m for ms in tables.values() if not in_arrival_order(ms, arrival) for m in ms]
+        again_keys = {m.spec.key for m in again}
+        kept = {seat.name for m in results if m.spec.key not in again_keys for seat in m.seats}
+        rated = {seat.name for m in again for seat in m.seats}
+        settled = {
+            **self.ledger.live(kept),
+            **settle_batch(self.env, self.ledger.settled(rated), again),
+        }
+        with run.store.transaction():
+            self.ledger.settle(batch.number, settled, len(results), run.clock())
+            suspended = self._suspend({seat.name for m in results for seat in m.seats})
+        self.settled += 1
+        self._drop_left(run)
+        self.batch = None
+        run.notify(
+            BatchSettled(
+                batch.number,
+                len(results),
+                round.failed,
+                round.faults,
+                time.perf_counter() - round.began,
+                round.store_s / round.stored * 1000 if round.stored else 0.0,
+                (time.perf_counter() - started) * 1000,
+                len({deal_key(m.spec.key) for m in again}),
+            )
+        )
+        for suspension in suspended:
+            run.notify(
+                EntrantSuspended(
+                    suspension.since,
+                    suspension.label,
+                    suspension.forfeits,
+                    suspension.kind,
+                    suspension.why,
+                )
+            )
+
+    # -- the file and its entrants ---------------------------------------------------
+
+    def _poll(self, run: Run) -> None:
         """Read the file again when ``poll_seconds`` have passed and it changed."""
         last, seen = self.polled
-        now = self.clock()
+        now = run.clock()
         if now - last < self.settings.poll_seconds:
             return
         stat = _stat(self.path)
@@ -405,28 +469,28 @@ class LeagueRun:
             return
         try:
             tournament = load_tournament(self.path)
-            self.store.check_settings(tournament.settings())
+            run.store.check_settings(tournament.settings())
         except UsageError as exc:
-            self._problem(f"{exc}; the league goes on with the file as it was")
+            self._problem(run, f"{exc}; the league goes on with the file as it was")
             return
-        for problem in self._sync(tournament):
-            self._problem(problem)
+        for problem in self._sync(run, tournament):
+            self._problem(run, problem)
         self.settings = tournament.file.league  # the knobs may change between batches
-        self.tournament = tournament
+        run.tournament = tournament
 
-    def _problem(self, message: str) -> None:
+    def _problem(self, run: Run, message: str) -> None:
         if message not in self.problems:
             self.problems.add(message)
-            self.notify(FileProblem(message))
+            run.notify(FileProblem(message))
 
-    def _sync(self, tournament: Tournament, *, strict: bool = False) -> list[str]:
+    def _sync(self, run: Run, tournament: Tournament, *, strict: bool = False) -> list[str]:
         """Take in the versions of the file new to the league and let go of those no longer
         current, from the next batch on; returns what cannot be done (a changed or
         returning version), which changes nothing. ``strict`` (when the league starts):
         refuse the whole file then, before anything is stored."""
         roster = league_roster(tournament.file, self.path)
         stored = self.ledger.entrants()
-        records = self.store.entrants()
+        records = run.store.entrants()
         current = {v.label: v for v in roster.active}
         problems: list[str] = []
         joining: list[tuple[EntrantRecord, Version]] = []
@@ -434,7 +498,7 @@ class LeagueRun:
             known = stored.get(label)
             bot = tournament.bot(label)
             if known is None:
-                staged = self._stage(bot)
+                staged = run.stage(bot)
                 joining.append((_record(tournament, staged, version), version))
             elif known.retired is not None:
                 problems.append(
@@ -448,8 +512,8 @@ class LeagueRun:
                     "new files as a new version (referee submit BOT --to FILE --name "
                     f"{version.name}), or put the old files back"
                 )
-            elif label not in self.staged:
-                self.staged[label] = self._stage(bot)
+            elif label not in run.staged:
+                run.stage(bot)
         leaving = {
             label: _why_left(roster, entrant.name, label)
             for label, entrant in stored.items()
@@ -458,40 +522,55 @@ class LeagueRun:
         if problems and strict:
             raise UsageError(f"{self.path}: {'; '.join(problems)}")
         if joining or leaving:
-            self._change(tournament, joining, leaving)
+            self._change(run, tournament, joining, leaving)
         return problems
 
     def _change(
         self,
+        run: Run,
         tournament: Tournament,
         joining: list[tuple[EntrantRecord, Version]],
         leaving: Mapping[str, str],
     ) -> None:
         """Store who joins and who leaves at the next batch, with the plan, at once."""
         batch = self.ledger.next_batch()
-        with self.store.transaction():
+        with run.store.transaction():
             if joining:
                 initial = self.env.create_rating()
                 self.ledger.join(joining, batch, (initial.mu, initial.sigma))
             if leaving:
                 self.ledger.retire(leaving, batch)
                 self.ledger.lift(leaving, batch)  # a suspension ends with its version
-            self._save_plan(tournament)
+            self._save_plan(run, tournament)
         joined = tuple(version.label for _, version in joining)
-        self.notify(EntrantsChanged(batch, joined, tuple(sorted(leaving.items()))))
+        run.notify(EntrantsChanged(batch, joined, tuple(sorted(leaving.items()))))
 
-    def _save_plan(self, tournament: Tournament) -> None:
+    def _save_plan(self, run: Run, tournament: Tournament) -> None:
         """Chain the file as it is now, with the versions in the league from the next batch
         (a new plan link only when either changed)."""
         batch = self.ledger.next_batch()
         active = tuple(self.ledger.in_league(batch))
-        self.store.save_plan(dataclasses.replace(tournament.plan(), entrants=active))
+        run.store.save_plan(dataclasses.replace(tournament.plan(), entrants=active))
 
-    def _stage(self, bot: BotSpec) -> BotSpec:
-        assert self.staging is not None
-        staged = stage_bot(bot, self.staging)
-        self.staged[bot.name] = staged
-        return staged
+    def _bot(self, run: Run, label: str) -> BotSpec | None:
+        """The staged bot of ``label``: an entrant in the league, or a version that left it
+        while its last batch was open (staged again from its entry, if its files are
+        still the ones it joined with)."""
+        if label in run.staged:
+            return run.staged[label]
+        roster = league_roster(run.tournament.file, self.path)
+        version = next((v for v in roster.versions if v.label == label), None)
+        if version is None:
+            return None
+        try:
+            bot = load_bot(version.entry.path, relative_to=self.path.parent)
+            bot = dataclasses.replace(bot, name=label, sha256=bot_sha256(read_bot_files(bot)))
+        except UsageError:
+            return None
+        record = run.store.entrants().get(label)
+        if record is None or bot.sha256 != record.sha256:
+            return None
+        return run.stage(bot)
 
     # -- a batch ---------------------------------------------------------------------
 
@@ -502,12 +581,12 @@ class LeagueRun:
             return None
         return _Batch(last.batch, resumed=True, plan_ms=0.0)
 
-    def _plan(self) -> _Batch | None:
+    def _plan(self, run: Run) -> _Batch | None:
         """Plan the next batch and store it (``None`` when no table can be drawn)."""
-        t, settings, ledger = self.tournament, self.settings, self.ledger
+        t, settings, ledger = run.tournament, self.settings, self.ledger
         started = time.perf_counter()
         batch = ledger.next_batch()
-        now = self.clock()
+        now = run.clock()
         suspended = ledger.suspended(batch)
         entrants = {k: e for k, e in ledger.in_league(batch).items() if k not in suspended}
         recent, seats = ledger.window(now - settings.window_minutes * 60)
@@ -525,7 +604,7 @@ class LeagueRun:
                     recent.get(label, 0),
                 )
                 for label, e in entrants.items()
-                if label in self.staged
+                if label in run.staged
             ),
             seats,
         )
@@ -541,7 +620,6 @@ class LeagueRun:
         if not plan.tables:
             self.waiting = (len(state.standings), len(plan.capped), len(suspended))
             return None
-        assert self.secret is not None
         tables = [table.labels for table in plan.tables]
         authors = {label: e.author for label, e in entrants.items()} if f.authors.apart else None
         specs = league_batch(
@@ -549,11 +627,11 @@ class LeagueRun:
             tables,
             ledger.dealt(tables),
             seed=f.seed,
-            secret=self.secret.key,
+            secret=run.secret.key,
             duplicate=f.duplicate,
             authors=authors,
         )
-        ledger.plan(batch, now, specs, plan.placement, self.secret)
+        ledger.plan(batch, now, specs, plan.placement, run.secret)
         elapsed = (time.perf_counter() - started) * 1000
         return _Batch(
             batch,
@@ -562,169 +640,6 @@ class LeagueRun:
             placement=len(plan.placement),
             capped=len(plan.capped),
         )
-
-    def _waiting(self) -> None:
-        entrants, capped, suspended = self.waiting
-        self.notify(LeagueWaiting(entrants, capped, self.tournament.file.table_size, suspended))
-
-    def _play(self, batch: _Batch) -> None:
-        """Play the batch's matches not yet done, then settle it."""
-        self.batch = batch
-        rows = self.ledger.batch_matches(batch.number)
-        tasks = []
-        for spec, status, attempts in rows:
-            batch.specs[spec.key] = spec
-            if status == "done":
-                continue
-            bots = [self._bot(label) for label in spec.table]
-            if any(bot is None for bot in bots):
-                gone = [label for label, bot in zip(spec.table, bots, strict=True) if bot is None]
-                self.store.record_failure(
-                    spec.key, f"the files of {', '.join(gone)} are gone or changed", final=True
-                )
-                continue
-            tasks.append(self._task(spec, attempts, [b for b in bots if b is not None]))
-        tasks.sort(key=lambda task: (task.spec.rotation, task.spec.key))
-        tables = sum(spec.rotation == 0 for spec in batch.specs.values())
-        self.notify(
-            BatchPlanned(
-                batch.number,
-                tables,
-                len(rows),
-                len(tasks),
-                batch.placement,
-                batch.capped,
-                batch.resumed,
-                batch.plan_ms,
-            )
-        )
-        if tasks:
-            self.executor.run(tasks, self._record)
-        self._settle(batch)
-        self.batch = None
-
-    def _bot(self, label: str) -> BotSpec | None:
-        """The staged bot of ``label``: an entrant in the league, or a version that left it
-        while its last batch was open (staged again from its entry, if its files are
-        still the ones it joined with)."""
-        if label in self.staged:
-            return self.staged[label]
-        roster = league_roster(self.tournament.file, self.path)
-        version = next((v for v in roster.versions if v.label == label), None)
-        if version is None:
-            return None
-        try:
-            bot = load_bot(version.entry.path, relative_to=self.path.parent)
-            bot = dataclasses.replace(bot, name=label, sha256=bot_sha256(read_bot_files(bot)))
-        except UsageError:
-            return None
-        record = self.store.entrants().get(label)
-        if record is None or bot.sha256 != record.sha256:
-            return None
-        return self._stage(bot)
-
-    def _task(self, spec: MatchSpec, started: int, bots: list[BotSpec]) -> MatchTask:
-        """The task of ``spec``, started ``started`` times before (fresh cards from then on,
-        as in a tournament: :meth:`MatchTask.dealt`)."""
-        assert self.secret is not None and self.batch is not None
-        task = MatchTask.dealt(
-            self.tournament,
-            spec,
-            bots,
-            key=self.secret.key,
-            started=started,
-            max_attempts=self.executor.max_attempts,
-            sandbox=self.sandbox.name,
-            log_path=self.store.log_path(spec.key),
-            images=self.images,
-        )
-        self.batch.tasks[spec.key] = task
-        return task
-
-    def _record(self, event: AttemptEvent) -> None:
-        """Commit what the executor reports (a result with the ratings it changes), pass
-        it on, and look at the file when it is time."""
-        batch = self.batch
-        assert batch is not None
-        if isinstance(event, MatchStarted):
-            self.store.mark_running(event.key)
-        elif isinstance(event, MatchFinished):
-            started = time.perf_counter()
-            self._store_result(event, batch)
-            batch.store_s += time.perf_counter() - started
-            batch.stored += 1
-        elif isinstance(event, MatchFailed):
-            self.store.record_failure(event.key, event.error, final=event.final)
-            batch.failed += event.final
-        self.notify(event)
-        self._poll()
-
-    def _store_result(self, event: MatchFinished, batch: _Batch) -> None:
-        spec = batch.specs[event.key]
-        match = stored_match(spec, event.result)
-        with self.store.transaction():
-            head = self.store.record_result(
-                event.key,
-                event.result,
-                spec.table,
-                attempt=batch.tasks[event.key].deal_attempt(event.attempt),
-                log_sha256=_log_digest(event.result.log),
-            )
-            if head is None:
-                return  # stored already: a result is counted once
-            rated = rate_result(self.env, self.ledger.live(spec.table), match)
-            self.ledger.record(rated, tallies(match), self.clock())
-        self.summary.played += 1
-        faults = sum(st.fault is not None for st in event.result.standings)
-        self.summary.faults += faults
-        batch.faults += faults
-
-    def _settle(self, batch: _Batch) -> None:
-        """Fold the batch's results into the settled ratings, in key order: the live
-        ratings of the tables whose results arrived in key order, the others rated again
-        (:func:`~referee.ranking.incremental.in_arrival_order`)."""
-        started = time.perf_counter()
-        results = self.ledger.batch_results(batch.number)
-        arrival = self.ledger.arrival(batch.number)
-        tables: dict[str, list[StoredMatch]] = {}
-        for match in results:
-            tables.setdefault(deal_key(match.spec.key), []).append(match)
-        again = [m for ms in tables.values() if not in_arrival_order(ms, arrival) for m in ms]
-        again_keys = {m.spec.key for m in again}
-        kept = {seat.name for m in results if m.spec.key not in again_keys for seat in m.seats}
-        rated = {seat.name for m in again for seat in m.seats}
-        settled = {
-            **self.ledger.live(kept),
-            **settle_batch(self.env, self.ledger.settled(rated), again),
-        }
-        with self.store.transaction():
-            self.ledger.settle(batch.number, settled, len(results), self.clock())
-            suspended = self._suspend({seat.name for m in results for seat in m.seats})
-        self.summary.batches += 1
-        self.summary.failed += batch.failed
-        self._drop_left()
-        self.notify(
-            BatchSettled(
-                batch.number,
-                len(results),
-                batch.failed,
-                batch.faults,
-                time.perf_counter() - batch.began,
-                batch.store_s / batch.stored * 1000 if batch.stored else 0.0,
-                (time.perf_counter() - started) * 1000,
-                len({deal_key(m.spec.key) for m in again}),
-            )
-        )
-        for suspension in suspended:
-            self.notify(
-                EntrantSuspended(
-                    suspension.since,
-                    suspension.label,
-                    suspension.forfeits,
-                    suspension.kind,
-                    suspension.why,
-                )
-            )
 
     def _suspend(self, played: set[str]) -> list[Suspension]:
         """Suspend from the next batch on every version among ``played`` whose last
@@ -757,7 +672,7 @@ class LeagueRun:
             found.append(suspension)
         return found
 
-    def _reinstate(self) -> None:
+    def _reinstate(self, run: Run) -> None:
         """Lift the suspensions ``referee league reinstate`` asked to lift, from the next
         batch on (the version is staged again if its copy is gone)."""
         asked = self.ledger.reinstatements()
@@ -765,39 +680,30 @@ class LeagueRun:
             return
         batch = self.ledger.next_batch()
         lifted = {s.label: "reinstated (referee league reinstate)" for s in asked}
-        with self.store.transaction():
+        with run.store.transaction():
             self.ledger.lift(lifted, batch)
         for label in lifted:
-            if label not in self.staged:
-                self._bot(label)
-            self.notify(EntrantReinstated(batch, label))
+            if label not in run.staged:
+                self._bot(run, label)
+            run.notify(EntrantReinstated(batch, label))
 
-    def _drop_left(self) -> None:
+    def _drop_left(self, run: Run) -> None:
         """Remove the staged copies of versions no longer in the league."""
-        assert self.staging is not None
         staying = self.ledger.labels_in_league(self.ledger.next_batch())
-        for label in [label for label in self.staged if label not in staying]:
-            folder = self.staged.pop(label).folder
-            if folder.parent == self.staging:
-                shutil.rmtree(folder, ignore_errors=True)
+        for label in [label for label in run.staged if label not in staying]:
+            run.unstage(label)
 
 
 @dataclass
 class _Batch:
-    """The batch being played: its number, how it was planned, and its tally so far."""
+    """The batch being played: its number and how it was planned (the core keeps its
+    tally, :class:`~referee.runs.core.Round`)."""
 
     number: int
     resumed: bool
     plan_ms: float
     placement: int = 0
     capped: int = 0
-    specs: dict[str, MatchSpec] = dataclasses.field(default_factory=dict)
-    tasks: dict[str, MatchTask] = dataclasses.field(default_factory=dict)
-    began: float = dataclasses.field(default_factory=time.perf_counter)
-    stored: int = 0
-    store_s: float = 0.0
-    failed: int = 0
-    faults: int = 0
 
 
 def _why_left(roster: Roster, name: str, label: str) -> str:
@@ -824,21 +730,3 @@ def _stat(path: Path) -> tuple[int, int]:
     except OSError:
         return (0, 0)
     return (stat.st_mtime_ns, stat.st_size)
-
-
-def _remove_partial_logs(store: Store) -> None:
-    """Logs of attempts that died with their worker (or with a killed coordinator)."""
-    for partial in store.logs_dir.glob(f"*{PARTIAL_SUFFIX}"):
-        partial.unlink(missing_ok=True)
-    for partial in store.logs_dir.glob(f"*{PARTIAL_SUFFIX}{STDERR_SUFFIX}"):
-        partial.unlink(missing_ok=True)
-
-
-def _log_digest(log: str | None) -> str:
-    """SHA-256 of a finished match's log file, for the results chain ("" without a log)."""
-    if log is None:
-        return ""
-    try:
-        return log_digest(Path(log).read_bytes())
-    except OSError:
-        return ""

@@ -1,8 +1,8 @@
 """``referee compare NEW OLD``: is NEW better than OLD, and how sure is that?
 
 A comparison is a tournament of its own kind (``format = "compare"``,
-:func:`referee.tournament.quick.compare_tournament`), played by a :class:`ComparisonRun`:
-the coordinator's :class:`~referee.coordinator.TournamentRun` with the rounds replaced.
+:func:`referee.tournament.quick.compare_tournament`), planned by a :class:`ComparisonPlanner`
+on the run core (:mod:`referee.runs.core`), entering the field as a tournament does.
 Instead of a schedule fixed in advance it plays **paired deals** a batch at a time
 (:func:`referee.tournament.scheduler.compare`: NEW and the field bots in every seat
 rotation, then OLD in NEW's seats, the same field bots, the same cards) and after every
@@ -35,21 +35,25 @@ resumes where it stopped, and replays an unfinished match on its own cards).
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from referee.coordinator import Event, TournamentRun
+from referee.clock import WallClock
 from referee.executors import AttemptEvent, Executor, MatchFailed, MatchFinished, MatchTask
+from referee.ranking.incremental import stored_match
 from referee.ranking.sprt import PairedDeals, Sprt, SprtState
-from referee.specs import MatchSpec, StoredMatch, StoredSeat
+from referee.runs.core import Planner, Round, Run, play
+from referee.runs.tournament import Event, enter_field, run_started
+from referee.specs import MatchSpec, StoredMatch
 from referee.tournament.file import Tournament
 from referee.tournament.scheduler import COMPARE_PREFIX, HALVES, compare
-from referee.tournament.store import DealSecret, RunLock, Store, wipe
 
 __all__ = [
     "ComparisonEvent",
-    "ComparisonRun",
+    "ComparisonPlanner",
     "ComparisonSummary",
     "SprtProgress",
     "run_comparison",
@@ -100,6 +104,7 @@ def run_comparison(
     restart: bool = False,
     on_event: Callable[[ComparisonEvent], None] | None = None,
     deal_secret: bytes | None = None,
+    clock: WallClock = time.time,
 ) -> ComparisonSummary:
     """Play ``tournament`` (``format = "compare"``) until ``test`` decides or ``max_deals``
     deals are played, ``batch`` deals at a time; resume what ``results_dir`` holds
@@ -108,34 +113,28 @@ def run_comparison(
     ``batch``: enough deals for every worker to have matches of other deals to go on with
     (so it can keep its bot processes), few enough that little is played past the deal the
     test decides at; twice the workers is both. ``deal_secret`` deals the comparison's
-    cards (to reproduce one; a fresh secret otherwise). Raises ``UsageError`` as
-    :func:`referee.coordinator.run_tournament` does.
+    cards (to reproduce one; a fresh secret otherwise); ``clock`` is the wall time the
+    store stamps. Raises ``UsageError`` as
+    :func:`referee.runs.tournament.run_tournament` does.
     """
-    with RunLock(results_dir):
-        if restart:
-            wipe(results_dir)
-        with Store(results_dir) as store:
-            notify = on_event or (lambda event: None)
-            run = ComparisonRun(tournament, store, executor, notify, test, max_deals, batch)
-            run.play(deal_secret)
-            return run.result()
+    planner = ComparisonPlanner(tournament, test, max_deals, batch)
+    play(
+        planner,
+        tournament,
+        executor,
+        results_dir,
+        restart=restart,
+        on_event=on_event,
+        deal_secret=deal_secret,
+        clock=clock,
+    )
+    return planner.result(results_dir)
 
 
-class ComparisonRun(TournamentRun):
-    """A comparison against its open store (see the module docstring)."""
+class ComparisonPlanner(Planner):
+    """Paired deals, a batch at a time, until the test decides (see the module docstring)."""
 
-    def __init__(
-        self,
-        tournament: Tournament,
-        store: Store,
-        executor: Executor,
-        notify: Callable[[ComparisonEvent], None],
-        test: Sprt,
-        max_deals: int,
-        batch: int = 2,
-    ) -> None:
-        super().__init__(tournament, store, executor, notify)
-        self.notify_test = notify  # the run's events, and the test's progress too
+    def __init__(self, tournament: Tournament, test: Sprt, max_deals: int, batch: int = 2) -> None:
         self.test = test
         self.max_deals = max_deals
         self.batch = max(1, batch)
@@ -147,99 +146,100 @@ class ComparisonRun(TournamentRun):
         self.counted: set[str] = set()
         self.failed: set[str] = set()
         self.faults = 0
+        self.pending: list[MatchSpec] = []
+        self.specs: dict[str, MatchSpec] = {}
+        """The matches of the round being played, by key."""
+        self.next_deal = 0
+        self.rounds = 0
+        self.complete = False
 
-    def result(self) -> ComparisonSummary:
+    def result(self, results_dir: Path) -> ComparisonSummary:
         return ComparisonSummary(
             self.state(),
             len(self.counted),
             self.faults,
             len(self.failed),
             len(self.deals.spoiled),
-            self.store.results_dir,
+            results_dir,
         )
 
     def state(self) -> SprtState:
         return self.test.first_decision(self.deals.observations())
 
-    # -- the rounds ---------------------------------------------------------------------
+    # -- the hooks ----------------------------------------------------------------------
 
-    def _rounds_to_come(self) -> bool:
-        return True
-
-    def _rounds(self, secret: DealSecret) -> bool:
-        """Play what is stored and not done, then batches of new deals until the test
-        decides or the deals allowed are spent; True when every stored match is done (the
-        secret is then revealed). A match that failed for good spoils its deal and holds
-        nothing up; the next run plays it again."""
-        for match in self.store.completed():
+    def prepare(self, run: Run) -> None:
+        """Enter the field, count what is stored, and go on with what is not done."""
+        enter_field(run)
+        for match in run.store.completed():
             self._count(match)
-        self._progress_test()
-        stored = [s for s in self.store.specs().values() if s.key.startswith(COMPARE_PREFIX)]
-        next_deal = max((s.deal + 1 for s in stored), default=0)
-        pending = sorted(stored, key=lambda spec: spec.key)
-        first = True
+        self._progress(run)
+        stored = [s for s in run.store.specs().values() if s.key.startswith(COMPARE_PREFIX)]
+        self.next_deal = max((s.deal + 1 for s in stored), default=0)
+        self.pending = sorted(stored, key=lambda spec: spec.key)
+
+    def next_round(self, run: Run) -> Round | None:
+        """What is stored and not done, then batches of new deals until the test decides
+        or the deals allowed are spent. A match that failed for good spoils its deal and
+        holds nothing up; the next run plays it again."""
         while True:
-            done = self.store.done_keys()
-            pending = [s for s in pending if s.key not in done and s.key not in self.failed]
-            if pending:
-                self._play_round(pending, first=first)
-                first = False
-                continue
-            if self.state().decided or next_deal >= self.max_deals:
-                return self.store.done_keys() >= set(self.store.specs())
-            last = min(self.max_deals, next_deal + self.batch)
-            pending = self._deal(secret, next_deal, last)
-            next_deal = last
+            done = run.store.done_keys()
+            self.pending = [
+                s for s in self.pending if s.key not in done and s.key not in self.failed
+            ]
+            if self.pending:
+                self.specs = {spec.key: spec for spec in self.pending}
+                return run.round(self.pending)
+            if self.state().decided or self.next_deal >= self.max_deals:
+                self.complete = run.store.done_keys() >= set(run.store.specs())
+                return None
+            last = min(self.max_deals, self.next_deal + self.batch)
+            self.pending = self._deal(run, self.next_deal, last)
+            self.next_deal = last
 
-    def _deal(self, secret: DealSecret, first: int, last: int) -> list[MatchSpec]:
-        """Store deals ``first`` to ``last - 1``; returns them as stored."""
-        f = self.tournament.file
-        specs = compare(
-            *self.pair, self.field, f.table_size, last, f.seed, secret.key, first_deal=first
-        )
-        self.store.add_matches(specs, secret)
-        stored = self.store.specs()
-        return [stored[spec.key] for spec in specs]
-
-    # -- what the executor reports -------------------------------------------------------
-
-    def _task(self, spec: MatchSpec, started: int) -> MatchTask:
+    def task(self, run: Run, spec: MatchSpec, started: int) -> MatchTask:
         """Every attempt on the scheduled cards (see the module docstring)."""
-        task = dataclasses.replace(
-            super()._task(spec, 0), reseeds=(), first_attempt=0, same_cards=True
-        )
-        self.tasks[spec.key] = task
-        return task
+        task = run.dealt(spec, 0)
+        return dataclasses.replace(task, reseeds=(), first_attempt=0, same_cards=True)
 
-    @staticmethod
-    def _order(task: MatchTask) -> tuple[int | str, ...]:
+    def order(self, task: MatchTask) -> tuple[Any, ...]:
         """Rotation, then half, then deal: a worker's consecutive matches are of other
         deals, so it may keep its bot processes (never for a second match of one deal)."""
         spec = task.spec
         return (spec.rotation, HALVES.index(spec.key.split("/")[2]), spec.deal)
 
-    def _record(self, event: AttemptEvent) -> None:
-        super()._record(event)
+    def round_started(self, run: Run, round: Round) -> None:
+        if self.rounds == 0:
+            run.notify(run_started(run, round))
+        else:
+            run.progress()
+        self.rounds += 1
+
+    def on_event(self, run: Run, event: AttemptEvent) -> None:
+        """Count a result, or spoil the deal of a match failed for good; say where the test
+        stands when that completes or spoils a deal."""
         if isinstance(event, MatchFinished):
-            spec = self.tasks[event.key].spec
-            seats = tuple(
-                StoredSeat(
-                    st.seat,
-                    spec.table[st.seat],
-                    st.place,
-                    st.score,
-                    st.forfeit,
-                    st.fault.kind if st.fault else None,
-                    st.fault.detail if st.fault else None,
-                )
-                for st in event.result.standings
-            )
-            if self._count(StoredMatch(spec, seats)) is not None:
-                self._progress_test()
+            if self._count(stored_match(self.specs[event.key], event.result)) is not None:
+                self._progress(run)
         elif isinstance(event, MatchFailed) and event.final:
             self.failed.add(event.key)
-            self.deals.fail(self.tasks[event.key].spec.deal)
-            self._progress_test()
+            self.deals.fail(self.specs[event.key].deal)
+            self._progress(run)
+
+    def finished(self, run: Run) -> bool:
+        return self.complete
+
+    # -- the test -------------------------------------------------------------------
+
+    def _deal(self, run: Run, first: int, last: int) -> list[MatchSpec]:
+        """Store deals ``first`` to ``last - 1``; returns them as stored."""
+        f = run.tournament.file
+        specs = compare(
+            *self.pair, self.field, f.table_size, last, f.seed, run.secret.key, first_deal=first
+        )
+        run.store.add_matches(specs, run.secret)
+        stored = run.store.specs()
+        return [stored[spec.key] for spec in specs]
 
     def _count(self, match: StoredMatch) -> int | None:
         """Count a stored match (once); its deal when that deal is now complete."""
@@ -249,8 +249,8 @@ class ComparisonRun(TournamentRun):
         self.faults += sum(seat.fault_kind is not None for seat in match.seats)
         return self.deals.add(match)
 
-    def _progress_test(self) -> None:
-        self.notify_test(
+    def _progress(self, run: Run) -> None:
+        run.notify(
             SprtProgress(
                 self.state(),
                 len(self.counted),
