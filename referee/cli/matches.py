@@ -3,7 +3,7 @@
 Thin, like every command: :func:`referee.tournament.quick.quick_tournament` makes the one
 table's tournament, :func:`referee.coordinator.run_tournament` plays it on local workers
 into a results folder (resumable: the same command with the same ``--results`` goes on
-where it stopped), and :func:`referee.publish.tally.tally` makes the table from the stored
+where it stopped), and :func:`referee.ranking.tally.tally` makes the table from the stored
 matches. Progress goes to stderr (a bar on a terminal, a line every tenth otherwise); the
 table, or its JSON, to stdout.
 """
@@ -27,12 +27,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from referee.cli.app import check_memory, say
+from referee.cli.tally import tally_table
 from referee.coordinator import Event, RunProgress, RunStarted, RunSummary, run_tournament
 from referee.errors import UsageError
 from referee.executors import MatchFailed
 from referee.executors.local import LocalExecutor
 from referee.protocol.session import distinct_names
-from referee.publish.tally import tally, tally_table
+from referee.ranking.tally import tally
 from referee.sandbox import Limits, get_sandbox
 from referee.specs import TimeControl
 from referee.text import printable

@@ -1,14 +1,17 @@
-"""The leaderboard: data from the ratings, and renderers for a terminal, Markdown, JSON, CSV.
+"""The leaderboard: the standings and what publishing adds, as a terminal table, Markdown,
+JSON and CSV.
 
-Each rated entry carries its TrueSkill rating (the rank is by ``mu - 3 sigma``), its mean
-normalised finishing score with a bootstrap interval (:mod:`referee.ranking.intervals`), and
-**over next**: how sure it is, from the deals both played, that it does better than the next
-entry (:class:`OverNext`, whose docstring says why that figure and not TrueSkill's, and how
-every format words it). Entrants without a match are listed apart, unrated. With
-play-offs, the leaderboard says how many were played and why they stopped; byte-identical
-entrants (``allow_twins``) are named; so is every replaced version of an entrant
-(:class:`RetiredVersion`), whose matches are retired: rated for nobody, since its tables
-are played again by the new version against the same opponents.
+The ranking is the standings' (:mod:`referee.ranking.standings`), computed there; this
+module adds what no ranking decides, and renders. Each rated entry carries its TrueSkill
+rating (the rank is by ``mu - 3 sigma``), its mean normalised finishing score with a
+bootstrap interval (:mod:`referee.ranking.intervals`), and **over next**: how sure it is,
+from the deals both played, that it does better than the next entry (:class:`OverNext`,
+whose docstring says why that figure and not TrueSkill's, and how every format words it).
+Entrants without a match are listed apart, unrated. With play-offs, the leaderboard says
+how many were played and why they stopped; byte-identical entrants (``allow_twins``) are
+named; so is every replaced version of an entrant (:class:`RetiredVersion`), whose matches
+are retired: rated for nobody, since its tables are played again by the new version against
+the same opponents.
 
 JSON also has each bot's reply times (:class:`referee.publish.stats.ReplyStats`: median, 99th
 percentile, slowest, the most of the bank spent in a match); they are measured, not in the
@@ -31,9 +34,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from rich import box
 from rich.console import Group
@@ -42,26 +45,15 @@ from rich.text import Text
 
 from referee.publish.settings import TournamentSettings, settings_sentences
 from referee.publish.stats import ReplyStats
-from referee.ranking.collusion import CollusionCheck, collusion_check
-from referee.ranking.intervals import (
+from referee.ranking.collusion import CollusionCheck
+from referee.ranking.standings import (
     MIN_SHARED_DEALS,
-    OrderConfidence,
-    ScoreInterval,
-    adjacent_confidences,
-    deal_scores,
-    score_intervals,
+    LeaderboardEntry,
+    OverNext,
+    PlayoffSummary,
+    Standings,
 )
-from referee.ranking.playoff import PlayoffState, identical, playoff_rounds
-from referee.ranking.ratings import EntrantRating, make_environment, rate
-from referee.rules import ResolvedRules
-from referee.specs import (
-    PLAYOFF_PREFIX,
-    PlayoffSettings,
-    RatingSettings,
-    Replacement,
-    StoredMatch,
-    identical_groups,
-)
+from referee.specs import Replacement
 from referee.text import printable
 
 __all__ = [
@@ -72,7 +64,6 @@ __all__ = [
     "OverNext",
     "PlayoffSummary",
     "RetiredVersion",
-    "build_leaderboard",
     "render",
     "retired_versions",
     "to_csv",
@@ -83,130 +74,6 @@ __all__ = [
 
 FORMATS = ("table", "md", "json", "csv")
 _DIGITS = 3
-
-
-@dataclass(frozen=True)
-class OverNext:
-    """How sure it is that an entry does better than the next one: the **over next** cell.
-
-    **Which estimate, and why.** The rank is TrueSkill's (``mu - 3 sigma``, every match,
-    the opponents weighed); the figure beside it is not: it is the paired comparison of the
-    two bots on the deal blocks both played (the same cards, every seat,
-    :func:`referee.ranking.intervals.order_confidence`), the share of bootstrap resamples in
-    which this one outscores the next. TrueSkill's own certainty of the order would be
-    ``Phi((mu_a - mu_b) / sqrt(sigma_a**2 + sigma_b**2))`` (with ``2 beta**2`` added under
-    the root it becomes the chance that ``a`` places above ``b`` in one match, 0.5 to 0.6
-    for any two bots of a tournament: a prediction, not a certainty). Measured by
-    ``python -m bench.certainty_bench`` on the ranking benchmark's ladder of eight bots of
-    known order, over the adjacent pairs of the published order: in 24 seeded round robins
-    of one-round matches after 1, 2 and 3 deals (168 pairs each) the shared-deal figure
-    predicts which bot of a pair is truly the better one a little better than TrueSkill's
-    (Brier scores 0.220, 0.183 and 0.146 against 0.230, 0.194 and 0.148), in 12 round
-    robins of matches to 15 points (84 pairs each) about as well (0.156 and 0.094 against
-    0.152 and 0.097); and where it disagrees with the rank (below 0.5: 39 of the 504
-    one-round pairs), the bot ranked lower was truly the better one in 31. The play-offs
-    stop on this figure too (``until``), and the twins controls
-    (``bench/ranking_bench.py``, ``tests/tournament/test_fairness.py``) check that it calls
-    two copies of one bot ordered no more often than its level says. So it stays, and every
-    format says plainly which is which (:func:`leaderboard_notes`).
-
-    **How it reads**, the same words in every format (:meth:`text`):
-
-    * ``0.98``: significant at the leaderboard's confidence;
-    * ``≈ 0.81``: this bot is ahead on the shared deals, but not surely;
-    * ``≈ 0.13 (next ahead)``: the shared deals favour the *next* bot (87 % of resamples),
-      though TrueSkill, weighing every match and opponent, ranks this one higher;
-    * ``— 6 shared deals``: fewer than :data:`MIN_SHARED_DEALS`, too few for any figure
-      (a bootstrap of a handful of deals reads 1.00 from two won deals); ``confidence`` is
-      then ``None``.
-    """
-
-    confidence: float | None
-    deals: int
-    significant: bool
-    favours: Literal["this", "next", "even"] | None
-    """Which bot the shared deals favour; ``None`` when they are too few."""
-
-    @classmethod
-    def of(cls, pair: OrderConfidence, level: float) -> OverNext:
-        if pair.deals < MIN_SHARED_DEALS:
-            return cls(None, pair.deals, False, None)
-        c = pair.confidence
-        favours: Literal["this", "next", "even"] = (
-            "this" if c > 0.5 else "next" if c < 0.5 else "even"
-        )
-        return cls(c, pair.deals, pair.significant(level), favours)
-
-    def text(self) -> str:
-        """The cell, as every format shows it (see the class)."""
-        if self.confidence is None:
-            if self.deals == 0:
-                return "— no shared deal"
-            return f"— {self.deals} shared deal{'s' if self.deals != 1 else ''}"
-        figure = f"{self.confidence:.2f}"
-        if self.significant:
-            return figure
-        return f"≈ {figure} (next ahead)" if self.favours == "next" else f"≈ {figure}"
-
-
-@dataclass(frozen=True)
-class LeaderboardEntry:
-    """One line of the leaderboard."""
-
-    rank: int
-    name: str
-    mu: float
-    sigma: float
-    score: float
-    matches: int
-    avg_place: float | None
-    firsts: int
-    forfeits: int
-    faults: dict[str, int] = field(default_factory=dict)
-    interval: ScoreInterval | None = None
-    """Mean normalised finishing score and its bootstrap interval."""
-    over_next: OrderConfidence | None = None
-    """The shared-deal comparison with the next entry (``None`` for the last)."""
-    significant: bool | None = None
-    """Whether ``over_next`` is significant at the leaderboard's confidence."""
-    playoff_matches: int = 0
-    certainty: OverNext | None = None
-    """``over_next`` as every format shows it (:class:`OverNext`)."""
-
-    @property
-    def mark(self) -> str:
-        """``≈`` when the order over the next entry is not significant, else nothing."""
-        return "≈" if self.significant is False else ""
-
-    @property
-    def over_next_text(self) -> str:
-        """The over-next cell: ``0.98``, ``≈ 0.81``, ``≈ 0.13 (next ahead)``,
-        ``— 6 shared deals``, or nothing for the last entry."""
-        return "" if self.certainty is None else self.certainty.text()
-
-
-@dataclass(frozen=True)
-class PlayoffSummary:
-    """The play-offs as far as they went: ``state`` says whether more are due."""
-
-    top: int
-    until: float
-    budget: int
-    matches: int
-    rounds: int
-    state: PlayoffState
-
-    def text(self) -> str:
-        why = {
-            "settled": f"every adjacent pair of the top {self.top} is ordered with "
-            f"confidence {self.until:g}",
-            "budget": "the budget is spent",
-            "open": "more are due (run the tournament again)",
-        }[self.state]
-        return (
-            f"Play-offs (top {self.top} until {self.until:g}, budget {self.budget}): "
-            f"{self.matches} matches in {self.rounds} rounds; {why}."
-        )
 
 
 @dataclass(frozen=True)
@@ -285,7 +152,8 @@ def retired_versions(
 
 @dataclass(frozen=True)
 class Leaderboard:
-    """A tournament's ranking: ``matches`` is how many finished matches it rests on.
+    """A tournament's standings (:class:`~referee.ranking.standings.Standings`) with what
+    publishing adds to them and no ranking decides.
 
     ``deals`` are the commitments of the secrets that dealt the matches, with each secret
     once the tournament is complete (``referee verify`` checks the deals with them).
@@ -293,24 +161,47 @@ class Leaderboard:
 
     tournament: str
     rules: str
-    matches: int
-    entries: tuple[LeaderboardEntry, ...]
+    standings: Standings
     deals: tuple[DealCommitment, ...] = ()
-    unrated: tuple[str, ...] = ()
-    """Entrants without a match yet, by name: no rating, no rank."""
-    confidence: float = 0.95
-    """The level of the intervals and of the marks on adjacent pairs."""
-    playoff: PlayoffSummary | None = None
     settings: TournamentSettings | None = None
     """How the tournament was played (``None`` when the caller has no tournament file)."""
-    collusion: CollusionCheck | None = None
-    """The collusion check of every pair that met (:mod:`referee.ranking.collusion`)."""
-    twins: tuple[tuple[str, ...], ...] = ()
-    """Groups of byte-identical entrants (the same SHA-256), allowed by ``allow_twins``."""
     reply_times: dict[str, ReplyStats] = field(default_factory=dict)
     """How quickly each bot answered, by name (bots with stored matches)."""
     replaced: tuple[RetiredVersion, ...] = ()
     """Every version replaced by ``--replace``, in the order of the replacements."""
+
+    @property
+    def matches(self) -> int:
+        """How many finished matches the ranking rests on."""
+        return self.standings.matches
+
+    @property
+    def entries(self) -> tuple[LeaderboardEntry, ...]:
+        return self.standings.entries
+
+    @property
+    def unrated(self) -> tuple[str, ...]:
+        """Entrants without a match yet, by name: no rating, no rank."""
+        return self.standings.unrated
+
+    @property
+    def confidence(self) -> float:
+        """The level of the intervals and of the marks on adjacent pairs."""
+        return self.standings.confidence
+
+    @property
+    def playoff(self) -> PlayoffSummary | None:
+        return self.standings.playoff
+
+    @property
+    def collusion(self) -> CollusionCheck:
+        """The collusion check of every pair that met (:mod:`referee.ranking.collusion`)."""
+        return self.standings.collusion
+
+    @property
+    def twins(self) -> tuple[tuple[str, ...], ...]:
+        """Groups of byte-identical entrants (the same SHA-256), allowed by ``allow_twins``."""
+        return self.standings.twins
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape: tournament, rules, settings, matches, confidence, deals, playoff,
@@ -348,7 +239,7 @@ class Leaderboard:
             "twins": [list(group) for group in self.twins],
             "replaced": [version.as_dict() for version in self.replaced],
             "notes": leaderboard_notes(self),
-            "collusion": None if self.collusion is None else self.collusion.as_dict(),
+            "collusion": self.collusion.as_dict(),
             "reply_times": {
                 name: self.reply_times[name].as_dict()
                 for name in [*(e.name for e in self.entries), *self.unrated]
@@ -388,175 +279,6 @@ def _entry_dict(e: LeaderboardEntry) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class RatedPart:
-    """What the ratings decide (:func:`rated_part`): every entrant's rating, best first,
-    and how sure each place is over the next. TrueSkill over every match, then a bootstrap
-    per adjacent pair: the costlier part of a ranking, which needs the order."""
-
-    rated: tuple[EntrantRating, ...]
-    pairs: tuple[OrderConfidence, ...]
-
-
-@dataclass(frozen=True)
-class ScoredPart:
-    """What needs no rating (:func:`scored_part`): each entrant's score interval and the
-    collusion check. A publication computes them while its ratings are computed."""
-
-    intervals: dict[str, ScoreInterval]
-    collusion: CollusionCheck
-
-
-def rated_part(
-    matches: Sequence[StoredMatch],
-    entrants: Sequence[str],
-    *,
-    ratings: RatingSettings | None = None,
-    ruleset: ResolvedRules | None = None,
-    observe: Callable[[StoredMatch, Mapping[str, Any]], None] | None = None,
-) -> RatedPart:
-    """Rate ``matches`` (in canonical order) and compare each rated entrant with the next
-    over the deals both played; ``observe`` as for :func:`build_leaderboard`."""
-    rating = ratings or RatingSettings()
-    rated = rate(matches, entrants, env=make_environment(rating, ruleset), observe=observe)
-    order = [r.name for r in rated if r.rated]
-    pairs = adjacent_confidences(order, deal_scores(matches), resamples=rating.resamples)
-    return RatedPart(tuple(rated), tuple(pairs))
-
-
-def scored_part(
-    matches: Sequence[StoredMatch],
-    entrants: Sequence[str],
-    *,
-    ratings: RatingSettings | None = None,
-    authors: Mapping[str, str] | None = None,
-) -> ScoredPart:
-    """Each entrant's mean score with its bootstrap interval, and the collusion check."""
-    intervals = entrant_intervals(matches, ratings=ratings)
-    return ScoredPart(intervals, collusion_check(matches, order=entrants, authors=authors))
-
-
-def entrant_intervals(
-    matches: Sequence[StoredMatch], *, ratings: RatingSettings | None = None
-) -> dict[str, ScoreInterval]:
-    """Each entrant's mean score with its bootstrap interval, at ``ratings``' confidence."""
-    rating = ratings or RatingSettings()
-    return score_intervals(
-        deal_scores(matches), level=rating.confidence, resamples=rating.resamples
-    )
-
-
-def build_leaderboard(
-    tournament: str,
-    rules: str,
-    matches: Sequence[StoredMatch],
-    entrants: Sequence[str],
-    *,
-    deals: Sequence[DealCommitment] = (),
-    ratings: RatingSettings | None = None,
-    ruleset: ResolvedRules | None = None,
-    playoff: PlayoffSettings | None = None,
-    table_size: int | None = None,
-    settings: TournamentSettings | None = None,
-    observe: Callable[[StoredMatch, Mapping[str, Any]], None] | None = None,
-    authors: Mapping[str, str] | None = None,
-    fingerprints: Mapping[str, str] | None = None,
-    reply_times: Mapping[str, ReplyStats] | None = None,
-    replaced: Sequence[RetiredVersion] = (),
-    parts: tuple[RatedPart, ScoredPart] | None = None,
-) -> Leaderboard:
-    """Rate ``matches`` (in canonical order), rank ``entrants`` by ``mu - 3 sigma``, and
-    add each one's score interval and the confidence of each adjacent pair.
-
-    ``ratings`` are the tournament's ``[ratings]`` (the defaults when ``None``); ``ruleset``
-    decides the default draw probability; ``playoff`` and ``table_size`` say whether more
-    play-offs are due; ``settings`` are published with the ranking; ``observe`` is called
-    with every match and the ratings after it (:func:`referee.ranking.ratings.rate`);
-    ``authors`` (entrant to author, where known) go into the collusion check's rows;
-    ``fingerprints`` (entrant to the SHA-256 of its files) name byte-identical entrants,
-    which the play-offs never separate; ``reply_times`` (by bot) are published with it;
-    ``replaced`` are the versions replaced (``matches`` holds none of their retired ones).
-    ``parts`` are :func:`rated_part` and :func:`scored_part` of the same arguments when
-    computed already (elsewhere, at the same time): the leaderboard is the same.
-    """
-    rating = ratings or RatingSettings()
-    if parts is None:
-        parts = (
-            rated_part(matches, entrants, ratings=rating, ruleset=ruleset, observe=observe),
-            scored_part(matches, entrants, ratings=rating, authors=authors),
-        )
-    rated_of, scored = parts
-    order = [r for r in rated_of.rated if r.rated]
-    pairs = rated_of.pairs
-    in_playoffs = _playoff_matches(matches)
-    entries = []
-    for rank, r in enumerate(order, start=1):
-        over = pairs[rank - 1] if rank - 1 < len(pairs) else None
-        entries.append(
-            _entry(
-                rank,
-                r,
-                interval=scored.intervals.get(r.name),
-                over_next=over,
-                significant=None if over is None else over.significant(rating.confidence),
-                playoff_matches=in_playoffs.get(r.name, 0),
-                certainty=None if over is None else OverNext.of(over, rating.confidence),
-            )
-        )
-    summary = None
-    if playoff is not None:
-        summary = _playoff_summary(
-            matches, playoff, pairs, table_size or len(entrants), fingerprints
-        )
-    return Leaderboard(
-        tournament=tournament,
-        rules=rules,
-        matches=len(matches),
-        entries=tuple(entries),
-        deals=tuple(deals),
-        unrated=tuple(r.name for r in rated_of.rated if not r.rated),
-        confidence=rating.confidence,
-        playoff=summary,
-        settings=settings,
-        collusion=scored.collusion,
-        twins=tuple(identical_groups({n: (fingerprints or {}).get(n, "") for n in entrants})),
-        reply_times=dict(reply_times or {}),
-        replaced=tuple(replaced),
-    )
-
-
-def _playoff_matches(matches: Sequence[StoredMatch]) -> dict[str, int]:
-    """How many play-off matches each bot played."""
-    counts: dict[str, int] = {}
-    for match in matches:
-        if match.spec.key.startswith(PLAYOFF_PREFIX):
-            for seat in match.seats:
-                counts[seat.name] = counts.get(seat.name, 0) + 1
-    return counts
-
-
-def _playoff_summary(
-    matches: Sequence[StoredMatch],
-    settings: PlayoffSettings,
-    pairs: Sequence[OrderConfidence],
-    table_size: int,
-    fingerprints: Mapping[str, str] | None = None,
-) -> PlayoffSummary:
-    """How far the play-offs went, and whether more are due (as :func:`plan_round` sees it:
-    a pair of byte-identical entrants is never waited for)."""
-    played = sum(m.spec.key.startswith(PLAYOFF_PREFIX) for m in matches)
-    state: PlayoffState = "open"
-    top_pairs = pairs[: settings.top - 1]
-    if top_pairs and all(
-        p.significant(settings.until) or identical(p, fingerprints) for p in top_pairs
-    ):
-        state = "settled"
-    elif settings.budget - played < table_size:
-        state = "budget"
-    rounds = playoff_rounds([m.spec for m in matches])
-    return PlayoffSummary(settings.top, settings.until, settings.budget, played, rounds, state)
-
-
 def _deals_text(board: Leaderboard, shown: Callable[[str], str] = str) -> str:
     """One sentence on the deal secrets: committed (with the beacon declared), and revealed
     or not yet; ``shown`` escapes the organiser's words (the beacon's source) for a
@@ -576,35 +298,6 @@ def _deals_text(board: Leaderboard, shown: Callable[[str], str] = str) -> str:
     return "Deals: " + "; ".join(parts) + " (check them with `referee verify`)."
 
 
-def _entry(
-    rank: int,
-    r: EntrantRating,
-    *,
-    interval: ScoreInterval | None,
-    over_next: OrderConfidence | None,
-    significant: bool | None,
-    playoff_matches: int,
-    certainty: OverNext | None,
-) -> LeaderboardEntry:
-    return LeaderboardEntry(
-        rank=rank,
-        name=r.name,
-        mu=r.mu,
-        sigma=r.sigma,
-        score=r.score,
-        matches=r.matches,
-        avg_place=r.avg_place,
-        firsts=r.firsts,
-        forfeits=r.forfeits,
-        faults=dict(r.faults),
-        interval=interval,
-        over_next=over_next,
-        significant=significant,
-        playoff_matches=playoff_matches,
-        certainty=certainty,
-    )
-
-
 def how_to_read(board: Leaderboard) -> str:
     """The one line under the table of every format: which figure comes from what."""
     level = f"{board.confidence * 100:g} %"
@@ -612,8 +305,10 @@ def how_to_read(board: Leaderboard) -> str:
         "Rank: TrueSkill, mu - 3 sigma over every match, opponents weighed. Over next: "
         "how sure it is, on the deals both bots played (same cards, every seat), that this "
         f"bot does better than the next; ≈ below {level}, “next ahead” where those deals "
-        f"favour the next bot, “— N shared deals” where fewer than {MIN_SHARED_DEALS} are "
-        "too few to say."
+        f"favour the next bot, “too few deals (N of {MIN_SHARED_DEALS})” where the two "
+        f"have played fewer than {MIN_SHARED_DEALS} deals together, too few to say (the "
+        "rotations of a deal count once; a replaced bot's count starts again with its new "
+        "version)."
     )
 
 
@@ -636,7 +331,7 @@ def leaderboard_notes(board: Leaderboard) -> list[str]:
             f"{' and '.join(group)}. No match can order them, and the play-offs never try."
         )
     notes += [version.text() for version in board.replaced]
-    if board.collusion is not None and board.collusion.flagged:
+    if board.collusion.flagged:
         notes.append(collusion_note(board.collusion))
     return notes
 

@@ -48,7 +48,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,11 +105,16 @@ class LeagueSiteReport:
 
 
 def publish_league(
-    tournament: Tournament, out: Path, results_dir: Path | None = None
+    tournament: Tournament,
+    out: Path,
+    results_dir: Path | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
 ) -> LeagueSiteReport:
     """Bring the league site in ``out`` up to date with the stored results (see the module
-    docstring). ``UsageError`` for a wrong ``out`` or a league with no results yet,
-    ``InfrastructureError`` when the disk refuses a write."""
+    docstring), naming ``clock()`` (the wall clock, a Unix time; a test's, pinned) as the
+    time of publication. ``UsageError`` for a wrong ``out`` or a league with no results
+    yet, ``InfrastructureError`` when the disk refuses a write."""
     folder = results_dir or tournament.results_dir
     if not (folder / DATABASE).exists():
         raise UsageError(
@@ -119,7 +124,7 @@ def publish_league(
     target = check_league_target(out, folder)
     try:
         with _Folder(target) as site, Store(folder, readonly=True) as store, store.snapshot():
-            return _Publication(tournament, store, site).write()
+            return _Publication(tournament, store, site, clock()).write()
     except OSError as exc:
         raise InfrastructureError(
             f"cannot write the site {out}: {exc.strerror or exc}"
@@ -215,13 +220,15 @@ class _Folder:
 class _Publication:
     """One publication of a league's site."""
 
-    def __init__(self, tournament: Tournament, store: Store, folder: _Folder) -> None:
+    def __init__(
+        self, tournament: Tournament, store: Store, folder: _Folder, published: float
+    ) -> None:
         self.tournament = tournament
         self.store = store
         self.folder = folder
         self.ledger = LeagueLedger(store, readonly=True)
         self.env = _environment()
-        self.published = format_time(time.time())
+        self.published = format_time(published)
         self.before = folder.state()
         self.stderr_private = tournament.file.publish.stderr == "private"
 

@@ -18,7 +18,6 @@ from referee.cli import main
 from referee.comparison import SprtProgress, run_comparison
 from referee.errors import UsageError
 from referee.executors import MatchTask
-from referee.publish.verify import verify_results
 from referee.ranking.sprt import MIN_DEALS, PairedDeals, Sprt
 from referee.rules import RuleSet
 from referee.sandbox import Limits, load_bot
@@ -28,6 +27,7 @@ from referee.tournament.deals import deal_seed
 from referee.tournament.quick import compare_tournament
 from referee.tournament.scheduler import compare, compare_deal
 from referee.tournament.store import Store
+from referee.verify.audit import verify_results
 
 from .conftest import write_bot
 

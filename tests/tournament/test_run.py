@@ -24,8 +24,8 @@ from referee.coordinator import PlayoffRound, PlayoffsOver, run_tournament
 from referee.errors import UsageError
 from referee.executors import MatchFailed
 from referee.executors.local import LocalExecutor
-from referee.publish.verify import verify_results
 from referee.tournament.file import load_tournament
+from referee.verify.audit import verify_results
 
 from .conftest import MARKER, REFEREE, leftover_processes, timeless, wait_for, write_tournament
 

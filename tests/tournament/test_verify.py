@@ -29,12 +29,12 @@ from referee.executors.base import (
     SandboxPlan,
 )
 from referee.matchlog import read_log
-from referee.publish.verify import verify_results
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament import chain
 from referee.tournament.deals import redeal_seed
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
+from referee.verify.audit import verify_results
 
 NAMES = ("ann", "bob", "cat", "dan", "eve", "fay", "gus", "hal")
 HANDLERS = {
