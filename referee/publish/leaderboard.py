@@ -31,18 +31,30 @@ terminal table drops control characters and never reads markup from a name.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich import box
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
+from referee.publish.boards import (
+    FORMATS,
+    RECORD_COLUMNS,
+    Column,
+    Renderers,
+    avg_text,
+    csv_table,
+    csv_text_cell,
+    faults_text,
+    json_text,
+    markdown_escape,
+    markdown_table,
+    record_cells,
+    render_board,
+    terminal_board,
+    terminal_text,
+)
 from referee.publish.settings import TournamentSettings, settings_sentences
 from referee.publish.stats import ReplyStats
 from referee.ranking.collusion import CollusionCheck
@@ -54,7 +66,6 @@ from referee.ranking.standings import (
     Standings,
 )
 from referee.specs import Replacement
-from referee.text import printable
 
 __all__ = [
     "FORMATS",
@@ -72,7 +83,6 @@ __all__ = [
     "to_rich_table",
 ]
 
-FORMATS = ("table", "md", "json", "csv")
 _DIGITS = 3
 
 
@@ -354,54 +364,23 @@ def _interval_text(e: LeaderboardEntry) -> str:
 
 def render(board: Leaderboard, fmt: str) -> str:
     """The leaderboard as text in ``fmt`` (``md``, ``json`` or ``csv``; ``table`` is plain)."""
-    if fmt == "md":
-        return to_markdown(board)
-    if fmt == "json":
-        return to_json(board)
-    if fmt == "csv":
-        return to_csv(board)
-    if fmt == "table":
-        from rich.console import Console
-
-        console = Console(width=160, color_system=None, file=io.StringIO(), highlight=False)
-        console.print(to_rich_table(board))
-        out = console.file
-        assert isinstance(out, io.StringIO)
-        return out.getvalue()
-    raise ValueError(f"unknown leaderboard format {fmt!r} (allowed: {', '.join(FORMATS)})")
+    return render_board(board, fmt, _RENDERERS)
 
 
 def to_json(board: Leaderboard) -> str:
-    return json.dumps(board.as_dict(), ensure_ascii=False, indent=2) + "\n"
-
-
-def _faults_text(faults: dict[str, int]) -> str:
-    return ", ".join(f"{kind}: {count}" for kind, count in faults.items())
-
-
-def _avg(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
+    return json_text(board.as_dict())
 
 
 # --------------------------------------------------------------------------- Markdown
 
-_MD_SPECIAL = frozenset("\\`*_[]|~")
-_MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
-
-
-def markdown_escape(text: str) -> str:
-    """Text safe inside a Markdown table cell: no formatting, no HTML, no cell breaks."""
-    out = []
-    for ch in text:
-        if ch in _MD_ENTITIES:
-            out.append(_MD_ENTITIES[ch])
-        elif ch in _MD_SPECIAL:
-            out.append("\\" + ch)
-        elif ch in "\r\n\t" or not ch.isprintable():
-            out.append(" ")
-        else:
-            out.append(ch)
-    return "".join(out)
+_MD_COLUMNS = (
+    Column("rank", right=True),
+    Column("bot"),
+    *(Column(name, right=True) for name in ("score", "mu", "sigma")),
+    Column("mean score [interval]"),
+    *(Column(n, right=True) for n in ("over next", "matches", "avg place", "firsts", "forfeits")),
+    Column("faults"),
+)
 
 
 def to_markdown(board: Leaderboard) -> str:
@@ -412,18 +391,26 @@ def to_markdown(board: Leaderboard) -> str:
     head = (
         f"## Leaderboard: {markdown_escape(board.tournament)}\n\n"
         f"Rules {markdown_escape(board.rules)}, {board.matches} matches.\n\n"
-        "| rank | bot | score | mu | sigma | mean score [interval] | over next | matches "
-        "| avg place | firsts | forfeits | faults |\n"
-        "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n"
     )
     rows = [
-        f"| {e.rank} | {markdown_escape(e.name)} | {e.score:.2f} | {e.mu:.2f} | {e.sigma:.2f} "
-        f"| {_interval_text(e)} | {e.over_next_text} "
-        f"| {e.matches} | {_avg(e.avg_place)} | {e.firsts} | {e.forfeits} "
-        f"| {markdown_escape(_faults_text(e.faults))} |\n"
+        (
+            str(e.rank),
+            markdown_escape(e.name),
+            f"{e.score:.2f}",
+            f"{e.mu:.2f}",
+            f"{e.sigma:.2f}",
+            _interval_text(e),
+            e.over_next_text,
+            str(e.matches),
+            avg_text(e.avg_place),
+            str(e.firsts),
+            str(e.forfeits),
+            markdown_escape(faults_text(e.faults)),
+        )
         for e in board.entries
     ]
-    return head + "".join(rows) + f"\n{notes}{deals}{_markdown_settings(board.settings)}"
+    table = markdown_table(_MD_COLUMNS, rows)
+    return head + table + f"\n{notes}{deals}{_markdown_settings(board.settings)}"
 
 
 def _markdown_settings(settings: TournamentSettings | None) -> str:
@@ -431,11 +418,12 @@ def _markdown_settings(settings: TournamentSettings | None) -> str:
     if settings is None:
         return ""
     text = "".join(f"{markdown_escape(line)}\n\n" for line in settings_sentences(settings))
-    rows = "".join(
-        f"| {markdown_escape(b.name)} | {markdown_escape(b.version or '—')} | `{b.sha256}` |\n"
+    rows = [
+        (markdown_escape(b.name), markdown_escape(b.version or "—"), f"`{b.sha256}`")
         for b in settings.bots
-    )
-    return f"{text}| bot | version | sha256 |\n|---|---|---|\n{rows}\n"
+    ]
+    columns = (Column("bot"), Column("version"), Column("sha256"))
+    return f"{text}{markdown_table(columns, rows)}\n"
 
 
 # --------------------------------------------------------------------------- CSV
@@ -443,14 +431,7 @@ def _markdown_settings(settings: TournamentSettings | None) -> str:
 _CSV_COLUMNS = (
     "rank",
     "name",
-    "score",
-    "mu",
-    "sigma",
-    "matches",
-    "avg_place",
-    "firsts",
-    "forfeits",
-    "faults",
+    *RECORD_COLUMNS,
     "mean_score",
     "interval_low",
     "interval_high",
@@ -460,12 +441,6 @@ _CSV_COLUMNS = (
     "over_next_text",
     "playoff_matches",
 )
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_text_cell(text: str) -> str:
-    """A text cell a spreadsheet will not evaluate (OWASP "CSV injection")."""
-    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def _csv_over_next(e: LeaderboardEntry) -> tuple[str, str, str, str]:
@@ -478,43 +453,26 @@ def _csv_over_next(e: LeaderboardEntry) -> tuple[str, str, str, str]:
     return (figure, str(c.deals), "yes" if c.significant else "no", c.text())
 
 
+def _csv_row(e: LeaderboardEntry) -> list[object]:
+    interval: Sequence[str] = ("", "", "")
+    if e.interval is not None:
+        interval = [f"{x:.4f}" for x in (e.interval.mean, e.interval.low, e.interval.high)]
+    return [
+        e.rank,
+        csv_text_cell(e.name),
+        *record_cells(e),
+        *interval,
+        *_csv_over_next(e),
+        e.playoff_matches,
+    ]
+
+
 def to_csv(board: Leaderboard) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
-    writer.writerow(_CSV_COLUMNS)
-    for e in board.entries:
-        writer.writerow(
-            [
-                e.rank,
-                csv_text_cell(e.name),
-                f"{e.score:.3f}",
-                f"{e.mu:.3f}",
-                f"{e.sigma:.3f}",
-                e.matches,
-                "" if e.avg_place is None else f"{e.avg_place:.3f}",
-                e.firsts,
-                e.forfeits,
-                csv_text_cell(";".join(f"{k}:{v}" for k, v in e.faults.items())),
-                *(
-                    ("", "", "")
-                    if e.interval is None
-                    else (f"{x:.4f}" for x in (e.interval.mean, e.interval.low, e.interval.high))
-                ),
-                *_csv_over_next(e),
-                e.playoff_matches,
-            ]
-        )
-    for name in board.unrated:
-        writer.writerow(["", csv_text_cell(name), *[""] * (len(_CSV_COLUMNS) - 2)])
-    return out.getvalue()
+    unrated = [["", csv_text_cell(name), *[""] * (len(_CSV_COLUMNS) - 2)] for name in board.unrated]
+    return csv_table(_CSV_COLUMNS, [*(_csv_row(e) for e in board.entries), *unrated])
 
 
 # --------------------------------------------------------------------------- terminal
-
-
-def terminal_text(text: str) -> str:
-    """Untrusted text for a terminal: :func:`referee.text.printable`."""
-    return printable(text)
 
 
 def to_rich_table(board: Leaderboard) -> Group:
@@ -522,9 +480,7 @@ def to_rich_table(board: Leaderboard) -> Group:
 
     Average places and first places are left to the other formats: at one table size the
     mean score says what the average place does (``mean = (k - avg) / (k - 1)``). The
-    notes follow the table rather than being its caption: a caption is wrapped to the
-    width rich computes for the table, which with collapsed padding can exceed the
-    terminal by a column, and the last letter of a line was cut off.
+    notes follow the table rather than being its caption (:func:`terminal_board`).
     """
     notes = [terminal_text(note) for note in leaderboard_notes(board)]
     if board.deals:
@@ -535,42 +491,44 @@ def to_rich_table(board: Leaderboard) -> Group:
         notes += [
             terminal_text(f"  {b.name} {b.version or '-'} {b.sha256}") for b in board.settings.bots
         ]
-    table = Table(
-        title=Text(
-            f"{terminal_text(board.tournament)} · {terminal_text(board.rules)} · "
-            f"{board.matches} matches"
-        ),
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        collapse_padding=True,
-        show_edge=False,
-    )
-    table.add_column("#", justify="right", min_width=1, no_wrap=True)
-    table.add_column("bot", overflow="fold", min_width=10)
     level = f"{board.confidence * 100:g}%"
-    for column in ("score", "mu ± sigma", f"mean [{level}]"):
-        table.add_column(column, justify="right", no_wrap=True)
-    # "≈ 0.13 (next ahead)" may wrap at its spaces on a narrow terminal, never mid-word.
-    table.add_column("over next", justify="right", min_width=6)
-    table.add_column("played", justify="right", no_wrap=True)
-    table.add_column("forfeits", overflow="fold", min_width=8)
+    columns = (
+        Column("#", right=True, no_wrap=True, min_width=1),
+        Column("bot", overflow="fold", min_width=10),
+        *(Column(name, right=True, no_wrap=True) for name in ("score", "mu ± sigma")),
+        Column(f"mean [{level}]", right=True, no_wrap=True),
+        # "≈ 0.13 (next ahead)" may wrap at its spaces on a narrow terminal, never mid-word.
+        Column("over next", right=True, min_width=6),
+        Column("played", right=True, no_wrap=True),
+        Column("forfeits", overflow="fold", min_width=8),
+    )
+    rows: list[Sequence[str | Text]] = []
     for e in board.entries:
         forfeits = str(e.forfeits)
         if e.faults:
-            forfeits += f" ({_faults_text(e.faults)})"
+            forfeits += f" ({faults_text(e.faults)})"
         interval = "—"
         if e.interval is not None:
             interval = f"{e.interval.mean:.2f} [{e.interval.low:.2f},{e.interval.high:.2f}]"
-        table.add_row(
-            str(e.rank),
-            Text(terminal_text(e.name)),
-            f"{e.score:.2f}",
-            f"{e.mu:.2f}±{e.sigma:.2f}",
-            interval,
-            e.over_next_text,
-            str(e.matches),
-            Text(forfeits),
+        rows.append(
+            (
+                str(e.rank),
+                Text(terminal_text(e.name)),
+                f"{e.score:.2f}",
+                f"{e.mu:.2f}±{e.sigma:.2f}",
+                interval,
+                e.over_next_text,
+                str(e.matches),
+                Text(forfeits),
+            )
         )
     for name in board.unrated:
-        table.add_row("", Text(terminal_text(name)), "", "", "unrated", "", "", "")
-    return Group(table, Text("\n".join(notes)))
+        rows.append(("", Text(terminal_text(name)), "", "", "unrated", "", "", ""))
+    title = (
+        f"{terminal_text(board.tournament)} · {terminal_text(board.rules)} · "
+        f"{board.matches} matches"
+    )
+    return terminal_board(title, columns, rows, notes)
+
+
+_RENDERERS = Renderers(to_markdown, to_csv, to_rich_table)

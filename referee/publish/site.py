@@ -59,7 +59,7 @@ import gc
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -426,8 +426,7 @@ class _Site:
 
     def static_files(self) -> None:
         """The site's own style and scripts, copied from the package."""
-        for path in sorted((_HERE / "static").iterdir()):
-            self.write("static", path.stem, path.suffix, path.read_bytes())
+        static_files(self.write)
 
     # -- matches -----------------------------------------------------------------------
 
@@ -476,20 +475,7 @@ class _Site:
         held = replay == "withheld"
         stderr = self._stderr(key, stem) if replay == "ok" else "none"
         record = self.results.records.get(key)
-        seats = tuple(
-            SeatView(
-                seat=s.seat,
-                name=s.name,
-                slug=self.slugs.get(s.name),
-                place=s.place,
-                score=s.score,
-                forfeit=s.forfeit,
-                fault_kind=s.fault_kind,
-                fault_detail=None if held else s.fault_detail,
-                fault_line=fault_lines.get(s.seat),
-            )
-            for s in match.seats
-        )
+        seats = seat_views(match, self.slugs, fault_lines, held=held)
         return MatchView(
             key=key,
             stem=stem,
@@ -676,20 +662,7 @@ class _Site:
         """``fault`` as its page may show it now (see :class:`FaultView`)."""
         spec = self.results.specs.get(fault.key)
         held = spec is None or spec.deal_id not in self.complete_deals
-        return FaultView(
-            key=fault.key,
-            seat=fault.seat,
-            name=fault.name,
-            kind=fault.kind,
-            held=held,
-            request_id=fault.request_id,
-            elapsed_ms=fault.elapsed_ms,
-            detail=None if held else fault.detail,
-            reply=None if held else fault.reply,
-            stderr=None if held or self.stderr_private else fault.stderr,
-            request=None if held or fault.request is None else _request_line(fault.request),
-            request_label="" if fault.request is None else _request_label(fault),
-        )
+        return fault_view(fault, held=held, stderr_private=self.stderr_private)
 
     def _head_to_head(
         self, name: str, pairs: dict[tuple[str, str], PairRecord]
@@ -936,6 +909,56 @@ def _fault_groups(
     return [
         FaultGroup(kind, reply, held, tuple(members)) for (kind, reply, held), members in ordered
     ]
+
+
+def seat_views(
+    match: StoredMatch, slugs: Mapping[str, str], fault_lines: Mapping[int, int], *, held: bool
+) -> tuple[SeatView, ...]:
+    """The seats of ``match`` as the pages show them: a fault's detail only once its cards
+    may be shown (not ``held``), and the log line of each seat's fault."""
+    return tuple(
+        SeatView(
+            seat=s.seat,
+            name=s.name,
+            slug=slugs.get(s.name),
+            place=s.place,
+            score=s.score,
+            forfeit=s.forfeit,
+            fault_kind=s.fault_kind,
+            fault_detail=None if held else s.fault_detail,
+            fault_line=fault_lines.get(s.seat),
+        )
+        for s in match.seats
+    )
+
+
+def fault_view(
+    fault: StoredFault, *, held: bool, stderr_private: bool, explained: tuple[str, ...] = ()
+) -> FaultView:
+    """``fault`` as a page shows it: while ``held``, nothing that may show the cards (see
+    :class:`FaultView`); its stderr report only where stderr is published."""
+    return FaultView(
+        key=fault.key,
+        seat=fault.seat,
+        name=fault.name,
+        kind=fault.kind,
+        held=held,
+        request_id=fault.request_id,
+        elapsed_ms=fault.elapsed_ms,
+        detail=None if held else fault.detail,
+        reply=None if held else fault.reply,
+        stderr=None if held or stderr_private else fault.stderr,
+        request=None if held or fault.request is None else _request_line(fault.request),
+        request_label="" if fault.request is None else _request_label(fault),
+        explained=() if held else explained,
+    )
+
+
+def static_files(write: Callable[[str, str, str, bytes], object]) -> None:
+    """The site's own style and scripts, copied from the package, through ``write(folder,
+    stem, suffix, data)``."""
+    for path in sorted((_HERE / "static").iterdir()):
+        write("static", path.stem, path.suffix, path.read_bytes())
 
 
 def _request_line(request: dict[str, Any]) -> str:
