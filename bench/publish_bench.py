@@ -18,7 +18,7 @@ side by side in one run:
   and removes the old site once the new one is in place). For comparison, the same results
   are then published once more into that folder with nothing reused (``--no-reuse``).
   The ranking of those results alone is timed too, in one process (a publication splits it
-  in two: :func:`referee.publish.site.publish_site`).
+  in two: :func:`referee.ranking.standings.standings_meanwhile`).
 
 Targets: publishing the 2,000 takes less time than playing the 100, and so does
 republishing after 100 new matches. The leaderboard page stays under 1 MB whatever the
@@ -45,7 +45,8 @@ from typing import Any
 from bench import installed_bytecode, spawn_as_the_command
 from referee.executors.local import LocalExecutor
 from referee.publish.site import SiteReport, publish_site
-from referee.publish.source import load_results, rank
+from referee.publish.source import load_results, ranking_input
+from referee.ranking.standings import standings
 from referee.runs.tournament import run_tournament
 from referee.testing import Handler, InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.file import load_tournament
@@ -175,7 +176,7 @@ def main(matches: int = 2000, played: int = 100, rules: str = '"arschloch"') -> 
         _describe(f"{played} matches", small_s, small_report)
         stored = load_results(load_tournament(growing))
         started = time.monotonic()
-        rank(stored)
+        standings(ranking_input(stored))
         figures["rank_s"] = time.monotonic() - started
         print(
             f"publish: the ranking of those {matches} alone (TrueSkill, bootstrap, collusion; "

@@ -8,7 +8,7 @@ printed):
 
 * **data**: ``verify SITE`` as it was before it checked the pages: the deals, the schedule,
   every log replayed, the results chain, and the leaderboard derived from the logs
-  (:func:`referee.publish.pagecheck.check_pages` left out);
+  (:func:`referee.verify.pages.check_pages` left out);
 * **whole**: ``verify SITE`` as it is: the same, then every file listed, hashed, and
   rendered again from the verified data and compared;
 * **publish**: the publication itself, for scale (a full one, nothing reused).

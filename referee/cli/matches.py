@@ -3,7 +3,7 @@
 Thin, like every command: :func:`referee.tournament.quick.quick_tournament` makes the one
 table's tournament, :func:`referee.runs.tournament.run_tournament` plays it on local workers
 into a results folder (resumable: the same command with the same ``--results`` goes on
-where it stopped), and :func:`referee.publish.tally.tally` makes the table from the stored
+where it stopped), and :func:`referee.ranking.tally.tally` makes the table from the stored
 matches. Progress goes to stderr (a bar on a terminal, a line every tenth otherwise); the
 table, or its JSON, to stdout.
 """
@@ -28,10 +28,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from referee.cli.app import check_memory, say
 from referee.cli.progress import Every, ProgressView
 from referee.cli.tables import print_table
+from referee.cli.tally import tally_table
 from referee.errors import UsageError
 from referee.executors.local import LocalExecutor
 from referee.protocol.session import distinct_names
-from referee.publish.tally import Tally, tally, tally_table
+from referee.ranking.tally import Tally, tally
 from referee.runs.tournament import RunProgress, RunStarted, RunSummary, run_tournament
 from referee.sandbox import Limits, get_sandbox
 from referee.specs import StoredFault, TimeControl

@@ -59,8 +59,8 @@ from referee.tournament.file import Tournament, load_tournament
 if TYPE_CHECKING:
     from referee.executors.cluster import DaskExecutor
     from referee.match.compliance import CheckReport
-    from referee.publish.verify import Verification
     from referee.tournament.store import DealSecret
+    from referee.verify.audit import Verification
 
 
 # --------------------------------------------------------------------------- run
@@ -606,9 +606,9 @@ class _ProgressView(ProgressView):
 
 
 def _leaderboard(spec: Tournament, results_dir: Path | None = None) -> Leaderboard:
-    from referee.publish.source import load_results, rank
+    from referee.publish.source import leaderboard, load_results
 
-    return rank(load_results(spec, results_dir)).board
+    return leaderboard(load_results(spec, results_dir))
 
 
 LEAGUE_DROPS = ("last played", "mu ± sigma", "avg place")
@@ -727,7 +727,7 @@ def verify(
     by another referee version) says so on a line of its own; --require-pages makes that
     exit code 1.
     """
-    from referee.publish.verify import verify_folder
+    from referee.verify.audit import verify_folder
 
     folder = results
     plan = None

@@ -1,10 +1,12 @@
 """Publishing a tournament: the leaderboard as a terminal table, Markdown, JSON or CSV, and
 the static site.
 
-:func:`referee.publish.source.load_results` reads a snapshot of the results store and
-:func:`~referee.publish.source.rank` makes its leaderboard (with the tournament's settings,
-:mod:`referee.publish.settings`); :func:`referee.publish.site.publish_site` writes the site
-(Jinja2, the ``site`` extra, imported only there). Bot names are untrusted display text;
+:func:`referee.publish.source.load_results` reads a snapshot of the results store, its
+standings come from :mod:`referee.ranking.standings`, and
+:func:`~referee.publish.source.leaderboard` adds the tournament's settings
+(:mod:`referee.publish.settings`) and what else no ranking decides;
+:func:`referee.publish.site.publish_site` writes the site (Jinja2, the ``site`` extra,
+imported only there). Bot names are untrusted display text;
 every renderer escapes them for its medium.
 """
 
@@ -14,7 +16,6 @@ from referee.publish.leaderboard import (
     Leaderboard,
     LeaderboardEntry,
     PlayoffSummary,
-    build_leaderboard,
     render,
     to_csv,
     to_json,
@@ -31,7 +32,6 @@ __all__ = [
     "LeaderboardEntry",
     "PlayoffSummary",
     "TournamentSettings",
-    "build_leaderboard",
     "render",
     "to_csv",
     "to_json",

@@ -23,7 +23,7 @@ publishes everything ``referee verify`` needs, beside the match logs it already 
                                 recomputed from the manifest and its log)
 
 The shapes are the pydantic models below, one definition for the writer
-(:func:`verification_files`) and the reader (:mod:`referee.publish.verify`), which
+(:func:`verification_files`) and the reader (:mod:`referee.verify.audit`), which
 refuses anything else. Nothing here may show cards still to be played: while a deal is
 open (``spec.deal_id`` with a match not finished) its matches are listed without their
 seeds and logs, the seeds of the chain's entries are never published (the chain carries

@@ -1,9 +1,8 @@
-"""The rating history: each bot's conservative score after every match, as a chart.
+"""The rating history as a chart: each bot's conservative score after every match.
 
-:class:`RatingHistory` watches the leaderboard's own replay of the ratings (TrueSkill is
-most of the cost of publishing, so it runs once: ``observe`` of
-:func:`referee.ranking.ratings.rate`), so the last point of each line is the score the leaderboard
-shows. The chart is computed when the site is published, as coordinates for an
+The history is the standings' (:class:`referee.ranking.history.RatingHistory`, recorded
+while the ratings are computed), so the last point of each line is the score the
+leaderboard shows. The chart is computed when the site is published, as coordinates for an
 SVG the template draws: no script is needed to see it. Its size does not grow with the
 tournament: each line keeps at most :data:`MAX_POINTS` points (the last score in each of
 that many equal slices of the matches), so the leaderboard page stays small with any number
@@ -13,22 +12,17 @@ of matches.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from referee.ranking.ratings import make_environment, rating_steps
-from referee.rules import ResolvedRules
-from referee.specs import RatingSettings, StoredMatch
+from referee.ranking.history import RatingHistory
 
 __all__ = [
     "MAX_POINTS",
     "PALETTE",
     "HistoryChart",
-    "RatingHistory",
     "Series",
     "history_chart",
-    "rating_history",
 ]
 
 MAX_POINTS = 300
@@ -87,47 +81,6 @@ class HistoryChart:
     y_ticks: tuple[tuple[float, str], ...]
     plot: tuple[float, float, float, float]
     """The plotting area: left, top, right, bottom."""
-
-
-class RatingHistory:
-    """Each bot's ``(match number, score)`` after each of its matches, from match 0.
-
-    Pass it as ``observe`` to :func:`referee.ranking.ratings.rate` (or
-    :func:`~referee.publish.leaderboard.build_leaderboard`); ``initial`` is the score of a
-    bot before its first match.
-    """
-
-    def __init__(
-        self, ratings: RatingSettings | None = None, rules: ResolvedRules | None = None
-    ) -> None:
-        env = make_environment(ratings, rules)
-        self.initial = env.mu - 3 * env.sigma
-        self.matches = 0
-        self.points: dict[str, list[tuple[int, float]]] = {}
-
-    def __call__(self, match: StoredMatch, ratings: Mapping[str, Any]) -> None:
-        self.matches += 1
-        for seat in match.seats:
-            rating = ratings[seat.name]
-            line = self.points.setdefault(seat.name, [(0, self.initial)])
-            line.append((self.matches, rating.mu - 3 * rating.sigma))
-
-    def line(self, name: str) -> list[tuple[int, float]]:
-        return self.points.get(name, [(0, self.initial)])
-
-
-def rating_history(
-    matches: Sequence[StoredMatch],
-    names: Sequence[str],
-    *,
-    ratings: RatingSettings | None = None,
-    rules: ResolvedRules | None = None,
-) -> RatingHistory:
-    """The history of ``matches`` on its own (the leaderboard records it as it rates)."""
-    history = RatingHistory(ratings, rules)
-    for match, current in rating_steps(matches, names, make_environment(ratings, rules)):
-        history(match, current)
-    return history
 
 
 def _thin(points: list[tuple[int, float]], total: int) -> list[tuple[int, float]]:

@@ -15,26 +15,22 @@ forfeits of their own in a row, :mod:`referee.league`: their rating kept, with t
 that suspended them) and the **retired versions** (replaced by a new version, or
 retired): their rating and record as they left, no longer ranked.
 
-Bot names are untrusted display text: every renderer escapes them as the tournament's
-leaderboard does (:mod:`referee.publish.leaderboard`).
+It is rendered by the tournament's renderer (:mod:`referee.publish.boards`), with columns,
+rows and notes of its own. Bot names are untrusted display text: every renderer escapes
+them as the tournament's leaderboard does.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich import box
-from rich.console import Console, Group
-from rich.table import Table
+from rich.console import Group
 from rich.text import Text
 
 from referee.errors import UsageError
-from referee.publish.leaderboard import csv_text_cell, markdown_escape, terminal_text
+from referee.publish import boards
 from referee.publish.settings import format_time
 from referee.tournament.league import LeagueEntrant, LeagueLedger, Suspension
 from referee.tournament.store import DATABASE, Store
@@ -297,73 +293,75 @@ def league_notes(board: LeagueBoard) -> list[str]:
 
 def render_league(board: LeagueBoard, fmt: str) -> str:
     """The leaderboard as text in ``fmt`` (``table``, ``md``, ``json`` or ``csv``)."""
-    if fmt == "json":
-        return json.dumps(board.as_dict(), ensure_ascii=False, indent=2) + "\n"
-    if fmt == "md":
-        return _markdown(board)
-    if fmt == "csv":
-        return _csv(board)
-    if fmt == "table":
-        console = Console(width=160, color_system=None, file=io.StringIO(), highlight=False)
-        console.print(league_rich_table(board))
-        out = console.file
-        assert isinstance(out, io.StringIO)
-        return out.getvalue()
-    raise ValueError(f"unknown leaderboard format {fmt!r}")
+    return boards.render_board(board, fmt, _RENDERERS)
 
 
-def _faults_text(faults: dict[str, int]) -> str:
-    return ", ".join(f"{kind}: {count}" for kind, count in faults.items())
+_MD_COLUMNS = (
+    boards.Column("rank", right=True),
+    boards.Column("bot"),
+    *(
+        boards.Column(n, right=True)
+        for n in ("version", "score", "mu", "sigma", "matches", "avg place")
+    ),
+    boards.Column("last played"),
+    boards.Column("forfeits", right=True),
+    boards.Column("faults"),
+)
 
 
-def _avg(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
+def _md_apart(last: str) -> tuple[boards.Column, ...]:
+    """The columns of the suspended and the retired, ``last`` naming their batch."""
+    return (
+        boards.Column("bot"),
+        *(boards.Column(n, right=True) for n in ("version", "score", "mu", "sigma", "matches")),
+        boards.Column("last played"),
+        boards.Column(last, right=True),
+        boards.Column("why"),
+    )
+
+
+def _md_figures(e: LeagueEntry) -> tuple[str, ...]:
+    """The cells every Markdown table of the league shows: version to matches."""
+    return (str(e.version), f"{e.score:.2f}", f"{e.mu:.2f}", f"{e.sigma:.2f}", str(e.matches))
 
 
 def _markdown(board: LeagueBoard) -> str:
     head = (
-        f"## League: {markdown_escape(board.league)}\n\n"
-        f"Rules {markdown_escape(board.rules)}, {board.matches} matches, "
+        f"## League: {boards.markdown_escape(board.league)}\n\n"
+        f"Rules {boards.markdown_escape(board.rules)}, {board.matches} matches, "
         f"{board.batches} batches.\n\n"
-        "| rank | bot | version | score | mu | sigma | matches | avg place | last played "
-        "| forfeits | faults |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|\n"
     )
-
-    def row(e: LeagueEntry) -> str:
-        mark = " (placement)" if e.placing else ""
-        return (
-            f"| {e.rank or ''} | {markdown_escape(e.label)}{mark} | {e.version} "
-            f"| {e.score:.2f} | {e.mu:.2f} | {e.sigma:.2f} | {e.matches} | {_avg(e.avg_place)} "
-            f"| {e.last_played_text} | {e.forfeits} | {markdown_escape(_faults_text(e.faults))} |\n"
+    rows = [
+        (
+            str(e.rank or ""),
+            boards.markdown_escape(e.label) + (" (placement)" if e.placing else ""),
+            *_md_figures(e),
+            boards.avg_text(e.avg_place),
+            e.last_played_text,
+            str(e.forfeits),
+            boards.markdown_escape(boards.faults_text(e.faults)),
         )
-
-    text = head + "".join(row(e) for e in (*board.entries, *board.unrated))
-    if board.suspended:
-        text += (
-            "\n### Suspended\n\n"
-            "| bot | version | score | mu | sigma | matches | last played | from batch "
-            "| why |\n|---|---:|---:|---:|---:|---:|---|---:|---|\n"
-        )
-        text += "".join(
-            f"| {markdown_escape(e.label)} | {e.version} | {e.score:.2f} | {e.mu:.2f} "
-            f"| {e.sigma:.2f} | {e.matches} | {e.last_played_text} | {e.suspended} "
-            f"| {markdown_escape(e.suspended_why or '')} |\n"
-            for e in board.suspended
-        )
-    if board.retired:
-        text += (
-            "\n### Retired versions\n\n"
-            "| bot | version | score | mu | sigma | matches | last played | left at batch "
-            "| why |\n|---|---:|---:|---:|---:|---:|---|---:|---|\n"
-        )
-        text += "".join(
-            f"| {markdown_escape(e.label)} | {e.version} | {e.score:.2f} | {e.mu:.2f} "
-            f"| {e.sigma:.2f} | {e.matches} | {e.last_played_text} | {e.left} "
-            f"| {markdown_escape(e.why or '')} |\n"
-            for e in board.retired
-        )
-    notes = "".join(f"\n{markdown_escape(note)}\n" for note in league_notes(board))
+        for e in (*board.entries, *board.unrated)
+    ]
+    text = head + boards.markdown_table(_MD_COLUMNS, rows)
+    for title, entries, last in (
+        ("Suspended", board.suspended, "from batch"),
+        ("Retired versions", board.retired, "left at batch"),
+    ):
+        if not entries:
+            continue
+        apart = [
+            (
+                boards.markdown_escape(e.label),
+                *_md_figures(e),
+                e.last_played_text,
+                str(e.suspended if e.left is None else e.left),
+                boards.markdown_escape((e.suspended_why if e.left is None else e.why) or ""),
+            )
+            for e in entries
+        ]
+        text += f"\n### {title}\n\n" + boards.markdown_table(_md_apart(last), apart)
+    notes = "".join(f"\n{boards.markdown_escape(note)}\n" for note in league_notes(board))
     return text + notes
 
 
@@ -372,14 +370,7 @@ _CSV_COLUMNS = (
     "name",
     "entrant",
     "version",
-    "score",
-    "mu",
-    "sigma",
-    "matches",
-    "avg_place",
-    "firsts",
-    "forfeits",
-    "faults",
+    *boards.RECORD_COLUMNS,
     "last_played",
     "placement",
     "retired",
@@ -391,75 +382,76 @@ _CSV_COLUMNS = (
 )
 
 
+def _csv_row(e: LeagueEntry) -> list[object]:
+    return [
+        e.rank or "",
+        boards.csv_text_cell(e.label),
+        boards.csv_text_cell(e.name),
+        e.version,
+        *boards.record_cells(e),
+        "" if e.last_played is None else e.last_played_text,
+        "yes" if e.placing else "no",
+        "yes" if e.left is not None else "no",
+        "" if e.left is None else e.left,
+        boards.csv_text_cell(e.why or ""),
+        "yes" if e.suspended is not None else "no",
+        "" if e.suspended is None else e.suspended,
+        boards.csv_text_cell(e.suspended_why or ""),
+    ]
+
+
 def _csv(board: LeagueBoard) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
-    writer.writerow(_CSV_COLUMNS)
-    for e in (*board.entries, *board.unrated, *board.suspended, *board.retired):
-        writer.writerow(
-            [
-                e.rank or "",
-                csv_text_cell(e.label),
-                csv_text_cell(e.name),
-                e.version,
-                f"{e.score:.3f}",
-                f"{e.mu:.3f}",
-                f"{e.sigma:.3f}",
-                e.matches,
-                "" if e.avg_place is None else f"{e.avg_place:.3f}",
-                e.firsts,
-                e.forfeits,
-                csv_text_cell(";".join(f"{k}:{v}" for k, v in e.faults.items())),
-                "" if e.last_played is None else e.last_played_text,
-                "yes" if e.placing else "no",
-                "yes" if e.left is not None else "no",
-                "" if e.left is None else e.left,
-                csv_text_cell(e.why or ""),
-                "yes" if e.suspended is not None else "no",
-                "" if e.suspended is None else e.suspended,
-                csv_text_cell(e.suspended_why or ""),
-            ]
-        )
-    return out.getvalue()
+    every = (*board.entries, *board.unrated, *board.suspended, *board.retired)
+    return boards.csv_table(_CSV_COLUMNS, [_csv_row(e) for e in every])
+
+
+_TERMINAL_COLUMNS = (
+    boards.Column("#", right=True, no_wrap=True),
+    boards.Column("bot", overflow="fold", min_width=10),
+    *(
+        boards.Column(n, right=True, no_wrap=True)
+        for n in ("score", "mu ± sigma", "played", "avg place")
+    ),
+    boards.Column("last played", no_wrap=True),
+    boards.Column("note", overflow="fold", min_width=8),
+)
+
+
+def _note(e: LeagueEntry) -> str:
+    """The terminal's note on ``e``: placement, retired, suspended or unrated, its faults."""
+    note = "placement" if e.placing else ""
+    if e.left is not None:
+        note = f"retired at batch {e.left}: {e.why}"
+    elif e.suspended is not None:
+        note = f"suspended from batch {e.suspended} (see below)"
+    elif not e.matches:
+        note = "unrated"
+    if e.faults:
+        note = f"{note} faults {boards.faults_text(e.faults)}".strip()
+    return note
 
 
 def league_rich_table(board: LeagueBoard) -> Group:
     """The terminal table and the notes under it (names made safe for a terminal)."""
-    table = Table(
-        title=Text(
-            f"{terminal_text(board.league)} · {terminal_text(board.rules)} · "
-            f"{board.matches} matches · {board.batches} batches"
-        ),
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        collapse_padding=True,
-        show_edge=False,
-    )
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("bot", overflow="fold", min_width=10)
-    for column in ("score", "mu ± sigma", "played", "avg place"):
-        table.add_column(column, justify="right", no_wrap=True)
-    table.add_column("last played", no_wrap=True)
-    table.add_column("note", overflow="fold", min_width=8)
-    for e in (*board.entries, *board.unrated, *board.suspended, *board.retired):
-        note = "placement" if e.placing else ""
-        if e.left is not None:
-            note = f"retired at batch {e.left}: {e.why}"
-        elif e.suspended is not None:
-            note = f"suspended from batch {e.suspended} (see below)"
-        elif not e.matches:
-            note = "unrated"
-        if e.faults:
-            note = f"{note} faults {_faults_text(e.faults)}".strip()
-        table.add_row(
+    rows = [
+        (
             "" if e.rank is None else str(e.rank),
-            Text(terminal_text(e.label)),
+            Text(boards.terminal_text(e.label)),
             f"{e.score:.2f}",
             f"{e.mu:.2f}±{e.sigma:.2f}",
             str(e.matches),
-            _avg(e.avg_place),
+            boards.avg_text(e.avg_place),
             e.last_played_text,
-            Text(terminal_text(note)),
+            Text(boards.terminal_text(_note(e))),
         )
-    notes = [terminal_text(note) for note in league_notes(board)]
-    return Group(table, Text("\n".join(notes)))
+        for e in (*board.entries, *board.unrated, *board.suspended, *board.retired)
+    ]
+    title = (
+        f"{boards.terminal_text(board.league)} · {boards.terminal_text(board.rules)} · "
+        f"{board.matches} matches · {board.batches} batches"
+    )
+    notes = [boards.terminal_text(note) for note in league_notes(board)]
+    return boards.terminal_board(title, _TERMINAL_COLUMNS, rows, notes)
+
+
+_RENDERERS = boards.Renderers(_markdown, _csv, league_rich_table)

@@ -48,7 +48,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,12 +62,11 @@ from referee.publish.replaydata import log_script, stderr_script
 from referee.publish.settings import format_time
 from referee.publish.site import (
     FaultGroup,
-    FaultView,
     MatchView,
-    SeatView,
     _environment,
-    _request_label,
-    _request_line,
+    fault_view,
+    seat_views,
+    static_files,
 )
 from referee.specs import StoredMatch
 from referee.stderrlog import stderr_path
@@ -85,7 +84,6 @@ RECENT = 30
 """Matches listed on a bot's page, latest first."""
 _SUBFOLDERS = ("bots", "matches", "static")
 _STDERR_SCRIPT = ".stderr.js"
-_HERE = Path(__file__).resolve().parent
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -105,11 +103,16 @@ class LeagueSiteReport:
 
 
 def publish_league(
-    tournament: Tournament, out: Path, results_dir: Path | None = None
+    tournament: Tournament,
+    out: Path,
+    results_dir: Path | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
 ) -> LeagueSiteReport:
     """Bring the league site in ``out`` up to date with the stored results (see the module
-    docstring). ``UsageError`` for a wrong ``out`` or a league with no results yet,
-    ``InfrastructureError`` when the disk refuses a write."""
+    docstring), naming ``clock()`` (the wall clock, a Unix time; a test's, pinned) as the
+    time of publication. ``UsageError`` for a wrong ``out`` or a league with no results
+    yet, ``InfrastructureError`` when the disk refuses a write."""
     folder = results_dir or tournament.results_dir
     if not (folder / DATABASE).exists():
         raise UsageError(
@@ -119,7 +122,7 @@ def publish_league(
     target = check_league_target(out, folder)
     try:
         with _Folder(target) as site, Store(folder, readonly=True) as store, store.snapshot():
-            return _Publication(tournament, store, site).write()
+            return _Publication(tournament, store, site, clock()).write()
     except OSError as exc:
         raise InfrastructureError(
             f"cannot write the site {out}: {exc.strerror or exc}"
@@ -215,13 +218,15 @@ class _Folder:
 class _Publication:
     """One publication of a league's site."""
 
-    def __init__(self, tournament: Tournament, store: Store, folder: _Folder) -> None:
+    def __init__(
+        self, tournament: Tournament, store: Store, folder: _Folder, published: float
+    ) -> None:
         self.tournament = tournament
         self.store = store
         self.folder = folder
         self.ledger = LeagueLedger(store, readonly=True)
         self.env = _environment()
-        self.published = format_time(time.time())
+        self.published = format_time(published)
         self.before = folder.state()
         self.stderr_private = tournament.file.publish.stderr == "private"
 
@@ -237,8 +242,7 @@ class _Publication:
                 self.folder.remove("matches", _STDERR_SCRIPT)
         last = board.batches
         self.folder.marker()
-        for path in sorted((_HERE / "static").iterdir()):
-            self.folder.write("static", path.stem, path.suffix, path.read_bytes())
+        static_files(self.folder.write)
         matches, seated = 0, set[str]()
         for batch in range(first, last):
             matches += self._batch(batch, slugs, seated)
@@ -324,20 +328,7 @@ class _Publication:
             stem=stem,
             label=f"batch {batch_of(key)}, rotation {match.spec.rotation}",
             table=match.spec.table,
-            seats=tuple(
-                SeatView(
-                    s.seat,
-                    s.name,
-                    slugs.get(s.name),
-                    s.place,
-                    s.score,
-                    s.forfeit,
-                    s.fault_kind,
-                    s.fault_detail,
-                    lines.get(s.seat),
-                )
-                for s in match.seats
-            ),
+            seats=seat_views(match, slugs, lines, held=False),
             rounds=rounds,
             duration=duration,
             finished=format_time(finished) if finished else None,
@@ -437,23 +428,12 @@ class _Publication:
             batch = batch_of(fault.key)
             held = match is None or batch is None or batch >= last
             view = None if match is None else self._fault_match(match, slugs, held)
-            info = stored_fault_info(fault)
-            shown = FaultView(
-                key=fault.key,
-                seat=fault.seat,
-                name=fault.name,
-                kind=fault.kind,
+            explained = explain_fault(stored_fault_info(fault))
+            shown = fault_view(
+                fault,
                 held=held,
-                request_id=fault.request_id,
-                elapsed_ms=fault.elapsed_ms,
-                detail=None if held else fault.detail,
-                reply=None if held else fault.reply,
-                stderr=None if held or self.stderr_private else fault.stderr,
-                request=None if held or fault.request is None else _request_line(fault.request),
-                request_label="" if fault.request is None else _request_label(fault),
-                explained=()
-                if held
-                else tuple(line for line in explain_fault(info) if not line.startswith("stderr")),
+                stderr_private=self.stderr_private,
+                explained=tuple(line for line in explained if not line.startswith("stderr")),
             )
             groups.append(FaultGroup(fault.kind, shown.reply, held, ((shown, view),), count=count))
         return groups
@@ -472,20 +452,7 @@ class _Publication:
                 replay, note = "missing", "its log is not in the results folder"
             except ValueError as exc:
                 replay, note = "unreadable", f"its log cannot be read ({exc})"
-        seats = tuple(
-            SeatView(
-                s.seat,
-                s.name,
-                slugs.get(s.name),
-                s.place,
-                s.score,
-                s.forfeit,
-                s.fault_kind,
-                None if held else s.fault_detail,
-                lines.get(s.seat),
-            )
-            for s in match.seats
-        )
+        seats = seat_views(match, slugs, lines, held=held)
         return MatchView(
             key=key,
             stem=_stem(key, match.spec.table),

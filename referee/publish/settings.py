@@ -50,7 +50,7 @@ class TournamentSettings:
     memory_mb: int
     bots: tuple[BotRecord, ...]
     referee_version: str
-    published: float = field(default_factory=time.time)
+    published: float
     played_from: float | None = None
     played_to: float | None = None
     candidate: str | None = None

@@ -32,13 +32,15 @@ are built from slugs that hold only ``a-z0-9-`` (:mod:`referee.publish.paths`), 
 site is written into a fresh folder that takes ``--out``'s place when complete, every file
 a new one, never into the results folder (:mod:`referee.publish.folder`).
 
-The ranking (TrueSkill over every match, then the bootstrap) is most of the work: for a
-large tournament it is computed in another process while the match pages (and the
-verification files, which do not need it) are written. Published again into the same
-folder, the match pages and scripts whose inputs are unchanged are copied from the site
-there, each checked against what it was recorded to hold (:mod:`referee.publish.reuse`):
-a page's inputs are exactly its template's context, which is why a match page gets only
-what it shows of the matches it links (:class:`MatchLink`) and the slugs of its own bots.
+The ranking (TrueSkill over every match, then the bootstrap) is most of the work: the
+standings (:mod:`referee.ranking.standings`) are computed meanwhile, for a large tournament
+partly in another process (:func:`~referee.ranking.standings.standings_meanwhile`), while
+the match pages (and the verification files, which do not need them) are written.
+Published again into the same folder, the match pages and scripts whose inputs are
+unchanged are copied from the site there, each checked against what it was recorded to hold
+(:mod:`referee.publish.reuse`): a page's inputs are exactly its template's context, which
+is why a match page gets only what it shows of the matches it links (:class:`MatchLink`)
+and the slugs of its own bots.
 
 A replay shows every hand, so while the tournament runs, a match whose deal (``spec.deal_id``)
 still has matches to play is listed without its replay, and without anything else that may
@@ -56,16 +58,12 @@ import contextlib
 import gc
 import hashlib
 import json
-import multiprocessing
 from collections import Counter
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from referee import interrupts
 from referee.errors import InfrastructureError, UsageError
 from referee.installation import install_hint
 from referee.publish.evidence import EVIDENCE, verification_files
@@ -83,17 +81,11 @@ from referee.publish.replaydata import log_script, stderr_script
 from referee.publish.reuse import CACHE, Reuse, fingerprint, inputs_key
 from referee.publish.settings import format_time
 from referee.publish.sitefiles import SITE_FILES, site_document
-from referee.publish.source import (
-    Ranking,
-    RatedRanking,
-    StoredTournament,
-    rank,
-    rate_results,
-    score_results,
-)
-from referee.publish.stats import PairRecord, ReplyStats, pair_records, place_counts
-from referee.ranking.collusion import LEVEL, MIN_DEALS, MIN_EXCESS, CollusionCheck
-from referee.ranking.intervals import ScoreInterval
+from referee.publish.source import StoredTournament, leaderboard, ranking_input
+from referee.publish.stats import ReplyStats
+from referee.ranking.collusion import MIN_EXCESS
+from referee.ranking.records import PairRecord, pair_records, place_counts
+from referee.ranking.standings import Standings, standings_meanwhile
 from referee.specs import (
     MatchSpec,
     Replacement,
@@ -259,7 +251,7 @@ class SiteReport:
 class MatchFiles(Protocol):
     """Where a publication reads each match's log and the bots' stderr beside it: the
     results folder (:class:`StoredFiles`), or, when ``referee verify`` renders a site
-    again, the site itself (:mod:`referee.publish.pagecheck`)."""
+    again, the site itself (:mod:`referee.verify.pages`)."""
 
     def log_name(self, key: str) -> str:
         """The log's file name, as a page names it when the log cannot be had."""
@@ -355,24 +347,23 @@ class _Site:
         self.replays = self.withheld = self.missing = 0
         self.logs: dict[str, tuple[str, str]] = {}
         """The logs published: key to (file name in ``matches/``, SHA-256)."""
-        self.ranking: Ranking | None = None
+        self._board: Leaderboard | None = None
         self._bots: _BotParts | None = None
         self.sizes: dict[str, int] = {}
         """Bytes of every file written, by its path in the site."""
         self.digests: dict[str, str] = {}
         """SHA-256 of every file written, by its path in the site."""
 
-    def use(self, ranking: Ranking) -> None:
+    def use(self, board: Leaderboard) -> None:
         """The leaderboard is ready: bots are listed in its order from now on."""
-        self.ranking = ranking
-        board = ranking.board
+        self._board = board
         ranked = [*(e.name for e in board.entries), *board.unrated]
         self.names = [*ranked, *(n for n in self.names if n not in ranked)]
 
     @property
     def board(self) -> Leaderboard:
-        assert self.ranking is not None, "the ranking is used before it is ready"
-        return self.ranking.board
+        assert self._board is not None, "the ranking is used before it is ready"
+        return self._board
 
     def into(self, folder: SiteWriter) -> None:
         """Write the site's files into ``folder`` from now on."""
@@ -435,8 +426,7 @@ class _Site:
 
     def static_files(self) -> None:
         """The site's own style and scripts, copied from the package."""
-        for path in sorted((_HERE / "static").iterdir()):
-            self.write("static", path.stem, path.suffix, path.read_bytes())
+        static_files(self.write)
 
     # -- matches -----------------------------------------------------------------------
 
@@ -485,20 +475,7 @@ class _Site:
         held = replay == "withheld"
         stderr = self._stderr(key, stem) if replay == "ok" else "none"
         record = self.results.records.get(key)
-        seats = tuple(
-            SeatView(
-                seat=s.seat,
-                name=s.name,
-                slug=self.slugs.get(s.name),
-                place=s.place,
-                score=s.score,
-                forfeit=s.forfeit,
-                fault_kind=s.fault_kind,
-                fault_detail=None if held else s.fault_detail,
-                fault_line=fault_lines.get(s.seat),
-            )
-            for s in match.seats
-        )
+        seats = seat_views(match, self.slugs, fault_lines, held=held)
         return MatchView(
             key=key,
             stem=stem,
@@ -572,9 +549,8 @@ class _Site:
     def index_page(self) -> None:
         results = self.results
         board = self.board
-        assert self.ranking is not None
         ranked = [e.name for e in board.entries]
-        chart = history_chart(self.ranking.history, ranked)
+        chart = history_chart(board.standings.history, ranked)
         pairs = self._bots.pairs if self._bots is not None else pair_records(results.matches)
         counts = {status: 0 for status in ("done", "running", "pending", "failed")}
         for record in results.counting.values():
@@ -686,20 +662,7 @@ class _Site:
         """``fault`` as its page may show it now (see :class:`FaultView`)."""
         spec = self.results.specs.get(fault.key)
         held = spec is None or spec.deal_id not in self.complete_deals
-        return FaultView(
-            key=fault.key,
-            seat=fault.seat,
-            name=fault.name,
-            kind=fault.kind,
-            held=held,
-            request_id=fault.request_id,
-            elapsed_ms=fault.elapsed_ms,
-            detail=None if held else fault.detail,
-            reply=None if held else fault.reply,
-            stderr=None if held or self.stderr_private else fault.stderr,
-            request=None if held or fault.request is None else _request_line(fault.request),
-            request_label="" if fault.request is None else _request_label(fault),
-        )
+        return fault_view(fault, held=held, stderr_private=self.stderr_private)
 
     def _head_to_head(
         self, name: str, pairs: dict[tuple[str, str], PairRecord]
@@ -711,7 +674,7 @@ class _Site:
 
     def collusion_page(self) -> None:
         """The collusion check's table (:mod:`referee.ranking.collusion`)."""
-        check = self.board.collusion or CollusionCheck(LEVEL, MIN_DEALS, ())
+        check = self.board.collusion
         self.render(
             "collusion.html",
             "",
@@ -787,12 +750,14 @@ def publish_site(
             _collector_spares_results(),
             cache,
             site_folder(target) as folder,
-            _ranking(results, background_from) as ranking,
+            standings_meanwhile(
+                ranking_input(results), elsewhere=len(results.matches) >= background_from
+            ) as ranked,
         ):
             if reuse and existed:
                 cache.open(target)
             site.into(folder)
-            _write_files(site, progress, ranking)
+            _write_files(site, progress, lambda: leaderboard(results, ranked()))
             folder.commit()
     except OSError as exc:  # the disk, not the results: say so, in one line
         kept = "the site published before is unchanged" if existed else "nothing was kept"
@@ -806,7 +771,7 @@ def publish_site(
 def _write_files(
     site: _Site,
     progress: Callable[[int, int], None] | None,
-    ranking: Callable[[], Ranking],
+    board: Callable[[], Leaderboard],
     *,
     evidence: bool = True,
 ) -> None:
@@ -821,7 +786,7 @@ def _write_files(
     site.reuse_cache()  # the match files' record: all of them are written
     site.bot_rows()
     site.templates()
-    site.use(ranking())
+    site.use(board())
     site.bot_pages()
     site.index_page()
     site.collusion_page()
@@ -835,18 +800,18 @@ def render_site(
     writer: SiteWriter,
     files: MatchFiles,
     *,
-    ranked: tuple[RatedRanking, dict[str, ScoreInterval]] | None = None,
+    ranked: Standings | None = None,
 ) -> dict[str, str]:
     """Render every file of the site of ``results`` into ``writer`` as :func:`publish_site`
     does (the same :class:`_Site`, templates and order; nothing reused), reading the logs
     and stderr from ``files``, but for ``verification/`` (the evidence, which ``referee
     verify`` checks for what it says) and the reuse cache's record of an earlier site.
     ``referee verify`` compares what comes out with a site's files. ``ranked`` are the
-    ranking's two parts (:func:`~referee.publish.source.rank`) when computed already.
+    standings (:mod:`referee.ranking.standings`) when computed already.
     Returns the SHA-256 of each file written, by its path."""
     site = _Site(results, Path("."), Reuse(fingerprint()), files)
     site.into(writer)
-    _write_files(site, None, lambda: rank(results, ranked), evidence=False)
+    _write_files(site, None, lambda: leaderboard(results, ranked), evidence=False)
     return site.digests
 
 
@@ -869,90 +834,6 @@ def _collector_spares_results() -> Iterator[None]:
 BACKGROUND_FROM = 300
 """From this many matches the ranking is computed in another process while the match pages
 are written (below it, starting that process costs more than it saves)."""
-
-
-@contextlib.contextmanager
-def _ranking(results: StoredTournament, background_from: int) -> Iterator[Callable[[], Ranking]]:
-    """A function that returns the ranking of ``results``, all of it computed here when
-    asked below ``background_from`` matches.
-
-    From there on, the ratings (TrueSkill and the order's bootstrap) and the collusion check
-    are computed at once in a process of their own (spawned: nothing is shared), and the
-    score intervals by whichever of the two processes is free first: that process once its
-    ratings are done, or this one once its pages are written (:class:`_Claim`). Which one
-    is faster depends on the disk and the cores (measured: this one's pages took 0.85 s
-    on a quiet disk and 1.4 s after a tournament's logs were written, the ratings about
-    1.1 s), and the ranking is the same whichever computes them.
-    """
-    if len(results.matches) < background_from:
-        yield lambda: rank(results)
-        return
-    context = multiprocessing.get_context("spawn")
-    try:
-        claim = _Claim(context)
-        pool = ProcessPoolExecutor(
-            max_workers=1,
-            mp_context=context,
-            initializer=_ranking_process,
-            initargs=(claim,),
-        )
-        future = pool.submit(_rank_there, results)
-    except OSError:  # no process to be had here: rank in this one
-        yield lambda: rank(results)
-        return
-
-    def result() -> Ranking:
-        intervals = score_results(results) if claim.take(_PUBLISHER) else None
-        try:
-            rated, theirs = future.result()
-        except BrokenProcessPool:  # the process died (killed, out of memory): rate here
-            rated, theirs = rate_results(results), None
-        if intervals is None:
-            intervals = theirs if theirs is not None else score_results(results)
-        return rank(results, (rated, intervals))
-
-    try:
-        yield result
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-_PUBLISHER, _RANKER = 1, 2  # who took the score intervals (the ranking process: 2)
-
-
-class _Claim:
-    """Who computes the score intervals of a publication: the first of its two processes
-    to :meth:`take` them (a shared byte under its lock: 0 while nobody has)."""
-
-    def __init__(self, context: multiprocessing.context.SpawnContext) -> None:
-        self._value = context.Value("b", 0)
-
-    def take(self, who: int) -> bool:
-        """Whether ``who`` computes them: true for the first to ask, false after."""
-        with self._value.get_lock():
-            if self._value.value:
-                return False
-            self._value.value = who
-            return True
-
-
-_CLAIM: _Claim | None = None  # the ranking process's, from its initializer
-
-
-def _ranking_process(claim: _Claim) -> None:
-    """The ranking process's initializer: it keeps the claim and exits without teardown."""
-    global _CLAIM
-    _CLAIM = claim
-    interrupts.skip_teardown()
-
-
-def _rank_there(results: StoredTournament) -> tuple[RatedRanking, dict[str, ScoreInterval] | None]:
-    """In the ranking process: the ratings, and the score intervals unless the publishing
-    process took them first."""
-    rated = rate_results(results)
-    if _CLAIM is not None and _CLAIM.take(_RANKER):
-        return rated, score_results(results)
-    return rated, None
 
 
 def _report(site: _Site) -> SiteReport:
@@ -1028,6 +909,56 @@ def _fault_groups(
     return [
         FaultGroup(kind, reply, held, tuple(members)) for (kind, reply, held), members in ordered
     ]
+
+
+def seat_views(
+    match: StoredMatch, slugs: Mapping[str, str], fault_lines: Mapping[int, int], *, held: bool
+) -> tuple[SeatView, ...]:
+    """The seats of ``match`` as the pages show them: a fault's detail only once its cards
+    may be shown (not ``held``), and the log line of each seat's fault."""
+    return tuple(
+        SeatView(
+            seat=s.seat,
+            name=s.name,
+            slug=slugs.get(s.name),
+            place=s.place,
+            score=s.score,
+            forfeit=s.forfeit,
+            fault_kind=s.fault_kind,
+            fault_detail=None if held else s.fault_detail,
+            fault_line=fault_lines.get(s.seat),
+        )
+        for s in match.seats
+    )
+
+
+def fault_view(
+    fault: StoredFault, *, held: bool, stderr_private: bool, explained: tuple[str, ...] = ()
+) -> FaultView:
+    """``fault`` as a page shows it: while ``held``, nothing that may show the cards (see
+    :class:`FaultView`); its stderr report only where stderr is published."""
+    return FaultView(
+        key=fault.key,
+        seat=fault.seat,
+        name=fault.name,
+        kind=fault.kind,
+        held=held,
+        request_id=fault.request_id,
+        elapsed_ms=fault.elapsed_ms,
+        detail=None if held else fault.detail,
+        reply=None if held else fault.reply,
+        stderr=None if held or stderr_private else fault.stderr,
+        request=None if held or fault.request is None else _request_line(fault.request),
+        request_label="" if fault.request is None else _request_label(fault),
+        explained=() if held else explained,
+    )
+
+
+def static_files(write: Callable[[str, str, str, bytes], object]) -> None:
+    """The site's own style and scripts, copied from the package, through ``write(folder,
+    stem, suffix, data)``."""
+    for path in sorted((_HERE / "static").iterdir()):
+        write("static", path.stem, path.suffix, path.read_bytes())
 
 
 def _request_line(request: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@
 ``referee verify SITE`` checks what people read, not only the evidence: every page, replay
 script, leaderboard and static file is rendered again from the verified data by the code
 that published it (:func:`referee.publish.site.render_site`) and compared byte for byte
-(:mod:`referee.publish.pagecheck`). For that the site records, beside the evidence of
+(:mod:`referee.verify.pages`). For that the site records, beside the evidence of
 :mod:`referee.publish.evidence`:
 
 * **every file** it holds (but this one): its path, SHA-256, what kind of file it is and

@@ -4,36 +4,26 @@
 lets it read while the run writes) and returns a :class:`StoredTournament` snapshot: the
 finished matches (those that count, and apart those retired by a replacement), each fault
 with its evidence, every match's state and timings, the deal commitments, the entrants'
-records, the replacements and each bot's reply times. :func:`rank` makes the
-leaderboard from it, with the tournament's settings, and the rating history. The terminal,
+records, the replacements and each bot's reply times. :func:`ranking_input` is what its
+standings are computed from (:mod:`referee.ranking.standings`), and :func:`leaderboard`
+adds to them the tournament's settings and what else no ranking decides. The terminal,
 Markdown, JSON and CSV leaderboards and the static site all start here.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from referee import __version__
 from referee.errors import UsageError
-from referee.publish.history import RatingHistory
-from referee.publish.leaderboard import (
-    DealCommitment,
-    Leaderboard,
-    RatedPart,
-    ScoredPart,
-    build_leaderboard,
-    entrant_intervals,
-    rated_part,
-    retired_versions,
-)
+from referee.publish.leaderboard import DealCommitment, Leaderboard, retired_versions
 from referee.publish.settings import BotRecord, TournamentSettings
 from referee.publish.stats import reply_stats
-from referee.ranking.collusion import CollusionCheck, collusion_check
-from referee.ranking.intervals import ScoreInterval
+from referee.ranking.standings import RankingInput, Standings, standings
 from referee.results import ReplyTimes
 from referee.specs import EntrantRecord, MatchSpec, Replacement, StoredFault, StoredMatch
 from referee.tournament.deals import BeaconDeclaration
@@ -47,13 +37,13 @@ if TYPE_CHECKING:
 __all__ = [
     "EntrantFiles",
     "PublishedTournament",
-    "Ranking",
     "SecretRecord",
     "StoredTournament",
     "entrant_authors",
     "entrant_fingerprints",
+    "leaderboard",
     "load_results",
-    "rank",
+    "ranking_input",
     "tournament_settings",
 ]
 
@@ -73,7 +63,7 @@ class PublishedTournament(Protocol):
     """What a publication reads of a tournament: its file, rules and entrants in file
     order. A loaded :class:`~referee.tournament.file.Tournament` is one; ``referee verify``
     makes one from a site's stored plan, without the bots
-    (:mod:`referee.publish.pagecheck`)."""
+    (:mod:`referee.verify.pages`)."""
 
     @property
     def name(self) -> str: ...
@@ -103,6 +93,11 @@ class StoredTournament:
     deals: tuple[DealCommitment, ...]
     entrants: dict[str, EntrantRecord]
     """The entrants as their results were played (version, SHA-256), by name."""
+    published: float
+    """When this snapshot is published (a Unix time, from the clock :func:`load_results`
+    is given): the one time every page and leaderboard of one publication names, so that
+    ``referee verify`` renders them again with the time the site records
+    (:mod:`referee.publish.sitefiles`)."""
     plan: Plan | None = None
     """The tournament plan stored with the results (what the schedule is computed from)."""
     secrets: tuple[SecretRecord, ...] = ()
@@ -124,10 +119,6 @@ class StoredTournament:
     """Every replacement of an entrant's files, in the order they were made."""
     generations: dict[str, int] = field(default_factory=dict)
     """The replacement each stored match was added under (0: before any), by key."""
-    published: float = field(default_factory=time.time)
-    """When this snapshot is published (a Unix time): the one time every page and
-    leaderboard of one publication names, so that ``referee verify`` renders them again
-    with the time the site records (:mod:`referee.publish.sitefiles`)."""
 
     @property
     def chain_entries(self) -> dict[str, str]:
@@ -172,16 +163,14 @@ class SecretRecord:
     beacon: str | None
 
 
-@dataclass(frozen=True)
-class Ranking:
-    """The leaderboard of a snapshot, and the rating history recorded while making it."""
-
-    board: Leaderboard
-    history: RatingHistory
-
-
-def load_results(tournament: Tournament, results_dir: Path | None = None) -> StoredTournament:
-    """Read the stored results of ``tournament`` (from ``results_dir`` when given).
+def load_results(
+    tournament: Tournament,
+    results_dir: Path | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> StoredTournament:
+    """Read the stored results of ``tournament`` (from ``results_dir`` when given), to be
+    published at ``clock()`` (the wall clock, a Unix time; a test's, pinned).
 
     Raises ``UsageError`` when there are none yet, naming the command that makes them.
     """
@@ -225,6 +214,7 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
             for s in secrets
         ),
         entrants=entrants,
+        published=clock(),
         plan=plan,
         secrets=tuple(
             SecretRecord(
@@ -247,75 +237,44 @@ def load_results(tournament: Tournament, results_dir: Path | None = None) -> Sto
     )
 
 
-def rank(
-    results: StoredTournament,
-    parts: tuple[RatedRanking, dict[str, ScoreInterval]] | None = None,
-) -> Ranking:
-    """The leaderboard of ``results`` with the tournament's settings, and its rating history.
-
-    This is the costly part of publishing (TrueSkill, then the bootstrap), and it needs
-    nothing but ``results``: the site computes it while it writes the match pages, the
-    ratings (:func:`rate_results`) in another process and the score intervals
-    (:func:`score_results`) in whichever process is free first. ``parts`` are those two when
-    computed already: the ranking is the same as without.
-    """
+def ranking_input(results: StoredTournament) -> RankingInput:
+    """What the standings of ``results`` are computed from: its counting matches, its
+    entrants in file order, the tournament's ``[ratings]`` and ``[playoff]``, the authors
+    and the fingerprints of the files."""
     t = results.tournament
     f = t.file
-    if parts is None:
-        parts = (rate_results(results), score_results(results))
-    rated, intervals = parts
-    board = build_leaderboard(
-        t.name,
-        t.rules.name,
-        results.matches,
-        t.entrants,
-        deals=results.deals,
+    return RankingInput(
+        matches=results.matches,
+        entrants=tuple(t.entrants),
         ratings=f.ratings,
-        ruleset=t.rules,
+        rules=t.rules,
         playoff=f.playoff,
         table_size=f.table_size,
+        authors=entrant_authors(results.entrants),
+        fingerprints=entrant_fingerprints(t, results.entrants),
+    )
+
+
+def leaderboard(results: StoredTournament, ranked: Standings | None = None) -> Leaderboard:
+    """The leaderboard of ``results``: its standings (``ranked``, or computed now by
+    :func:`~referee.ranking.standings.standings`) with the tournament's settings, the deal
+    commitments, the reply times and the replaced versions."""
+    t = results.tournament
+    if ranked is None:
+        ranked = standings(ranking_input(results))
+    return Leaderboard(
+        tournament=t.name,
+        rules=t.rules.name,
+        standings=ranked,
+        deals=results.deals,
         settings=tournament_settings(
             t, results.entrants, results.records.values(), published=results.published
         ),
-        authors=entrant_authors(results.entrants),
-        fingerprints=entrant_fingerprints(t, results.entrants),
-        reply_times=reply_stats(results.reply_times, f.time.bank_ms),
+        reply_times=reply_stats(results.reply_times, t.file.time.bank_ms),
         replaced=retired_versions(
             results.replacements, [results.records[m.spec.key].retired for m in results.retired]
         ),
-        parts=(rated.part, ScoredPart(intervals, rated.collusion)),
     )
-    return Ranking(board, rated.history)
-
-
-@dataclass(frozen=True)
-class RatedRanking:
-    """:func:`rate_results`: the ratings' part of a ranking, the history behind it, and
-    the collusion check (computed with them: it balances the two halves of a ranking)."""
-
-    part: RatedPart
-    history: RatingHistory
-    collusion: CollusionCheck
-
-
-def rate_results(results: StoredTournament) -> RatedRanking:
-    """The ratings of ``results`` (:func:`~referee.publish.leaderboard.rated_part`), their
-    history with the tournament's ``[ratings]``, and the collusion check."""
-    t = results.tournament
-    history = RatingHistory(t.file.ratings, t.rules)
-    part = rated_part(
-        results.matches, t.entrants, ratings=t.file.ratings, ruleset=t.rules, observe=history
-    )
-    authors = entrant_authors(results.entrants)
-    return RatedRanking(
-        part, history, collusion_check(results.matches, order=t.entrants, authors=authors)
-    )
-
-
-def score_results(results: StoredTournament) -> dict[str, ScoreInterval]:
-    """Each entrant's score interval in ``results``
-    (:func:`~referee.publish.leaderboard.entrant_intervals`)."""
-    return entrant_intervals(results.matches, ratings=results.tournament.file.ratings)
 
 
 def entrant_fingerprints(
@@ -345,14 +304,14 @@ def tournament_settings(
     stored: dict[str, EntrantRecord],
     records: Iterable[MatchRecord] = (),
     *,
-    published: float | None = None,
+    published: float,
 ) -> TournamentSettings:
     """The settings published with the leaderboard of ``tournament``.
 
     Each bot's version and SHA-256 are those its stored results were played with (the
     files as they are now for an entrant without results yet); ``records`` (the stored
     matches' :class:`MatchRecord`) say when the finished matches were played, and
-    ``published`` when this is published (now when ``None``).
+    ``published`` when this is published.
     """
     f = tournament.file
     overrides = {} if isinstance(f.rules, str) else dict(f.rules)
@@ -387,5 +346,5 @@ def tournament_settings(
         gauntlet_matches=f.matches,
         ratings=f.ratings.model_dump(exclude_unset=True),
         tables=f.tables,
-        published=time.time() if published is None else published,
+        published=published,
     )

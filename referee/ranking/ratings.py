@@ -178,7 +178,7 @@ class Rater:
     rater only saves time: its results are always those of :func:`rate`.
 
     Whoever re-rates a growing list owns one (the coordinator's play-offs, their check in
-    :mod:`referee.publish.verify`, the ranking benchmark) and drops it when done; nothing
+    :mod:`referee.verify.audit`, the ranking benchmark) and drops it when done; nothing
     is shared between owners. ``steps`` counts the matches this rater has replayed.
     """
 

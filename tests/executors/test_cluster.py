@@ -38,7 +38,7 @@ from referee.executors.base import MatchFailed, MatchStarted
 from referee.executors.cluster import DaskExecutor
 from referee.executors.local import LocalExecutor
 from referee.publish import render
-from referee.publish.source import load_results, rank
+from referee.publish.source import leaderboard, load_results
 from referee.runs.tournament import Event, ResultStored, run_tournament
 from referee.sandbox.cgroups import sweep_leftovers
 from referee.sandbox.process import ProcessSandbox
@@ -227,8 +227,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, cluster_tls: ClusterTLS) -
 
 def _board(path: Path, results: Path | None = None) -> dict[str, Any]:
     """The leaderboard as published JSON, without what the clock measured."""
-    ranked = rank(load_results(load_tournament(path), results))
-    return timeless(json.loads(render(ranked.board, "json")))
+    board = leaderboard(load_results(load_tournament(path), results))
+    return timeless(json.loads(render(board, "json")))
 
 
 def _query(results: Path, sql: str) -> list[tuple[Any, ...]]:

@@ -7,7 +7,6 @@ well under a second. One bot has a hostile name and faults with a hostile reply 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -45,16 +44,6 @@ HANDLERS: dict[str, Callable[[], Handler]] = {
     HOSTILE_NAME: lambda: garbage_bot(HOSTILE_NAME),
     "steady": lambda: lowest_bot("steady"),
 }
-
-
-_STAMP = re.compile(rb'(published |"published": )"?\d{4}-\d\d-\d\d \d\d:\d\d UTC"?')
-
-
-def unstamped(data: bytes) -> bytes:
-    """``data`` (a published file) without the minute it was published: the one thing two
-    publications of the same results differ in (and only when a minute turns between them).
-    The times the matches were played, which the results fix, are left in."""
-    return _STAMP.sub(rb"\1", data)
 
 
 FAST_RULES = '{ preset = "arschloch", target = 3 }'

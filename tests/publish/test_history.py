@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 
-from referee.publish.history import MAX_POINTS, RatingHistory, history_chart, rating_history
+from referee.publish.history import MAX_POINTS, history_chart
+from referee.ranking.history import RatingHistory, rating_history
 from referee.ranking.ratings import rate
 from referee.specs import MatchSpec, StoredMatch, StoredSeat
 

@@ -87,3 +87,16 @@ def test_out_must_be_new_empty_or_a_league_site(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["publish", str(path), "--out", str(tmp_path / "ok")])
     assert result.exit_code == 0, result.output
     assert "published batches 0 to 0: 8 new matches" in result.output
+
+
+def test_every_page_names_the_time_of_the_clock_it_is_published_with(tmp_path: Path) -> None:
+    """The wall clock is the caller's: a pinned one is the time every page names."""
+    from referee.publish.settings import format_time
+
+    path = write(tmp_path / "league")
+    play(path, batches=1)
+    site = tmp_path / "site"
+    when = 1_790_000_000.0
+    publish_league(load_tournament(path), site, clock=lambda: when)
+    pages = [*site.glob("*.html"), *site.glob("bots/*.html"), *site.glob("matches/*.html")]
+    assert pages and all(format_time(when) in p.read_text() for p in pages)

@@ -23,14 +23,15 @@ from referee.cli import main
 from referee.publish import site as site_module
 from referee.publish.paths import match_names
 from referee.publish.reuse import CACHE
+from referee.publish.settings import format_time
 from referee.publish.site import SiteReport, publish_site
 from referee.publish.source import StoredTournament, load_results
-from referee.publish.verify import verify_site
 from referee.runs.tournament import run_tournament
 from referee.stderrlog import stderr_path
 from referee.testing import InProcessExecutor
 from referee.tournament.file import Tournament, load_tournament
-from tests.publish.conftest import HANDLERS, play_fake, unstamped, write_fake_tournament
+from referee.verify.audit import verify_site
+from tests.publish.conftest import HANDLERS, play_fake, write_fake_tournament
 
 CACHE_FILE = f"{CACHE}.json"
 
@@ -88,33 +89,47 @@ def _match_files(folder: Path) -> set[str]:
 
 
 def _same_as_whole(results: StoredTournament, out: Path, whole: Path) -> None:
-    """``out`` is, file for file and byte for byte, what a full publication writes (but for
-    the minute each was published, which a full publication a minute later has new)."""
+    """``out`` is, file for file and byte for byte, what a full publication of the same
+    snapshot (published at the same time) writes."""
     publish_site(results, whole, reuse=False)
     mine, theirs = _files(out), _files(whole)
     assert sorted(mine) == sorted(theirs)
-    different = [name for name in mine if unstamped(mine[name]) != unstamped(theirs[name])]
+    different = [name for name in mine if mine[name] != theirs[name]]
     assert different == []  # the cache too: the same files, made from the same inputs
 
 
-def test_the_comparison_leaves_out_the_minute_of_publishing_and_nothing_else(
+class FixedClock:
+    """A wall clock stopped at ``at``."""
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+    def __call__(self) -> float:
+        return self.at
+
+
+def test_the_time_of_publication_is_the_clocks_and_only_the_stamped_files_name_it(
     fake_tournament: Tournament, tmp_path: Path
 ) -> None:
-    """Two publications a minute apart differ in that minute alone: ``unstamped`` takes out
-    every mention of it, and no other time (the matches' own are in the results)."""
-    results = load_results(fake_tournament)
-    publish_site(results, tmp_path / "site")
-    files = _files(tmp_path / "site")
-    stamp = json.loads(files["leaderboard.json"])["settings"]["published"].encode()
-    played = json.loads(files["leaderboard.json"])["settings"]["played_from"].encode()
-    stamps = (b"published " + stamp, b'"published": "' + stamp)
-    stamped = {name for name, data in files.items() if any(s in data for s in stamps)}
-    assert stamped == {"index.html", "leaderboard.json", "leaderboard.md"}
-    for name, data in files.items():
-        assert not any(s in unstamped(data) for s in stamps), name
-        # What is left is what was there: a time of play in the same minute stays.
-        assert unstamped(data).count(stamp) == data.count(stamp) - (name in stamped), name
-    assert played in unstamped(files["leaderboard.json"])
+    """The results are published at the time of the clock they are loaded with: the same
+    results at two times differ in the files that name that time, and nowhere else."""
+    first, second = 1_790_000_000.0, 1_790_003_600.0  # an hour apart
+    for name, when in (("first", first), ("second", second)):
+        publish_site(load_results(fake_tournament, clock=FixedClock(when)), tmp_path / name)
+    one, two = _files(tmp_path / "first"), _files(tmp_path / "second")
+    assert sorted(one) == sorted(two)
+    different = {name for name in one if one[name] != two[name]}
+    assert different == STAMPED
+    stamp, later = format_time(first).encode(), format_time(second).encode()
+    for name in sorted(different - {"verification/site.json"}):
+        assert stamp in one[name] and later not in one[name], name
+        assert one[name].replace(stamp, later) == two[name], name
+    # The file list records the time as it is, and the digests of the files naming it.
+    assert json.loads(one["verification/site.json"])["published"] == first
+
+
+STAMPED = {"index.html", "leaderboard.json", "leaderboard.md", "verification/site.json"}
+"""The files that name the time of publication."""
 
 
 def _changed(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:

@@ -26,7 +26,8 @@ from referee.errors import UsageError
 from referee.protocol.kit import KIT_MARKER
 from referee.publish.paths import match_names
 from referee.publish.site import SITE_MARKER, WITHHELD_NOTE, publish_site
-from referee.publish.source import entrant_authors, load_results, rank
+from referee.publish.source import entrant_authors, leaderboard, load_results
+from referee.ranking.standings import rate_part
 from referee.results import FaultInfo, MatchResult, SeatResult
 from referee.specs import deal_key
 from referee.testing import Handler, Stderr, lowest_bot, polite_bot
@@ -38,7 +39,6 @@ from tests.publish.conftest import (
     HOSTILE_NAME,
     NAMES,
     play_fake,
-    unstamped,
     write_fake_tournament,
 )
 
@@ -297,7 +297,7 @@ def test_the_leaderboard_in_every_format_carries_the_settings(
 ) -> None:
     from referee.publish import render
 
-    board = rank(load_results(fake_tournament)).board
+    board = leaderboard(load_results(fake_tournament))
     text = " ".join(render(board, "table").split())  # the terminal wraps long lines
     md = render(board, "md")
     for out in (text, md):
@@ -319,52 +319,46 @@ def test_a_large_tournament_is_ranked_in_another_process_with_the_same_result(
     publish_site(results, tmp_path / "there", background_from=1)
 
     def board(folder: Path) -> dict[str, object]:
-        data = json.loads((folder / "leaderboard.json").read_text())
-        data["settings"].pop("published")
-        return dict(data)
+        return dict(json.loads((folder / "leaderboard.json").read_text()))
 
     assert board(tmp_path / "here") == board(tmp_path / "there")
     # In two halves (the ratings there, the intervals where free): every page the same.
     for page in ("index.html", "collusion.html", "leaderboard.md", "leaderboard.csv"):
         here = (tmp_path / "here" / page).read_bytes()
         there = (tmp_path / "there" / page).read_bytes()
-        assert unstamped(here) == unstamped(there), page
+        assert here == there, page
     for bot in (tmp_path / "here" / "bots").iterdir():
-        assert unstamped(bot.read_bytes()) == unstamped(
-            (tmp_path / "there" / "bots" / bot.name).read_bytes()
-        )
+        assert bot.read_bytes() == ((tmp_path / "there" / "bots" / bot.name).read_bytes())
 
 
 _RATED_HERE: list[int] = []
 
 
-def _die_there(results: Any) -> Any:
-    """The ranking process's task, which dies at once (killed, out of memory)."""
+def _die_there(*args: Any) -> None:
+    """The ranking process's target, which dies at once (killed, out of memory)."""
     os._exit(9)
 
 
-def _count_here(results: Any) -> Any:
-    from referee.publish.source import rate_results
-
+def _count_here(given: Any) -> Any:
     _RATED_HERE.append(os.getpid())
-    return rate_results(results)
+    return rate_part(given)
 
 
 def test_a_ranking_process_that_dies_is_made_up_for_here(
     fake_tournament: Tournament, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Killed, the ratings' process leaves a pool broken: the ratings are computed here
+    """Killed, the ratings' process answers nothing: the ratings are computed here
     instead, and the site is what it would have been."""
     results = load_results(fake_tournament)
     publish_site(results, tmp_path / "here")
-    monkeypatch.setattr("referee.publish.site._rank_there", _die_there)
-    monkeypatch.setattr("referee.publish.site.rate_results", _count_here)
+    monkeypatch.setattr("referee.ranking.standings._rank_there", _die_there)
+    monkeypatch.setattr("referee.ranking.standings.rate_part", _count_here)
     _RATED_HERE.clear()
     publish_site(results, tmp_path / "there", background_from=1)
     assert [os.getpid()] == _RATED_HERE  # once, here, after the other process died
-    assert unstamped((tmp_path / "here" / "index.html").read_bytes()) == unstamped(
-        (tmp_path / "there" / "index.html").read_bytes()
-    )
+    assert (tmp_path / "here" / "index.html").read_bytes() == (
+        tmp_path / "there" / "index.html"
+    ).read_bytes()
 
 
 @pytest.mark.parametrize("pages", ["quick", "slow"])
@@ -373,20 +367,20 @@ def test_the_score_intervals_are_computed_by_whichever_process_is_free_first(
 ) -> None:
     """Pages written slowly (a busy disk): the ranking process computes the intervals once
     its ratings are done; written quickly, this one does. The site is the same."""
-    import referee.publish.site as site
+    import referee.ranking.standings as standings
 
     results = load_results(fake_tournament)
     publish_site(results, tmp_path / "whole")
     scored_here: list[int] = []
-    real = site.score_results  # type: ignore[attr-defined]
+    real = standings.score_part
 
-    def score_here(r: Any) -> Any:
+    def score_here(given: Any) -> Any:
         scored_here.append(os.getpid())
-        return real(r)
+        return real(given)
 
-    monkeypatch.setattr(site, "score_results", score_here)
+    monkeypatch.setattr(standings, "score_part", score_here)
     if pages == "slow":  # this process asks only once the other one has taken them
-        real_take = site._Claim.take
+        real_take = standings._Claim.take
 
         def take_late(claim: Any, who: int) -> bool:
             deadline = time.monotonic() + 60
@@ -394,13 +388,13 @@ def test_the_score_intervals_are_computed_by_whichever_process_is_free_first(
                 time.sleep(0.01)
             return bool(real_take(claim, who))
 
-        monkeypatch.setattr(site._Claim, "take", take_late)
+        monkeypatch.setattr(standings._Claim, "take", take_late)
     publish_site(results, tmp_path / "split", background_from=1)
     assert scored_here == ([] if pages == "slow" else [os.getpid()])
     for page in ("index.html", "leaderboard.md", "leaderboard.csv"):
-        assert unstamped((tmp_path / "whole" / page).read_bytes()) == unstamped(
-            (tmp_path / "split" / page).read_bytes()
-        ), page
+        assert (tmp_path / "whole" / page).read_bytes() == (
+            tmp_path / "split" / page
+        ).read_bytes(), page
 
 
 def _let_win(spec: Tournament, helper: str, helped: str) -> int:

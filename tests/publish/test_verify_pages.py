@@ -26,9 +26,9 @@ from referee.cli import main
 from referee.publish import sitefiles
 from referee.publish.site import publish_site
 from referee.publish.source import load_results
-from referee.publish.verify import verify_site
 from referee.stderrlog import STDERR_SUFFIX
 from referee.tournament.file import Tournament
+from referee.verify.audit import verify_site
 from tests.publish.conftest import play_fake, write_fake_tournament
 
 SITE_JSON = "verification/site.json"

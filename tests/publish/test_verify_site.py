@@ -24,8 +24,8 @@ from referee.cli import main
 from referee.errors import UsageError
 from referee.publish.site import publish_site
 from referee.publish.source import load_results
-from referee.publish.verify import verify_folder, verify_site
 from referee.tournament.file import Tournament
+from referee.verify.audit import verify_folder, verify_site
 from tests.publish.conftest import play_fake, write_fake_tournament
 
 

@@ -21,12 +21,12 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
-from referee.publish.verify import verify_results
 from referee.runs.tournament import commit_tournament, run_tournament
 from referee.testing import InProcessExecutor
 from referee.tournament.deals import BeaconDeclaration, commitment, deal_seed, dealing_key
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
+from referee.verify.audit import verify_results
 from tests.tournament.verify_field import HANDLERS, NAMES, StopsAfter, write
 
 DRAND = BeaconDeclaration.parse("drand quicknet round 12345678, randomness", "hex:32")
@@ -338,11 +338,11 @@ def test_the_leaderboard_names_the_beacon_with_the_commitment(
     committed: tuple[Path, str],
 ) -> None:
     from referee.publish import render
-    from referee.publish.source import load_results, rank
+    from referee.publish.source import leaderboard, load_results
 
     results, published = committed
     tournament = load_tournament(results.parent / "t.toml")
-    board = rank(load_results(tournament, results)).board
+    board = leaderboard(load_results(tournament, results))
     [deal] = board.as_dict()["deals"]
     assert deal["commitment"] == published
     assert (deal["beacon_source"], deal["beacon"]) == (DRAND.source, BEACON)

@@ -17,7 +17,6 @@ from click.testing import CliRunner
 from referee.cli import main
 from referee.errors import UsageError
 from referee.executors import MatchTask
-from referee.publish.verify import verify_results
 from referee.ranking.sprt import MIN_DEALS, PairedDeals, Sprt
 from referee.rules import RuleSet
 from referee.runs.comparison import SprtProgress, run_comparison
@@ -28,6 +27,7 @@ from referee.tournament.deals import deal_seed
 from referee.tournament.quick import compare_tournament
 from referee.tournament.scheduler import compare, compare_deal
 from referee.tournament.store import Store
+from referee.verify.audit import verify_results
 
 from .conftest import write_bot
 

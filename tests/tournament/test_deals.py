@@ -25,10 +25,10 @@ from click.testing import CliRunner
 from referee.cli import main
 from referee.executors.local import LocalExecutor
 from referee.matchlog import read_log
-from referee.publish.verify import verify_results
 from referee.runs.tournament import run_tournament
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
+from referee.verify.audit import verify_results
 
 from .conftest import REFEREE, TEST_BOTS, write_tournament
 

@@ -7,10 +7,20 @@ import io
 import json
 from dataclasses import replace
 
-from referee.publish import build_leaderboard, render, to_csv, to_json, to_markdown
+from referee.publish import Leaderboard, render, to_csv, to_json, to_markdown
+from referee.ranking.standings import RankingInput, standings
 from referee.specs import MatchSpec, StoredMatch, StoredSeat
 
 HOSTILE = "=cmd|x<script>"
+
+
+def build_leaderboard(tournament, rules, matches, entrants, **given):  # type: ignore[no-untyped-def]
+    """The leaderboard of ``matches`` as a publication makes it: the standings, and the
+    names (``given``: the ranking's other inputs)."""
+    ranked = standings(RankingInput(tuple(matches), tuple(entrants), **given))
+    return Leaderboard(tournament, rules, ranked)
+
+
 NAMES = [HOSTILE, "*bold*_it_`code`", "+SUM(A1)", "plain", "\x1b[31mred"]
 
 
@@ -84,8 +94,8 @@ def test_json_has_exactly_the_documented_shape() -> None:
         assert over["confidence"] is None and over["favours"] is None
         assert over["significant"] is False and over["deals"] < 8
         assert (
-            over["text"] == f"— {over['deals']} shared deal{'s' if over['deals'] != 1 else ''}"
-            or over["text"] == "— no shared deal"
+            over["text"] == f"too few deals ({over['deals']} of 8)"
+            or over["text"] == "no shared deal yet"
         )
     assert data["twins"] == [] and data["notes"][0].startswith("Rank: TrueSkill")
     assert data["entries"][-1]["over_next"] is None
@@ -150,7 +160,7 @@ def test_csv_quotes_every_cell_and_defuses_formulas() -> None:
     ]
     assert [row[15] for row in rows[1:]] == ["no"] * 4 + [""]
     assert [row[13] for row in rows[1:]] == [""] * 5  # too few shared deals: no figure
-    assert all(row[16].startswith("— ") for row in rows[1:5])
+    assert all(row[16].startswith(("too few deals", "no shared deal")) for row in rows[1:5])
 
 
 def test_terminal_table_strips_control_characters_and_markup() -> None:
@@ -200,7 +210,7 @@ def test_a_significant_order_is_not_marked_and_an_uncertain_one_is() -> None:
     marked = [e for e in unsure.entries if e.mark == "≈"]
     assert marked and all(not e.significant for e in marked)
     # Too few shared deals: no figure at all, and no "≈1.00" either.
-    assert all(e.over_next_text.startswith("— ") for e in marked)
+    assert all(e.over_next_text.startswith(("too few deals", "no shared deal")) for e in marked)
     assert "≈ 1.00" not in to_markdown(unsure) and "≈ 1.00" not in render(unsure, "table")
 
 
@@ -317,16 +327,16 @@ def test_fewer_shared_deals_than_the_minimum_give_no_figure_in_any_format() -> N
     assert b.over_next is not None and b.over_next.lower == "x" and b.over_next.deals == 6
     assert b.over_next.confidence == 1.0  # what would read "≈1.00" before
     assert b.certainty is not None and b.certainty.confidence is None
-    assert b.over_next_text == "— 6 shared deals" and b.mark == "≈"
+    assert b.over_next_text == "too few deals (6 of 8)" and b.mark == "≈"
     entry = next(e for e in json.loads(to_json(board))["entries"] if e["name"] == "b")
     assert entry["over_next"]["confidence"] is None
-    assert entry["over_next"]["text"] == "— 6 shared deals"
+    assert entry["over_next"]["text"] == "too few deals (6 of 8)"
     row = next(r for r in csv.reader(io.StringIO(to_csv(board))) if r[1] == "b")
-    assert row[13:17] == ["", "6", "no", "— 6 shared deals"]
-    assert "| — 6 shared deals |" in to_markdown(board)
-    assert "— 6 shared deals" in " ".join(render(board, "table").split())
+    assert row[13:17] == ["", "6", "no", "too few deals (6 of 8)"]
+    assert "| too few deals (6 of 8) |" in to_markdown(board)
+    assert "too few deals (6 of 8)" in " ".join(render(board, "table").split())
     x = next(e for e in board.entries if e.name == "x")
-    assert x.over_next_text == "— no shared deal"
+    assert x.over_next_text == "no shared deal yet"
 
 
 def test_markdown_starts_with_the_ranking() -> None:

@@ -175,7 +175,7 @@ def test_rounds_grow_with_the_matches_played_and_keep_each_tables_deals_in_seque
 def test_byte_identical_entrants_are_never_played_off() -> None:
     """The twins of the test above, known to be byte-identical: no round is spent on them,
     and the leaderboard says the play-offs are settled, not open."""
-    from referee.publish import build_leaderboard
+    from referee.ranking.standings import RankingInput, standings
 
     specs = round_robin(list(STRENGTH), 3, 6, seed=4, secret=SECRET)
     matches = [_play(s) for s in specs]
@@ -200,15 +200,15 @@ def test_byte_identical_entrants_are_never_played_off() -> None:
         **common,  # type: ignore[arg-type]
     )
     assert plan.state == "settled" and not plan.specs and not plan.uncertain
-    board = build_leaderboard(
-        "t",
-        "arschloch",
-        matches,
-        list(STRENGTH),
-        playoff=settings,
-        table_size=3,
-        ratings=RatingSettings(resamples=200),
-        fingerprints=fingerprints,
+    board = standings(
+        RankingInput(
+            tuple(matches),
+            tuple(STRENGTH),
+            playoff=settings,
+            table_size=3,
+            ratings=RatingSettings(resamples=200),
+            fingerprints=fingerprints,
+        )
     )
     assert board.playoff is not None and board.playoff.state == "settled"
     assert board.twins == (("a", "b"),)

@@ -24,13 +24,13 @@ from referee.cli import main
 from referee.errors import UsageError
 from referee.matchlog import read_log
 from referee.publish.site import publish_site
-from referee.publish.source import load_results, rank
-from referee.publish.verify import verify_results, verify_site
+from referee.publish.source import leaderboard, load_results
 from referee.runs.tournament import RunStarted, run_tournament
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.replacement import replay_key, scheduled_key
 from referee.tournament.store import Store
+from referee.verify.audit import verify_results, verify_site
 from tests.tournament.verify_field import StopsAfter
 
 NAMES = ("ann", "bob", "cat", "dan", "eve", "fay")
@@ -170,7 +170,7 @@ def test_the_replays_are_dealt_cards_none_of_their_players_has_met(
 
 
 def test_the_leaderboard_counts_every_kept_match_once(replaced: Path) -> None:
-    board = rank(load_results(load_tournament(replaced))).board
+    board = leaderboard(load_results(load_tournament(replaced)))
     assert board.matches == TOTAL
     assert {e.name: e.matches for e in board.entries} == {name: MINE * 3 for name in NAMES}
     [version] = board.replaced
@@ -385,7 +385,7 @@ def test_replacements_in_other_modes_verify(tmp_path: Path, extra: str) -> None:
     assert both and all(every[replay_key(k, 1)][1] == 2 for k in both)
     found = verify_results(results(path))
     assert found.ok, found.problems
-    board = rank(load_results(load_tournament(path))).board
+    board = leaderboard(load_results(load_tournament(path)))
     assert [v.name for v in board.replaced] == [first, second]
     if "rotations" in extra:
         with Store(results(path)) as store:

@@ -23,9 +23,9 @@ from referee.cli import main
 from referee.errors import UsageError
 from referee.executors import MatchFailed
 from referee.executors.local import LocalExecutor
-from referee.publish.verify import verify_results
 from referee.runs.tournament import PlayoffRound, PlayoffsOver, run_tournament
 from referee.tournament.file import load_tournament
+from referee.verify.audit import verify_results
 
 from .conftest import MARKER, REFEREE, leftover_processes, timeless, wait_for, write_tournament
 

@@ -29,13 +29,13 @@ from referee.executors.base import (
     SandboxPlan,
 )
 from referee.matchlog import read_log
-from referee.publish.verify import verify_results
 from referee.runs.tournament import ResultStored, run_tournament
 from referee.testing import InProcessExecutor, polite_bot
 from referee.tournament import chain
 from referee.tournament.deals import redeal_seed
 from referee.tournament.file import load_tournament
 from referee.tournament.store import Store
+from referee.verify.audit import verify_results
 from tests.tournament.verify_field import HANDLERS, NAMES, StopsAfter, write
 
 

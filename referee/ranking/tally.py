@@ -1,4 +1,4 @@
-"""The short table ``referee play --matches N`` ends with: how each bot did over the matches.
+"""The figures of the table ``referee play --matches N`` ends with: how each bot did.
 
 Per bot: its mean normalised finishing score (1 first, 0 last) with a bootstrap interval
 over whole deal blocks (:mod:`referee.ranking.intervals`, the leaderboard's own figure;
@@ -12,8 +12,7 @@ first.
 The figures come from the stored matches alone, in key order, and the bootstrap is seeded
 by the bots' names (:func:`referee.ranking.intervals.score_intervals`), so the same
 matches give the same table whatever the number of workers or the order results arrived in.
-Bot names are untrusted: the terminal table prints them through
-:func:`referee.text.printable` and reads no markup from them.
+The terminal table is the CLI's (:mod:`referee.cli.tally`): this module makes the numbers.
 """
 
 from __future__ import annotations
@@ -23,21 +22,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich import box
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
-
-from referee.publish.stats import place_counts
 from referee.ranking.intervals import (
     MIN_SHARED_DEALS,
     deal_scores,
     score_intervals,
 )
+from referee.ranking.records import place_counts
 from referee.specs import StoredMatch
-from referee.text import ordinal, printable
 
-__all__ = ["BotTally", "Tally", "tally", "tally_table"]
+__all__ = ["BotTally", "Tally", "tally"]
 
 
 @dataclass(frozen=True)
@@ -149,46 +142,3 @@ def tally(
         )
     rows.sort(key=lambda row: (-(row.score if row.score is not None else -1.0), row.name))
     return Tally(rules, table_size, len(matches), scheduled, len(blocks), confidence, tuple(rows))
-
-
-def tally_table(result: Tally) -> Group:
-    """The terminal table and the line under it that says how to read it."""
-    level = f"{result.confidence * 100:g}%"
-    counted = f"{result.matches} matches"
-    if result.matches != result.scheduled:
-        counted = f"{result.matches} of {result.scheduled} matches"
-    table = Table(
-        title=Text(f"{printable(result.rules)} · {result.table_size} seats · {counted}"),
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        collapse_padding=True,
-        show_edge=False,
-    )
-    table.add_column("bot", overflow="fold", min_width=10)
-    table.add_column(f"score [{level}]", justify="right", no_wrap=True)
-    for place in range(1, result.table_size + 1):
-        table.add_column(ordinal(place), justify="right", no_wrap=True)
-    table.add_column("faults", overflow="fold", min_width=6)
-    for bot in result.bots:
-        faults = str(bot.forfeits)
-        if bot.faults:
-            faults += " (" + ", ".join(f"{k} {n}" for k, n in bot.faults.items()) + ")"
-        table.add_row(
-            Text(printable(bot.name)),
-            bot.score_text(result.deals),
-            *(str(n) for n in bot.places),
-            Text(faults),
-        )
-    deals = f"{result.deals} deal{'s' if result.deals != 1 else ''}"
-    if result.deals >= MIN_SHARED_DEALS:
-        score = f"and its {level} bootstrap interval over the {deals} (whole seat rotations)"
-    else:
-        needed = MIN_SHARED_DEALS * result.table_size
-        score = (
-            f"with an interval from {MIN_SHARED_DEALS} deals on (--matches {needed}), not {deals}"
-        )
-    note = (
-        f"score: the mean finishing score (1 first, 0 last) {score}; 1st, 2nd, ...: matches "
-        "finished there; faults: matches forfeited, by kind."
-    )
-    return Group(table, Text(note))

@@ -7,7 +7,8 @@ import json
 
 from rich.console import Console
 
-from referee.publish.tally import tally, tally_table
+from referee.cli.tally import tally_table
+from referee.ranking.tally import tally
 from referee.specs import MatchSpec, StoredMatch, StoredSeat
 
 

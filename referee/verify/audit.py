@@ -48,7 +48,7 @@ site, verify also **re-derives the leaderboard from the logs alone** (each log's
 and faults, rated with the plan's settings) and compares it with the published
 ``leaderboard.json`` (but for its settings and reply times, which no log holds) and
 ``leaderboard.csv``, and checks each log's SHA-256 and seed
-against the manifest. Then it checks what people read (:mod:`referee.publish.pagecheck`):
+against the manifest. Then it checks what people read (:mod:`referee.verify.pages`):
 every file the site holds is the one its list names, and every page, replay script,
 leaderboard and static file is rendered again from the verified data and compared. A
 site published while the tournament was played cannot be checked in full (its secret is
@@ -86,21 +86,17 @@ from referee.publish.evidence import (
     PublishedSecret,
 )
 from referee.publish.folder import SITE_MARKER
-from referee.publish.history import RatingHistory
 from referee.publish.leaderboard import (
     DealCommitment,
-    build_leaderboard,
-    rated_part,
+    Leaderboard,
     retired_versions,
-    scored_part,
     to_csv,
     to_json,
 )
-from referee.publish.pagecheck import check_pages
-from referee.publish.source import RatedRanking, entrant_authors
-from referee.ranking.intervals import ScoreInterval
+from referee.publish.source import entrant_authors
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater
+from referee.ranking.standings import RankingInput, Standings, standings
 from referee.rules import replay
 from referee.rules.engine import SHUFFLE_ID, EngineMemo
 from referee.specs import (
@@ -119,6 +115,7 @@ from referee.tournament.replacement import key_generation, live_at, replay_key, 
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import DATABASE, ChainLink, DealSecret, MatchStatus, Store
 from referee.validation import describe
+from referee.verify.pages import check_pages
 
 __all__ = [
     "MAX_EVIDENCE_BYTES",
@@ -177,7 +174,7 @@ class Verification:
     replacements: list[Replacement] = field(default_factory=list)
     pages: int = 0
     """A site's files rendered again from the verified data and compared
-    (:mod:`referee.publish.pagecheck`)."""
+    (:mod:`referee.verify.pages`)."""
     pages_note: str | None = None
     """Why a site's pages were not compared (another referee rendered them, or it lists no
     files): said with the result, never a silent ok."""
@@ -1201,7 +1198,7 @@ class PublishedSite:
         self.where = folder
         self.problems: list[str] = []
         """What reading the logs found besides :class:`_Check` (a log not the manifest's)."""
-        self.ranked: tuple[RatedRanking, dict[str, ScoreInterval]] | None = None
+        self.standings: Standings | None = None
         """The ranking the leaderboard was derived with (its ratings, their history, the
         collusion check, the score intervals), for the pages rendered again."""
         try:
@@ -1533,21 +1530,25 @@ class PublishedSite:
             if key in self._retired
         ]
         rules = plan.file.ruleset().resolve(plan.file.table_size)
-        # Computed as a publication ranks (source.rate_results, score_results), so that
-        # the site's pages are rendered again from this ranking, not a second one.
-        history = RatingHistory(plan.file.ratings, rules)
-        entrants, authors = list(plan.entrants), entrant_authors(self.records())
-        rated = rated_part(
-            matches, entrants, ratings=plan.file.ratings, ruleset=rules, observe=history
+        # The standings are kept, so that the site's pages are rendered again from them
+        # (referee.verify.pages), not from a second ranking.
+        self.standings = standings(
+            RankingInput(
+                matches=tuple(matches),
+                entrants=tuple(plan.entrants),
+                ratings=plan.file.ratings,
+                rules=rules,
+                playoff=plan.file.playoff,
+                table_size=plan.file.table_size,
+                authors=entrant_authors(self.records()),
+                fingerprints=self.fingerprints(),
+            )
         )
-        scored = scored_part(matches, entrants, ratings=plan.file.ratings, authors=authors)
-        self.ranked = (RatedRanking(rated, history, scored.collusion), scored.intervals)
-        board = build_leaderboard(
-            plan.file.name,
-            rules.name,
-            matches,
-            entrants,
-            deals=[
+        board = Leaderboard(
+            tournament=plan.file.name,
+            rules=rules.name,
+            standings=self.standings,
+            deals=tuple(
                 DealCommitment(
                     s.commitment,
                     s.secret.hex() if s.revealed is not None else None,
@@ -1555,15 +1556,8 @@ class PublishedSite:
                     s.beacon,
                 )
                 for s in self._secrets
-            ],
-            ratings=plan.file.ratings,
-            ruleset=rules,
-            playoff=plan.file.playoff,
-            table_size=plan.file.table_size,
-            authors=authors,
-            fingerprints=self.fingerprints(),
+            ),
             replaced=retired_versions(self.replacements(), retired_by),
-            parts=(rated, scored),
         )
         want = json.loads(to_json(board))
         published = self._json("", "leaderboard.json")

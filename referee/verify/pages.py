@@ -1,7 +1,7 @@
 """``referee verify SITE`` checks what people read: every file of the site against what the
 verified data renders.
 
-Once a site's evidence has verified (:mod:`referee.publish.verify`: the deals, the
+Once a site's evidence has verified (:mod:`referee.verify.audit`: the deals, the
 schedule, every log, the results chain, the leaderboard), :func:`check_pages` checks its
 files (:mod:`referee.publish.sitefiles` lists them):
 
@@ -68,8 +68,8 @@ from referee.tournament.model import TournamentFile
 from referee.tournament.store import MatchRecord
 
 if TYPE_CHECKING:
-    from referee.publish.verify import PublishedSite, Verification
     from referee.rules import ResolvedRules
+    from referee.verify.audit import PublishedSite, Verification
 
 __all__ = ["MAX_SITE_FILES", "check_pages"]
 
@@ -123,7 +123,7 @@ def check_pages(site: PublishedSite, found: Verification, rounds: dict[str, int]
 
     try:
         results = _tournament(site, document, rounds)
-        render_site(results, renderer, _SiteFiles(site, document, renderer), ranked=site.ranked)
+        render_site(results, renderer, _SiteFiles(site, document, renderer), ranked=site.standings)
     except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
         # The page inputs are the site's, checked for their shape only: whatever else in
         # them the pages cannot be rendered from fails here, in one line.
@@ -312,7 +312,7 @@ class _SiteFiles:
         return f"{key.replace('/', '_')}.jsonl"
 
     def log(self, key: str) -> bytes:
-        from referee.publish.verify import Unavailable
+        from referee.verify.audit import Unavailable
 
         try:
             return self.site.log(key)[1]

@@ -1,0 +1,18 @@
+"""Auditing: ``referee verify`` checks a results folder or a published site.
+
+:mod:`referee.verify.audit` replays every log and checks the deals, the schedule, the
+results chain and the leaderboard against the evidence; :mod:`referee.verify.pages`
+renders every page of a site again (with the publishing code,
+:func:`referee.publish.site.render_site`) and compares it byte for byte. It sits above
+publishing: it reads what publishing writes, and publishing knows nothing of it.
+"""
+
+from referee.verify.audit import (
+    Verification,
+    is_site,
+    verify_folder,
+    verify_results,
+    verify_site,
+)
+
+__all__ = ["Verification", "is_site", "verify_folder", "verify_results", "verify_site"]
