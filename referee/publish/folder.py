@@ -22,10 +22,8 @@ Replay logs are copied, not hard-linked (:meth:`SiteFolder.write`), though the s
 writes to a file twice: a link would make every published log the very inode of the
 stored evidence, so whatever anyone later does to the published copy (an editor saving in
 place, a deploy script that rewrites or truncates files, a ``chmod`` to serve it) would
-happen to the results and fail ``referee verify``. Measured on the 2,000-match site of
-``bench/publish_bench.py`` (default rules): the logs are 38 MiB; copying them takes 0.5 to
-0.6 s (hard links 0.03 s) of a publication that takes 5 to 11 s on a shared two-core
-machine either way, and the site adds 104 MiB to the disk instead of 63.
+happen to the results and fail ``referee verify``. The copy costs a small share of a
+publication and some disk (docs/performance.md, "Publishing").
 """
 
 from __future__ import annotations

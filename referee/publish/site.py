@@ -419,8 +419,8 @@ class _Site:
 
     def templates(self) -> None:
         """Compile now the templates of the pages that wait for the ranking (Jinja keeps
-        them): 40-60 ms of compiling taken off the end of a publication, while the ranking
-        is still being computed."""
+        them): the compiling is taken off the end of a publication, done while the ranking is
+        still being computed (docs/performance.md, "Publishing")."""
         for name in ("bot.html", "index.html", "collusion.html"):
             self.env.get_template(name)
 
@@ -819,7 +819,7 @@ def render_site(
 def _collector_spares_results() -> Iterator[None]:
     """While the site is written, the garbage collector leaves alone what exists now (the
     loaded results, the modules): its full passes went over them again and again
-    (measured at 2,000 matches: 0.13 s of collecting, 0.05 s with them set aside). They
+    (docs/performance.md, "Publishing"). They
     are handed back at the end; a caller that set objects aside itself is left as it is."""
     if gc.get_freeze_count():
         yield

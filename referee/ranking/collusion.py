@@ -34,9 +34,9 @@ nearly deterministic; 1,800 to 4,500 pairs per setting): honest pairs are flagge
 0.35 times the level, at levels 0.05, 0.01 and 0.001. Without the margin it is 0.4 to 1.3
 times the level, but up to 2.6 and 16 times it at 0.01 and 0.001 where one entrant nearly
 always wins (the model's bias for such a pair is tiny, and its spread tinier still). A bot
-that always lets its partner win is flagged in every tournament; one that does so in 30 %
-of their matches, in 10 % of 6-entrant round robins (3 per table) of 4 deals, 40 % of 12
-and 70 % of 20.
+that always lets its partner win is flagged in every tournament; one that does so in part
+of their matches, in a share of tournaments that grows with the deals (docs/performance.md,
+"Ranking").
 
 A flag is evidence, not proof: an honest bot whose play happens to exploit another's (or
 to suffer from it) shows the same pattern, and a pair that shares few deals is never

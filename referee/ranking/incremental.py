@@ -1,9 +1,10 @@
 """A league's ratings: updated as each result is stored, settled per batch, checked by replay.
 
-A round robin's leaderboard replays every stored match (:mod:`referee.ranking.ratings`); at
-about 0.8 ms per TrueSkill update of a table of four, a league of 500,000 matches would take
-minutes per call. So a league keeps its ratings in its store (:mod:`referee.tournament.
-league`) and the leaderboard reads them: its cost grows with the entrants, not the matches.
+A round robin's leaderboard replays every stored match (:mod:`referee.ranking.ratings`); a
+league of hundreds of thousands of matches would take minutes per call that way (one
+TrueSkill update's cost: docs/performance.md, "Ranking"). So a league keeps its ratings in
+its store (:mod:`referee.tournament.league`) and the leaderboard reads them: its cost grows
+with the entrants, not the matches.
 
 * **Live.** Each result updates the ratings of its seats (:func:`rate_result`) in the
   transaction that stores it: what the leaderboard shows while the league runs. Within a

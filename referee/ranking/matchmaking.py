@@ -42,7 +42,8 @@ Tables are filled in three passes, each taking only entrants not seated yet:
    nearest reached 0.80 at 288 (random tables 0.81), one near and two anchors 0.82. To tau
    0.9 with 200 bots the league needs 0.92 of random tables' matches, and no design could
    need less than 0.89 (an oracle bound, ``bench/league_bound.py``): this game's results
-   are mostly the cards, so a random table already tells 96 % of the most a table can.
+   are mostly the cards, so a random table already tells nearly the most a table can
+(docs/performance.md, "Ranking").
 
 Entrants of one author never share a table when the file keeps authors apart.
 

@@ -18,10 +18,9 @@ correction (below).
 
 The exact GSPRT of a normal law with unknown variance would give each hypothesis its own
 variance, ``s2 + (mean - D)^2``; it is not used because it stalls where a new version is
-clearly better: both hypotheses then fit the data equally badly. Measured with the sample
-bots (``heuristic`` against ``lowest``, 2 rounds a match): a difference of +0.24, its 95 %
-interval [+0.19, +0.29] after 50 deals, left that form's LLR at 2.7, below the bound
-2.94; this form crossed it at deal 24 of the same deals. Near the hypotheses the two agree.
+clearly better: both hypotheses then fit the data equally badly (a clear difference that
+this form decides in about half the deals left that form below its bound after all of
+them: docs/performance.md, "Ranking"). Near the hypotheses the two agree.
 It is checked after every deal against
 Wald's bounds ``ln(beta / (1 - alpha))`` and ``ln((1 - beta) / alpha)``: below the lower
 one H0 is accepted, above the upper one H1, in between the test goes on, at most until the
@@ -30,15 +29,10 @@ the variance of a few deals is too uncertain, and runs that happen to start with
 one stop too early, wrongly.
 
 The correction is there for the same reason: an estimated variance makes the test a little
-too eager (Wald's bounds assume a known one). Measured on the observations of real pairs
-(400 one-round deals of a ladder rung against a copy of itself with draws of its own,
-``bench.compare_bench``, made symmetric about 0, and shifted by D1 for the other error;
-8,000 simulated runs each, standard error 0.0025): without it, H1 at D0 in 0.052 of runs
-and H0 at D1 in 0.053; with ``s2`` scaled by ``(n - 1) / (n - 3)`` (the variance of
-Student's t), 0.049 and 0.049, too close to alpha to be sure of it; with ``(n - 1) / (n -
-5)``, 0.046 and 0.049, for 6 to 12 % more matches to a decision (against the 0.047 of 50
-deals at least, which costs 15 to 45 % more). In matches to 15 points all three stay below
-0.04.
+too eager (Wald's bounds assume a known one): ``s2`` is scaled by ``(n - 1) / (n - 5)``,
+which kept both error rates below alpha on the observations of real pairs
+(``bench.compare_bench``) for fewer extra matches than a larger minimum of deals would
+cost (docs/performance.md, "Ranking").
 
 :func:`interval` is the difference's two-sided confidence interval (Student's t).
 
