@@ -25,10 +25,10 @@ from unittest import mock
 
 from bench import installed_bytecode
 from bench.publish_bench import _play_in_memory, _write
-from referee.publish import verify
 from referee.publish.site import publish_site
 from referee.publish.source import load_results
 from referee.tournament.file import load_tournament
+from referee.verify import sites as verify
 
 
 def _timed(work: object) -> float:

@@ -727,7 +727,7 @@ def verify(
     by another referee version) says so on a line of its own; --require-pages makes that
     exit code 1.
     """
-    from referee.verify.audit import verify_folder
+    from referee.verify import verify_folder
 
     folder = results
     plan = None

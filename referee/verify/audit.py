@@ -115,7 +115,6 @@ from referee.tournament.replacement import key_generation, live_at, replay_key, 
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import DATABASE, ChainLink, DealSecret, MatchStatus, Store
 from referee.validation import describe
-from referee.verify.pages import check_pages
 
 __all__ = [
     "MAX_EVIDENCE_BYTES",
@@ -125,10 +124,9 @@ __all__ = [
     "PublishedSite",
     "ResultsFolder",
     "Verification",
+    "audit_site",
     "is_site",
-    "verify_folder",
     "verify_results",
-    "verify_site",
 ]
 
 MAX_EVIDENCE_BYTES = 512 * 1024 * 1024
@@ -350,62 +348,22 @@ def verify_results(
         raise UsageError(f"{results_dir / DATABASE} cannot be read: {exc}") from None
 
 
-def verify_site(
-    site_dir: Path,
-    *,
-    plan: Plan | None = None,
-    commitments: Sequence[str] = (),
-    beacons: Sequence[str] = (),
-    heads: Sequence[str] = (),
-    progress: Callable[[int, int], None] | None = None,
-) -> Verification:
-    """Check the tournament a site published in ``site_dir`` shows (module docstring):
-    everything :func:`verify_results` checks, from the site's own files, and its
-    leaderboard re-derived from the logs. Raises ``UsageError`` for a folder that is no
-    site, or whose verification files are not what ``referee publish`` writes."""
-    given = Published(plan, tuple(commitments), tuple(beacons), tuple(heads))
-    with PublishedSite(site_dir) as site:
-        check = _Check(site)
-        found = check.run(given, progress)
-        found.source = "site"
-        site.check_published(check)
-        check_pages(site, found, check.rounds)
-        return found
+def audit_site(
+    site: PublishedSite, given: Published, progress: Callable[[int, int], None] | None = None
+) -> tuple[Verification, dict[str, int]]:
+    """Everything :func:`verify_results` checks, from the open ``site``'s own files, and its
+    leaderboard re-derived from the logs; with the rounds each verified log deals, which the
+    pages check (:mod:`referee.verify.pages`) needs."""
+    check = _Check(site)
+    found = check.run(given, progress)
+    found.source = "site"
+    site.check_published(check)
+    return found, check.rounds
 
 
 def is_site(folder: Path) -> bool:
     """Whether ``folder`` looks like a published site (rather than a results folder)."""
     return (folder / EVIDENCE).is_dir() or (folder / SITE_MARKER).exists()
-
-
-def verify_folder(
-    folder: Path,
-    *,
-    plan: Plan | None = None,
-    commitments: Sequence[str] = (),
-    beacons: Sequence[str] = (),
-    heads: Sequence[str] = (),
-    progress: Callable[[int, int], None] | None = None,
-) -> Verification:
-    """:func:`verify_results` or :func:`verify_site`, whichever ``folder`` is."""
-    check: Callable[..., Verification]
-    if (folder / DATABASE).is_file():
-        check = verify_results
-    elif is_site(folder):
-        check = verify_site
-    else:
-        raise UsageError(
-            f"{folder} is neither a tournament's results folder ({DATABASE} is missing) nor a "
-            f"published site (it has no {EVIDENCE}/ folder): name one of them, or the .toml file"
-        )
-    return check(
-        folder,
-        plan=plan,
-        commitments=commitments,
-        beacons=beacons,
-        heads=heads,
-        progress=progress,
-    )
 
 
 class _Check:

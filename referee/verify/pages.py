@@ -66,10 +66,10 @@ from referee.specs import StoredFault, StoredMatch
 from referee.stderrlog import MatchStderr, SeatStderr, StderrPiece
 from referee.tournament.model import TournamentFile
 from referee.tournament.store import MatchRecord
+from referee.verify.audit import PublishedSite, Unavailable, Verification
 
 if TYPE_CHECKING:
     from referee.rules import ResolvedRules
-    from referee.verify.audit import PublishedSite, Verification
 
 __all__ = ["MAX_SITE_FILES", "check_pages"]
 
@@ -312,8 +312,6 @@ class _SiteFiles:
         return f"{key.replace('/', '_')}.jsonl"
 
     def log(self, key: str) -> bytes:
-        from referee.verify.audit import Unavailable
-
         try:
             return self.site.log(key)[1]
         except Unavailable as exc:
@@ -412,8 +410,42 @@ def _tournament(
     )
     tournament = _Planned(f, f.ruleset().resolve(f.table_size), bots)
     retired_by = site.retired()
-    statuses = site.statuses()
-    times = {m.key: m for m in document.matches}
+    matches, retired, faults = _told_matches(site, document, retired_by)
+    created = {r.generation: r.created for r in document.replacements}
+    deals, secrets = _secret_records(site)
+    return StoredTournament(
+        tournament=tournament,
+        results_dir=site.where,
+        matches=matches,
+        faults=faults,
+        records=_match_records(site, document, rounds, retired_by),
+        specs=site.specs(),
+        deals=deals,
+        entrants=records,
+        plan=plan,
+        secrets=secrets,
+        attempts=site.deal_attempts(),
+        secret_of=site.secret_of(),
+        reply_times={
+            r.name: ReplyTimes(Counter({ms: n for ms, n in r.counts}), list(r.bank_spent_ms))
+            for r in document.reply_times
+        },
+        kit_replaced={k.name: (k.matches, k.decisions) for k in document.kit_replaced},
+        retired=retired,
+        replacements=tuple(
+            dataclasses.replace(r, created=created.get(r.generation, 0.0))
+            for r in site.replacements()
+        ),
+        generations=site.generations(),
+        published=document.published,
+    )
+
+
+def _told_matches(
+    site: PublishedSite, document: SiteFiles, retired_by: dict[str, int]
+) -> tuple[tuple[StoredMatch, ...], tuple[StoredMatch, ...], tuple[StoredFault, ...]]:
+    """The finished matches as their logs tell them (each fault's detail the log's), the
+    retired ones apart, and every fault of the counted ones with its page inputs."""
     evidence = {(x.key, x.seat): x for x in document.faults}
     matches, retired, faults = [], [], []
     for match in site.completed():
@@ -450,63 +482,54 @@ def _tournament(
                     round=extra.round if extra else None,
                 )
             )
-    created = {r.generation: r.created for r in document.replacements}
+    return tuple(matches), tuple(retired), tuple(faults)
+
+
+def _match_records(
+    site: PublishedSite, document: SiteFiles, rounds: dict[str, int], retired_by: dict[str, int]
+) -> dict[str, MatchRecord]:
+    """Each stored match's record: its state, its log's rounds, its page inputs' times."""
+    times = {m.key: m for m in document.matches}
+    return {
+        key: MatchRecord(
+            key,
+            status,
+            *(
+                (rounds.get(key), None, None, None)
+                if (t := times.get(key)) is None
+                else (rounds.get(key, t.rounds), t.started, t.finished, t.duration)
+            ),
+            retired_by.get(key),
+        )
+        for key, status in site.statuses().items()
+    }
+
+
+def _secret_records(
+    site: PublishedSite,
+) -> tuple[tuple[DealCommitment, ...], tuple[SecretRecord, ...]]:
+    """The deal secrets as the leaderboard shows them, and as the settings list them."""
     secrets = site.secrets()
-    return StoredTournament(
-        tournament=tournament,
-        results_dir=site.where,
-        matches=tuple(matches),
-        faults=tuple(faults),
-        records={
-            key: MatchRecord(
-                key,
-                status,
-                *(
-                    (rounds.get(key), None, None, None)
-                    if (t := times.get(key)) is None
-                    else (rounds.get(key, t.rounds), t.started, t.finished, t.duration)
-                ),
-                retired_by.get(key),
-            )
-            for key, status in statuses.items()
-        },
-        specs=site.specs(),
-        deals=tuple(
-            DealCommitment(
-                s.commitment,
-                s.secret.hex() if s.revealed is not None else None,
-                s.declared.source if s.declared else None,
-                s.beacon,
-            )
-            for s in secrets
-        ),
-        entrants=records,
-        plan=plan,
-        secrets=tuple(
-            SecretRecord(
-                s.id,
-                s.commitment,
-                s.secret.hex() if s.revealed is not None else None,
-                s.declared,
-                s.beacon,
-            )
-            for s in secrets
-        ),
-        attempts=site.deal_attempts(),
-        secret_of=site.secret_of(),
-        reply_times={
-            r.name: ReplyTimes(Counter({ms: n for ms, n in r.counts}), list(r.bank_spent_ms))
-            for r in document.reply_times
-        },
-        kit_replaced={k.name: (k.matches, k.decisions) for k in document.kit_replaced},
-        retired=tuple(retired),
-        replacements=tuple(
-            dataclasses.replace(r, created=created.get(r.generation, 0.0))
-            for r in site.replacements()
-        ),
-        generations=site.generations(),
-        published=document.published,
+    deals = tuple(
+        DealCommitment(
+            s.commitment,
+            s.secret.hex() if s.revealed is not None else None,
+            s.declared.source if s.declared else None,
+            s.beacon,
+        )
+        for s in secrets
     )
+    records = tuple(
+        SecretRecord(
+            s.id,
+            s.commitment,
+            s.secret.hex() if s.revealed is not None else None,
+            s.declared,
+            s.beacon,
+        )
+        for s in secrets
+    )
+    return deals, records
 
 
 def _fault_lines(site: PublishedSite, match: StoredMatch) -> dict[int, dict[str, Any]]:

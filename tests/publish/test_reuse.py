@@ -30,7 +30,7 @@ from referee.runs.tournament import run_tournament
 from referee.stderrlog import stderr_path
 from referee.testing import InProcessExecutor
 from referee.tournament.file import Tournament, load_tournament
-from referee.verify.audit import verify_site
+from referee.verify import verify_site
 from tests.publish.conftest import HANDLERS, play_fake, write_fake_tournament
 
 CACHE_FILE = f"{CACHE}.json"

@@ -28,7 +28,7 @@ from referee.publish.site import publish_site
 from referee.publish.source import load_results
 from referee.stderrlog import STDERR_SUFFIX
 from referee.tournament.file import Tournament
-from referee.verify.audit import verify_site
+from referee.verify import verify_site
 from tests.publish.conftest import play_fake, write_fake_tournament
 
 SITE_JSON = "verification/site.json"

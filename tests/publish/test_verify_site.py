@@ -25,7 +25,7 @@ from referee.errors import UsageError
 from referee.publish.site import publish_site
 from referee.publish.source import load_results
 from referee.tournament.file import Tournament
-from referee.verify.audit import verify_folder, verify_site
+from referee.verify import verify_folder, verify_site
 from tests.publish.conftest import play_fake, write_fake_tournament
 
 

@@ -30,7 +30,7 @@ from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.replacement import replay_key, scheduled_key
 from referee.tournament.store import Store
-from referee.verify.audit import verify_results, verify_site
+from referee.verify import verify_results, verify_site
 from tests.tournament.verify_field import StopsAfter
 
 NAMES = ("ann", "bob", "cat", "dan", "eve", "fay")
