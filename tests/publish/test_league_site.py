@@ -100,3 +100,38 @@ def test_every_page_names_the_time_of_the_clock_it_is_published_with(tmp_path: P
     publish_league(load_tournament(path), site, clock=lambda: when)
     pages = [*site.glob("*.html"), *site.glob("bots/*.html"), *site.glob("matches/*.html")]
     assert pages and all(format_time(when) in p.read_text() for p in pages)
+
+
+def test_a_link_planted_in_the_site_is_replaced_never_written_through(tmp_path: Path) -> None:
+    """A page's name made a link to a file outside: publishing again puts a page in the
+    link's place and leaves the file it pointed at as it was."""
+    path = write(tmp_path / "league")
+    play(path, batches=1)
+    site = tmp_path / "site"
+    publish_league(load_tournament(path), site)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the site's\n")
+    index = site / "index.html"
+    index.unlink()
+    index.symlink_to(outside)
+    publish_league(load_tournament(path), site)
+    assert not index.is_symlink() and "<html" in index.read_text()
+    assert outside.read_text() == "not the site's\n"
+
+
+def test_a_subfolder_made_a_link_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    from referee.errors import InfrastructureError
+
+    path = write(tmp_path / "league")
+    play(path, batches=1)
+    site = tmp_path / "site"
+    publish_league(load_tournament(path), site)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for page in (site / "bots").iterdir():
+        page.unlink()
+    (site / "bots").rmdir()
+    (site / "bots").symlink_to(elsewhere)
+    with pytest.raises(InfrastructureError, match="cannot write the site"):
+        publish_league(load_tournament(path), site)
+    assert list(elsewhere.iterdir()) == []
