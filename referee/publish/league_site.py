@@ -55,7 +55,7 @@ from referee.errors import InfrastructureError, UsageError
 from referee.explain import explain_fault, stored_fault_info
 from referee.publish.folder import SITE_MARKER, LiveFolder, check_target
 from referee.publish.league import LeagueBoard, LeagueEntry, league_notes, read_board, render_league
-from referee.publish.paths import match_names, site_slug
+from referee.publish.paths import bot_slugs, is_slug, match_names
 from referee.publish.replaydata import log_script
 from referee.publish.settings import format_time
 from referee.publish.site import (
@@ -145,7 +145,17 @@ def _state(folder: LiveFolder) -> dict[str, Any]:
         data = json.loads(raw)
     except ValueError:
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    # A slug is a file name of one bot's page: one the site could not have made, or a second
+    # label's, is dropped (that label gets a slug anew).
+    kept: dict[str, str] = {}
+    slugs = data.get("slugs")
+    for label, slug in slugs.items() if isinstance(slugs, dict) else ():
+        if isinstance(slug, str) and is_slug(slug) and slug not in kept.values():
+            kept[label] = slug
+    data["slugs"] = kept
+    return data
 
 
 class _Publication:
@@ -172,7 +182,8 @@ class _Publication:
     def write(self) -> LeagueSiteReport:
         board = read_board(self.tournament, self.ledger, self.store)
         every = (*board.entries, *board.unrated, *board.suspended, *board.retired)
-        slugs = _slugs(dict(self.before.get("slugs", {})), [e.label for e in every])
+        # Those published before keep theirs: a page's address never changes.
+        slugs = bot_slugs([e.label for e in every], known=self.before.get("slugs"))
         first = int(self.before.get("batch", 0))
         shown = "private" if self.stderr_private else "public"
         if self.before.get("stderr", "public") != shown:
@@ -306,6 +317,7 @@ class _Publication:
                 entry.suspended,
                 entry.suspended_why,
                 self.stderr_private,
+                slugs[entry.label],  # the page's name: a new one is a page to write
             ]
             if records[entry.label] == before.get(entry.label) and entry.label not in seated:
                 continue
@@ -416,23 +428,6 @@ class _Listed:
     label: str
     table: tuple[str, ...]
     published: bool
-
-
-def _slugs(known: dict[str, str], labels: Sequence[str]) -> dict[str, str]:
-    """Every label's slug: those published before keep theirs (a page's address never
-    changes), new ones get a slug no other has."""
-    taken = set(known.values())
-    for label in labels:
-        if label in known:
-            continue
-        base = site_slug(label)
-        slug, n = base, 1
-        while slug in taken:
-            n += 1
-            slug = f"{base}-{n}"
-        taken.add(slug)
-        known[label] = slug
-    return known
 
 
 def _stem(key: str, table: Sequence[str]) -> str:

@@ -135,3 +135,30 @@ def test_a_subfolder_made_a_link_is_refused_with_a_clear_error(tmp_path: Path) -
     with pytest.raises(InfrastructureError, match="cannot write the site"):
         publish_league(load_tournament(path), site)
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "slugs",
+    [
+        {"b0": "../../outside", "b1": 5, "b2": "twin", "b3": "twin"},
+        [1, 2, 3],
+        {"b0": "UPPER", "b1": "a" * 300},
+    ],
+    ids=["a path, a number, one slug twice", "a list", "not a slug"],
+)
+def test_a_tampered_state_file_gives_every_bot_a_page_of_its_own(
+    tmp_path: Path, slugs: object
+) -> None:
+    path = write(tmp_path / "league")
+    play(path, batches=1)
+    site = tmp_path / "site"
+    publish_league(load_tournament(path), site)
+    state_file = site / "league-site.json"
+    state = json.loads(state_file.read_text())
+    state["slugs"] = slugs
+    state_file.write_text(json.dumps(state))
+    publish_league(load_tournament(path), site)
+    written = json.loads(state_file.read_text())["slugs"]
+    assert len(set(written.values())) == len(written) >= len(NAMES)
+    assert all((site / "bots" / f"{slug}.html").is_file() for slug in written.values())
+    assert not (tmp_path / "outside.html").exists()
