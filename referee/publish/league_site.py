@@ -155,6 +155,10 @@ def _state(folder: LiveFolder) -> dict[str, Any]:
         if isinstance(slug, str) and is_slug(slug) and slug not in kept.values():
             kept[label] = slug
     data["slugs"] = kept
+    batch = data.get("batch")
+    data["batch"] = batch if isinstance(batch, int) and batch >= 0 else 0
+    if not isinstance(data.get("records"), dict):
+        data["records"] = {}
     return data
 
 
@@ -184,13 +188,15 @@ class _Publication:
         every = (*board.entries, *board.unrated, *board.suspended, *board.retired)
         # Those published before keep theirs: a page's address never changes.
         slugs = bot_slugs([e.label for e in every], known=self.before.get("slugs"))
-        first = int(self.before.get("batch", 0))
+        last = board.batches
+        first = self.before.get("batch", 0)
+        if first > last:  # the state of other results: everything again
+            first = 0
         shown = "private" if self.stderr_private else "public"
         if self.before.get("stderr", "public") != shown:
             first = 0  # every match page again, with its stderr or without
             if self.stderr_private:
                 self.folder.remove("matches", STDERR_SCRIPT)
-        last = board.batches
         self.folder.marker()
         self.pages.static_files()
         matches, seated = 0, set[str]()

@@ -138,16 +138,26 @@ def test_a_subfolder_made_a_link_is_refused_with_a_clear_error(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(
-    "slugs",
+    "tampered",
     [
-        {"b0": "../../outside", "b1": 5, "b2": "twin", "b3": "twin"},
-        [1, 2, 3],
-        {"b0": "UPPER", "b1": "a" * 300},
+        {"slugs": {"b0": "../../outside", "b1": 5, "b2": "twin", "b3": "twin"}},
+        {"slugs": [1, 2, 3]},
+        {"slugs": {"b0": "UPPER", "b1": "a" * 300}},
+        {"batch": "abc", "records": [1]},
+        {"batch": 10**9},
+        {"batch": -5, "records": "x"},
     ],
-    ids=["a path, a number, one slug twice", "a list", "not a slug"],
+    ids=[
+        "a path, a number, one slug twice",
+        "a list",
+        "not a slug",
+        "a batch not a number",
+        "a batch past the league's",
+        "a batch below 0",
+    ],
 )
 def test_a_tampered_state_file_gives_every_bot_a_page_of_its_own(
-    tmp_path: Path, slugs: object
+    tmp_path: Path, tampered: dict[str, object]
 ) -> None:
     path = write(tmp_path / "league")
     play(path, batches=1)
@@ -155,9 +165,11 @@ def test_a_tampered_state_file_gives_every_bot_a_page_of_its_own(
     publish_league(load_tournament(path), site)
     state_file = site / "league-site.json"
     state = json.loads(state_file.read_text())
-    state["slugs"] = slugs
+    state.update(tampered)
     state_file.write_text(json.dumps(state))
-    publish_league(load_tournament(path), site)
+    again = publish_league(load_tournament(path), site)
+    assert again.batches[1] == 1
+    assert len(list((site / "matches").glob("*.html"))) == 8
     written = json.loads(state_file.read_text())["slugs"]
     assert len(set(written.values())) == len(written) >= len(NAMES)
     assert all((site / "bots" / f"{slug}.html").is_file() for slug in written.values())
