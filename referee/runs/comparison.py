@@ -242,9 +242,9 @@ class ComparisonPlanner(Planner):
     def prepare(self, run: Run) -> None:
         """Refuse other test settings than the stored ones, enter the field, count what is
         stored (with its kept rounds), and go on with what is not done."""
-        stored = _stored_settings(run.store)
-        if stored is not None:
-            check_resumed(stored, self.settings, run.store.results_dir)
+        started = _stored_settings(run.store)
+        if started is not None:
+            check_resumed(started, self.settings, run.store.results_dir)
         enter_field(run)
         if self.statistic == "round-score":
             self.match_rounds = load_rounds(run.store)
