@@ -171,11 +171,12 @@ def _stored_settings(store: Store) -> CompareSettings | None:
 
 def check_resumed(stored: CompareSettings, asked: CompareSettings, folder: Path) -> None:
     """Refuse to go on with the comparison in ``folder`` under other test settings than it
-    was started with (an old folder's unrecorded hypotheses are not compared)."""
+    was started with (a value not asked for, or one an old folder did not record, is not
+    compared)."""
     changed = [
         key
         for key, value in stored.model_dump().items()
-        if value is not None and getattr(asked, key) != value
+        if value is not None and getattr(asked, key) not in (None, value)
     ]
     if changed:
         was = ", ".join(f"{key} {getattr(stored, key)}" for key in changed)

@@ -285,12 +285,12 @@ class Plan:
             model = TournamentFile.model_validate(tomllib.loads(source))
             entrants = tuple(str(name) for name in data["entrants"])
             authors = {str(k): str(v) for k, v in dict(data["authors"]).items()}
+        except ValidationError as exc:  # a ValueError too: explained in the file's words
+            raise UsageError(explain(where, exc)) from None
         except (ValueError, KeyError, TypeError, tomllib.TOMLDecodeError) as exc:
             raise UsageError(
                 f"{where}: the stored tournament plan cannot be read ({exc})"
             ) from None
-        except ValidationError as exc:
-            raise UsageError(explain(where, exc)) from None
         return cls(model, entrants, authors, source)
 
 
