@@ -35,6 +35,15 @@ of 4, in both its formats (matches to 15 points, one-round matches):
   the paired runs above. Twins that draw alike (two copies on the same seeds) play the same
   games: every observation is 0.
 
+**The statistic** (``--statistic``): each format is scored as the command scores it by
+default (matches to 15 points by ``round-score``, one-round matches by ``final-score``,
+:mod:`referee.ranking.statistics`), each with its default hypotheses
+(:data:`~referee.ranking.statistics.HYPOTHESES`); under ``round-score`` the unpaired runs of
+the small changes are also played scored by ``final-score``, and the paired runs compared
+with those too. ``--old`` keeps only some OLD rungs. ``--calibrate DEALS`` plays DEALS paired
+deals of each pair, scores each both ways, and prints the two mean differences, their ratio
+(what turns final score's D1 into round score's) and the signal per deal of each.
+
 Everything is seeded: the same arguments give the same figures on any machine.
 """
 

@@ -36,10 +36,12 @@ cost (docs/performance.md, "Ranking").
 
 :func:`interval` is the difference's two-sided confidence interval (Student's t).
 
-:class:`PairedDeals` turns the stored matches of a comparison into those observations, deal
-by deal, as they finish: the test reads them in deal order, up to the first deal not yet
-complete, so the verdict does not depend on the order matches finish in, on the number of
-workers, or on a run being interrupted and resumed.
+:class:`PairedDeals` turns the stored matches of a comparison into those observations (each
+version scored by the comparison's statistic: the finishing score, or the mean round score,
+:mod:`referee.ranking.statistics`), deal by deal, as they finish: the test reads them in
+deal order, up to the first deal not yet complete, so the verdict does not depend on the
+order matches finish in, on the number of workers, or on a run being interrupted and
+resumed.
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ def test_a_forfeit_scores_nothing_in_any_round_and_rounds_are_needed() -> None:
 
 
 def test_the_rounds_come_from_the_logs_round_ends_and_a_bad_one_is_refused() -> None:
-    lines = [
+    lines: list[dict[str, Any]] = [
         {"type": "log"},
         {"type": "round_end", "places": [2, 0, 1]},
         {"type": "played"},
