@@ -154,7 +154,7 @@ def compare_command(**options: Any) -> None:
     Every deal is played at a table of NEW and field bots in every seat rotation, and again
     with OLD in NEW's seat: the same field bots in the same seats, the same cards, and the
     same seed for their random choices. After each deal a sequential probability ratio
-    test weighs H1 (NEW's mean normalised finishing score is D1 above OLD's) against H0
+    test weighs H1 (NEW's mean score, by --statistic, is D1 above OLD's) against H0
     (D0 above), and the run stops when it decides ("H1 accepted", "H0 accepted") or at
     --max-matches ("undecided"). Exit code 0 whatever the verdict.
 
