@@ -34,16 +34,23 @@ from referee.cli.app import (
 )
 from referee.cli.progress import Every, ProgressView
 from referee.errors import UsageError
+from referee.ranking.statistics import HYPOTHESES
 from referee.specs import TimeControl
 from referee.text import printable
 
 __all__ = ["compare_command"]
 
 _MAX_MATCHES = 100_000
+_DEFAULTS = {name: ",".join(f"{d:g}" for d in pair) for name, pair in HYPOTHESES.items()}
+_ERROR_RATE = 0.05
 
 
-def _sprt_hypotheses(ctx: click.Context, param: click.Parameter, value: str) -> tuple[float, float]:
+def _sprt_hypotheses(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[float, float] | None:
     """``--sprt D0,D1``: two numbers, D1 larger, both between -1 and 1."""
+    if value is None:
+        return None
     try:
         d0, d1 = (float(part) for part in value.split(","))
     except ValueError:
@@ -52,8 +59,8 @@ def _sprt_hypotheses(ctx: click.Context, param: click.Parameter, value: str) -> 
         ) from None
     if not (-1 < d0 < d1 < 1) or not all(math.isfinite(x) for x in (d0, d1)):
         raise click.BadParameter(
-            f"{value!r}: D0 must be below D1, both between -1 and 1 (differences of mean "
-            "normalised finishing score)",
+            f"{value!r}: D0 must be below D1, both between -1 and 1 (differences of the "
+            "statistic's mean)",
             ctx,
             param,
         )
@@ -81,28 +88,35 @@ def _sprt_hypotheses(ctx: click.Context, param: click.Parameter, value: str) -> 
     help="Seats at a table.",
 )
 @click.option(
+    "--statistic",
+    default=None,
+    type=click.Choice(["final-score", "round-score"]),
+    help="What a deal is scored by: each version's normalised finishing score, or its mean "
+    "normalised place over the rounds of the match. Default: round-score for matches of "
+    "more than one round, final-score for one round (the same number there); a resumed "
+    "comparison keeps its own.",
+)
+@click.option(
     "--sprt",
     "hypotheses",
-    default="0,0.02",
-    show_default=True,
+    default=None,
     callback=_sprt_hypotheses,
     metavar="D0,D1",
-    help="The test's hypotheses: NEW's mean normalised finishing score minus OLD's is D0 "
-    "(H0) or D1 (H1).",
+    help="The test's hypotheses: NEW's mean score minus OLD's is D0 (H0) or D1 (H1), in the "
+    f"statistic's units. Default: {_DEFAULTS['final-score']} under final-score, "
+    f"{_DEFAULTS['round-score']} under round-score (the same change on the bench's ladder).",
 )
 @click.option(
     "--alpha",
-    default=0.05,
-    show_default=True,
+    default=None,
     type=click.FloatRange(0, 0.5, min_open=True),
-    help="How often the test may accept H1 when H0 holds.",
+    help="How often the test may accept H1 when H0 holds.  [default: 0.05]",
 )
 @click.option(
     "--beta",
-    default=0.05,
-    show_default=True,
+    default=None,
     type=click.FloatRange(0, 0.5, min_open=True),
-    help="How often the test may accept H0 when H1 holds.",
+    help="How often the test may accept H0 when H1 holds.  [default: 0.05]",
 )
 @click.option(
     "--max-matches",
@@ -140,7 +154,7 @@ def compare_command(**options: Any) -> None:
     Every deal is played at a table of NEW and field bots in every seat rotation, and again
     with OLD in NEW's seat: the same field bots in the same seats, the same cards, and the
     same seed for their random choices. After each deal a sequential probability ratio
-    test weighs H1 (NEW's mean normalised finishing score is D1 above OLD's) against H0
+    test weighs H1 (NEW's mean score, by --statistic, is D1 above OLD's) against H0
     (D0 above), and the run stops when it decides ("H1 accepted", "H0 accepted") or at
     --max-matches ("undecided"). Exit code 0 whatever the verdict.
 
@@ -156,9 +170,10 @@ def _compare(
     preset: str,
     max_rounds: int | None,
     table_size: int,
-    hypotheses: tuple[float, float],
-    alpha: float,
-    beta: float,
+    statistic: str | None,
+    hypotheses: tuple[float, float] | None,
+    alpha: float | None,
+    beta: float | None,
     max_matches: int,
     seed: int | None,
     workers: int | None,
@@ -186,6 +201,16 @@ def _compare(
         )
     given = [new, old, *(field_paths or _default_field())]
     bots = _named_bots(given, table_size, allow_images)
+    settings = _test_settings(
+        results_dir if not restart else None,
+        preset,
+        max_rounds,
+        table_size,
+        statistic,
+        hypotheses,
+        alpha,
+        beta,
+    )
     folder = results_dir or Path(tempfile.mkdtemp(prefix="referee-compare-"))
     tournament = compare_tournament(
         bots[0],
@@ -201,6 +226,7 @@ def _compare(
         memory_mb=memory_mb,
         images=allow_images,
         folder=folder,
+        test=settings,
     )
     sandbox = get_sandbox(sandbox_name, images=allow_images)
     check_memory(sandbox, table_size, memory_mb, fix="lower --memory-mb")
@@ -210,7 +236,9 @@ def _compare(
         limits=Limits(memory_mb=memory_mb),
         own_cgroup=sandbox.name == "process",
     )
-    test = Sprt(*hypotheses, alpha=alpha, beta=beta)
+    test = Sprt(
+        _given(settings.d0), _given(settings.d1), _given(settings.alpha), _given(settings.beta)
+    )
     view = _Progress(folder)
     view.intro(tournament, test, max_matches, seed, executor.workers)
     for note in executor.memory.notes if executor.memory is not None else ():
@@ -228,6 +256,57 @@ def _compare(
             deal_secret=_seeded_secret(seed) if seed is not None else None,
         )
     _report(summary, tournament, test, max_matches, as_json)
+
+
+def _test_settings(
+    resumed: Path | None,
+    preset: str,
+    max_rounds: int | None,
+    table_size: int,
+    statistic: str | None,
+    hypotheses: tuple[float, float] | None,
+    alpha: float | None,
+    beta: float | None,
+) -> Any:
+    """The comparison's statistic and test: what was given, else what the folder being
+    resumed holds, else the defaults (the statistic by the rules: :func:`~referee.ranking.
+    statistics.default_statistic`; the hypotheses by the statistic). Raises ``UsageError``
+    when the folder's comparison was started with other settings than given."""
+    from referee.ranking.statistics import default_statistic
+    from referee.rules import RuleSet
+    from referee.runs.comparison import check_resumed, stored_settings
+    from referee.tournament.model import CompareSettings
+
+    stored = stored_settings(resumed) if resumed is not None else None
+    if statistic is None:
+        if stored is not None:
+            statistic = stored.statistic
+        else:
+            overrides = {} if max_rounds is None else {"max_rounds": max_rounds}
+            rules = RuleSet.preset(preset, **overrides).resolve(table_size)
+            statistic = default_statistic(rules, table_size)
+    d0, d1 = hypotheses if hypotheses is not None else (None, None)
+    asked = CompareSettings.model_validate(
+        {"statistic": statistic, "d0": d0, "d1": d1, "alpha": alpha, "beta": beta}
+    )
+    if stored is not None and resumed is not None:
+        check_resumed(stored, asked, resumed)
+    fallback = dict(zip(("d0", "d1"), HYPOTHESES[asked.statistic], strict=True))
+    fallback |= {"alpha": _ERROR_RATE, "beta": _ERROR_RATE}
+    filled = {
+        key: next(
+            v
+            for v in (getattr(asked, key), getattr(stored, key, None), fallback[key])
+            if v is not None
+        )
+        for key in fallback
+    }
+    return asked.model_copy(update=filled)
+
+
+def _given(value: float | None) -> float:
+    assert value is not None  # filled by _test_settings
+    return value
 
 
 def _default_field() -> list[str]:
@@ -305,8 +384,10 @@ class _Progress(ProgressView):
             f"{f.table_size} ({tournament.rules.name}), each deal in every seat rotation with "
             f"each version, against {', '.join(field)}"
         )
+        statistic = f.compare.statistic if f.compare is not None else "final-score"
         self.say(
-            f"test: H0 difference {test.d0:g} against H1 {test.d1:g}, alpha {test.alpha:g}, "
+            f"test: scored by {statistic}, H0 difference {test.d0:g} against H1 {test.d1:g}, "
+            f"alpha {test.alpha:g}, "
             f"beta {test.beta:g}; at most {f.deals} deals ({f.deals * 2 * f.table_size} "
             f"matches of --max-matches {max_matches}) with {workers} worker"
             f"{'s' if workers != 1 else ''}"
@@ -403,6 +484,7 @@ def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json:
             "new": f.candidate,
             "old": f.baseline,
             "field": [n for n in tournament.entrants if n not in (f.candidate, f.baseline)],
+            "statistic": f.compare.statistic if f.compare is not None else "final-score",
             "sprt": {"d0": test.d0, "d1": test.d1, "alpha": test.alpha, "beta": test.beta},
             "max_matches": max_matches,
             "results": str(summary.results_dir),
