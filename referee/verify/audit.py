@@ -96,6 +96,8 @@ from referee.publish.leaderboard import (
 from referee.publish.source import entrant_authors
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater
+from referee.ranking.spoils import spoil, spoiled_counts
+from referee.ranking.sprt import PairedDeals
 from referee.ranking.standings import RankingInput, Standings, standings
 from referee.rules import replay
 from referee.rules.engine import SHUFFLE_ID, EngineMemo
@@ -180,6 +182,10 @@ class Verification:
     """What a site's pages show that nothing verifies (the stderr, the times), in words."""
     host_files: list[str] = field(default_factory=list)
     """Files a static host added that the site does not list (``.nojekyll``, ``CNAME``)."""
+    spoiled: dict[str, int] = field(default_factory=dict)
+    """A comparison's deals spoiled by faults that are not the versions' own, by spoiler
+    (:mod:`referee.ranking.spoils`, the rule the comparison left them out by), from the
+    verified results."""
 
     @property
     def ok(self) -> bool:
@@ -409,6 +415,8 @@ class _Check:
         self._schedule(plan, specs, statuses)
         matches = source.completed()
         self.found.retired = sum(m.spec.key in self.retired for m in matches)
+        if plan.file.format == "compare":
+            self.found.spoiled = _spoiled(plan, matches)
         if not hidden:  # play-off rounds are planned from every result: all must be known
             self._playoffs(plan, specs, matches)
         attempts = source.deal_attempts()
@@ -1553,3 +1561,13 @@ def _first_difference(got: Any, want: Any) -> str:
                 return f" (first at row {i + 1}{f', {label!r}' if label else ''})"
         return f" ({len(got)} rows published, {len(want)} from the logs)"
     return ""
+
+
+def _spoiled(plan: Plan, matches: Sequence[StoredMatch]) -> dict[str, int]:
+    """A comparison's spoiled deals by spoiler, as its run counted them."""
+    f = plan.file
+    assert f.candidate is not None and f.baseline is not None
+    deals = PairedDeals(f.candidate, f.baseline, f.table_size)
+    for match in matches:
+        spoil(deals, match)
+    return spoiled_counts(deals)
