@@ -5,7 +5,8 @@ tournament (:func:`referee.tournament.quick.compare_tournament`), plays it with
 :func:`referee.runs.comparison.run_comparison` on local workers into a results folder (the same
 command with the same ``--results`` resumes), shows the test's progress on stderr and prints
 the verdict (or its JSON) on stdout. Exit code 0 whatever the verdict; 1 when matches failed
-on the referee's side (their deals are left out; running again retries them).
+on the referee's side (their deals are left out; running again retries them) or when a
+field bot's faults spoiled too many deals (:mod:`referee.ranking.spoils`).
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ def _sprt_hypotheses(
     default=4000,
     show_default=True,
     type=click.IntRange(1, _MAX_MATCHES),
-    help="Stop undecided after this many matches (whole deals: 2 x table size matches each).",
+    help="Stop undecided after this many matches (whole deals: 2 x table size matches each; "
+    "deals spoiled by a field bot's fault count too).",
 )
 @click.option(
     "--seed",
@@ -157,6 +159,10 @@ def compare_command(**options: Any) -> None:
     test weighs H1 (NEW's mean score, by --statistic, is D1 above OLD's) against H0
     (D0 above), and the run stops when it decides ("H1 accepted", "H0 accepted") or at
     --max-matches ("undecided"). Exit code 0 whatever the verdict.
+
+    A deal where a field bot faulted (or a process was killed on the referee's side) is
+    spoiled: left out of the test and replaced by a fresh deal. A field bot that spoils
+    more than a quarter of the deals (from the eighth on) stops the run (exit code 1).
 
     The field bots meet every deal twice (once with each version): use bots you trust.
     """
@@ -440,11 +446,18 @@ def progress_line(progress: Any) -> str:
     0 faults``."""
     state = progress.state
     low, high = state.bounds
-    spoiled = f", {progress.spoiled} deals left out" if progress.spoiled else ""
+    spoiled = f", {_spoiled(progress)}" if progress.spoiled else ""
     return (
         f"{state.deals} deals, {progress.matches} matches: LLR {state.llr:.2f} ({low:.2f}, "
         f"{high:.2f}), difference {_interval(state)}, {progress.faults} faults{spoiled}"
     )
+
+
+def _spoiled(counts: Any) -> str:
+    """``3 deals spoiled (crashy 2, the referee's side 1)``: the deals left out, by whom
+    (a deal whose match failed on the referee's side names nobody)."""
+    who = ", ".join(f"{printable(name)} {count}" for name, count in counts.spoiled_by)
+    return f"{counts.spoiled} deals spoiled" + (f" ({who})" if who else "")
 
 
 def _interval(state: Any) -> str:
@@ -455,6 +468,8 @@ def _interval(state: Any) -> str:
 
 def _verdict(summary: Any, new: str, old: str, test: Any) -> str:
     state = summary.state
+    if summary.capped is not None:
+        return f"{summary.capped.message()}; the difference so far is {_interval(state)}"
     if state.decision == "H1":
         return f"H1 accepted: {new} is better than {old} by {_interval(state)} (95% interval)"
     if state.decision == "H0":
@@ -480,6 +495,15 @@ def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json:
             "matches": summary.matches,
             "faults": summary.faults,
             "spoiled": summary.spoiled,
+            "spoiled_by": dict(summary.spoiled_by),
+            "stopped": None
+            if summary.capped is None
+            else {
+                "field_bot": summary.capped.name,
+                "spoiled": summary.capped.spoiled,
+                "deals": summary.capped.deals,
+                "reason": summary.capped.message(),
+            },
             "failed": summary.failed,
             "new": f.candidate,
             "old": f.baseline,
@@ -496,8 +520,12 @@ def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json:
         click.echo(
             f"LLR {state.llr:.2f} (bounds {low:.2f}, {high:.2f}) after {state.deals} deals; "
             f"{summary.matches} matches played, {summary.faults} faults"
+            + (f", {_spoiled(summary)} and replayed on fresh cards" if summary.spoiled else "")
         )
         say(f"match logs in {summary.results_dir / 'logs'}; results in {summary.results_dir}")
+    if summary.capped is not None:
+        say(f"referee: {summary.capped.message()}")
+        raise SystemExit(1)
     if summary.failed:
         say(
             f"referee: {summary.failed} matches failed on the referee's side (their deals are "

@@ -821,6 +821,13 @@ def _report(found: Verification, *, require_pages: bool = False) -> None:
         out.print(f"PAGES NOT COMPARED: {printable(why)}", markup=False)
         if require_pages:
             raise SystemExit(1)
+    if found.spoiled:
+        who = ", ".join(f"{printable(name)} {count}" for name, count in found.spoiled.items())
+        out.print(
+            f"comparison: deals spoiled by faults that are not the versions' own ({who}): "
+            "left out of its test, as the comparison left them out",
+            markup=False,
+        )
     board = ", and the leaderboard is the one its logs give" if found.leaderboard else ""
     what = "the published site" if found.source == "site" else "the results"
     out.print(

@@ -219,7 +219,8 @@ class PairedDeals:
     finishing score, a forfeit at the last place, or the mean normalised round score, each
     half over the rounds it played), once both halves of every rotation are in.
     A deal with a match that failed on the referee's side for good is *spoiled*: it gives
-    no observation, and the deals after it still count.
+    no observation, and the deals after it still count; so is a deal :meth:`spoil` names a
+    spoiler of (a field bot's fault: :mod:`referee.ranking.spoils` decides).
     """
 
     new: str
@@ -229,6 +230,8 @@ class PairedDeals:
     """By deal: each version's score by ``(version, rotation)``."""
     spoiled: set[int] = field(default_factory=set)
     statistic: Statistic = "final-score"
+    spoiled_by: dict[int, set[str]] = field(default_factory=dict)
+    """By deal spoiled by a fault: who spoiled it (:mod:`referee.ranking.spoils`)."""
 
     def add(self, match: StoredMatch, rounds: RoundPlaces | None = None) -> int | None:
         """Count a finished match (with its ``rounds`` under ``round-score``); returns its
@@ -244,6 +247,11 @@ class PairedDeals:
     def fail(self, deal: int) -> None:
         """A match of ``deal`` failed for good: the deal gives no observation."""
         self.spoiled.add(deal)
+
+    def spoil(self, deal: int, by: str) -> None:
+        """A fault of ``by`` spoils ``deal``: it gives no observation."""
+        self.spoiled.add(deal)
+        self.spoiled_by.setdefault(deal, set()).add(by)
 
     def complete(self, deal: int) -> bool:
         return len(self.scores.get(deal, {})) == 2 * self.table_size

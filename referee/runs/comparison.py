@@ -19,6 +19,14 @@ What makes the pairs tight, and what the comparison trusts:
 * **The same cards again after a failure**: an attempt that did not finish is played again
   on its own cards (``same_cards``), unlike a tournament's, since a pair needs both halves
   on one deal; the field bots are trusted, and see every deal ``2 k`` times anyway.
+* **Faults that are not the versions' are no evidence**: a deal where a field bot faulted,
+  or where a version's process was killed on the referee's side, is *spoiled*
+  (:mod:`referee.ranking.spoils`): it gives no observation, and since the test reads the
+  deals that are not spoiled, the next deal number, on its own fresh cards, takes its place
+  (deals are played until the test decides). Spoiled deals count against ``max_deals``. A
+  field bot that spoils more than a quarter of the deals (from the eighth on) stops the
+  run (:attr:`ComparisonSummary.capped` names it), so a broken field cannot use up the
+  budget.
 * **No process sees a deal twice**: a bot process is never lent to a second match of one
   deal (:class:`~referee.protocol.seats.SessionPool`), so nothing is carried from one half,
   or one rotation, to another in memory; across processes it could be (covert channels of
@@ -37,10 +45,12 @@ arrives and kept with it (:mod:`referee.tournament.rounds`, in the result's tran
 so a resumed run reads no log; a finished match whose log gives no rounds spoils its deal.
 
 The verdict is the test's state at the first deal, in deal order, where it decided
-(:meth:`~referee.ranking.sprt.Sprt.first_decision`): the matches of a batch that finish
-after it do not change it, and neither do the number of workers, the order results arrive
-in, or an interruption (the results are stored like a tournament's, so the same command
-resumes where it stopped, and replays an unfinished match on its own cards).
+(:meth:`~referee.ranking.sprt.Sprt.first_decision`), or where a field bot's spoiled deals
+reached the cap (:func:`~referee.ranking.spoils.first_cap`), whichever comes first: the
+matches of a batch that finish after it do not change it, and neither do the number of
+workers, the order results arrive in, or an interruption (the results are stored like a
+tournament's, so the same command resumes where it stopped, and replays an unfinished
+match on its own cards).
 """
 
 from __future__ import annotations
@@ -57,6 +67,14 @@ from referee.errors import UsageError
 from referee.executors import AttemptEvent, Executor, MatchFailed, MatchFinished, MatchTask
 from referee.matchlog import read_log
 from referee.ranking.incremental import stored_match
+from referee.ranking.spoils import (
+    REFEREE_SIDE,
+    SpoilCap,
+    first_cap,
+    observations_through,
+    spoil,
+    spoiled_counts,
+)
 from referee.ranking.sprt import PairedDeals, Sprt, SprtState
 from referee.ranking.statistics import RoundPlaces, round_places
 from referee.results import MatchResult
@@ -84,8 +102,10 @@ class SprtProgress:
     """Where the test stands: after a deal completed, and when a run starts.
 
     ``matches`` and ``faults`` count every match stored (this run's and earlier ones), and
-    the bot faults in them; ``spoiled`` the deals left out because a match of theirs failed
-    on the referee's side; ``limit`` is the most deals this run may play.
+    the bot faults in them; ``spoiled`` the deals left out, because a match of theirs failed
+    on the referee's side or a fault that was not a version's own spoiled them;
+    ``spoiled_by`` how many deals each spoiler spoiled (:func:`~referee.ranking.spoils.shown`
+    names, sorted); ``limit`` is the most deals this run may play, spoiled ones included.
     """
 
     state: SprtState
@@ -93,6 +113,7 @@ class SprtProgress:
     faults: int
     spoiled: int
     limit: int
+    spoiled_by: tuple[tuple[str, int], ...] = ()
 
 
 ComparisonEvent = Event | SprtProgress
@@ -102,7 +123,9 @@ ComparisonEvent = Event | SprtProgress
 class ComparisonSummary:
     """How a comparison ended: the test's ``state`` (its ``decision`` is ``"undecided"``
     when the deals allowed were spent first), the matches stored and their bot faults,
-    the matches that failed on the referee's side for good in this run, the deals left out."""
+    the matches that failed on the referee's side for good in this run, the deals left out
+    (and by whom, as in :class:`SprtProgress`); ``capped`` when a field bot's spoiled deals
+    stopped it (the test is then undecided)."""
 
     state: SprtState
     matches: int
@@ -110,6 +133,8 @@ class ComparisonSummary:
     failed: int
     spoiled: int
     results_dir: Path
+    spoiled_by: tuple[tuple[str, int], ...] = ()
+    capped: SpoilCap | None = None
 
 
 def run_comparison(
@@ -217,7 +242,10 @@ class ComparisonPlanner(Planner):
         """Each counted match's rounds, under ``round-score``."""
         self.counted: set[str] = set()
         self.failed: set[str] = set()
+        self.failed_deals: set[int] = set()
         self.faults = 0
+        self.examples: dict[str, str] = {}
+        """A fault of each spoiler, the first by match key, for the stop's message."""
         self.pending: list[MatchSpec] = []
         self.specs: dict[str, MatchSpec] = {}
         """The matches of the round being played, by key."""
@@ -226,17 +254,32 @@ class ComparisonPlanner(Planner):
         self.complete = False
 
     def result(self, results_dir: Path) -> ComparisonSummary:
+        state, cap = self.verdict()
         return ComparisonSummary(
-            self.state(),
+            state,
             len(self.counted),
             self.faults,
             len(self.failed),
             len(self.deals.spoiled),
             results_dir,
+            self.spoiled_by(),
+            cap,
         )
 
     def state(self) -> SprtState:
-        return self.test.first_decision(self.deals.observations())
+        return self.verdict()[0]
+
+    def verdict(self) -> tuple[SprtState, SpoilCap | None]:
+        """The test's state, and the cap when it stopped the comparison before the test
+        decided: both read in deal order (see the module docstring)."""
+        cap = first_cap(self.deals, self.failed_deals, self.examples)
+        if cap is None:
+            return self.test.first_decision(self.deals.observations()), None
+        state = self.test.first_decision(observations_through(self.deals, cap.deal))
+        return state, None if state.decided else cap
+
+    def spoiled_by(self) -> tuple[tuple[str, int], ...]:
+        return tuple(spoiled_counts(self.deals).items())
 
     # -- the hooks ----------------------------------------------------------------------
 
@@ -268,7 +311,8 @@ class ComparisonPlanner(Planner):
             if self.pending:
                 self.specs = {spec.key: spec for spec in self.pending}
                 return run.round(self.pending)
-            if self.state().decided or self.next_deal >= self.max_deals:
+            state, cap = self.verdict()
+            if state.decided or cap is not None or self.next_deal >= self.max_deals:
                 self.complete = run.store.done_keys() >= set(run.store.specs())
                 return None
             last = min(self.max_deals, self.next_deal + self.batch)
@@ -313,6 +357,7 @@ class ComparisonPlanner(Planner):
                 self._progress(run)
         elif isinstance(event, MatchFailed) and event.final:
             self.failed.add(event.key)
+            self.failed_deals.add(self.specs[event.key].deal)
             self.deals.fail(self.specs[event.key].deal)
             self._progress(run)
 
@@ -337,6 +382,13 @@ class ComparisonPlanner(Planner):
             return None
         self.counted.add(match.spec.key)
         self.faults += sum(seat.fault_kind is not None for seat in match.seats)
+        names = spoil(self.deals, match)
+        for seat in match.seats:
+            name = REFEREE_SIDE if seat.name in self.pair else seat.name
+            if seat.fault_kind is not None and name in names:
+                example = f"{match.spec.key}: {seat.fault_kind}: {seat.fault_detail or ''}"
+                if example < self.examples.get(name, "\uffff"):
+                    self.examples[name] = example
         rounds = self.match_rounds.get(match.spec.key)
         if self.statistic == "round-score" and rounds is None:
             self.deals.fail(match.spec.deal)
@@ -351,5 +403,6 @@ class ComparisonPlanner(Planner):
                 self.faults,
                 len(self.deals.spoiled),
                 self.max_deals,
+                self.spoiled_by(),
             )
         )

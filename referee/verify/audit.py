@@ -96,6 +96,7 @@ from referee.publish.leaderboard import (
 from referee.publish.source import entrant_authors
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater
+from referee.ranking.spoils import spoil, spoiled_counts
 from referee.ranking.sprt import PairedDeals, Sprt, SprtState
 from referee.ranking.standings import RankingInput, Standings, standings
 from referee.ranking.statistics import HYPOTHESES, RoundPlaces, round_places
@@ -186,6 +187,10 @@ class Verification:
     """Files a static host added that the site does not list (``.nojekyll``, ``CNAME``)."""
     comparison: ComparisonVerdict | None = None
     """A comparison's verdict, recomputed from the logs with its stored statistic and test."""
+    spoiled: dict[str, int] = field(default_factory=dict)
+    """A comparison's deals spoiled by faults that are not the versions' own, by spoiler
+    (:mod:`referee.ranking.spoils`, the rule the comparison left them out by), from the
+    verified results."""
 
     @property
     def ok(self) -> bool:
@@ -436,6 +441,8 @@ class _Check:
         self._schedule(plan, specs, statuses)
         matches = source.completed()
         self.found.retired = sum(m.spec.key in self.retired for m in matches)
+        if plan.file.format == "compare":
+            self.found.spoiled = _spoiled(plan, matches)
         if not hidden:  # play-off rounds are planned from every result: all must be known
             self._playoffs(plan, specs, matches)
         attempts = source.deal_attempts()
@@ -463,8 +470,10 @@ class _Check:
         self, plan: Plan, matches: Sequence[StoredMatch], statuses: dict[str, MatchStatus]
     ) -> None:
         """The comparison's verdict from the verified logs, with its stored statistic and
-        test (the run's rule: a deal with a match failed for good, or one whose log gives no
-        rounds under ``round-score``, is left out); the rounds it kept must be the logs'."""
+        test (the run's rule: a deal with a match failed for good, one spoiled by a fault
+        that is not the versions' own (:mod:`referee.ranking.spoils`), or one whose log gives
+        no rounds under ``round-score``, is left out); the rounds it kept must be the
+        logs'."""
         f = plan.file
         settings = CompareSettings.of(f)
         for key, kept in sorted(self.source.match_rounds().items()):
@@ -486,6 +495,7 @@ class _Check:
             if status == "failed" and key in specs:
                 deals.fail(specs[key].deal)
         for match in matches:
+            spoil(deals, match)  # a field bot's fault, or a kill on the referee's side
             places = self.places.get(match.spec.key)
             if match.spec.key not in self.from_logs or (
                 settings.statistic == "round-score" and places is None
@@ -1629,3 +1639,13 @@ def _first_difference(got: Any, want: Any) -> str:
                 return f" (first at row {i + 1}{f', {label!r}' if label else ''})"
         return f" ({len(got)} rows published, {len(want)} from the logs)"
     return ""
+
+
+def _spoiled(plan: Plan, matches: Sequence[StoredMatch]) -> dict[str, int]:
+    """A comparison's spoiled deals by spoiler, as its run counted them."""
+    f = plan.file
+    assert f.candidate is not None and f.baseline is not None
+    deals = PairedDeals(f.candidate, f.baseline, f.table_size)
+    for match in matches:
+        spoil(deals, match)
+    return spoiled_counts(deals)
