@@ -247,7 +247,7 @@ def _reported_capped(summary: ComparisonSummary, capsys: pytest.CaptureFixture[s
     from referee.cli.compare import _report, progress_line
 
     tournament = SimpleNamespace(
-        file=SimpleNamespace(candidate="new", baseline="old"),
+        file=SimpleNamespace(candidate="new", baseline="old", compare=None),
         entrants=["new", "old", "crashy", "f2", "f3"],
     )
     for as_json in (False, True):
