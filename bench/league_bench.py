@@ -1,9 +1,10 @@
 """A league of bots of known strength, in process: does matchmaking pay, and how fast is the
 coordinator?
 
-``python -m bench.league_bench [--bots 1000] [--seeds 1] [--workers 1] [--budget 600]
-[--throughput-results 20000] [--skip-simulation] [--skip-throughput]`` (``make bench`` runs
-a smaller field: see :func:`run`).
+``python -m bench.league_bench [--bots 1000] [--seeds 1] [--first-seed 0] [--workers 1]
+[--budget 600] [--newcomers 4] [--join 150] [--window 20] [--newcomers-only]
+[--rotation-check TABLES] [--throughput-results 20000] [--skip-simulation]
+[--skip-throughput]`` (``make bench`` runs a smaller field: see :func:`run`).
 
 **The field.** ``--bots`` ladder bots (:mod:`bench.ladder`: the heuristic sample bot diluted
 with random legal plays, over the real engine, one-round matches of ``arschloch`` at tables
@@ -29,6 +30,13 @@ Three ways of choosing the tables (``--arms``):
   close in strength, so each match tells nearly the most a match can, yet spread enough to
   keep every neighbourhood tied to the rest).
 
+**Newcomers.** ``--newcomers`` bots (:func:`newcomers_of`: strengths drawn from the
+field's own law) join each league, the first once the field has played ``--join`` matches
+per bot, the others :data:`STAGGER` batches apart; the cap on hogging counts the last
+``--window`` batches (the league's window, counted in batches). After every batch each
+newcomer's **rank error** is read: how far its place in the leaderboard's order is from its
+true place among the entrants then in the league, as a share of them.
+
 Every ``--check`` matches per bot, each league's order is read three ways and compared
 with the truth by Kendall's tau: **published** (``mu - 3 sigma``, the leaderboard),
 **mu** (TrueSkill's mean alone) and **bt**, a Bradley-Terry fit of every stored result
@@ -36,9 +44,23 @@ broken into its pairs of places (:func:`bradley_terry`: Plackett-Luce's pairwise
 are exactly Bradley-Terry, so this is its composite likelihood; unlike TrueSkill it keeps
 every correlation between ratings). Reported for each order side by side: the matches per
 bot each league needs to reach tau 0.7, 0.8, 0.85 and 0.9 (the first check at which it is
-reached and held at the next two), its ratio to random tables' in the same order (target:
-matchmaking needs at most half, to 0.9), and at the end each one's tau and top-10 accuracy:
-how many of the true top 10 are in its top 10, and tau within the true top 10.
+reached and held at the next two), its ratio to random tables' in the same order, and at
+the end each one's tau and top-10 accuracy: how many of the true top 10 are in its top 10,
+and tau within the true top 10.
+
+**The targets** (:func:`targets`, each printed beside its figure, seed by seed, for every
+arm against random tables): (a) the newcomers' median rank error falls to 10 % of the field
+(and holds for :data:`HOLD` batches) within a third of the batches random tables take, all
+newcomers of all fields pooled, while the others play at most 10 % less than an equal
+share over the newcomers' batches (from the first arrival to :data:`CUT_SPAN` batches after
+the last); (b) at half the matches per bot random tables need to full-field tau 0.9 (each
+field's own), the published top 10 holds at least 9 of the true top 10, with tau at least
+0.8 among them (means over the fields); (c) full-field tau 0.9 at most 0.95 of random
+tables' matches (the ratio of the means over the fields), a guard.
+
+**Rotations** (``--rotation-check TABLES``): how a table's seat rotations vary together,
+with a deal each (``duplicate = "tables"``, the league's) and sharing one deal
+(``"rotations"``): :func:`rotation_check`.
 
 **Coordinator throughput.** A real league (store, ledger, planner, settling, events) of
 ``--bots`` entrants on an executor that plays nothing: each task's result is made up at
