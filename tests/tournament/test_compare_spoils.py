@@ -21,14 +21,12 @@ from referee.ranking.spoils import MIN_DEALS as CAP_DEALS
 from referee.ranking.spoils import REFEREE_SIDE, first_cap, spoil, spoilers
 from referee.ranking.sprt import MIN_DEALS, PairedDeals, Sprt
 from referee.runs.comparison import ComparisonSummary, SprtProgress, run_comparison
-from referee.sandbox import load_bot
-from referee.specs import MatchSpec, StoredMatch, StoredSeat, TimeControl
+from referee.specs import MatchSpec, StoredMatch, StoredSeat
 from referee.testing import Exit, Handler, InProcessExecutor, Replies, lowest_bot, polite_bot
-from referee.tournament.quick import compare_tournament
 from referee.tournament.scheduler import compare_deal
 from referee.verify.audit import verify_results
 
-from .conftest import write_bot
+from .compare_field import compare_field
 
 SECRET = b"s" * 32
 NAMES = ("new", "old", ["crashy", "f2", "f3"])
@@ -88,24 +86,8 @@ def _comparison(
 ) -> ComparisonSummary:
     """Twins (``lowest_bot``) compared at tables of 3 in one-round matches against
     ``crashy`` and two well-behaved field bots."""
-    folder.mkdir(exist_ok=True)
-    paths = [write_bot(folder, name, "first") for name in ("new", "old", "crashy", "f2", "f3")]
-    paths[1].write_text(paths[1].read_text() + "# another version\n")
-    bots = [load_bot(str(path)) for path in paths]
-    tournament = compare_tournament(
-        bots[0],
-        bots[1],
-        bots[2:],
-        [str(p) for p in paths],
-        preset="arschloch",
-        max_rounds=1,
-        table_size=3,
-        deals=max_deals,
-        time_control=TimeControl(),
-        backend="process",
-        memory_mb=512,
-        images=(),
-        folder=folder,
+    tournament = compare_field(
+        folder, ("new", "old", "crashy", "f2", "f3"), max_rounds=1, max_deals=max_deals
     )
     handlers = {"new": lowest_bot, "old": lowest_bot, "crashy": crashy}
     handlers |= {"f2": polite_bot, "f3": lowest_bot}

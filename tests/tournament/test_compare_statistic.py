@@ -28,16 +28,14 @@ from referee.ranking.statistics import (
 )
 from referee.rules import RuleSet
 from referee.runs.comparison import run_comparison, stored_settings
-from referee.sandbox import load_bot
-from referee.specs import MatchSpec, StoredMatch, StoredSeat, TimeControl
+from referee.specs import MatchSpec, StoredMatch, StoredSeat
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.model import CompareSettings, Statistic
-from referee.tournament.quick import compare_tournament
 from referee.tournament.rounds import load_rounds
 from referee.tournament.store import Store
 from referee.verify.audit import verify_results
 
-from .conftest import write_bot
+from .compare_field import compare_field
 from .test_compare import careless_bot
 
 SECRET = b"s" * 32
@@ -174,24 +172,11 @@ def _comparison(
 ) -> Any:
     """NEW against the careless bot, 3 rounds a match (``test``: the ``[compare]`` written;
     ``None``: a folder as written before the section existed)."""
-    folder.mkdir(exist_ok=True)
-    paths = [write_bot(folder, name, "first") for name in ("new", "old", "f1", "f2", "f3")]
-    paths[1].write_text(paths[1].read_text() + "# another version\n")
-    bots = [load_bot(str(path)) for path in paths]
-    tournament = compare_tournament(
-        bots[0],
-        bots[1],
-        bots[2:],
-        [str(p) for p in paths],
-        preset="arschloch",
+    tournament = compare_field(
+        folder,
+        ("new", "old", "f1", "f2", "f3"),
         max_rounds=max_rounds,
-        table_size=3,
-        deals=max_deals,
-        time_control=TimeControl(),
-        backend="process",
-        memory_mb=512,
-        images=(),
-        folder=folder,
+        max_deals=max_deals,
         test=test,
     )
     handlers = {"new": new, "old": careless_bot, "f1": lowest_bot, "f2": polite_bot}
