@@ -191,20 +191,13 @@ def _compare(
     memory_mb: int,
     as_json: bool,
 ) -> None:
-    from referee.executors.local import LocalExecutor
     from referee.ranking.sprt import Sprt
     from referee.runs.comparison import run_comparison
-    from referee.sandbox import Limits, get_sandbox
     from referee.tournament.quick import compare_tournament
 
     if restart and results_dir is None:
         raise UsageError("--restart discards the results in --results DIR; name it")
-    deals = max_matches // (2 * table_size)
-    if deals < 1:
-        raise UsageError(
-            f"--max-matches {max_matches}: a deal is {2 * table_size} matches (both versions "
-            f"in {table_size} seat rotations); give at least {2 * table_size}"
-        )
+    deals = _deal_budget(max_matches, table_size)
     given = [new, old, *(field_paths or _default_field())]
     bots = _named_bots(given, table_size, allow_images)
     settings = _test_settings(
@@ -234,14 +227,7 @@ def _compare(
         folder=folder,
         test=settings,
     )
-    sandbox = get_sandbox(sandbox_name, images=allow_images)
-    check_memory(sandbox, table_size, memory_mb, fix="lower --memory-mb")
-    executor = LocalExecutor.within_memory(
-        workers,
-        seats=table_size,
-        limits=Limits(memory_mb=memory_mb),
-        own_cgroup=sandbox.name == "process",
-    )
+    executor = _local_executor(sandbox_name, allow_images, table_size, memory_mb, workers)
     test = Sprt(
         _given(settings.d0), _given(settings.d1), _given(settings.alpha), _given(settings.beta)
     )
@@ -262,6 +248,40 @@ def _compare(
             deal_secret=_seeded_secret(seed) if seed is not None else None,
         )
     _report(summary, tournament, test, max_matches, as_json)
+
+
+def _deal_budget(max_matches: int, table_size: int) -> int:
+    """The whole deals ``--max-matches`` allows (a deal is both versions in every seat
+    rotation); a ``UsageError`` when not one fits."""
+    deals = max_matches // (2 * table_size)
+    if deals < 1:
+        raise UsageError(
+            f"--max-matches {max_matches}: a deal is {2 * table_size} matches (both versions "
+            f"in {table_size} seat rotations); give at least {2 * table_size}"
+        )
+    return deals
+
+
+def _local_executor(
+    sandbox_name: str,
+    allow_images: tuple[str, ...],
+    table_size: int,
+    memory_mb: int,
+    workers: int | None,
+) -> Any:
+    """The local pool the comparison plays in, its workers fitted to the memory there is
+    for tables of ``table_size`` bots of ``memory_mb`` each."""
+    from referee.executors.local import LocalExecutor
+    from referee.sandbox import Limits, get_sandbox
+
+    sandbox = get_sandbox(sandbox_name, images=allow_images)
+    check_memory(sandbox, table_size, memory_mb, fix="lower --memory-mb")
+    return LocalExecutor.within_memory(
+        workers,
+        seats=table_size,
+        limits=Limits(memory_mb=memory_mb),
+        own_cgroup=sandbox.name == "process",
+    )
 
 
 def _test_settings(
