@@ -21,6 +21,7 @@ def main() -> int:
         league_bound,
         match_bench,
         montecarlo_bench,
+        near_twin_bench,
         parser_bench,
         publish_bench,
         ranking_bench,
@@ -60,6 +61,9 @@ def main() -> int:
     print("=" * 72)
     # Its defaults: 32 runs each way, 4,000 simulated runs (an hour on 2 quiet cores).
     compare_bench.main([])
+    print("=" * 72)
+    # Error rates at exactly D0 and D1 on near-twin pools of real deals (a few minutes).
+    near_twin_bench.main([])
     print("=" * 72)
     collusion_bench.run()
     print("=" * 72)

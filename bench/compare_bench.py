@@ -56,11 +56,11 @@ import multiprocessing
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from bench.ladder import FORMATS, LADDER, TABLE_SIZE, play_rounds
-from referee.ranking.sprt import MIN_DEALS, Decision, PairedDeals, Sprt, llr
+from referee.ranking.sprt import MIN_DEALS, Decision, PairedDeals, Sprt, SprtState
 from referee.ranking.statistics import HYPOTHESES, STATISTICS, Statistic, version_score
 from referee.specs import MatchSpec
 from referee.tournament.deals import deal_seed
@@ -143,17 +143,14 @@ def sequential(
     observe: Callable[[int], float], cap: int, test: Sprt
 ) -> tuple[Decision, list[float]]:
     """Observe until ``test`` decides or ``cap`` observations; the decision and them."""
-    low, high = test.state([]).bounds
     seen: list[float] = []
-    for i in range(cap):
-        seen.append(observe(i))
-        if len(seen) >= MIN_DEALS:
-            value = llr(seen, test.d0, test.d1)
-            if value >= high:
-                return "H1", seen
-            if value <= low:
-                return "H0", seen
-    return "undecided", seen
+
+    def observations() -> Iterator[float]:
+        for i in range(cap):
+            seen.append(observe(i))
+            yield seen[-1]
+
+    return test.first_decision(observations()).decision, seen
 
 
 @dataclass(frozen=True)
@@ -226,12 +223,18 @@ class Runs:
 
 def simulated_runs(
     pool: Sequence[float], runs: int, cap: int, salt: str, test: Sprt
-) -> list[Decision]:
-    """``runs`` sequential tests, each on observations drawn with replacement from ``pool``."""
+) -> list[SprtState]:
+    """``runs`` sequential tests, each on observations drawn with replacement from ``pool``:
+    each run's state at its stop."""
     rng = random.Random(f"simulated {salt}")
-    return [
-        test.first_decision([rng.choice(pool) for _ in range(cap)]).decision for _ in range(runs)
-    ]
+    return [test.first_decision(rng.choice(pool) for _ in range(cap)) for _ in range(runs)]
+
+
+def coverage(states: Sequence[SprtState], truth: float) -> str:
+    """How often the 95 % interval at the stop holds ``truth``, with its standard error."""
+    held = sum(s.low <= truth <= s.high for s in states) / len(states)
+    se = math.sqrt(held * (1 - held) / len(states))
+    return f"interval coverage {held:.3f} +- {se:.3f} (nominal 0.95)"
 
 
 Key = tuple[bool, str, Statistic]
@@ -301,19 +304,22 @@ def error_lines(
         own = processes.map(twin_deal, jobs, chunksize=4)
         same = processes.map(twin_deal, [(d, fmt, False, statistic) for d in range(MIN_DEALS)])
     test = test_of(statistic)
-    twins = simulated_runs([*own, *(-x for x in own)], runs, cap, f"twins {fmt}", test)
+    twin_states = simulated_runs([*own, *(-x for x in own)], runs, cap, f"twins {fmt}", test)
+    twins = [s.decision for s in twin_states]
     h1 = twins.count("H1")
-    rung2 = simulated_runs(strong, runs, cap, f"rung2 {fmt}", test)
-    h0 = rung2.count("H0")
+    rung2_states = simulated_runs(strong, runs, cap, f"rung2 {fmt}", test)
+    h0 = [s.decision for s in rung2_states].count("H0")
     return [
         f"  twins ({TWIN} against a copy, one with draws of its own; {runs} runs drawn from "
         f"{pool} deals and their negations, the deals' mean {sum(own) / len(own):+.4f}): H1 "
         f"in {h1}/{runs} = {h1 / runs:.3f} (alpha 0.05: "
         f"{'met' if h1 <= 0.05 * runs else 'NOT met'}), H0 in {twins.count('H0')}, undecided "
-        f"{twins.count('undecided')}; copies drawing alike: observations {sorted(set(same))}",
+        f"{twins.count('undecided')}; {coverage(twin_states, 0.0)}; copies drawing alike: "
+        f"observations {sorted(set(same))}",
         f"  {NEW} against h08 ({runs} runs drawn from the {len(strong)} deals of its paired "
         f"runs, their mean {sum(strong) / len(strong):+.4f}): H0 in {h0}/{runs} = "
-        f"{h0 / runs:.3f} (beta 0.05: {'met' if h0 <= 0.05 * runs else 'NOT met'})",
+        f"{h0 / runs:.3f} (beta 0.05: {'met' if h0 <= 0.05 * runs else 'NOT met'}); "
+        f"{coverage(rung2_states, sum(strong) / len(strong))}",
     ]
 
 

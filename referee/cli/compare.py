@@ -35,6 +35,7 @@ from referee.cli.app import (
 )
 from referee.cli.progress import Every, ProgressView
 from referee.errors import UsageError
+from referee.ranking.sprt import MIN_DIFFERING
 from referee.ranking.statistics import HYPOTHESES
 from referee.specs import TimeControl
 from referee.text import printable
@@ -229,7 +230,11 @@ def _compare(
     )
     executor = _local_executor(sandbox_name, allow_images, table_size, memory_mb, workers)
     test = Sprt(
-        _given(settings.d0), _given(settings.d1), _given(settings.alpha), _given(settings.beta)
+        _given(settings.d0),
+        _given(settings.d1),
+        _given(settings.alpha),
+        _given(settings.beta),
+        settings.differing(),
     )
     view = _Progress(folder)
     view.intro(tournament, test, max_matches, seed, executor.workers)
@@ -327,6 +332,9 @@ def _test_settings(
         )
         for key in fallback
     }
+    # A new comparison waits for the differing deals; a resumed one keeps its own rule
+    # (none stored: the folder ran before the rule, with 0).
+    filled["min_differing"] = MIN_DIFFERING if stored is None else stored.differing()
     return asked.model_copy(update=filled)
 
 
@@ -465,12 +473,22 @@ def progress_line(progress: Any) -> str:
     """``12 deals, 96 matches: LLR 1.23 (-2.94, 2.94), difference +0.031 [+0.012, +0.050],
     0 faults``."""
     state = progress.state
-    low, high = state.bounds
     spoiled = f", {_spoiled(progress)}" if progress.spoiled else ""
+    left = max(0, progress.limit - state.deals)
     return (
-        f"{state.deals} deals, {progress.matches} matches: LLR {state.llr:.2f} ({low:.2f}, "
-        f"{high:.2f}), difference {_interval(state)}, {progress.faults} faults{spoiled}"
+        f"{state.deals} deals (at most {left} more), {progress.matches} matches: "
+        f"{_evidence(state)}, difference {_interval(state)}, {progress.faults} faults{spoiled}"
     )
+
+
+def _evidence(state: Any) -> str:
+    """The LLR and its bounds, or what identical observations mean instead."""
+    low, high = state.bounds
+    if state.identical and state.differing == 0:
+        return f"identical play on all {state.deals} deals"
+    if not math.isfinite(state.llr):
+        return f"the same observation on all {state.deals} deals"
+    return f"LLR {state.llr:.2f} ({low:.2f}, {high:.2f}), {state.differing} deals differ"
 
 
 def _spoiled(counts: Any) -> str:
@@ -490,8 +508,17 @@ def _verdict(summary: Any, new: str, old: str, test: Any) -> str:
     state = summary.state
     if summary.capped is not None:
         return f"{summary.capped.message()}; the difference so far is {_interval(state)}"
+    if state.identical and state.differing == 0:
+        verdict = {"H0": "H0 accepted", "H1": "H1 accepted", "undecided": "undecided"}
+        return (
+            f"{verdict[state.decision]}: identical play on all {state.deals} deals ({new} and "
+            f"{old} scored the same on every deal)"
+        )
     if state.decision == "H1":
-        return f"H1 accepted: {new} is better than {old} by {_interval(state)} (95% interval)"
+        return (
+            f"H1 accepted: {new} is better than {old} by {_interval(state)} (95% interval, "
+            "not corrected for the sequential stop)"
+        )
     if state.decision == "H0":
         return (
             f"H0 accepted: {new} is not better than {old} by {test.d1:g}; the difference "
@@ -507,7 +534,9 @@ def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json:
     if as_json:
         data = {
             "decision": state.decision,
-            "llr": state.llr,
+            "llr": _finite(state.llr),
+            "identical": state.identical and state.differing == 0,
+            "differing": state.differing,
             "bounds": list(state.bounds),
             "difference": state.difference,
             "interval": [_finite(state.low), _finite(state.high)],
@@ -537,8 +566,13 @@ def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json:
     else:
         click.echo(printable(_verdict(summary, f.candidate, f.baseline, test)))
         low, high = state.bounds
+        evidence = (
+            f"LLR {state.llr:.2f} (bounds {low:.2f}, {high:.2f})"
+            if math.isfinite(state.llr)
+            else "no variance (the LLR is infinite)"
+        )
         click.echo(
-            f"LLR {state.llr:.2f} (bounds {low:.2f}, {high:.2f}) after {state.deals} deals; "
+            f"{evidence} after {state.deals} deals, {state.differing} of them differing; "
             f"{summary.matches} matches played, {summary.faults} faults"
             + (f", {_spoiled(summary)} and replayed on fresh cards" if summary.spoiled else "")
         )

@@ -24,17 +24,50 @@ them: docs/performance.md, "Ranking"). Near the hypotheses the two agree.
 It is checked after every deal against
 Wald's bounds ``ln(beta / (1 - alpha))`` and ``ln((1 - beta) / alpha)``: below the lower
 one H0 is accepted, above the upper one H1, in between the test goes on, at most until the
-match budget is spent ("undecided"). Fewer than :data:`MIN_DEALS` observations never decide:
-the variance of a few deals is too uncertain, and runs that happen to start with a small
-one stop too early, wrongly.
+match budget is spent ("undecided").
 
-The correction is there for the same reason: an estimated variance makes the test a little
-too eager (Wald's bounds assume a known one): ``s2`` is scaled by ``(n - 1) / (n - 5)``,
-which kept both error rates below alpha on the observations of real pairs
-(``bench.compare_bench``) for fewer extra matches than a larger minimum of deals would
-cost (docs/performance.md, "Ranking").
+Two minimums guard the normal approximation, which Wald's bounds take as exact:
 
-:func:`interval` is the difference's two-sided confidence interval (Student's t).
+* **Deals.** Fewer than :data:`MIN_DEALS` observations never decide: the variance of a few
+  deals is too uncertain, and runs that happen to start with a small one stop too early,
+  wrongly. For the same reason ``s2`` is scaled by ``(n - 1) / (n - 5)``: an estimated
+  variance makes the test a little too eager.
+* **Deals that differ.** Fewer than :data:`MIN_DIFFERING` observations other than 0 never
+  decide either, however many deals were played. Two versions that mostly play alike (a
+  small change, one-round matches) give mostly 0: the deals where their games part are
+  the whole evidence, and they are few and skewed (a rare large gain or loss). With only
+  a handful of them the sample mean and the sample variance are estimated from the same
+  few values and fall together: a run that has not yet met a large one sees a small mean
+  with a tiny variance, and the LLR dives to the wrong bound (false H0 when NEW is better
+  by D1, false H1 for the mirror image). Counting the deals that differ, not all the
+  deals, makes the minimum scale with their share: on dense observations (every deal
+  differs) the minimum of deals binds, as before; at a tenth of deals differing it waits
+  about ten times as long. This rule was kept over a prior on the variance (a floor, or
+  pseudo-observations shrinking the share of differing deals) and over a t-based GSPRT
+  (each hypothesis its own variance), each measured beside it on support-preserving
+  tilts of real near-twin pools of one-round deals (each pool reweighted, zeros kept, to
+  a mean of exactly D0 and of exactly D1): the others moved the error rates less for the
+  deals they cost (docs/performance.md, "The sequential test on near-twin pools"). What it
+  guarantees is that no verdict rests on fewer than :data:`MIN_DIFFERING` differing deals;
+  the error rates themselves are measured, not proven, for laws unlike the benchmark's.
+
+**Identical observations** (every deal the same value ``c``, most often 0: two programs
+that play the same games) have no variance, so the LLR is infinite (:func:`llr` says
+``+inf`` or ``-inf``, 0 when ``c`` is half-way between D0 and D1). The normal model says
+nothing there, so they decide by a bound of their own: the observations lie in
+``[-1, 1]``, so a law whose mean is ``D`` gives a value other than ``c`` with probability
+at least ``|D - c| / (1 + |c|)``, and ``n`` equal values under it have probability at most
+``(1 - |D - c| / (1 + |c|)) ** n``. The test accepts the hypothesis nearer ``c`` once that
+probability under the other one is below its error rate (:meth:`Sprt.identical_deals`);
+until then it goes on. This holds for any law of observations in ``[-1, 1]``.
+
+:func:`interval` is the difference's two-sided 95 % confidence interval (Student's t),
+computed as if the number of deals had been fixed in advance. It is not corrected for the
+sequential stop: a run stops when its observations happen to lie far from the hypothesis
+it rejects, so at the stop the interval covers the true difference less often than 95 %
+(docs/performance.md has the coverage ``bench.compare_bench`` measures; docs/compare.md
+says what to read from it), and the difference is biased away from the rejected
+hypothesis.
 
 :class:`PairedDeals` turns the stored matches of a comparison into those observations (each
 version scored by the comparison's statistic: the finishing score, or the mean round score,
@@ -56,6 +89,7 @@ from referee.specs import StoredMatch
 
 __all__ = [
     "MIN_DEALS",
+    "MIN_DIFFERING",
     "SMALL_SAMPLE",
     "Decision",
     "PairedDeals",
@@ -68,6 +102,10 @@ __all__ = [
 
 MIN_DEALS = 20
 """Observations needed before a decision can be taken."""
+
+MIN_DIFFERING = 8
+"""Observations other than 0 (deals where the versions' scores differ) needed before the
+LLR can decide (the module docstring says why)."""
 
 SMALL_SAMPLE = 5
 """The variance of ``n`` observations is taken as ``s2 * (n - 1) / (n - SMALL_SAMPLE)``: a
@@ -86,16 +124,23 @@ def bounds(alpha: float, beta: float) -> tuple[float, float]:
 def llr(observations: Sequence[float], d0: float, d1: float) -> float:
     """The GSPRT log-likelihood ratio of H1 (mean ``d1``) over H0 (mean ``d0``).
 
-    0 for :data:`SMALL_SAMPLE` observations or fewer; a zero variance (every observation
-    equal) is
-    taken as a tiny one, so that identical observations at a hypothesis's mean still
-    favour it.
+    0 for :data:`SMALL_SAMPLE` observations or fewer. Identical observations (no variance)
+    give ``+inf`` or ``-inf`` by the side of ``(d0 + d1) / 2`` they lie on (0 on it): the
+    normal model's limit, which the test does not use (the module docstring).
     """
+    if len(set(observations)) == 1 and len(observations) > SMALL_SAMPLE:
+        return _constant_llr(observations[0], d0, d1)
     return _llr(len(observations), sum(observations), sum(x * x for x in observations), d0, d1)
 
 
+def _constant_llr(value: float, d0: float, d1: float) -> float:
+    side = (d1 - d0) * (2 * value - d0 - d1)
+    return math.copysign(math.inf, side) if side else 0.0
+
+
 def _llr(n: int, total: float, squares: float, d0: float, d1: float) -> float:
-    """:func:`llr` from the count, the sum and the sum of squares of the observations."""
+    """:func:`llr` of observations that are not all equal, from their count, sum and sum of
+    squares (a rounding error's zero variance is taken as a tiny one)."""
     if n <= SMALL_SAMPLE:
         return 0.0
     mean = total / n
@@ -153,7 +198,9 @@ def interval(observations: Sequence[float]) -> tuple[float, float, float]:
 
 @dataclass(frozen=True)
 class SprtState:
-    """Where the test stands after ``deals`` observations."""
+    """Where the test stands after ``deals`` observations, ``differing`` of them other
+    than 0; ``identical``: every observation is the same value (``llr`` is then infinite,
+    or 0)."""
 
     decision: Decision
     llr: float
@@ -162,6 +209,8 @@ class SprtState:
     difference: float
     low: float
     high: float
+    differing: int = 0
+    identical: bool = False
 
     @property
     def decided(self) -> bool:
@@ -170,42 +219,97 @@ class SprtState:
 
 @dataclass(frozen=True)
 class Sprt:
-    """The test's settings: the hypotheses ``d0`` and ``d1`` and the error rates."""
+    """The test's settings: the hypotheses ``d0`` and ``d1``, the error rates, and the
+    deals other than 0 a decision waits for (``min_differing``: :data:`MIN_DIFFERING`; a
+    comparison stored before that rule existed keeps 0, the rule it ran under)."""
 
     d0: float = 0.0
     d1: float = 0.02
     alpha: float = 0.05
     beta: float = 0.05
+    min_differing: int = MIN_DIFFERING
 
     def __post_init__(self) -> None:
         if not self.d1 > self.d0:
             raise ValueError(f"D1 ({self.d1}) must be larger than D0 ({self.d0})")
         bounds(self.alpha, self.beta)
+        if self.min_differing < 0:
+            raise ValueError(f"min_differing ({self.min_differing}) must be 0 or more")
+
+    def identical_deals(self, value: float) -> int:
+        """How many identical observations of ``value`` decide (for the hypothesis nearer
+        it): the fewest ``n`` (at least :data:`MIN_DEALS`) with ``(1 - gap / (1 + |value|))
+        ** n`` at most the other hypothesis's error rate, ``gap`` the distance from
+        ``value`` to the other hypothesis (the module docstring)."""
+        h1 = _constant_llr(value, self.d0, self.d1) > 0
+        other, error = (self.d0, self.alpha) if h1 else (self.d1, self.beta)
+        miss = 1 - min(1.0, abs(other - value) / (1 + abs(value)))
+        if miss <= 0:
+            return MIN_DEALS
+        return max(MIN_DEALS, math.ceil(math.log(error) / math.log(miss) - 1e-9))
+
+    def _decide(self, n: int, differing: int, value: float, constant: float | None) -> Decision:
+        """The decision after ``n`` observations with LLR ``value``; ``constant``: their
+        common value when they are all equal."""
+        if n < MIN_DEALS:
+            return "undecided"
+        if constant is not None:
+            if value == 0 or n < self.identical_deals(constant):
+                return "undecided"
+            return "H1" if value > 0 else "H0"
+        if differing < self.min_differing:
+            return "undecided"
+        low, high = bounds(self.alpha, self.beta)
+        if value >= high:
+            return "H1"
+        if value <= low:
+            return "H0"
+        return "undecided"
 
     def state(self, observations: Sequence[float]) -> SprtState:
         """The test after ``observations`` (in deal order)."""
+        n = len(observations)
         value = llr(observations, self.d0, self.d1)
-        low, high = bounds(self.alpha, self.beta)
-        decision: Decision = "undecided"
-        if len(observations) >= MIN_DEALS:
-            if value >= high:
-                decision = "H1"
-            elif value <= low:
-                decision = "H0"
+        differing = sum(x != 0 for x in observations)
+        constant = observations[0] if n and len(set(observations)) == 1 else None
+        decision = self._decide(n, differing, value, constant)
         mean, lo, hi = interval(observations)
-        return SprtState(decision, value, (low, high), len(observations), mean, lo, hi)
+        return SprtState(
+            decision,
+            value,
+            bounds(self.alpha, self.beta),
+            n,
+            mean,
+            lo,
+            hi,
+            differing,
+            constant is not None,
+        )
 
-    def first_decision(self, observations: Sequence[float]) -> SprtState:
+    def first_decision(self, observations: Iterable[float]) -> SprtState:
         """The state at the first deal where the test decides (or after the last): the
-        verdict of observations taken one deal at a time, whatever arrived after it."""
-        low, high = bounds(self.alpha, self.beta)
+        verdict of observations taken one deal at a time, whatever arrived after it (an
+        iterable is read no further than that deal)."""
+        seen: list[float] = []
         total = squares = 0.0
-        for n, x in enumerate(observations, start=1):
+        differing = 0
+        constant: float | None = None
+        for x in observations:
+            seen.append(x)
+            n = len(seen)
             total += x
             squares += x * x
-            if n >= MIN_DEALS and not low < _llr(n, total, squares, self.d0, self.d1) < high:
-                return self.state(observations[:n])
-        return self.state(observations)
+            differing += x != 0
+            constant = x if n == 1 or (constant is not None and x == constant) else None
+            if n < MIN_DEALS:
+                continue
+            if constant is not None:
+                value = _constant_llr(constant, self.d0, self.d1)
+            else:
+                value = _llr(n, total, squares, self.d0, self.d1)
+            if self._decide(n, differing, value, constant) != "undecided":
+                break
+        return self.state(seen)
 
 
 @dataclass

@@ -217,7 +217,13 @@ def check_resumed(stored: CompareSettings, asked: CompareSettings, folder: Path)
 def _with_test(settings: CompareSettings, test: Sprt) -> CompareSettings:
     """``settings`` with the hypotheses and error rates of the ``test`` being run, which
     must be the file's where it names them."""
-    values = {"d0": test.d0, "d1": test.d1, "alpha": test.alpha, "beta": test.beta}
+    values = {
+        "d0": test.d0,
+        "d1": test.d1,
+        "alpha": test.alpha,
+        "beta": test.beta,
+        "min_differing": test.min_differing,
+    }
     written = {key: getattr(settings, key) for key in values}
     if any(value is not None and value != values[key] for key, value in written.items()):
         raise ValueError(f"the test {values} is not the one the file names: {written}")

@@ -162,11 +162,19 @@ class CompareSettings(_Strict):
     d1: float | None = Field(default=None, ge=-1, le=1, allow_inf_nan=False)
     alpha: float | None = Field(default=None, gt=0, lt=1, allow_inf_nan=False)
     beta: float | None = Field(default=None, gt=0, lt=1, allow_inf_nan=False)
+    min_differing: int | None = Field(default=None, ge=0, le=10_000)
+    """The deals other than 0 the test waits for before it decides; a folder stored
+    before the rule existed has none, and its comparison keeps 0, the rule it ran under
+    (:meth:`differing`)."""
 
     @classmethod
     def of(cls, model: TournamentFile) -> CompareSettings:
         """The settings of ``model`` (the defaults for a file without the section)."""
         return model.compare if model.compare is not None else cls()
+
+    def differing(self) -> int:
+        """The stored minimum of deals other than 0 (0 when none is stored)."""
+        return 0 if self.min_differing is None else self.min_differing
 
 
 class TournamentFile(_Strict):

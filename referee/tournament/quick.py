@@ -240,6 +240,8 @@ def compare_tournament(
             value = getattr(test, key)
             if value is not None:
                 lines.append(f"{key} = {float(value)!r}")
+        if test.min_differing is not None:
+            lines.append(f"min_differing = {int(test.min_differing)}")
     for bot, path in zip(bots, given, strict=True):
         lines += ["", "[[bots]]", f"path = {toml_string(printable(path))}"]
         lines.append(f"name = {toml_string(bot.name)}")

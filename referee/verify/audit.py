@@ -487,6 +487,7 @@ class _Check:
             d1 if settings.d1 is None else settings.d1,
             0.05 if settings.alpha is None else settings.alpha,
             0.05 if settings.beta is None else settings.beta,
+            settings.differing(),
         )
         assert f.candidate is not None and f.baseline is not None
         deals = PairedDeals(f.candidate, f.baseline, f.table_size, statistic=settings.statistic)

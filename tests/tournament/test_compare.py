@@ -209,10 +209,11 @@ def test_verify_checks_a_comparison_up_to_the_deal_it_reached(tmp_path: Path) ->
 
 def test_twins_are_never_found_better(tmp_path: Path) -> None:
     """Two copies of one program on the same cards and seeds play the same games: every
-    observation is 0, and the test accepts H0 as soon as it may."""
-    summary = _comparison(tmp_path, lowest_bot, lowest_bot)
-    assert summary.state.decision == "H0"
-    assert summary.state.deals == MIN_DEALS and summary.state.difference == 0
+    observation is 0, and the test accepts H0 once that many identical deals rule out D1
+    (:meth:`Sprt.identical_deals`)."""
+    summary = _comparison(tmp_path, lowest_bot, lowest_bot, max_deals=200)
+    assert summary.state.decision == "H0" and summary.state.identical
+    assert summary.state.deals == Sprt().identical_deals(0.0) and summary.state.difference == 0
 
 
 def test_the_verdict_does_not_depend_on_the_batch(tmp_path: Path) -> None:
@@ -278,3 +279,47 @@ def test_a_results_folder_of_another_comparison_is_refused_as_such(tmp_path: Pat
             r"another comparison: give another --results\)",
         ):
             store.check_settings({"format": "compare", "baseline": "v5", "field": ["a", "b"]})
+
+
+def test_identical_play_is_said_so_and_the_json_stays_valid(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Two programs that score the same on every deal: no infinite LLR on screen or in the
+    JSON; the progress line gives the most deals the run can still take."""
+    import json
+    from types import SimpleNamespace
+
+    from referee.cli.compare import _report, progress_line
+
+    test = Sprt()
+    state = test.first_decision([0.0] * 400)
+    progress = SimpleNamespace(
+        state=state, matches=state.deals * 8, faults=0, spoiled=0, spoiled_by=(), limit=500
+    )
+    line = progress_line(progress)
+    assert f"{state.deals} deals (at most {500 - state.deals} more)" in line
+    assert f"identical play on all {state.deals} deals" in line and "LLR" not in line
+    summary = SimpleNamespace(
+        state=state,
+        matches=state.deals * 8,
+        faults=0,
+        spoiled=0,
+        spoiled_by=(),
+        capped=None,
+        failed=0,
+        results_dir=Path("r"),
+    )
+    f = SimpleNamespace(candidate="new", baseline="old", compare=None)
+    tournament = SimpleNamespace(file=f, entrants=["new", "old", "a", "b", "c"])
+    _report(summary, tournament, test, 4000, as_json=False)
+    out = capsys.readouterr().out
+    assert f"H0 accepted: identical play on all {state.deals} deals" in out
+    assert "LLR -" not in out and "-inf" not in out
+    _report(summary, tournament, test, 4000, as_json=True)
+    data = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))
+    assert (data["decision"], data["llr"], data["identical"], data["differing"]) == (
+        "H0",
+        None,
+        True,
+        0,
+    )

@@ -75,6 +75,11 @@ class _KilledAfter(InProcessExecutor):
             raise _Killed
 
 
+TWINS_TEST = Sprt(d1=0.2)
+"""A D1 far enough from 0 that identical play decides at the minimum of deals (the rule for
+identical observations: :meth:`Sprt.identical_deals`), so these runs stay short."""
+
+
 def _comparison(
     folder: Path,
     crashy: Callable[[], Handler],
@@ -97,7 +102,7 @@ def _comparison(
         InProcessExecutor(handlers)
         if killed_after is None
         else _KilledAfter(handlers, killed_after),
-        Sprt(),
+        TWINS_TEST,
         max_deals=max_deals,
         results_dir=folder / "results",
         batch=batch,

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from referee.cli import main
 from referee.cli.compare import _test_settings
 from referee.errors import UsageError
-from referee.ranking.sprt import PairedDeals, Sprt
+from referee.ranking.sprt import MIN_DIFFERING, PairedDeals, Sprt
 from referee.ranking.statistics import (
     HYPOTHESES,
     default_statistic,
@@ -134,7 +134,9 @@ def test_the_command_takes_the_statistic_given_or_the_rules_default_with_its_tes
 ) -> None:
     settings = _settings(None, **args)
     d0, d1 = HYPOTHESES[statistic]
-    assert settings == CompareSettings(statistic=statistic, d0=d0, d1=d1, alpha=0.05, beta=0.05)
+    assert settings == CompareSettings(
+        statistic=statistic, d0=d0, d1=d1, alpha=0.05, beta=0.05, min_differing=MIN_DIFFERING
+    )
     given = _settings(None, **args, hypotheses=(0.0, 0.03), alpha=0.1)
     assert (given.d1, given.alpha, given.beta) == (0.03, 0.1, 0.05)
 
@@ -181,7 +183,12 @@ def _comparison(
     )
     handlers = {"new": new, "old": careless_bot, "f1": lowest_bot, "f2": polite_bot}
     handlers["f3"] = lowest_bot
-    sprt = Sprt() if test is None else Sprt(test.d0 or 0.0, test.d1 or 0.02)
+    # None: the folder of a run from before the minimum of differing deals, which ran with 0
+    sprt = (
+        Sprt(min_differing=0)
+        if test is None
+        else Sprt(test.d0 or 0.0, test.d1 or 0.02, min_differing=test.differing())
+    )
     return run_comparison(
         tournament,
         InProcessExecutor(handlers),
@@ -193,7 +200,9 @@ def _comparison(
     )
 
 
-ROUND_SCORE = CompareSettings(statistic="round-score", d0=0.0, d1=0.016, alpha=0.05, beta=0.05)
+ROUND_SCORE = CompareSettings(
+    statistic="round-score", d0=0.0, d1=0.016, alpha=0.05, beta=0.05, min_differing=MIN_DIFFERING
+)
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +236,9 @@ def test_a_resumed_comparison_keeps_its_statistic_and_refuses_another(
     again = _comparison(folder, ROUND_SCORE)
     assert again.state == summary.state and again.matches == summary.matches
     with pytest.raises(UsageError, match="statistic round-score, not statistic final-score"):
-        _comparison(folder, CompareSettings(d0=0.0, d1=0.016, alpha=0.05, beta=0.05))
+        _comparison(folder, ROUND_SCORE.model_copy(update={"statistic": "final-score"}))
+    with pytest.raises(UsageError, match="min_differing 8, not min_differing 0"):
+        _comparison(folder, ROUND_SCORE.model_copy(update={"min_differing": 0}))
 
 
 def test_verify_recomputes_the_verdict_with_the_stored_statistic(
@@ -276,8 +287,10 @@ def test_an_old_folder_without_a_statistic_resumes_and_verifies_as_final_score(
     results = tmp_path / "results"
     assert stored_settings(results) == CompareSettings()
     d0, d1 = HYPOTHESES["final-score"]
-    expected = CompareSettings(statistic="final-score", d0=d0, d1=d1, alpha=0.05, beta=0.05)
-    assert _settings(results) == expected, "final-score, though the rules' default is rounds"
+    expected = CompareSettings(
+        statistic="final-score", d0=d0, d1=d1, alpha=0.05, beta=0.05, min_differing=0
+    )
+    assert _settings(results) == expected, "final-score and no minimum of differing deals"
     with pytest.raises(UsageError, match="statistic final-score, not statistic round-score"):
         _settings(results, statistic="round-score")
     found = verify_results(results)
@@ -341,3 +354,18 @@ def test_garbage_in_the_kept_rounds_is_refused_in_one_line(tmp_path: Path) -> No
         pytest.raises(UsageError, match=r"the rounds stored for 'cmp/.*' cannot be read"),
     ):
         load_rounds(store)
+
+
+@pytest.mark.parametrize("garbage", ["-1", "1e9", '"eight"', "8.5"])
+def test_a_folder_whose_minimum_of_differing_deals_is_garbage_is_refused_in_one_line(
+    tmp_path: Path, garbage: str
+) -> None:
+    _comparison(tmp_path, ROUND_SCORE, max_deals=2)
+    results = tmp_path / "results"
+    _spoil_plan(
+        results, lambda text: text.replace("min_differing = 8", f"min_differing = {garbage}")
+    )
+    with pytest.raises(UsageError, match=r"compare\.min_differing"):
+        stored_settings(results)
+    with pytest.raises(UsageError, match=r"compare\.min_differing"):
+        verify_results(results)

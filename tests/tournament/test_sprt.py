@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from referee.ranking.sprt import MIN_DEALS, Sprt, bounds, interval, llr
+from referee.ranking.sprt import MIN_DEALS, MIN_DIFFERING, Sprt, bounds, interval, llr
 
 
 def test_the_llr_matches_a_hand_computed_value() -> None:
@@ -79,3 +79,41 @@ def test_error_rates_stay_near_alpha_and_beta_on_simulated_observations(seed: in
         for _ in range(runs)
     )
     assert false_h1 <= 0.1 * runs * 1.6 and false_h0 <= 0.1 * runs * 1.6
+
+
+def test_a_zero_inflated_sequence_waits_for_enough_deals_that_differ() -> None:
+    """Mostly 0 with a few small values: the LLR alone is past the lower bound at
+    MIN_DEALS, but fewer than MIN_DIFFERING deals that differ never decide."""
+    few = [0.0] * (MIN_DEALS - 3) + [1 / 12, -1 / 12, -1 / 12]
+    assert llr(few, 0.0, 0.02) <= bounds(0.05, 0.05)[0]
+    test = Sprt()
+    assert test.state(few).decision == "undecided" and test.state(few).differing == 3
+    longer = few * 10  # 30 deals that differ among 200
+    first = test.first_decision(longer)
+    assert first.decision == "H0" and first.differing == MIN_DIFFERING
+    assert sum(x != 0 for x in longer[: first.deals]) == MIN_DIFFERING
+
+
+def test_identical_observations_decide_by_their_own_bound() -> None:
+    test = Sprt()
+    needed = test.identical_deals(0.0)
+    assert needed == math.ceil(math.log(0.05) / math.log(1 - 0.02))
+    assert test.first_decision([0.0] * (needed - 1)).decision == "undecided"
+    state = test.first_decision([0.0] * 400)
+    assert (state.decision, state.deals, state.identical, state.differing) == (
+        "H0",
+        needed,
+        True,
+        0,
+    )
+    assert state.llr == -math.inf
+    assert llr([0.5] * 10, 0.0, 0.02) == math.inf
+
+
+def test_the_decision_does_not_depend_on_the_order_of_arrival() -> None:
+    """The verdict reads observations in deal order; the same deals handed over as a
+    generator or a list give the same state."""
+    rnd = random.Random(4)
+    xs = [0.0 if rnd.random() < 0.8 else rnd.gauss(0.1, 0.2) for _ in range(600)]
+    test = Sprt()
+    assert test.first_decision(iter(xs)) == test.first_decision(xs)
