@@ -4,7 +4,9 @@ coordinator?
 ``python -m bench.league_bench [--bots 1000] [--seeds 1] [--first-seed 0] [--workers 1]
 [--budget 600] [--newcomers 4] [--join 150] [--window 20] [--newcomers-only]
 [--rotation-check TABLES] [--throughput-results 20000] [--skip-simulation]
-[--skip-throughput]`` (``make bench`` runs a smaller field: see :func:`run`).
+[--skip-throughput] [--random-cache DIR]`` (``--random-cache``: random tables' runs are
+kept in ``DIR`` by field and settings and read back, so that measuring a change of the
+matchmaking replays only its own arm) (``make bench`` runs a smaller field: see :func:`run`).
 
 **The field.** ``--bots`` ladder bots (:mod:`bench.ladder`: the heuristic sample bot diluted
 with random legal plays, over the real engine, one-round matches of ``arschloch`` at tables
@@ -75,7 +77,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
+import json
 import math
 import random
 import statistics
@@ -578,6 +582,29 @@ class Scenario:
     window: int = 20
     newcomers_only: bool = False
     first_seed: int = 0
+    cache: Path | None = None
+    """A folder for random tables' runs: each field's read from it when there, else played
+    and stored (random tables never depend on the matchmaking being measured)."""
+
+
+def _cached_random(path: Path | None, play: Callable[[], Run]) -> Run:
+    """Random tables' run for one field: read from ``path`` when there, else ``play``-ed
+    and written there (``None``: always played)."""
+    if path is not None and path.exists():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Run(
+            points=[(p, taus) for p, taus in data["points"]],
+            orders=data["orders"],
+            errors=data["errors"],
+            shares=[(o, e) for o, e in data["shares"]],
+        )
+    run = play()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fields = {"points": run.points, "orders": run.orders}
+        fields |= {"errors": run.errors, "shares": run.shares}
+        path.write_text(json.dumps(fields), encoding="utf-8")
+    return run
 
 
 def simulation(
@@ -607,19 +634,32 @@ def simulation(
         rates = field_of(bots, seed)
         fresh = newcomers_of(bots, scenario.newcomers, seed)
         everyone = {**rates, **fresh}
-        runs = {
-            arm: simulate(
-                everyone,
-                arm=arm,
-                seed=seed,
-                budget=budget,
-                workers=workers,
-                check=check,
-                progress=print,
-                arrivals=arrivals_of(rates, fresh, scenario.join),
-                window=scenario.window,
-                newcomers_only=scenario.newcomers_only,
+
+        play = functools.partial(
+            simulate,
+            everyone,
+            seed=seed,
+            budget=budget,
+            workers=workers,
+            check=check,
+            progress=print,
+            arrivals=arrivals_of(rates, fresh, scenario.join),
+            window=scenario.window,
+            newcomers_only=scenario.newcomers_only,
+        )
+        cached = (
+            scenario.cache
+            / (
+                f"random-{bots}-{seed}-{scenario.newcomers}-{scenario.join:g}-{scenario.window}-"
+                f"{check:g}-{budget:g}-{int(scenario.newcomers_only)}.json"
             )
+            if scenario.cache
+            else None
+        )
+        runs = {
+            arm: _cached_random(cached, functools.partial(play, arm="random"))
+            if arm == "random"
+            else play(arm=arm)
             for arm in arms
         }
         fields.append((everyone, runs))
@@ -761,6 +801,17 @@ def _full_field(fields: Sequence[tuple[dict[str, float], dict[str, Run]]], arm: 
         f"{_spread([statistics.mean(taus) if taus else None], '{:.2f}')}); target >= "
         f"{TARGET_TOP[0]} found, tau >= {TARGET_TOP[1]} {_verdict(met_b)}"
     )
+    for how in ORDERS[1:]:
+        read = [
+            top_accuracy(runs[arm].at(full / 2, how)[1], truth_of(everyone))
+            for (everyone, runs), full in zip(fields, base, strict=True)
+            if full is not None
+        ]
+        print(
+            f"      read by {how} at the same point: the true top {TOP} found "
+            f"{_spread([f for f, _ in read])}, their order tau "
+            f"{_spread([w for _, w in read], '{:.2f}')}"
+        )
     ratios = [
         m / b if m is not None and b is not None else None for m, b in zip(mine, base, strict=True)
     ]
@@ -1004,6 +1055,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=20, help="the cap's window, in batches")
     parser.add_argument("--first-seed", type=int, default=0, help="the first field's seed")
     parser.add_argument("--newcomers-only", action="store_true", help="no full-field targets")
+    parser.add_argument(
+        "--random-cache", type=Path, metavar="DIR", help="random tables' runs kept here"
+    )
     parser.add_argument("--throughput-bots", type=int, default=1000)
     parser.add_argument("--throughput-results", type=int, default=20_000)
     parser.add_argument("--skip-simulation", action="store_true")
@@ -1029,7 +1083,12 @@ def main(argv: list[str] | None = None) -> int:
                 check=args.check,
                 arms=arms,
                 scenario=Scenario(
-                    args.newcomers, args.join, args.window, args.newcomers_only, args.first_seed
+                    args.newcomers,
+                    args.join,
+                    args.window,
+                    args.newcomers_only,
+                    args.first_seed,
+                    args.random_cache,
                 ),
             )
             and ok

@@ -59,6 +59,26 @@ def test_the_simulation_runs_every_arm_and_reads_every_order(capsys) -> None:
     assert "(c) matchmaking" in out and "NOT MEASURED" in out
 
 
+def test_random_tables_runs_are_kept_and_read_back_the_same(tmp_path, monkeypatch, capsys) -> None:
+    scenario = league_bench.Scenario(newcomers=1, join=2.0, cache=tmp_path / "cache")
+    arms = ("matchmaking", "random")
+    league_bench.simulation(16, 1, 6, 1, check=2.0, arms=arms, scenario=scenario)
+    first = capsys.readouterr().out
+    (kept,) = (tmp_path / "cache").iterdir()
+    assert kept.name.startswith("random-16-0-")
+    played: list[str] = []
+    real = league_bench.simulate
+
+    def counted(*args: object, **kwargs: object) -> league_bench.Run:
+        played.append(str(kwargs["arm"]))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(league_bench, "simulate", counted)
+    league_bench.simulation(16, 1, 6, 1, check=2.0, arms=arms, scenario=scenario)
+    assert played == ["matchmaking"]  # random tables read back, not played again
+    assert capsys.readouterr().out == first
+
+
 def test_a_newcomer_s_median_error_counts_only_once_it_holds() -> None:
     curve = league_bench.median_curve([[0.5, 0.05, 0.3, 0.05, 0.05], [0.4, 0.2, 0.1, 0.0]])
     assert curve == [0.45, 0.125, 0.2, 0.025, 0.05]  # the last: one series followed that long
