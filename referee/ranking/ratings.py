@@ -20,15 +20,30 @@ The environment is tuned for bots, which do not change during a tournament
   bot forfeited is a draw, with no first place for anyone.
 
 The environment is an explicit object (never ``trueskill.setup()``), so two leaderboards can
-never share state. Entrants are ordered by the conservative estimate ``mu - 3 * sigma``;
-entrants with no match yet (a gauntlet's undrawn opponents) are unrated and come last.
+never share state. Entrants are ordered by the conservative estimate ``mu - 3 * sigma`` while
+every match is a scheduled one, and by ``mu`` once play-offs have been played
+(:func:`rank_rule`); entrants with no match yet (a gauntlet's undrawn opponents) are unrated
+and come last.
+
+**Why ``mu`` after play-offs.** A schedule that seats every entrant equally often leaves the
+sigmas about equal, and ``- 3 sigma`` then moves every entrant alike: the order is the order
+of ``mu``, with a caution against an entrant that played little. Play-offs seat the uncertain
+neighbours many more times than the rest, so their sigmas shrink and ``- 3 sigma`` rewards
+having been played off rather than having played well: it can rank a neighbour with the
+lower ``mu`` above the one with the higher, by about the very gap the play-offs were there to
+resolve. ``mu`` is TrueSkill's estimate of skill from every result, the opponents weighed;
+with ``tau = 0`` it does not drift, so it is the fair order once match counts differ. A
+Bradley–Terry (Plackett–Luce) fit of every result was measured against it on the ranking
+benchmark (``python -m bench.ranking_bench --rows after``, ``docs/performance.md``) and kept
+out: it orders the pairs no better, and ``mu`` keeps one rating model for the leaderboard,
+the play-off planner, the history and ``referee verify``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import trueskill
 
@@ -39,8 +54,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EntrantRating",
+    "RankRule",
     "Rater",
     "make_environment",
+    "rank_key",
+    "rank_rule",
     "rate",
     "rating_places",
     "rating_steps",
@@ -68,6 +86,25 @@ def replay_order(key: str) -> tuple[int, str]:
     """The canonical rating order: scheduled matches by key, then play-offs by round."""
     round_no = playoff_round(key)
     return (-1 if round_no is None else round_no), key
+
+
+RankRule = Literal["conservative", "mu"]
+"""What the leaderboard ranks by: ``conservative`` (``mu - 3 sigma``) or ``mu``."""
+
+
+def rank_rule(matches: Iterable[StoredMatch]) -> RankRule:
+    """``mu`` when any of ``matches`` is a play-off match, else ``conservative`` (see the
+    module docstring: play-offs make the match counts, and so the sigmas, unequal)."""
+    return "mu" if any(playoff_round(m.spec.key) is not None for m in matches) else "conservative"
+
+
+def rank_key(rule: RankRule) -> Callable[[EntrantRating], tuple[bool, float, float, str]]:
+    """The sort key of ``rule``: rated first, then by the rule's estimate, highest first;
+    ties broken by the other estimate (under ``mu``, the surer rating first), then by name,
+    so that the order is total."""
+    if rule == "mu":
+        return lambda r: (not r.rated, -r.mu, -r.score, r.name)
+    return lambda r: (not r.rated, -r.score, -r.mu, r.name)
 
 
 def rating_places(match: StoredMatch) -> list[tuple[str, int]]:
@@ -98,7 +135,8 @@ class EntrantRating:
 
     @property
     def score(self) -> float:
-        """The conservative skill estimate ``mu - 3 sigma`` the leaderboard ranks by."""
+        """The conservative skill estimate ``mu - 3 sigma`` (the leaderboard ranks by it
+        before play-offs, :func:`rank_rule`)."""
         return self.mu - 3 * self.sigma
 
     @property
@@ -235,8 +273,8 @@ def rate(
 
     Matches are replayed in :func:`replay_order` here, from the start on every call, so
     neither the caller's order nor an earlier call ever matters (a :class:`Rater` goes on
-    from its last replay instead). Ties in the conservative score are broken by mu, then by
-    name, to keep the order total. ``observe(match, ratings)`` is called after each match
+    from its last replay instead). The order is :func:`rank_rule`'s of ``matches``, ties
+    broken as :func:`rank_key` says. ``observe(match, ratings)`` is called after each match
     (the rating history is drawn from the same replay: TrueSkill is most of the cost of a
     leaderboard).
     """
@@ -256,7 +294,8 @@ def _records(
     env: trueskill.TrueSkill,
     final: Mapping[str, trueskill.Rating],
 ) -> list[EntrantRating]:
-    """Each entrant's rating (from ``final``) and record over ``ordered``, in rating order."""
+    """Each entrant's rating (from ``final``) and record over ``ordered``, in the order of
+    :func:`rank_rule` of ``ordered``."""
     stats: dict[str, EntrantRating] = {}
 
     def entry(name: str) -> EntrantRating:
@@ -282,4 +321,4 @@ def _records(
             record.mu = final[name].mu
             record.sigma = final[name].sigma
         record.faults = dict(sorted(record.faults.items()))
-    return sorted(stats.values(), key=lambda r: (not r.rated, -r.score, -r.mu, r.name))
+    return sorted(stats.values(), key=rank_key(rank_rule(ordered)))

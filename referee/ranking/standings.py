@@ -3,7 +3,8 @@
 :func:`standings` turns the counting matches of a tournament (:class:`RankingInput`: the
 matches, the entrants, the ``[ratings]`` and ``[playoff]`` settings, the authors and the
 files' fingerprints) into :class:`Standings`: each rated entrant's TrueSkill rating (the
-rank is by ``mu - 3 sigma``) with its mean normalised score and bootstrap interval
+rank is by ``mu - 3 sigma``, or by ``mu`` once play-offs have been played:
+:func:`referee.ranking.ratings.rank_rule`, whose module says why) with its mean normalised score and bootstrap interval
 (:mod:`referee.ranking.intervals`), **over next** (:class:`OverNext`: how sure it is, on the
 deals both played, that an entrant does better than the next), the unrated, the play-offs
 so far, byte-identical entrants, the collusion check (:mod:`referee.ranking.collusion`) and
@@ -42,7 +43,7 @@ from referee.ranking.intervals import (
     score_intervals,
 )
 from referee.ranking.playoff import PlayoffState, identical, playoff_rounds
-from referee.ranking.ratings import EntrantRating, make_environment, rate
+from referee.ranking.ratings import EntrantRating, RankRule, make_environment, rank_rule, rate
 from referee.rules import ResolvedRules
 from referee.specs import (
     PLAYOFF_PREFIX,
@@ -92,8 +93,8 @@ class RankingInput:
 class OverNext:
     """How sure it is that an entry does better than the next one: the **over next** cell.
 
-    **Which estimate, and why.** The rank is TrueSkill's (``mu - 3 sigma``, every match,
-    the opponents weighed); the figure beside it is not: it is the paired comparison of the
+    **Which estimate, and why.** The rank is TrueSkill's (``mu - 3 sigma``, or ``mu`` after
+    play-offs; every match, the opponents weighed); the figure beside it is not: it is the paired comparison of the
     two bots on the deal blocks both played (the same cards, every seat,
     :func:`referee.ranking.intervals.order_confidence`), the share of bootstrap resamples in
     which this one outscores the next. TrueSkill's own certainty of the order would be
@@ -216,7 +217,8 @@ class Standings:
     """Everything a ranking decides (see the module docstring): ``matches`` is how many
     counting matches it rests on; ``unrated`` are the entrants without a match yet (no
     rating, no rank); ``confidence`` is the level of the intervals and of the marks on
-    adjacent pairs; ``twins`` are the groups of byte-identical entrants."""
+    adjacent pairs; ``twins`` are the groups of byte-identical entrants; ``ranked_by`` is
+    what the entries are ordered by (:func:`referee.ranking.ratings.rank_rule`)."""
 
     matches: int
     entries: tuple[LeaderboardEntry, ...]
@@ -226,6 +228,7 @@ class Standings:
     history: RatingHistory
     playoff: PlayoffSummary | None = None
     twins: tuple[tuple[str, ...], ...] = ()
+    ranked_by: RankRule = "conservative"
 
 
 @dataclass(frozen=True)
@@ -308,6 +311,7 @@ def standings(
         history=rated.history,
         playoff=playoff,
         twins=tuple(identical_groups({n: prints.get(n, "") for n in given.entrants})),
+        ranked_by=rank_rule(given.matches),
     )
 
 
