@@ -33,7 +33,7 @@ having been played off rather than having played well: it can rank a neighbour w
 lower ``mu`` above the one with the higher, by about the very gap the play-offs were there to
 resolve. ``mu`` is TrueSkill's estimate of skill from every result, the opponents weighed;
 with ``tau = 0`` it does not drift, so it is the fair order once match counts differ. A
-Bradley–Terry (Plackett–Luce) fit of every result was measured against it on the ranking
+Bradley-Terry (Plackett-Luce) fit of every result was measured against it on the ranking
 benchmark (``python -m bench.ranking_bench --rows after``, ``docs/performance.md``) and kept
 out: it orders the pairs no better, and ``mu`` keeps one rating model for the leaderboard,
 the play-off planner, the history and ``referee verify``.

@@ -4,9 +4,10 @@
 matches, the entrants, the ``[ratings]`` and ``[playoff]`` settings, the authors and the
 files' fingerprints) into :class:`Standings`: each rated entrant's TrueSkill rating (the
 rank is by ``mu - 3 sigma``, or by ``mu`` once play-offs have been played:
-:func:`referee.ranking.ratings.rank_rule`, whose module says why) with its mean normalised score and bootstrap interval
-(:mod:`referee.ranking.intervals`), **over next** (:class:`OverNext`: how sure it is, on the
-deals both played, that an entrant does better than the next), the unrated, the play-offs
+:func:`referee.ranking.ratings.rank_rule`, whose module says why) with its mean normalised
+score and bootstrap interval (:mod:`referee.ranking.intervals`), **over next**
+(:class:`OverNext`: how sure it is, on the deals both played, that an entrant does better
+than the next), the unrated, the play-offs
 so far, byte-identical entrants, the collusion check (:mod:`referee.ranking.collusion`) and
 the rating history (:mod:`referee.ranking.history`). Publishing adds what no ranking
 decides (the tournament's settings, the deal commitments, reply times, replaced versions)
@@ -94,9 +95,9 @@ class OverNext:
     """How sure it is that an entry does better than the next one: the **over next** cell.
 
     **Which estimate, and why.** The rank is TrueSkill's (``mu - 3 sigma``, or ``mu`` after
-    play-offs; every match, the opponents weighed); the figure beside it is not: it is the paired comparison of the
-    two bots on the deal blocks both played (the same cards, every seat,
-    :func:`referee.ranking.intervals.order_confidence`), the share of bootstrap resamples in
+    play-offs; every match, the opponents weighed); the figure beside it is not: it is the
+    paired comparison of the two bots on the deal blocks both played (the same cards, every
+    seat, :func:`referee.ranking.intervals.order_confidence`), the share of bootstrap resamples in
     which this one outscores the next. TrueSkill's own certainty of the order would be
     ``Phi((mu_a - mu_b) / sqrt(sigma_a**2 + sigma_b**2))`` (with ``2 beta**2`` added under
     the root it becomes the chance that ``a`` places above ``b`` in one match: a
