@@ -59,12 +59,12 @@ from referee.publish.boards import (
 from referee.publish.settings import TournamentSettings, settings_sentences
 from referee.publish.stats import ReplyStats
 from referee.ranking.collusion import CollusionCheck
-from referee.ranking.ratings import RankRule
 from referee.ranking.standings import (
     MIN_SHARED_DEALS,
     LeaderboardEntry,
     OverNext,
     PlayoffSummary,
+    RankRule,
     Standings,
 )
 from referee.specs import Replacement

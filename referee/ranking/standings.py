@@ -59,6 +59,7 @@ __all__ = [
     "LeaderboardEntry",
     "OverNext",
     "PlayoffSummary",
+    "RankRule",
     "RankingInput",
     "Rated",
     "Standings",
