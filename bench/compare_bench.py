@@ -35,6 +35,15 @@ of 4, in both its formats (matches to 15 points, one-round matches):
   the paired runs above. Twins that draw alike (two copies on the same seeds) play the same
   games: every observation is 0.
 
+**The statistic** (``--statistic``): each format is scored as the command scores it by
+default (matches to 15 points by ``round-score``, one-round matches by ``final-score``,
+:mod:`referee.ranking.statistics`), each with its default hypotheses
+(:data:`~referee.ranking.statistics.HYPOTHESES`); under ``round-score`` the unpaired runs of
+the small changes are also played scored by ``final-score``, and the paired runs compared
+with those too. ``--old`` keeps only some OLD rungs. ``--calibrate DEALS`` plays DEALS paired
+deals of each pair, scores each both ways, and prints the two mean differences, their ratio
+(what turns final score's D1 into round score's) and the signal per deal of each.
+
 Everything is seeded: the same arguments give the same figures on any machine.
 """
 
@@ -50,10 +59,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bench.ladder import FORMATS, LADDER, TABLE_SIZE, play
-from referee.ranking.intervals import normalised_score
-from referee.ranking.ratings import rating_places
+from bench.ladder import FORMATS, LADDER, TABLE_SIZE, play_rounds
 from referee.ranking.sprt import MIN_DEALS, Decision, PairedDeals, Sprt, llr
+from referee.ranking.statistics import HYPOTHESES, STATISTICS, Statistic, version_score
 from referee.specs import MatchSpec
 from referee.tournament.deals import deal_seed
 from referee.tournament.scheduler import compare_deal
@@ -82,18 +90,29 @@ def paired_deal(
     fmt: str,
     rates: dict[str, float],
     own_draws: frozenset[str] = frozenset(),
-) -> float:
-    """One deal of ``referee compare`` between ``new`` and ``old``: its observation."""
+    statistics: Sequence[Statistic] = ("final-score",),
+) -> list[float]:
+    """One deal of ``referee compare`` between ``new`` and ``old``: its observation under
+    each of ``statistics`` (all from the same eight matches)."""
     field = [name for name in field_of(new, old) if name in rates and name != TWIN_COPY]
     salt = f"{fmt}/{new}/{old}/{seed}"
     specs = compare_deal(
         new, old, field, TABLE_SIZE, deal, 0, hashlib.sha256(SECRET + salt.encode()).digest()
     )
-    matches = [play(spec, rates, fmt, seeded=True, own_draws=own_draws) for spec in specs]
-    return PairedDeals.of(new, old, TABLE_SIZE, matches).observation(deal)
+    played = [play_rounds(spec, rates, fmt, seeded=True, own_draws=own_draws) for spec in specs]
+    rounds = {match.spec.key: places for match, places in played}
+    matches = [match for match, _ in played]
+    return [
+        PairedDeals.of(
+            new, old, TABLE_SIZE, matches, statistic=statistic, rounds=rounds
+        ).observation(deal)
+        for statistic in statistics
+    ]
 
 
-def unpaired_unit(new: str, old: str, unit: int, seed: int, fmt: str) -> float:
+def unpaired_unit(
+    new: str, old: str, unit: int, seed: int, fmt: str, statistic: Statistic = "final-score"
+) -> float:
     """Four matches of ``new`` and four of ``old``, each on its own deal at a random seat
     against three field rungs drawn at random: the difference of their mean scores."""
     rng = random.Random(f"unpaired {fmt} {new} {old} {seed} {unit}")
@@ -114,9 +133,8 @@ def unpaired_unit(new: str, old: str, unit: int, seed: int, fmt: str) -> float:
                 deal_seed=cards,
                 match_seed=cards,
             )
-            match = play(spec, LADDER, fmt, seeded=True)
-            place = dict(rating_places(match))[version]
-            scores.append(normalised_score(place, TABLE_SIZE))
+            match, rounds = play_rounds(spec, LADDER, fmt, seeded=True)
+            scores.append(version_score(match, version, statistic, rounds))
         means.append(sum(scores) / len(scores))
     return means[0] - means[1]
 
@@ -147,25 +165,34 @@ class Job:
     old: str
     seed: int
     cap: int
+    statistic: Statistic = "final-score"
+
+
+def test_of(statistic: Statistic) -> Sprt:
+    """The default test of ``referee compare`` under ``statistic``."""
+    return Sprt(*HYPOTHESES[statistic])
 
 
 def run_job(job: Job) -> tuple[Job, Decision, list[float]]:
-    test = Sprt()
+    test = test_of(job.statistic)
+    stat = job.statistic
     if job.paired:
-        observe = lambda i: paired_deal(NEW, job.old, i, job.seed, job.fmt, LADDER)  # noqa: E731
+        observe = lambda i: paired_deal(  # noqa: E731
+            NEW, job.old, i, job.seed, job.fmt, LADDER, statistics=(stat,)
+        )[0]
     else:
-        observe = lambda i: unpaired_unit(NEW, job.old, i, job.seed, job.fmt)  # noqa: E731
+        observe = lambda i: unpaired_unit(NEW, job.old, i, job.seed, job.fmt, stat)  # noqa: E731
     decision, seen = sequential(observe, job.cap, test)
     return job, decision, seen
 
 
-def twin_deal(packed: tuple[int, str, bool]) -> float:
+def twin_deal(packed: tuple[int, str, bool, Statistic]) -> float:
     """A deal of :data:`TWIN` against its copy: one of them with draws of its own (the copy
     on even deals, the original on odd ones), or both drawing alike."""
-    deal, fmt, own = packed
+    deal, fmt, own, statistic = packed
     rates = {**LADDER, TWIN_COPY: LADDER[TWIN]}
     own_draws = frozenset({TWIN_COPY if deal % 2 == 0 else TWIN}) if own else frozenset()
-    return paired_deal(TWIN, TWIN_COPY, deal, 0, fmt, rates, own_draws)
+    return paired_deal(TWIN, TWIN_COPY, deal, 0, fmt, rates, own_draws, (statistic,))[0]
 
 
 @dataclass
@@ -197,26 +224,29 @@ class Runs:
         )
 
 
-def simulated_runs(pool: Sequence[float], runs: int, cap: int, salt: str) -> list[Decision]:
+def simulated_runs(
+    pool: Sequence[float], runs: int, cap: int, salt: str, test: Sprt
+) -> list[Decision]:
     """``runs`` sequential tests, each on observations drawn with replacement from ``pool``."""
     rng = random.Random(f"simulated {salt}")
-    test = Sprt()
     return [
         test.first_decision([rng.choice(pool) for _ in range(cap)]).decision for _ in range(runs)
     ]
 
 
-def play_runs(
-    jobs: Sequence[Job], workers: int, say: Callable[[str], None]
-) -> dict[tuple[bool, str], Runs]:
-    """Every job's run, by (paired, OLD)."""
-    results: dict[tuple[bool, str], Runs] = {}
+Key = tuple[bool, str, Statistic]
+"""A way of playing one pair: paired or not, OLD, the statistic."""
+
+
+def play_runs(jobs: Sequence[Job], workers: int, say: Callable[[str], None]) -> dict[Key, Runs]:
+    """Every job's run, by (paired, OLD, statistic)."""
+    results: dict[Key, Runs] = {}
     started = time.monotonic()
     with multiprocessing.get_context("fork").Pool(workers) as processes:
         for done, (job, decision, seen) in enumerate(
             processes.imap_unordered(run_job, jobs), start=1
         ):
-            runs_of = results.setdefault((job.paired, job.old), Runs())
+            runs_of = results.setdefault((job.paired, job.old, job.statistic), Runs())
             runs_of.decisions.append(decision)
             runs_of.observations.append(seen)
             if done % max(1, len(jobs) // 10) == 0:
@@ -224,11 +254,14 @@ def play_runs(
     return results
 
 
-def comparison_lines(results: dict[tuple[bool, str], Runs]) -> list[str]:
-    """Paired against unpaired, for each OLD."""
+def comparison_lines(
+    results: dict[Key, Runs], olds: Sequence[str], statistic: Statistic
+) -> list[str]:
+    """Paired against unpaired, for each OLD (and, under ``round-score``, against unpaired
+    play scored by ``final-score`` where that was played too)."""
     lines = []
-    for old in OLDS:
-        paired, unpaired = results[True, old], results[False, old]
+    for old in olds:
+        paired, unpaired = results[True, old, statistic], results[False, old, statistic]
         ratio = unpaired.matches() / paired.matches()
         target = ""
         if old in SMALL:
@@ -240,20 +273,37 @@ def comparison_lines(results: dict[tuple[bool, str], Runs]) -> list[str]:
             f"paired{target}; variance of an observation {paired.variance():.4f} paired, "
             f"{unpaired.variance():.4f} unpaired ({unpaired.variance() / paired.variance():.1f}x)"
         )
+        today = results.get((False, old, "final-score"))
+        if statistic != "final-score" and today is not None:
+            ratio = today.matches() / paired.matches()
+            met = "met" if ratio >= TARGET_RATIO else "NOT met"
+            lines.append(
+                f"  {old}: paired by {statistic} {paired.matches():.0f} against unpaired by "
+                f"final-score {today.matches():.0f} ({today.counts()}): {ratio:.1f}x fewer "
+                f"matches; target >= {TARGET_RATIO:g}x: {met}"
+            )
     return lines
 
 
 def error_lines(
-    fmt: str, strong: Sequence[float], runs: int, pool: int, cap: int, workers: int
+    fmt: str,
+    strong: Sequence[float],
+    runs: int,
+    pool: int,
+    cap: int,
+    workers: int,
+    statistic: Statistic,
 ) -> list[str]:
     """The twins' false H1s and the false H0s of ``h00`` against ``h08`` (``strong``: the
     observations of its paired runs)."""
     with multiprocessing.get_context("fork").Pool(workers) as processes:
-        own = processes.map(twin_deal, [(d, fmt, True) for d in range(pool)], chunksize=4)
-        same = processes.map(twin_deal, [(d, fmt, False) for d in range(MIN_DEALS)])
-    twins = simulated_runs([*own, *(-x for x in own)], runs, cap, f"twins {fmt}")
+        jobs = [(d, fmt, True, statistic) for d in range(pool)]
+        own = processes.map(twin_deal, jobs, chunksize=4)
+        same = processes.map(twin_deal, [(d, fmt, False, statistic) for d in range(MIN_DEALS)])
+    test = test_of(statistic)
+    twins = simulated_runs([*own, *(-x for x in own)], runs, cap, f"twins {fmt}", test)
     h1 = twins.count("H1")
-    rung2 = simulated_runs(strong, runs, cap, f"rung2 {fmt}")
+    rung2 = simulated_runs(strong, runs, cap, f"rung2 {fmt}", test)
     h0 = rung2.count("H0")
     return [
         f"  twins ({TWIN} against a copy, one with draws of its own; {runs} runs drawn from "
@@ -267,6 +317,51 @@ def error_lines(
     ]
 
 
+def calibration_lines(fmt: str, deals: int, workers: int) -> list[str]:
+    """Both statistics of the same paired deals of :data:`NEW` against each OLD: their mean
+    differences, the ratio of the two (what turns a final-score D1 into a round-score
+    one) and the signal of a deal (mean squared over variance) under each."""
+    jobs = [(old, deal) for old in OLDS for deal in range(deals)]
+    with multiprocessing.get_context("fork").Pool(workers) as processes:
+        both = processes.map(_both_statistics, jobs, chunksize=4)
+    lines = [
+        f"calibration, {FORMATS_TITLES[fmt]}: {deals} paired deals of {NEW} against each OLD "
+        "(seed 0), each scored both ways"
+    ]
+    sums = {"final": 0.0, "round": 0.0}
+    for old in OLDS:
+        pairs = [b for (o, _), b in zip(jobs, both, strict=True) if o == old]
+        final, rounds = [p[0] for p in pairs], [p[1] for p in pairs]
+        mf, mr = sum(final) / deals, sum(rounds) / deals
+        sums["final"] += mf
+        sums["round"] += mr
+        gain = (mr**2 / _variance(rounds)) / (mf**2 / _variance(final))
+        lines.append(
+            f"  {old}: final-score difference {mf:+.4f} (variance {_variance(final):.4f}), "
+            f"round-score {mr:+.4f} (variance {_variance(rounds):.4f}): round / final "
+            f"{mr / mf:.3f}; signal per deal round / final {gain:.2f}x"
+        )
+    ratio = sums["round"] / sums["final"]
+    lines.append(
+        f"  pooled round / final {ratio:.3f}: final-score D1 0.02 is round-score D1 "
+        f"{0.02 * ratio:.4f} (the command's: {HYPOTHESES['round-score'][1]:g})"
+    )
+    return lines
+
+
+def _both_statistics(packed: tuple[str, int]) -> list[float]:
+    old, deal = packed
+    return paired_deal(NEW, old, deal, 0, CALIBRATION_FORMAT, LADDER, statistics=STATISTICS)
+
+
+def _variance(xs: Sequence[float]) -> float:
+    mean = sum(xs) / len(xs)
+    return sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)
+
+
+CALIBRATION_FORMAT = "to-15"
+
+
 def measure(
     fmt: str,
     seeds: int,
@@ -276,33 +371,50 @@ def measure(
     workers: int,
     say: Callable[[str], None],
     only_errors: bool = False,
+    statistic: Statistic = "final-score",
+    olds: Sequence[str] = OLDS,
 ) -> list[str]:
-    """Every figure of one format, as lines (``only_errors``: the error rates alone, with
-    just the paired runs of ``h08`` they need)."""
-    olds = ("h08",) if only_errors else OLDS
+    """Every figure of one format under ``statistic``, as lines (``only_errors``: the
+    error rates alone, with just the paired runs of ``h08`` they need). Under
+    ``round-score`` the unpaired runs of the small changes are also played scored by
+    ``final-score``, today's unpaired figure."""
+    olds = ("h08",) if only_errors else olds
     ways = (True,) if only_errors else (True, False)
     jobs = [
-        Job(paired, fmt, old, seed, cap)
+        Job(paired, fmt, old, seed, cap, statistic)
         for old in olds
         for paired in ways
         for seed in range(1, seeds + 1)
     ]
+    if statistic != "final-score" and not only_errors:
+        jobs += [
+            Job(False, fmt, old, seed, cap)
+            for old in olds
+            if old in SMALL
+            for seed in range(1, seeds + 1)
+        ]
     results = play_runs(jobs, workers, say)
+    d0, d1 = HYPOTHESES[statistic]
     lines = [
-        f"compare, {FORMATS_TITLES[fmt]}: {NEW} as NEW, the field the other rungs; "
-        f"{seeds} runs each way, mean matches to a decision (D0 0, D1 0.02, alpha = beta "
-        f"= 0.05, at most {cap * MATCHES_PER_OBSERVATION} matches a run)"
+        f"compare, {FORMATS_TITLES[fmt]}, scored by {statistic}: {NEW} as NEW, the field "
+        f"the other rungs; {seeds} runs each way, mean matches to a decision (D0 {d0:g}, D1 "
+        f"{d1:g}, alpha = beta = 0.05, at most {cap * MATCHES_PER_OBSERVATION} matches a run)"
     ]
     if not only_errors:
-        lines += comparison_lines(results)
-    strong = [x for xs in results[True, "h08"].observations for x in xs]
-    return lines + error_lines(fmt, strong, runs, pool, cap, workers)
+        lines += comparison_lines(results, olds, statistic)
+    if "h08" not in olds:
+        return lines
+    strong = [x for xs in results[True, "h08", statistic].observations for x in xs]
+    return lines + error_lines(fmt, strong, runs, pool, cap, workers, statistic)
 
 
 FORMATS_TITLES = {
     "to-15": "matches to 15 points",
     "one-round": "one-round matches",
 }
+
+DEFAULT_STATISTIC: dict[str, Statistic] = {"to-15": "round-score", "one-round": "final-score"}
+"""The command's default statistic in each format (one-round matches: the two coincide)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -316,9 +428,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap", type=int, default=600, help="most observations a run takes")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--format", choices=[*FORMATS, "both"], default="both")
+    parser.add_argument(
+        "--statistic",
+        choices=["default", *STATISTICS],
+        default="default",
+        help="what a deal is scored by (default: the command's for the format)",
+    )
+    parser.add_argument(
+        "--old", action="append", choices=OLDS, help="only these OLD rungs (repeatable)"
+    )
+    parser.add_argument(
+        "--calibrate",
+        type=int,
+        default=0,
+        metavar="DEALS",
+        help="only the round-score calibration, on DEALS paired deals a pair",
+    )
     args = parser.parse_args(argv)
+    if args.calibrate:
+        print("\n".join(calibration_lines(CALIBRATION_FORMAT, args.calibrate, args.workers)))
+        return 0
     formats = list(FORMATS) if args.format == "both" else [args.format]
     for i, fmt in enumerate(formats):
+        statistic = DEFAULT_STATISTIC[fmt] if args.statistic == "default" else args.statistic
         lines = measure(
             fmt,
             args.seeds,
@@ -328,6 +460,8 @@ def main(argv: list[str] | None = None) -> int:
             args.workers,
             lambda line: print("  " + line, file=sys.stderr, flush=True),
             args.only_errors,
+            statistic,
+            tuple(args.old or OLDS),
         )
         if i:
             print()

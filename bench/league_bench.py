@@ -1,9 +1,10 @@
 """A league of bots of known strength, in process: does matchmaking pay, and how fast is the
 coordinator?
 
-``python -m bench.league_bench [--bots 1000] [--seeds 1] [--workers 1] [--budget 600]
-[--throughput-results 20000] [--skip-simulation] [--skip-throughput]`` (``make bench`` runs
-a smaller field: see :func:`run`).
+``python -m bench.league_bench [--bots 1000] [--seeds 1] [--first-seed 0] [--workers 1]
+[--budget 600] [--newcomers 4] [--join 150] [--window 20] [--newcomers-only]
+[--rotation-check TABLES] [--throughput-results 20000] [--skip-simulation]
+[--skip-throughput]`` (``make bench`` runs a smaller field: see :func:`run`).
 
 **The field.** ``--bots`` ladder bots (:mod:`bench.ladder`: the heuristic sample bot diluted
 with random legal plays, over the real engine, one-round matches of ``arschloch`` at tables
@@ -29,6 +30,13 @@ Three ways of choosing the tables (``--arms``):
   close in strength, so each match tells nearly the most a match can, yet spread enough to
   keep every neighbourhood tied to the rest).
 
+**Newcomers.** ``--newcomers`` bots (:func:`newcomers_of`: strengths drawn from the
+field's own law) join each league, the first once the field has played ``--join`` matches
+per bot, the others :data:`STAGGER` batches apart; the cap on hogging counts the last
+``--window`` batches (the league's window, counted in batches). After every batch each
+newcomer's **rank error** is read: how far its place in the leaderboard's order is from its
+true place among the entrants then in the league, as a share of them.
+
 Every ``--check`` matches per bot, each league's order is read three ways and compared
 with the truth by Kendall's tau: **published** (``mu - 3 sigma``, the leaderboard),
 **mu** (TrueSkill's mean alone) and **bt**, a Bradley-Terry fit of every stored result
@@ -36,9 +44,23 @@ broken into its pairs of places (:func:`bradley_terry`: Plackett-Luce's pairwise
 are exactly Bradley-Terry, so this is its composite likelihood; unlike TrueSkill it keeps
 every correlation between ratings). Reported for each order side by side: the matches per
 bot each league needs to reach tau 0.7, 0.8, 0.85 and 0.9 (the first check at which it is
-reached and held at the next two), its ratio to random tables' in the same order (target:
-matchmaking needs at most half, to 0.9), and at the end each one's tau and top-10 accuracy:
-how many of the true top 10 are in its top 10, and tau within the true top 10.
+reached and held at the next two), its ratio to random tables' in the same order, and at
+the end each one's tau and top-10 accuracy: how many of the true top 10 are in its top 10,
+and tau within the true top 10.
+
+**The targets** (:func:`targets`, each printed beside its figure, seed by seed, for every
+arm against random tables): (a) the newcomers' median rank error falls to 10 % of the field
+(and holds for :data:`HOLD` batches) within a third of the batches random tables take, all
+newcomers of all fields pooled, while the others play at most 10 % less than an equal
+share over the newcomers' batches (from the first arrival to :data:`CUT_SPAN` batches after
+the last); (b) at half the matches per bot random tables need to full-field tau 0.9 (each
+field's own), the published top 10 holds at least 9 of the true top 10, with tau at least
+0.8 among them (means over the fields); (c) full-field tau 0.9 at most 0.95 of random
+tables' matches (the ratio of the means over the fields), a guard.
+
+**Rotations** (``--rotation-check TABLES``): how a table's seat rotations vary together,
+with a deal each (``duplicate = "tables"``, the league's) and sharing one deal
+(``"rotations"``): :func:`rotation_check`.
 
 **Coordinator throughput.** A real league (store, ledger, planner, settling, events) of
 ``--bots`` entrants on an executor that plays nothing: each task's result is made up at
@@ -56,11 +78,13 @@ import contextlib
 import hashlib
 import math
 import random
+import statistics
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bench.ladder import TABLE_SIZE, play_all
@@ -83,7 +107,6 @@ from referee.tournament.scheduler import league_batch
 SECRET = hashlib.sha256(b"arschloch-referee league bench").digest()
 FORMAT = "one-round"
 TARGET_TAU = 0.9
-TARGET_RATIO = 0.5
 TARGET_RESULTS_PER_S = 200.0
 TOP = 10
 
@@ -100,6 +123,23 @@ def field_of(n: int, seed: int) -> dict[str, float]:
             rates.append(rate)
     rng.shuffle(rates)
     return {f"p{i:04d}": rate for i, rate in enumerate(rates)}
+
+
+def newcomers_of(n: int, count: int, seed: int) -> dict[str, float]:
+    """``count`` newcomers' dilution rates, drawn from the law of :func:`field_of`'s field of
+    ``n``: one of its few at the top with their share, else from the crowd."""
+    rng = random.Random(f"league newcomers {seed}")
+    top = max(3, n // 100)
+    rates: dict[str, float] = {}
+    while len(rates) < count:
+        if rng.random() < top / n:
+            rate = rng.uniform(0.0, 0.04)
+        else:
+            rate = rng.gauss(0.55, 0.2)
+            if not 0.12 <= rate <= 1.0:
+                continue
+        rates[f"q{len(rates):03d}"] = rate
+    return rates
 
 
 def bench_settings(bots: int) -> LeagueSettings:
@@ -195,12 +235,18 @@ def bradley_terry(
 
 @dataclass
 class League:
-    """One simulated league: the planner's state, kept as the league's ledger keeps it."""
+    """One simulated league: the planner's state, kept as the league's ledger keeps it.
+
+    ``rates`` holds every bot that ever plays, ``arrivals`` the batch each newcomer joins at
+    (the others are there from batch 0). The cap on hogging counts the last ``window``
+    batches (the league's window, counted in batches)."""
 
     rates: dict[str, float]
     arm: str
     seed: int
     settings: LeagueSettings = field(default_factory=LeagueSettings)
+    window: int = 20
+    arrivals: dict[str, int] = field(default_factory=dict)
     batch: int = 0
     ratings: dict[str, tuple[float, float]] = field(default_factory=dict)
     standings: dict[str, Standing] = field(default_factory=dict)
@@ -209,18 +255,31 @@ class League:
     pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     strengths: dict[str, float] = field(default_factory=dict)
     """The last Bradley-Terry fit (:meth:`fit`)."""
+    recent: deque[dict[str, int]] = field(default_factory=deque)
+    """Matches per bot in each of the last ``window`` batches."""
+    errors: dict[str, list[float]] = field(default_factory=dict)
+    """Each newcomer's rank error (share of the field) after each batch since it joined."""
+    shares: list[tuple[float, float]] = field(default_factory=list)
+    """Per batch from the first arrival: the others' mean matches, and every entrant's."""
 
     def __post_init__(self) -> None:
+        self._join(0)
+        self.true_rank = {name: i for i, name in enumerate(truth_of(self.rates))}
+
+    def _join(self, batch: int) -> None:
         env = make_environment()
         for name in sorted(self.rates):
-            self.ratings[name] = (env.mu, env.sigma)
-            self.standings[name] = Standing(name, env.mu, env.sigma, last_batch=-1)
-        truth = truth_of(self.rates)
-        self.true_rank = {name: i for i, name in enumerate(truth)}
+            if name not in self.ratings and self.arrivals.get(name, 0) <= batch:
+                self.ratings[name] = (env.mu, env.sigma)
+                self.standings[name] = Standing(name, env.mu, env.sigma, last_batch=batch - 1)
 
     @property
     def per_bot(self) -> float:
-        return self.seats / len(self.rates)
+        return self.seats / len(self.ratings)
+
+    def present(self) -> dict[str, float]:
+        """The rates of the bots in the league now."""
+        return {name: self.rates[name] for name in self.ratings}
 
     def order(self, how: str = "published") -> list[str]:
         """The league's order, read ``how`` (:data:`ORDERS`)."""
@@ -234,15 +293,15 @@ class League:
 
     def fit(self) -> None:
         """Fit Bradley-Terry to every result so far (warm-started from the last fit)."""
-        self.strengths = bradley_terry(self.pairs, sorted(self.rates), self.strengths)
+        self.strengths = bradley_terry(self.pairs, sorted(self.ratings), self.strengths)
 
     def _shuffled(self, label: str) -> list[str]:
-        names = sorted(self.rates)
+        names = sorted(self.ratings)
         random.Random(f"{label} {self.seed} {self.batch}").shuffle(names)
         return names
 
     def tables(self) -> list[tuple[str, ...]]:
-        count = min(self.settings.batch, len(self.rates) // TABLE_SIZE)
+        count = min(self.settings.batch, len(self.ratings) // TABLE_SIZE)
         if self.arm == "random":
             names = self._shuffled("random tables")
             return [
@@ -250,7 +309,14 @@ class League:
             ]
         if self.arm == "oracle":
             return self._oracle_tables(count)
-        state = LeagueState(self.batch, tuple(self.standings.values()), 0)
+        counts: dict[str, int] = {}
+        for batch in self.recent:
+            for name, n in batch.items():
+                counts[name] = counts.get(name, 0) + n
+        standings = tuple(
+            replace(s, recent=counts.get(s.label, 0)) for s in self.standings.values()
+        )
+        state = LeagueState(self.batch, standings, sum(counts.values()))
         plan = plan_batch(state, self.settings, table_size=TABLE_SIZE, seed=self.seed)
         self.placed = plan.placement
         return [table.labels for table in plan.tables]
@@ -260,11 +326,11 @@ class League:
         to its first in the true order."""
         shuffled = self._shuffled("oracle tables")
         tiebreak = {name: i for i, name in enumerate(shuffled)}
-        chosen = sorted(self.rates, key=lambda n: (self.standings[n].matches, tiebreak[n]))[
+        chosen = sorted(self.ratings, key=lambda n: (self.standings[n].matches, tiebreak[n]))[
             : count * TABLE_SIZE
         ]
         free = set(chosen)
-        window = len(self.rates) // ORACLE_WINDOW
+        window = len(self.ratings) // ORACLE_WINDOW
         rng = random.Random(f"oracle opponents {self.seed} {self.batch}")
         tables = []
         for name in chosen:
@@ -283,6 +349,7 @@ class League:
 
     def play_batch(self, workers: int) -> int:
         """Plan, play and settle one batch; returns its matches."""
+        self._join(self.batch)
         self.placed: list[str] = []
         tables = self.tables()
         specs = league_batch(
@@ -290,6 +357,8 @@ class League:
         )
         results = play_all(specs, self.rates, workers=workers, fmt=FORMAT)
         self._settle(tables, results)
+        self._track()
+        self.batch += 1
         return len(results)
 
     def _settle(self, tables: Sequence[tuple[str, ...]], results: Sequence[StoredMatch]) -> None:
@@ -324,15 +393,38 @@ class League:
                 0,
             )
         self.seats += sum(counts.values())
-        self.batch += 1
+        self.recent.append(counts)
+        while len(self.recent) > self.window:
+            self.recent.popleft()
+
+    def _track(self) -> None:
+        """Each newcomer's rank error in the published order, and the others' share."""
+        if not self.arrivals or self.batch < min(self.arrivals.values()):
+            return
+        counts = self.recent[-1]
+        others = [n for n in self.ratings if n not in self.arrivals]
+        mean = sum(counts.get(n, 0) for n in others) / len(others)
+        self.shares.append((mean, sum(counts.values()) / len(self.ratings)))
+        joined = [n for n in self.arrivals if n in self.ratings]
+        if not joined:
+            return
+        n = len(self.ratings)
+        place = {name: i for i, name in enumerate(self.order())}
+        truth = {name: i for i, name in enumerate(truth_of(self.present()))}
+        for name in joined:
+            self.errors.setdefault(name, []).append(abs(place[name] - truth[name]) / n)
 
 
 @dataclass
 class Run:
-    """One league's taus at each check: ``(matches per bot, {order: tau})``, and the orders."""
+    """One league's taus at each check: ``(matches per bot, {order: tau})``, and the orders;
+    its newcomers' rank errors after each batch since they joined, and the others' share
+    of the matches (:class:`League`)."""
 
     points: list[tuple[float, dict[str, float]]] = field(default_factory=list)
     orders: list[dict[str, list[str]]] = field(default_factory=list)
+    errors: dict[str, list[float]] = field(default_factory=dict)
+    shares: list[tuple[float, float]] = field(default_factory=list)
 
     def reached(self, target: float = TARGET_TAU, how: str = "published") -> float | None:
         """Matches per bot at the first check from which tau (of the order read ``how``)
@@ -349,6 +441,54 @@ class Run:
         index = max(i for i, (p, _) in enumerate(self.points) if p <= per_bot + 1e-9)
         return self.points[index][1][how], self.orders[index][how]
 
+    def cut(self, span: int) -> float:
+        """How much less than an equal share the others played, over the first ``span``
+        batches from the first newcomer's arrival (0: an equal share)."""
+        window = self.shares[:span]
+        equal = sum(e for _, e in window)
+        return 1 - sum(o for o, _ in window) / equal if equal else 0.0
+
+
+NEWCOMERS = 4
+"""Newcomers per field, arriving :data:`STAGGER` batches apart (:func:`arrivals_of`)."""
+STAGGER = 35
+HORIZON = 700
+"""Batches a newcomer is followed for, at most."""
+HOLD = 20
+"""A newcomer's median rank error counts as reached when it holds for this many batches."""
+TARGET_ERROR = 0.1
+TARGET_NEWCOMER_RATIO = 1 / 3
+TARGET_CUT = 0.1
+CUT_SPAN = 140
+"""The others' share is counted until this many batches after the last arrival."""
+TARGET_TOP = (9, 0.8)
+TARGET_GUARD = 0.95
+
+
+def arrivals_of(
+    rates: dict[str, float], newcomers: dict[str, float], join: float
+) -> dict[str, int]:
+    """The batch each newcomer joins at: the first once the field has played ``join``
+    matches per bot (at the bench's batches), the next :data:`STAGGER` batches apart."""
+    per_batch = bench_settings(len(rates)).batch * TABLE_SIZE * TABLE_SIZE / len(rates)
+    first = math.ceil(join / per_batch)
+    return {name: first + i * STAGGER for i, name in enumerate(sorted(newcomers))}
+
+
+def median_curve(series: Sequence[Sequence[float]]) -> list[float]:
+    """The median over ``series`` after each batch, of those followed that long."""
+    longest = max((len(s) for s in series), default=0)
+    return [statistics.median(s[b] for s in series if len(s) > b) for b in range(longest)]
+
+
+def batches_to(curve: Sequence[float], level: float = TARGET_ERROR, hold: int = HOLD) -> int | None:
+    """Batches played to the first point from which ``curve`` stays at most ``level`` for
+    ``hold`` more batches (``None``: not within the curve)."""
+    for b in range(len(curve) - hold):
+        if all(v <= level for v in curve[b : b + hold + 1]):
+            return b + 1
+    return None
+
 
 def simulate(
     rates: dict[str, float],
@@ -359,20 +499,38 @@ def simulate(
     workers: int,
     check: float,
     progress: Callable[[str], None],
+    arrivals: dict[str, int] | None = None,
+    window: int = 20,
+    newcomers_only: bool = False,
 ) -> Run:
-    """One league played until ``budget`` matches per bot (or every order held at the
-    target), its orders checked every ``check`` matches per bot."""
-    league = League(rates, arm, seed, settings=bench_settings(len(rates)))
-    truth = truth_of(rates)
-    run = Run()
+    """One league played until ``budget`` matches per bot, or until every order held at
+    the target and every newcomer was followed long enough; its orders checked every
+    ``check`` matches per bot. ``newcomers_only``: until the newcomers alone are done."""
+    league = League(
+        rates,
+        arm,
+        seed,
+        settings=bench_settings(len(rates) - len(arrivals or {})),
+        window=window,
+        arrivals=dict(arrivals or {}),
+    )
+    run = Run(errors=league.errors, shares=league.shares)
     started = time.perf_counter()
     next_check = check
     while league.per_bot < budget:
         league.play_batch(workers)
+        followed = _followed(league)
+        if newcomers_only:
+            if followed:
+                break
+            if league.batch % 100 == 0:
+                progress(f"  {ARM_LABELS[arm]} seed {seed}: batch {league.batch}")
+            continue
         if league.per_bot + 1e-9 < min(next_check, budget):
             continue
         next_check += check
         league.fit()
+        truth = truth_of(league.present())
         orders = {how: league.order(how) for how in ORDERS}
         run.points.append(
             (league.per_bot, {how: kendall_tau(order, truth) for how, order in orders.items()})
@@ -384,15 +542,42 @@ def simulate(
                 f"  {ARM_LABELS[arm]} seed {seed}: batch {league.batch}, {league.per_bot:.0f} "
                 f"matches per bot, tau {taus} ({time.perf_counter() - started:.0f} s)"
             )
-        if all(run.reached(how=how) is not None for how in ORDERS):
+        if followed and all(run.reached(how=how) is not None for how in ORDERS):
             break
     return run
+
+
+def _followed(league: League) -> bool:
+    """Whether every newcomer was followed long enough: :data:`HORIZON` batches, or its
+    field's median error reached the target and held (with room for the others')."""
+    if not league.arrivals:
+        return True
+    if len(league.errors) < len(league.arrivals):
+        return False
+    series = list(league.errors.values())
+    if min(len(s) for s in series) >= HORIZON:
+        return True
+    reached = batches_to(median_curve(series))
+    return reached is not None and min(len(s) for s in series) >= reached + 3 * HOLD
 
 
 LEVELS = (0.7, 0.8, 0.85, TARGET_TAU)
 """Kendall tau levels reported on the way to the target: a crowded field may not reach the
 target within an affordable budget, and the ratio at lower levels still says which way the
 matchmaking goes."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the simulation plays besides the field (module docstring): ``newcomers`` per
+    field, the first arriving once the field has played ``join`` matches per bot; the cap's
+    window in batches; ``newcomers_only``: play until the newcomers are followed, no more."""
+
+    newcomers: int = NEWCOMERS
+    join: float = 150.0
+    window: int = 20
+    newcomers_only: bool = False
+    first_seed: int = 0
 
 
 def simulation(
@@ -403,32 +588,43 @@ def simulation(
     *,
     check: float = 10.0,
     arms: Sequence[str] = ARMS,
+    scenario: Scenario | None = None,
 ) -> bool:
-    """The leagues of ``arms`` on ``seeds`` fields; prints the figures side by side; True
-    when the target is met (matchmaking's published order at most half of random tables'
-    matches to tau 0.9)."""
+    """The leagues of ``arms`` on ``seeds`` fields; prints the figures side by side and each
+    target beside its figure (:func:`targets`); True when every target measured is met."""
+    scenario = scenario or Scenario()
     print(
-        f"League simulation: {bots} bots of known strength, one-round arschloch at tables "
-        f"of {TABLE_SIZE}, batches of {bench_settings(bots).batch} tables, orders checked "
-        f"every {check:g} matches per bot; tau target {TARGET_TAU}"
+        f"League simulation: {bots} bots of known strength and {scenario.newcomers} newcomers "
+        f"{STAGGER} batches apart from {scenario.join:g} matches per bot on, one-round "
+        f"arschloch at tables of {TABLE_SIZE}, batches of {bench_settings(bots).batch} tables, "
+        f"the cap's window {scenario.window} batches, orders checked every {check:g} matches "
+        f"per bot; tau target {TARGET_TAU}"
     )
     reached: dict[tuple[str, str, float], list[float | None]] = {}
     finals: list[str] = []
-    for seed in range(seeds):
+    fields: list[tuple[dict[str, float], dict[str, Run]]] = []
+    for seed in range(scenario.first_seed, scenario.first_seed + seeds):
         rates = field_of(bots, seed)
-        truth = truth_of(rates)
+        fresh = newcomers_of(bots, scenario.newcomers, seed)
+        everyone = {**rates, **fresh}
         runs = {
             arm: simulate(
-                rates,
+                everyone,
                 arm=arm,
                 seed=seed,
                 budget=budget,
                 workers=workers,
                 check=check,
                 progress=print,
+                arrivals=arrivals_of(rates, fresh, scenario.join),
+                window=scenario.window,
+                newcomers_only=scenario.newcomers_only,
             )
             for arm in arms
         }
+        fields.append((everyone, runs))
+        if scenario.newcomers_only:
+            continue
         for how in ORDERS:
             for level in LEVELS:
                 for arm in arms:
@@ -437,18 +633,30 @@ def simulation(
         for how in ORDERS:
             for arm in arms:
                 tau, order = runs[arm].at(end, how)
-                found, within = top_accuracy(order, truth)
+                found, within = top_accuracy(order, truth_of(everyone))
                 finals.append(
                     f"  seed {seed}, {how}, {ARM_LABELS[arm]}: at {end:.0f} matches per bot tau "
                     f"{tau:.3f}, top {TOP}: {found}/{TOP} found, their order tau {within:.2f}"
                 )
+    if not scenario.newcomers_only:
+        _levels(reached, arms, seeds, budget)
+        print("\n".join(finals))
+    return targets(fields, arms, scenario)
+
+
+def _levels(
+    reached: dict[tuple[str, str, float], list[float | None]],
+    arms: Sequence[str],
+    seeds: int,
+    budget: float,
+) -> None:
+    """The table of matches per bot to each level of tau, seed by seed, and the ratios."""
     print(
         f"  matches per bot to tau, seed by seed ('-': not reached within {budget:.0f}), "
         f"their mean and its ratio to random tables' read the same way:"
     )
     width = 14 + 5 * seeds
     print("  order      level " + "".join(f"{ARM_LABELS[a]:>{width}}" for a in arms))
-    ratios: dict[tuple[str, str, float], float | None] = {}
     for how in ORDERS:
         for level in LEVELS:
             cells = []
@@ -457,7 +665,6 @@ def simulation(
                 values = reached[(how, arm, level)]
                 mean = _mean_reached(values)
                 ratio = mean / base if mean is not None and base is not None else None
-                ratios[(how, arm, level)] = ratio
                 shown = "/".join("-" if v is None else f"{v:.0f}" for v in values)
                 if mean is not None and seeds > 1:
                     shown += f" = {mean:.0f}"
@@ -465,15 +672,108 @@ def simulation(
                     shown += f" ({ratio:.2f})"
                 cells.append(f"{shown:>{width}}")
             print(f"  {how:<10} {level:<5} " + "".join(cells))
-    print("\n".join(finals))
-    made = ratios.get(("published", "matchmaking", TARGET_TAU))
-    ok = made is not None and made <= TARGET_RATIO
-    verdict = "OK" if ok else ("MISSED" if made is not None else "NOT MEASURED (budget)")
-    print(
-        f"  target: matchmaking needs at most {TARGET_RATIO} of random's matches per bot to "
-        f"tau {TARGET_TAU}: {verdict}"
-    )
+
+
+def _verdict(ok: bool | None) -> str:
+    return "NOT MEASURED" if ok is None else ("OK" if ok else "MISSED")
+
+
+def _spread(values: Sequence[float | None], form: str = "{:.0f}") -> str:
+    return "/".join("-" if v is None else form.format(v) for v in values)
+
+
+def targets(
+    fields: Sequence[tuple[dict[str, float], dict[str, Run]]],
+    arms: Sequence[str],
+    scenario: Scenario,
+) -> bool:
+    """Print each target of the league (docs/league.md) beside its figure, for every arm
+    against random tables, seed by seed; True when matchmaking meets all it measured."""
+    ok = True
+    span = (scenario.newcomers - 1) * STAGGER + CUT_SPAN
+    for arm in (a for a in arms if a != "random"):
+        label = ARM_LABELS[arm]
+        mine = [batches_to(median_curve(list(r[arm].errors.values()))) for _, r in fields]
+        base = [batches_to(median_curve(list(r["random"].errors.values()))) for _, r in fields]
+        pooled = {
+            a: batches_to(median_curve([s for _, r in fields for s in r[a].errors.values()]))
+            for a in (arm, "random")
+        }
+        ratio = (
+            pooled[arm] / pooled["random"]
+            if pooled[arm] is not None and pooled["random"] is not None
+            else None
+        )
+        cuts = [r[arm].cut(span) for _, r in fields]
+        base_cuts = [r["random"].cut(span) for _, r in fields]
+        met_a = None if ratio is None else ratio <= TARGET_NEWCOMER_RATIO
+        met_cut = max(cuts) <= TARGET_CUT
+        print(
+            f"  (a) {label}: a newcomer's median rank error to {TARGET_ERROR:.0%} of the field "
+            f"(held {HOLD} batches), batches since joining, seed by seed {_spread(mine)}, all "
+            f"{sum(len(r[arm].errors) for _, r in fields)} newcomers pooled "
+            f"{_spread([pooled[arm]])}; random tables {_spread(base)}, pooled "
+            f"{_spread([pooled['random']])}: ratio {_spread([ratio], '{:.2f}')} (target <= "
+            f"{TARGET_NEWCOMER_RATIO:.2f}) {_verdict(met_a)}"
+        )
+        print(
+            f"      the others' matches in the {span} batches from the first arrival, against "
+            f"an equal share: cut by {_spread([100 * c for c in cuts], '{:.1f}')} % seed by "
+            f"seed (random tables {_spread([100 * c for c in base_cuts], '{:.1f}')} %; target "
+            f"<= {TARGET_CUT:.0%}) {_verdict(met_cut)}"
+        )
+        ok = ok and bool(met_a) and met_cut
+        if scenario.newcomers_only:
+            continue
+        ok = _full_field(fields, arm) and ok
     return ok
+
+
+def _full_field(fields: Sequence[tuple[dict[str, float], dict[str, Run]]], arm: str) -> bool:
+    """Targets (b) and (c) for ``arm`` (:func:`targets`)."""
+    label = ARM_LABELS[arm]
+    base = [r["random"].reached() for _, r in fields]
+    mine = [r[arm].reached() for _, r in fields]
+    found: list[float | None] = []
+    within: list[float | None] = []
+    for (everyone, runs), full in zip(fields, base, strict=True):
+        if full is None:
+            found.append(None)
+            within.append(None)
+            continue
+        _, order = runs[arm].at(full / 2)
+        f, w = top_accuracy(order, truth_of(everyone))
+        found.append(f)
+        within.append(w)
+    measured = [f for f in found if f is not None]
+    taus = [w for w in within if w is not None]
+    met_b = None
+    if measured and len(measured) == len(found):
+        met_b = (
+            statistics.mean(measured) >= TARGET_TOP[0] and statistics.mean(taus) >= TARGET_TOP[1]
+        )
+    print(
+        f"  (b) {label}: at half of random tables' matches to full-field tau {TARGET_TAU} "
+        f"(published, {_spread([None if b is None else b / 2 for b in base])} per bot), "
+        f"the true top {TOP} found {_spread(found)} seed by seed (mean "
+        f"{_spread([statistics.mean(measured) if measured else None], '{:.1f}')}), their order "
+        f"tau {_spread(within, '{:.2f}')} (mean "
+        f"{_spread([statistics.mean(taus) if taus else None], '{:.2f}')}); target >= "
+        f"{TARGET_TOP[0]} found, tau >= {TARGET_TOP[1]} {_verdict(met_b)}"
+    )
+    ratios = [
+        m / b if m is not None and b is not None else None for m, b in zip(mine, base, strict=True)
+    ]
+    mean_mine, mean_base = _mean_reached(mine), _mean_reached(base)
+    ratio = mean_mine / mean_base if mean_mine is not None and mean_base is not None else None
+    met_c = None if ratio is None else ratio <= TARGET_GUARD
+    print(
+        f"  (c) {label}: matches per bot to full-field tau {TARGET_TAU} (published) "
+        f"{_spread(mine)} against random tables' {_spread(base)}: ratio seed by seed "
+        f"{_spread(ratios, '{:.2f}')}, of the means {_spread([ratio], '{:.2f}')} (target <= "
+        f"{TARGET_GUARD}) {_verdict(met_c)}"
+    )
+    return bool(met_b) and bool(met_c)
 
 
 def _mean_reached(values: Sequence[float | None]) -> float | None:
@@ -507,6 +807,42 @@ def strength_check(bots: int, seed: int, matches: int, workers: int) -> None:
         "  mean score by quartile of strength (strongest first): "
         + ", ".join(f"{m:.3f}" for m in means)
     )
+
+
+def rotation_check(bots: int, seed: int, tables: int, workers: int) -> None:
+    """How much a table's rotations vary together: random tables of ``field_of(bots)``,
+    ``tables`` of them played in every seat rotation, once with each rotation on a deal of
+    its own (``duplicate = "tables"``, the league's: its deal shared with other tables)
+    and once with the rotations sharing one deal (``"rotations"``). For each, the variance
+    of a bot's total score over its table's rotations, against the rotations' count times
+    the variance of a single match's score (the ratio is 1 when the rotations vary like
+    independent matches, below 1 when the shared deal cancels luck)."""
+    rates = field_of(bots, seed)
+    per_batch = min(LeagueSettings().batch, len(rates) // TABLE_SIZE)
+    for duplicate in ("tables", "rotations"):
+        league = League(rates, "random", seed)
+        totals: dict[tuple[str, str], float] = {}
+        scores: dict[str, list[float]] = {n: [] for n in rates}
+        while league.batch * per_batch < tables:
+            specs = league_batch(
+                league.batch, league.tables(), {}, seed=seed, secret=SECRET, duplicate=duplicate
+            )
+            for match in play_all(specs, rates, workers=workers, fmt=FORMAT):
+                table = match.spec.key.rsplit("/r", 1)[0]
+                for seat in match.seats:
+                    score = (TABLE_SIZE - seat.place) / (TABLE_SIZE - 1)
+                    scores[seat.name].append(score)
+                    totals[table, seat.name] = totals.get((table, seat.name), 0.0) + score
+            league.batch += 1
+        means = {n: statistics.mean(v) for n, v in scores.items() if v}
+        single = statistics.pvariance([x - means[n] for n, v in scores.items() for x in v])
+        total = statistics.pvariance([v - TABLE_SIZE * means[n] for (_, n), v in totals.items()])
+        print(
+            f"  rotations, duplicate = {duplicate!r}: {len(totals) // TABLE_SIZE} tables, "
+            f"variance of a bot's total over its table's {TABLE_SIZE} rotations {total:.3f}, "
+            f"{TABLE_SIZE} independent matches {TABLE_SIZE * single:.3f}: ratio "
+            f"{total / (TABLE_SIZE * single):.2f}"
+        )
 
 
 # --------------------------------------------------------------------------- throughput
@@ -663,13 +999,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--check", type=float, default=10.0, help="matches per bot between checks")
     parser.add_argument("--arms", default=",".join(ARMS), help="of: " + ", ".join(ARMS))
+    parser.add_argument("--newcomers", type=int, default=NEWCOMERS, help="newcomers per field")
+    parser.add_argument("--join", type=float, default=150.0, help="matches per bot at the first")
+    parser.add_argument("--window", type=int, default=20, help="the cap's window, in batches")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first field's seed")
+    parser.add_argument("--newcomers-only", action="store_true", help="no full-field targets")
     parser.add_argument("--throughput-bots", type=int, default=1000)
     parser.add_argument("--throughput-results", type=int, default=20_000)
     parser.add_argument("--skip-simulation", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--strength-check", type=int, default=0, metavar="MATCHES")
+    parser.add_argument("--rotation-check", type=int, default=0, metavar="TABLES")
     args = parser.parse_args(argv)
     ok = True
+    if args.rotation_check:
+        rotation_check(args.bots, 0, args.rotation_check, args.workers)
     if args.strength_check:
         strength_check(args.bots, 0, args.strength_check, args.workers)
     if not args.skip_simulation:
@@ -678,7 +1022,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--arms: a list of {', '.join(ARMS)}, random among them")
         ok = (
             simulation(
-                args.bots, args.seeds, args.budget, args.workers, check=args.check, arms=arms
+                args.bots,
+                args.seeds,
+                args.budget,
+                args.workers,
+                check=args.check,
+                arms=arms,
+                scenario=Scenario(
+                    args.newcomers, args.join, args.window, args.newcomers_only, args.first_seed
+                ),
             )
             and ok
         )

@@ -13,9 +13,13 @@ the real engine (``--calibrate`` matches per bot, one-round matches at tables of
 table's deal in every seat rotation, as the league plays), and a Bradley-Terry fit of every
 pair of places (:func:`bench.league_bench.bradley_terry`: Plackett-Luce's pairwise
 marginals are exactly Bradley-Terry) gives each bot's Plackett-Luce log-strength, smoothed
-by a cubic in its dilution. Measured there too: a table's four rotations of one deal vary
-as much as four independent matches (one-round matches at tables of 4 share too little of
-the deal to cancel its luck), so the surrogate draws them independently.
+by a cubic in its dilution. Measured there too: how a table's four rotations vary
+together. The league deals every rotation of a table a deal of its own (``duplicate =
+"tables"``: each deal is shared with other tables of the batch, never within one), so a
+table's four matches vary as four independent matches, and the surrogate draws them
+independently. (Rotations that share one deal, ``duplicate = "rotations"``, vary less: the
+shared cards cancel part of the luck; ``python -m bench.league_bench --rotation-check``
+measures both.)
 
 **The bound.** Whatever the tables, a match of four gives each seat at most ``c_max`` units
 of Fisher information about its own strength (at equal strengths, the most: checked
@@ -110,7 +114,7 @@ def calibrate(bots: int, seed: int, per_bot: float) -> tuple[Any, Any]:
     totals = np.var([v - TABLE_SIZE * means[n] for (_, n), v in by_table.items()])
     print(
         f"  calibration: {sum(map(len, scores.values())) // TABLE_SIZE:,} real matches, "
-        f"{per_bot:.0f} per bot; a table's {TABLE_SIZE} rotations of one deal: variance of "
+        f"{per_bot:.0f} per bot; a table's {TABLE_SIZE} rotations (a deal each): variance of "
         f"a bot's total {totals:.3f}, {TABLE_SIZE} independent matches "
         f"{TABLE_SIZE * single:.3f}"
     )
@@ -293,7 +297,7 @@ def play_design(
             pick = np.roll(pick[np.argsort(-logw[pick])], rng.integers(0, TABLE_SIZE))
             tables = pick.reshape(-1, TABLE_SIZE)
         for table in tables:
-            for _ in range(TABLE_SIZE):  # the rotations: independent (measured)
+            for _ in range(TABLE_SIZE):  # the rotations: a deal each, independent
                 order = table[np.argsort(-(strengths[table] + rng.gumbel(size=TABLE_SIZE)))]
                 for a in range(TABLE_SIZE):
                     for b in range(a + 1, TABLE_SIZE):

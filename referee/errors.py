@@ -39,6 +39,12 @@ the bot's memory (the process sandbox without cgroups): the kernel's out-of-memo
 acting for memory that ran out above the bot, cannot be told from the bot's own doing."""
 
 
+OUTSIDE_KILL = "killed, not by the referee, and its cgroup counted no out-of-memory kill"
+"""What a bot's exit says when SIGKILL came from outside the referee while the bot's cgroup
+counted no OOM kill: another process sent it (the bot's own, or one of its uid), or the
+CPU-seconds hard limit. The counters the cgroup kept follow it in the text."""
+
+
 def own_fault(kind: str | None, detail: str | None) -> bool:
     """Whether a stored fault is the bot's own doing: a crash, a timeout, an illegal play
     or a protocol fault, not one the referee's side caused.

@@ -26,7 +26,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from referee.errors import FaultKind
+from referee.errors import OUTSIDE_KILL, FaultKind
 from referee.results import FaultInfo, KitReplacement
 from referee.specs import StoredFault
 from referee.stderrlog import split_stderr_report
@@ -83,6 +83,11 @@ HINTS = {
         "machine's)"
     ),
     "memory": "it reached the memory limit",
+    "outside_kill": (
+        "a SIGKILL the referee did not send and no memory limit explains (its cgroup's "
+        "counters follow the fault's text): the bot's own, or another process of the machine"
+    ),
+    "pids": "its process limit refused it a new process: start fewer processes or threads",
     "legal": "play only what the request lists in legal: the list holds every legal play",
     "shape": "protocol/SPEC.md shows each reply; unknown fields are ignored, missing ones not",
 }
@@ -312,7 +317,9 @@ def _hints(fault: FaultInfo, request: dict[str, Any] | None) -> list[str]:
         return ["debug_print"]
     if fault.kind == "crash":
         keys = ["crash_start" if at_hello else "crash"]
-        return [*keys, "memory"] if "memory limit" in detail else keys
+        keys += ["memory"] if "memory limit" in detail else []
+        keys += ["outside_kill"] if OUTSIDE_KILL in detail else []
+        return [*keys, "pids"] if "process limit refused" in detail else keys
     if request is not None and request.get("kind") == "play":
         return ["legal"]
     return []

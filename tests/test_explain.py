@@ -226,3 +226,19 @@ def test_a_person_leaving_is_told_as_leaving() -> None:
         "problem: left the match at act 12 (play, round 2)",
         "the referee's fallback policy played the seat to the end",
     ]
+
+
+def test_a_kill_from_outside_and_a_refused_fork_are_hinted() -> None:
+    detail = (
+        "the bot exited while a request was outstanding (SIGKILL: killed, not by the referee, "
+        "and its cgroup counted no out-of-memory kill; memory.oom_control oom_kill 0, "
+        "pids.events max 2 (its process limit refused it a new process 2 times))"
+    )
+    fault = FaultInfo(kind="crash", detail=detail, request_id=12, request=PAIR_TRICK)
+    hints = [line for line in explain_fault(fault) if line.startswith("hint:")]
+    assert hints == [
+        f"hint: {HINTS['crash']}",
+        f"hint: {HINTS['outside_kill']}",
+        f"hint: {HINTS['pids']}",
+    ]
+    assert detail in explain_fault(fault)[0], "the text says who sent the kill"

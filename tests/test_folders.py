@@ -23,7 +23,7 @@ from referee.cli import main
 from referee.errors import UsageError
 from referee.folders import private_folder
 from referee.sandbox import load_bot, stage_bot
-from referee.sandbox.process import UidPool
+from referee.sandbox.process import UID_LOCK_DIR, UidPool
 from tests.conftest import run_uids
 
 BOTS = Path(__file__).resolve().parent / "bots"
@@ -183,9 +183,13 @@ def test_bot_check_refuses_a_planted_log_folder(shared: Path, victim: Path, plan
 def test_the_uid_lock_folder_is_refused_when_planted(
     shared: Path, victim: Path, plant: Plant
 ) -> None:
-    expected = plant(shared / "referee-sandbox-uids")
+    """The machine's lock folder is fixed (``UID_LOCK_DIR`` in ``/tmp``, whatever
+    ``TMPDIR``); planting the real one would touch every referee here, so the same folder
+    is planted in the test's shared folder and handed to the pool."""
+    assert UidPool(run_uids()).lock_dir == UID_LOCK_DIR  # not under this test's TMPDIR
+    expected = plant(shared / UID_LOCK_DIR.name)
     with pytest.raises(UsageError) as refused:
-        UidPool(run_uids()).acquire()
+        UidPool(run_uids(), lock_dir=shared / UID_LOCK_DIR.name).acquire()
     assert expected in str(refused.value) and "\n" not in str(refused.value)
     assert_untouched(victim)
 

@@ -118,11 +118,11 @@ def test_this_test_run_is_a_checkout_and_the_hint_names_this_interpreter() -> No
 def test_the_site_hint_is_the_installations_when_jinja2_is_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from referee.publish import site
+    from referee.publish import writer
 
     monkeypatch.setitem(sys.modules, "jinja2", None)  # import jinja2 now raises ImportError
     with pytest.raises(UsageError) as caught:
-        site._environment()
+        writer.environment()
     assert "needs Jinja2" in str(caught.value)
     assert str(caught.value).endswith(installation().install("jinja2", "site"))
     assert "arschloch-referee[site]" not in str(caught.value)

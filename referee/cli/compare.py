@@ -5,7 +5,8 @@ tournament (:func:`referee.tournament.quick.compare_tournament`), plays it with
 :func:`referee.runs.comparison.run_comparison` on local workers into a results folder (the same
 command with the same ``--results`` resumes), shows the test's progress on stderr and prints
 the verdict (or its JSON) on stdout. Exit code 0 whatever the verdict; 1 when matches failed
-on the referee's side (their deals are left out; running again retries them).
+on the referee's side (their deals are left out; running again retries them) or when a
+field bot's faults spoiled too many deals (:mod:`referee.ranking.spoils`).
 """
 
 from __future__ import annotations
@@ -34,16 +35,23 @@ from referee.cli.app import (
 )
 from referee.cli.progress import Every, ProgressView
 from referee.errors import UsageError
+from referee.ranking.statistics import HYPOTHESES
 from referee.specs import TimeControl
 from referee.text import printable
 
 __all__ = ["compare_command"]
 
 _MAX_MATCHES = 100_000
+_DEFAULTS = {name: ",".join(f"{d:g}" for d in pair) for name, pair in HYPOTHESES.items()}
+_ERROR_RATE = 0.05
 
 
-def _sprt_hypotheses(ctx: click.Context, param: click.Parameter, value: str) -> tuple[float, float]:
+def _sprt_hypotheses(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[float, float] | None:
     """``--sprt D0,D1``: two numbers, D1 larger, both between -1 and 1."""
+    if value is None:
+        return None
     try:
         d0, d1 = (float(part) for part in value.split(","))
     except ValueError:
@@ -52,8 +60,8 @@ def _sprt_hypotheses(ctx: click.Context, param: click.Parameter, value: str) -> 
         ) from None
     if not (-1 < d0 < d1 < 1) or not all(math.isfinite(x) for x in (d0, d1)):
         raise click.BadParameter(
-            f"{value!r}: D0 must be below D1, both between -1 and 1 (differences of mean "
-            "normalised finishing score)",
+            f"{value!r}: D0 must be below D1, both between -1 and 1 (differences of the "
+            "statistic's mean)",
             ctx,
             param,
         )
@@ -81,35 +89,43 @@ def _sprt_hypotheses(ctx: click.Context, param: click.Parameter, value: str) -> 
     help="Seats at a table.",
 )
 @click.option(
+    "--statistic",
+    default=None,
+    type=click.Choice(["final-score", "round-score"]),
+    help="What a deal is scored by: each version's normalised finishing score, or its mean "
+    "normalised place over the rounds of the match. Default: round-score for matches of "
+    "more than one round, final-score for one round (the same number there); a resumed "
+    "comparison keeps its own.",
+)
+@click.option(
     "--sprt",
     "hypotheses",
-    default="0,0.02",
-    show_default=True,
+    default=None,
     callback=_sprt_hypotheses,
     metavar="D0,D1",
-    help="The test's hypotheses: NEW's mean normalised finishing score minus OLD's is D0 "
-    "(H0) or D1 (H1).",
+    help="The test's hypotheses: NEW's mean score minus OLD's is D0 (H0) or D1 (H1), in the "
+    f"statistic's units. Default: {_DEFAULTS['final-score']} under final-score, "
+    f"{_DEFAULTS['round-score']} under round-score (the same change on the bench's ladder).",
 )
 @click.option(
     "--alpha",
-    default=0.05,
-    show_default=True,
+    default=None,
     type=click.FloatRange(0, 0.5, min_open=True),
-    help="How often the test may accept H1 when H0 holds.",
+    help="How often the test may accept H1 when H0 holds.  [default: 0.05]",
 )
 @click.option(
     "--beta",
-    default=0.05,
-    show_default=True,
+    default=None,
     type=click.FloatRange(0, 0.5, min_open=True),
-    help="How often the test may accept H0 when H1 holds.",
+    help="How often the test may accept H0 when H1 holds.  [default: 0.05]",
 )
 @click.option(
     "--max-matches",
     default=4000,
     show_default=True,
     type=click.IntRange(1, _MAX_MATCHES),
-    help="Stop undecided after this many matches (whole deals: 2 x table size matches each).",
+    help="Stop undecided after this many matches (whole deals: 2 x table size matches each; "
+    "deals spoiled by a field bot's fault count too).",
 )
 @click.option(
     "--seed",
@@ -140,9 +156,13 @@ def compare_command(**options: Any) -> None:
     Every deal is played at a table of NEW and field bots in every seat rotation, and again
     with OLD in NEW's seat: the same field bots in the same seats, the same cards, and the
     same seed for their random choices. After each deal a sequential probability ratio
-    test weighs H1 (NEW's mean normalised finishing score is D1 above OLD's) against H0
+    test weighs H1 (NEW's mean score, by --statistic, is D1 above OLD's) against H0
     (D0 above), and the run stops when it decides ("H1 accepted", "H0 accepted") or at
     --max-matches ("undecided"). Exit code 0 whatever the verdict.
+
+    A deal where a field bot faulted (or a process was killed on the referee's side) is
+    spoiled: left out of the test and replaced by a fresh deal. A field bot that spoils
+    more than a quarter of the deals (from the eighth on) stops the run (exit code 1).
 
     The field bots meet every deal twice (once with each version): use bots you trust.
     """
@@ -156,9 +176,10 @@ def _compare(
     preset: str,
     max_rounds: int | None,
     table_size: int,
-    hypotheses: tuple[float, float],
-    alpha: float,
-    beta: float,
+    statistic: str | None,
+    hypotheses: tuple[float, float] | None,
+    alpha: float | None,
+    beta: float | None,
     max_matches: int,
     seed: int | None,
     workers: int | None,
@@ -170,22 +191,25 @@ def _compare(
     memory_mb: int,
     as_json: bool,
 ) -> None:
-    from referee.executors.local import LocalExecutor
     from referee.ranking.sprt import Sprt
     from referee.runs.comparison import run_comparison
-    from referee.sandbox import Limits, get_sandbox
     from referee.tournament.quick import compare_tournament
 
     if restart and results_dir is None:
         raise UsageError("--restart discards the results in --results DIR; name it")
-    deals = max_matches // (2 * table_size)
-    if deals < 1:
-        raise UsageError(
-            f"--max-matches {max_matches}: a deal is {2 * table_size} matches (both versions "
-            f"in {table_size} seat rotations); give at least {2 * table_size}"
-        )
+    deals = _deal_budget(max_matches, table_size)
     given = [new, old, *(field_paths or _default_field())]
     bots = _named_bots(given, table_size, allow_images)
+    settings = _test_settings(
+        results_dir if not restart else None,
+        preset,
+        max_rounds,
+        table_size,
+        statistic,
+        hypotheses,
+        alpha,
+        beta,
+    )
     folder = results_dir or Path(tempfile.mkdtemp(prefix="referee-compare-"))
     tournament = compare_tournament(
         bots[0],
@@ -201,16 +225,12 @@ def _compare(
         memory_mb=memory_mb,
         images=allow_images,
         folder=folder,
+        test=settings,
     )
-    sandbox = get_sandbox(sandbox_name, images=allow_images)
-    check_memory(sandbox, table_size, memory_mb, fix="lower --memory-mb")
-    executor = LocalExecutor.within_memory(
-        workers,
-        seats=table_size,
-        limits=Limits(memory_mb=memory_mb),
-        own_cgroup=sandbox.name == "process",
+    executor = _local_executor(sandbox_name, allow_images, table_size, memory_mb, workers)
+    test = Sprt(
+        _given(settings.d0), _given(settings.d1), _given(settings.alpha), _given(settings.beta)
     )
-    test = Sprt(*hypotheses, alpha=alpha, beta=beta)
     view = _Progress(folder)
     view.intro(tournament, test, max_matches, seed, executor.workers)
     for note in executor.memory.notes if executor.memory is not None else ():
@@ -228,6 +248,91 @@ def _compare(
             deal_secret=_seeded_secret(seed) if seed is not None else None,
         )
     _report(summary, tournament, test, max_matches, as_json)
+
+
+def _deal_budget(max_matches: int, table_size: int) -> int:
+    """The whole deals ``--max-matches`` allows (a deal is both versions in every seat
+    rotation); a ``UsageError`` when not one fits."""
+    deals = max_matches // (2 * table_size)
+    if deals < 1:
+        raise UsageError(
+            f"--max-matches {max_matches}: a deal is {2 * table_size} matches (both versions "
+            f"in {table_size} seat rotations); give at least {2 * table_size}"
+        )
+    return deals
+
+
+def _local_executor(
+    sandbox_name: str,
+    allow_images: tuple[str, ...],
+    table_size: int,
+    memory_mb: int,
+    workers: int | None,
+) -> Any:
+    """The local pool the comparison plays in, its workers fitted to the memory there is
+    for tables of ``table_size`` bots of ``memory_mb`` each."""
+    from referee.executors.local import LocalExecutor
+    from referee.sandbox import Limits, get_sandbox
+
+    sandbox = get_sandbox(sandbox_name, images=allow_images)
+    check_memory(sandbox, table_size, memory_mb, fix="lower --memory-mb")
+    return LocalExecutor.within_memory(
+        workers,
+        seats=table_size,
+        limits=Limits(memory_mb=memory_mb),
+        own_cgroup=sandbox.name == "process",
+    )
+
+
+def _test_settings(
+    resumed: Path | None,
+    preset: str,
+    max_rounds: int | None,
+    table_size: int,
+    statistic: str | None,
+    hypotheses: tuple[float, float] | None,
+    alpha: float | None,
+    beta: float | None,
+) -> Any:
+    """The comparison's statistic and test: what was given, else what the folder being
+    resumed holds, else the defaults (the statistic by the rules: :func:`~referee.ranking.
+    statistics.default_statistic`; the hypotheses by the statistic). Raises ``UsageError``
+    when the folder's comparison was started with other settings than given."""
+    from referee.ranking.statistics import default_statistic
+    from referee.rules import RuleSet
+    from referee.runs.comparison import check_resumed, stored_settings
+    from referee.tournament.model import CompareSettings
+
+    stored = stored_settings(resumed) if resumed is not None else None
+    if statistic is None:
+        if stored is not None:
+            statistic = stored.statistic
+        else:
+            overrides = {} if max_rounds is None else {"max_rounds": max_rounds}
+            rules = RuleSet.preset(preset, **overrides).resolve(table_size)
+            statistic = default_statistic(rules, table_size)
+    d0, d1 = hypotheses if hypotheses is not None else (None, None)
+    asked = CompareSettings.model_validate(
+        {"statistic": statistic, "d0": d0, "d1": d1, "alpha": alpha, "beta": beta}
+    )
+    if stored is not None and resumed is not None:
+        check_resumed(stored, asked, resumed)
+    fallback = dict(zip(("d0", "d1"), HYPOTHESES[asked.statistic], strict=True))
+    fallback |= {"alpha": _ERROR_RATE, "beta": _ERROR_RATE}
+    filled = {
+        key: next(
+            v
+            for v in (getattr(asked, key), getattr(stored, key, None), fallback[key])
+            if v is not None
+        )
+        for key in fallback
+    }
+    return asked.model_copy(update=filled)
+
+
+def _given(value: float | None) -> float:
+    assert value is not None  # filled by _test_settings
+    return value
 
 
 def _default_field() -> list[str]:
@@ -305,8 +410,10 @@ class _Progress(ProgressView):
             f"{f.table_size} ({tournament.rules.name}), each deal in every seat rotation with "
             f"each version, against {', '.join(field)}"
         )
+        statistic = f.compare.statistic if f.compare is not None else "final-score"
         self.say(
-            f"test: H0 difference {test.d0:g} against H1 {test.d1:g}, alpha {test.alpha:g}, "
+            f"test: scored by {statistic}, H0 difference {test.d0:g} against H1 {test.d1:g}, "
+            f"alpha {test.alpha:g}, "
             f"beta {test.beta:g}; at most {f.deals} deals ({f.deals * 2 * f.table_size} "
             f"matches of --max-matches {max_matches}) with {workers} worker"
             f"{'s' if workers != 1 else ''}"
@@ -359,11 +466,18 @@ def progress_line(progress: Any) -> str:
     0 faults``."""
     state = progress.state
     low, high = state.bounds
-    spoiled = f", {progress.spoiled} deals left out" if progress.spoiled else ""
+    spoiled = f", {_spoiled(progress)}" if progress.spoiled else ""
     return (
         f"{state.deals} deals, {progress.matches} matches: LLR {state.llr:.2f} ({low:.2f}, "
         f"{high:.2f}), difference {_interval(state)}, {progress.faults} faults{spoiled}"
     )
+
+
+def _spoiled(counts: Any) -> str:
+    """``3 deals spoiled (crashy 2, the referee's side 1)``: the deals left out, by whom
+    (a deal whose match failed on the referee's side names nobody)."""
+    who = ", ".join(f"{printable(name)} {count}" for name, count in counts.spoiled_by)
+    return f"{counts.spoiled} deals spoiled" + (f" ({who})" if who else "")
 
 
 def _interval(state: Any) -> str:
@@ -374,6 +488,8 @@ def _interval(state: Any) -> str:
 
 def _verdict(summary: Any, new: str, old: str, test: Any) -> str:
     state = summary.state
+    if summary.capped is not None:
+        return f"{summary.capped.message()}; the difference so far is {_interval(state)}"
     if state.decision == "H1":
         return f"H1 accepted: {new} is better than {old} by {_interval(state)} (95% interval)"
     if state.decision == "H0":
@@ -399,10 +515,20 @@ def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json:
             "matches": summary.matches,
             "faults": summary.faults,
             "spoiled": summary.spoiled,
+            "spoiled_by": dict(summary.spoiled_by),
+            "stopped": None
+            if summary.capped is None
+            else {
+                "field_bot": summary.capped.name,
+                "spoiled": summary.capped.spoiled,
+                "deals": summary.capped.deals,
+                "reason": summary.capped.message(),
+            },
             "failed": summary.failed,
             "new": f.candidate,
             "old": f.baseline,
             "field": [n for n in tournament.entrants if n not in (f.candidate, f.baseline)],
+            "statistic": f.compare.statistic if f.compare is not None else "final-score",
             "sprt": {"d0": test.d0, "d1": test.d1, "alpha": test.alpha, "beta": test.beta},
             "max_matches": max_matches,
             "results": str(summary.results_dir),
@@ -414,8 +540,12 @@ def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json:
         click.echo(
             f"LLR {state.llr:.2f} (bounds {low:.2f}, {high:.2f}) after {state.deals} deals; "
             f"{summary.matches} matches played, {summary.faults} faults"
+            + (f", {_spoiled(summary)} and replayed on fresh cards" if summary.spoiled else "")
         )
         say(f"match logs in {summary.results_dir / 'logs'}; results in {summary.results_dir}")
+    if summary.capped is not None:
+        say(f"referee: {summary.capped.message()}")
+        raise SystemExit(1)
     if summary.failed:
         say(
             f"referee: {summary.failed} matches failed on the referee's side (their deals are "

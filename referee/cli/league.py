@@ -18,6 +18,7 @@ from rich.console import Console
 from referee.cli.app import friendly, main, say
 from referee.cli.progress import ProgressView
 from referee.cli.tournaments import _executor, _read_secret, _Where, executor_options
+from referee.clock import WallClock
 from referee.errors import RefereeError, UsageError
 from referee.runs.league import (
     BatchPlanned,
@@ -109,7 +110,8 @@ def run(
     spec = load_tournament(file)
     secret = _read_secret(deal_secret_file) if deal_secret_file is not None else None
     where = _Where.of(spec, executor_kind, cluster, cluster_security, insecure_cluster)
-    publisher = _Publisher(spec, site, every) if site is not None else None
+    clock: WallClock = time.time  # the run's wall time, the site's time of publication too
+    publisher = _Publisher(spec, site, every, clock) if site is not None else None
     view = _LeagueView(spec.name, publisher, file)
     try:
         with _executor(spec, workers, where, overcommit_memory) as (executor, count):
@@ -121,6 +123,7 @@ def run(
                 batches=batches,
                 restart=restart,
                 deal_secret=secret,
+                clock=clock,
             )
     finally:
         view.finish(spec.results_dir)
@@ -231,11 +234,12 @@ def check(file: Path) -> None:
 class _Publisher:
     """Publishes the league's site every ``every`` minutes, after a batch is settled."""
 
-    def __init__(self, spec: Tournament, out: Path, every: float) -> None:
+    def __init__(self, spec: Tournament, out: Path, every: float, clock: WallClock) -> None:
         from referee.publish.league_site import check_league_target
 
         check_league_target(out, spec.results_dir)  # refused now, not after a batch
         self.spec = spec
+        self.clock = clock
         self.out = out
         self.every_s = every * 60
         self.last = float("-inf")
@@ -248,7 +252,7 @@ class _Publisher:
 
         self.last = time.monotonic()
         try:
-            report = publish_league(self.spec, self.out)
+            report = publish_league(self.spec, self.out, clock=self.clock)
         except RefereeError as exc:  # the league goes on; the next publication tries again
             say(f"warning: the site was not published: {exc}")
             return

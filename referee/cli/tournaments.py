@@ -9,6 +9,7 @@ problem.
 from __future__ import annotations
 
 import contextlib
+import math
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from referee.executors.cluster import DaskExecutor
     from referee.match.compliance import CheckReport
     from referee.tournament.store import DealSecret
-    from referee.verify.audit import Verification
+    from referee.verify.audit import ComparisonVerdict, Verification
 
 
 # --------------------------------------------------------------------------- run
@@ -795,6 +796,8 @@ def _report(found: Verification, *, require_pages: bool = False) -> None:
             f"results chain: {found.chain_results} results, head {found.chain_head}",
             markup=False,
         )
+    if found.comparison is not None:
+        out.print(printable(_comparison_line(found.comparison)), markup=False)
     if found.problems or found.incomplete:
         for problem in found.problems[:50]:
             out.print(f"FAIL {printable(problem)}", markup=False)
@@ -818,6 +821,13 @@ def _report(found: Verification, *, require_pages: bool = False) -> None:
         out.print(f"PAGES NOT COMPARED: {printable(why)}", markup=False)
         if require_pages:
             raise SystemExit(1)
+    if found.spoiled:
+        who = ", ".join(f"{printable(name)} {count}" for name, count in found.spoiled.items())
+        out.print(
+            f"comparison: deals spoiled by faults that are not the versions' own ({who}): "
+            "left out of its test, as the comparison left them out",
+            markup=False,
+        )
     board = ", and the leaderboard is the one its logs give" if found.leaderboard else ""
     what = "the published site" if found.source == "site" else "the results"
     out.print(
@@ -825,6 +835,20 @@ def _report(found: Verification, *, require_pages: bool = False) -> None:
         "plan's, every deal is the secret's, every log replays, every stored result is its "
         f"log's, the results chain holds them all{board}{_pages_text(found)}",
         markup=False,
+    )
+
+
+def _comparison_line(verdict: ComparisonVerdict) -> str:
+    """``comparison: H1 after 23 deals, scored by round-score (D0 0, D1 0.015, …)``."""
+    test, state = verdict.test, verdict.state
+    what = {"H1": "H1 accepted", "H0": "H0 accepted"}.get(state.decision, "undecided")
+    assumed = " (none recorded: the defaults)" if verdict.assumed else ""
+    interval = "" if not math.isfinite(state.low) else f" [{state.low:+.3f}, {state.high:+.3f}]"
+    return (
+        f"comparison, recomputed from the logs: {what} after {state.deals} deals, scored by "
+        f"{verdict.statistic}, D0 {test.d0:g}, D1 {test.d1:g}, alpha {test.alpha:g}, beta "
+        f"{test.beta:g}{assumed}: difference {state.difference:+.3f}{interval}, LLR "
+        f"{state.llr:.2f}"
     )
 
 

@@ -1,7 +1,9 @@
-"""Where a site is written: a fresh private folder beside the target, renamed into place.
+"""Where a site is written: a fresh private folder renamed into place, or a league's in place.
 
-:class:`SiteFolder` is the only way the site touches the disk, and it is built so that a
-publication can never write anywhere but its own new files:
+:class:`SiteFolder` (a tournament's site, written whole each time) and :class:`LiveFolder`
+(a league's, updated a few files at a time) are the only ways a site touches the disk. They
+share how a file is put in a folder (:class:`_Descriptors`), and are built so that a
+publication can never write anywhere but its own files:
 
 * **A fresh folder.** The site is written into a new folder made by ``mkdtemp`` (mode 0700,
   a name nobody else can have chosen) next to ``--out``, and renamed to ``--out`` only when
@@ -15,6 +17,10 @@ publication can never write anywhere but its own new files:
   it is a new inode or the write fails, whatever a symbolic or hard link, or a renamed
   parent, says. Names are checked (:func:`referee.publish.paths.file_name`): one path
   component each, from the site's own slugs.
+* **In place, one whole file at a time** (:class:`LiveFolder`). A league's site would grow
+  without end if written whole: each file is written under a new name (``O_EXCL``, as
+  above) and renamed over the old one, so a reader sees the old page or the new, never half
+  of one.
 * **Never into the results.** ``--out`` may not be the results folder, lie under it or
   hold it (:func:`check_target`): replacing the site deletes the old one.
 
@@ -43,12 +49,21 @@ from types import TracebackType
 from referee.errors import UsageError
 from referee.publish.paths import file_name
 
-__all__ = ["MARKER_TEXT", "SITE_MARKER", "SiteFolder", "check_target"]
+__all__ = [
+    "LIVE_MARKER_TEXT",
+    "MARKER_TEXT",
+    "SITE_MARKER",
+    "LiveFolder",
+    "SiteFolder",
+    "check_target",
+]
 
 SITE_MARKER = ".referee-site"
 """A file in every published folder: ``publish`` replaces such a folder, no other."""
 MARKER_TEXT = b"written by referee publish; publishing again replaces it\n"
+LIVE_MARKER_TEXT = b"written by referee publish; publishing again updates it\n"
 _SUBFOLDERS = ("bots", "matches", "static", "verification")
+_LIVE_SUBFOLDERS = ("bots", "matches", "static")
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _RENAME_EXCHANGE = 2
@@ -99,7 +114,44 @@ def _is_marker(path: Path) -> bool:
         return False
 
 
-class SiteFolder:
+class _Descriptors:
+    """A site folder and its subfolders, each held open by a descriptor (``O_NOFOLLOW``), and
+    files created in them relative to those descriptors, never through a link."""
+
+    def __init__(self) -> None:
+        self._fds: dict[str, int] = {}
+
+    def _open(self, root: Path, subfolders: tuple[str, ...], *, fresh: bool) -> None:
+        """Hold ``root`` and its ``subfolders`` open, making the subfolders (``fresh``: they
+        must be new)."""
+        self._fds[""] = os.open(root, _DIR_FLAGS)
+        for sub in subfolders:
+            try:
+                os.mkdir(sub, 0o755, dir_fd=self._fds[""])
+            except FileExistsError:
+                if fresh:
+                    raise
+            self._fds[sub] = os.open(sub, _DIR_FLAGS, dir_fd=self._fds[""])
+
+    def _fd(self, folder: str) -> int:
+        if folder not in self._fds:
+            raise ValueError(f"not a folder of the site: {folder!r}")
+        return self._fds[folder]
+
+    def _create(self, fd_dir: int, name: str, data: bytes) -> None:
+        """A new file ``name`` in the folder ``fd_dir`` holding ``data`` (``O_EXCL``)."""
+        fd = os.open(name, _FILE_FLAGS, 0o644, dir_fd=fd_dir)
+        with open(fd, "wb", closefd=True) as out:
+            out.write(data)
+
+    def _close(self) -> None:
+        for fd in self._fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds.clear()
+
+
+class SiteFolder(_Descriptors):
     """A site being written: a fresh folder next to ``target`` with ``bots/``, ``matches/``
     and ``static/``. Use it as a context manager: leaving the block by an exception
     removes the folder; :meth:`commit` puts it in ``target``'s place.
@@ -111,19 +163,16 @@ class SiteFolder:
     def __init__(
         self, target: Path, *, exchange: Callable[[Path, Path], bool] | None = None
     ) -> None:
+        super().__init__()
         self.target = target
         self._exchange = exchange if exchange is not None else _exchange
         target.parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(
             tempfile.mkdtemp(prefix=f".{_short(target)}.publishing-", dir=target.parent)
         )
-        self._fds: dict[str, int] = {}
         try:
-            self._fds[""] = os.open(self.path, _DIR_FLAGS)
-            for sub in _SUBFOLDERS:
-                os.mkdir(sub, 0o755, dir_fd=self._fds[""])
-                self._fds[sub] = os.open(sub, _DIR_FLAGS, dir_fd=self._fds[""])
-            self._write_at("", SITE_MARKER, MARKER_TEXT)
+            self._open(self.path, _SUBFOLDERS, fresh=True)
+            self._create(self._fds[""], SITE_MARKER, MARKER_TEXT)
         except BaseException:
             self.abort()
             raise
@@ -143,15 +192,8 @@ class SiteFolder:
     def write(self, folder: str, stem: str, suffix: str, data: bytes) -> int:
         """Create ``folder/stem+suffix`` (``folder`` ``""`` for the top) holding ``data``:
         always a new file (see the module); returns its size."""
-        if folder not in self._fds:
-            raise ValueError(f"not a folder of the site: {folder!r}")
-        self._write_at(folder, file_name(stem, suffix), data)
+        self._create(self._fd(folder), file_name(stem, suffix), data)
         return len(data)
-
-    def _write_at(self, folder: str, name: str, data: bytes) -> None:
-        fd = os.open(name, _FILE_FLAGS, 0o644, dir_fd=self._fds[folder])
-        with open(fd, "wb", closefd=True) as out:
-            out.write(data)
 
     def commit(self) -> None:
         """Put the finished site in ``target``'s place, replacing a site published there."""
@@ -186,11 +228,66 @@ class SiteFolder:
         self._close()
         shutil.rmtree(self.path, ignore_errors=True)
 
-    def _close(self) -> None:
-        for fd in self._fds.values():
+
+class LiveFolder(_Descriptors):
+    """A league's site, written in place: each file a new one renamed over the old (see the
+    module), the folder and ``bots/``, ``matches/``, ``static/`` made when missing. Use it as
+    a context manager: it closes its descriptors; what it wrote stays."""
+
+    def __init__(self, target: Path) -> None:
+        super().__init__()
+        target.mkdir(parents=True, exist_ok=True)
+        self.target = target
+        try:
+            self._open(target, _LIVE_SUBFOLDERS, fresh=False)
+        except BaseException:
+            self._close()
+            raise
+
+    def __enter__(self) -> LiveFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._close()
+
+    def write(self, folder: str, stem: str, suffix: str, data: bytes) -> int:
+        """Put ``folder/stem+suffix`` in place holding ``data``; returns its size."""
+        self._replace(folder, file_name(stem, suffix), data)
+        return len(data)
+
+    def marker(self) -> None:
+        """The file that makes the folder a site :func:`check_target` lets be updated."""
+        self._replace("", SITE_MARKER, LIVE_MARKER_TEXT)
+
+    def remove(self, folder: str, suffix: str) -> None:
+        """Remove every file of ``folder`` whose name ends in ``suffix`` (never through a
+        link: names in the folder's own descriptor)."""
+        fd_dir = self._fd(folder)
+        for name in os.listdir(fd_dir):
+            if name.endswith(suffix):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=fd_dir)
+
+    def read(self, name: str) -> bytes | None:
+        """The file ``name`` at the top of the site (never through a link); ``None`` when
+        there is none."""
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._fd(""))
+        except FileNotFoundError:
+            return None
+        with open(fd, "rb", closefd=True) as handle:
+            return handle.read()
+
+    def _replace(self, folder: str, name: str, data: bytes) -> None:
+        fd_dir = self._fd(folder)
+        temporary = f".{name}.{secrets.token_hex(6)}.new"
+        try:
+            self._create(fd_dir, temporary, data)
+            os.rename(temporary, name, src_dir_fd=fd_dir, dst_dir_fd=fd_dir)
+        except BaseException:
             with contextlib.suppress(OSError):
-                os.close(fd)
-        self._fds.clear()
+                os.unlink(temporary, dir_fd=fd_dir)
+            raise
 
 
 def _short(target: Path) -> str:

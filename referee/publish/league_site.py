@@ -32,10 +32,11 @@ removed. A bot's faults are shown one per kind (:meth:`~referee.tournament.leagu
 LeagueLedger.first_faults`: a query per kind, never a list of them all), the tournament's
 fault section (``_faults.html``) rendering them.
 
-**Written in place, one file at a time.** Each file is written under a new name in its
-folder (``O_CREAT | O_EXCL | O_NOFOLLOW``, relative to a descriptor of the folder opened
-with ``O_NOFOLLOW``) and renamed over the old one: a reader sees the old page or the new,
-never half of one, and nothing is written through a link. ``league-site.json`` goes last,
+**Written in place, one file at a time**, through the writer a tournament's site uses
+(:class:`~referee.publish.writer.PageWriter`: the same templates, static files and replay
+files) into a :class:`~referee.publish.folder.LiveFolder`: each file is written under a
+new name and renamed over the old one, so a reader sees the old page or the new, never half
+of one, and nothing is written through a link. ``league-site.json`` goes last,
 so a publication interrupted half-way is done again from the same batch. ``--out`` must be
 new, empty, or a league's site (:func:`~referee.publish.folder.check_target`); a
 tournament's site there is refused rather than mixed in.
@@ -43,10 +44,7 @@ tournament's site there is refused rather than mixed in.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,19 +53,18 @@ from typing import TYPE_CHECKING, Any
 
 from referee.errors import InfrastructureError, UsageError
 from referee.explain import explain_fault, stored_fault_info
-from referee.publish.folder import SITE_MARKER, check_target
+from referee.publish.folder import SITE_MARKER, LiveFolder, check_target
 from referee.publish.league import LeagueBoard, LeagueEntry, league_notes, read_board, render_league
-from referee.publish.paths import file_name, match_names, site_slug
-from referee.publish.replaydata import log_script, stderr_script
+from referee.publish.paths import bot_slugs, is_slug, match_names
+from referee.publish.replaydata import log_script
 from referee.publish.settings import format_time
 from referee.publish.site import (
     FaultGroup,
     MatchView,
-    _environment,
     fault_view,
     seat_views,
-    static_files,
 )
+from referee.publish.writer import STDERR_SCRIPT, PageWriter
 from referee.specs import StoredMatch
 from referee.stderrlog import stderr_path
 from referee.tournament.league import LeagueLedger, batch_of
@@ -82,10 +79,6 @@ LEAGUE_STATE = "league-site"
 """The stem of the file that says what was published (``league-site.json``)."""
 RECENT = 30
 """Matches listed on a bot's page, latest first."""
-_SUBFOLDERS = ("bots", "matches", "static")
-_STDERR_SCRIPT = ".stderr.js"
-_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -121,7 +114,7 @@ def publish_league(
         )
     target = check_league_target(out, folder)
     try:
-        with _Folder(target) as site, Store(folder, readonly=True) as store, store.snapshot():
+        with LiveFolder(target) as site, Store(folder, readonly=True) as store, store.snapshot():
             return _Publication(tournament, store, site, clock()).write()
     except OSError as exc:
         raise InfrastructureError(
@@ -142,131 +135,85 @@ def check_league_target(out: Path, results_dir: Path) -> Path:
     return target
 
 
-class _Folder:
-    """The site's folder, written in place one whole file at a time (module docstring)."""
-
-    def __init__(self, target: Path) -> None:
-        target.mkdir(parents=True, exist_ok=True)
-        self.target = target
-        self.fds: dict[str, int] = {}
-        self.written = 0
-        try:
-            self.fds[""] = os.open(target, _DIR_FLAGS)
-            for sub in _SUBFOLDERS:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(sub, 0o755, dir_fd=self.fds[""])
-                self.fds[sub] = os.open(sub, _DIR_FLAGS, dir_fd=self.fds[""])
-        except BaseException:
-            self.close()
-            raise
-
-    def __enter__(self) -> _Folder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        for fd in self.fds.values():
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.fds.clear()
-
-    def write(self, folder: str, stem: str, suffix: str, data: bytes) -> None:
-        self._put(folder, file_name(stem, suffix), data)
-
-    def remove(self, folder: str, suffix: str) -> None:
-        """Remove every file of ``folder`` whose name ends in ``suffix`` (never through a
-        link: names in the folder's own descriptor)."""
-        fd_dir = self.fds[folder]
-        for name in os.listdir(fd_dir):
-            if name.endswith(suffix):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=fd_dir)
-
-    def marker(self) -> None:
-        self._put("", SITE_MARKER, b"written by referee publish; publishing again updates it\n")
-
-    def _put(self, folder: str, name: str, data: bytes) -> None:
-        fd_dir = self.fds[folder]
-        temporary = f".{name}.{secrets.token_hex(6)}.new"
-        fd = os.open(temporary, _FILE_FLAGS, 0o644, dir_fd=fd_dir)
-        try:
-            with open(fd, "wb", closefd=True) as handle:
-                handle.write(data)
-            os.rename(temporary, name, src_dir_fd=fd_dir, dst_dir_fd=fd_dir)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=fd_dir)
-            raise
-        self.written += len(data)
-
-    def state(self) -> dict[str, Any]:
-        """What the last publication wrote (empty for a new site)."""
-        try:
-            fd = os.open(f"{LEAGUE_STATE}.json", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.fds[""])
-        except FileNotFoundError:
-            return {}
-        with open(fd, "rb", closefd=True) as handle:
-            try:
-                data = json.loads(handle.read())
-            except ValueError:
-                return {}  # unreadable: published again from the start
-        return data if isinstance(data, dict) else {}
+def _state(folder: LiveFolder) -> dict[str, Any]:
+    """What the last publication wrote (empty for a new site, or one unreadable: it is then
+    published again from the start)."""
+    raw = folder.read(f"{LEAGUE_STATE}.json")
+    if raw is None:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    # A slug is a file name of one bot's page: one the site could not have made, or a second
+    # label's, is dropped (that label gets a slug anew).
+    kept: dict[str, str] = {}
+    slugs = data.get("slugs")
+    for label, slug in slugs.items() if isinstance(slugs, dict) else ():
+        if isinstance(slug, str) and is_slug(slug) and slug not in kept.values():
+            kept[label] = slug
+    data["slugs"] = kept
+    batch = data.get("batch")
+    data["batch"] = batch if isinstance(batch, int) and batch >= 0 else 0
+    if not isinstance(data.get("records"), dict):
+        data["records"] = {}
+    return data
 
 
 class _Publication:
     """One publication of a league's site."""
 
     def __init__(
-        self, tournament: Tournament, store: Store, folder: _Folder, published: float
+        self, tournament: Tournament, store: Store, folder: LiveFolder, published: float
     ) -> None:
         self.tournament = tournament
         self.store = store
         self.folder = folder
         self.ledger = LeagueLedger(store, readonly=True)
-        self.env = _environment()
-        self.published = format_time(published)
-        self.before = folder.state()
+        self.pages = PageWriter(
+            {
+                "tournament": tournament.name,
+                "in_progress": True,
+                "published": format_time(published),
+            }
+        )
+        self.pages.into(folder)
+        self.before = _state(folder)
         self.stderr_private = tournament.file.publish.stderr == "private"
 
     def write(self) -> LeagueSiteReport:
         board = read_board(self.tournament, self.ledger, self.store)
         every = (*board.entries, *board.unrated, *board.suspended, *board.retired)
-        slugs = _slugs(dict(self.before.get("slugs", {})), [e.label for e in every])
-        first = int(self.before.get("batch", 0))
+        # Those published before keep theirs: a page's address never changes.
+        slugs = bot_slugs([e.label for e in every], known=self.before.get("slugs"))
+        last = board.batches
+        first = self.before.get("batch", 0)
+        if first > last:  # the state of other results: everything again
+            first = 0
         shown = "private" if self.stderr_private else "public"
         if self.before.get("stderr", "public") != shown:
             first = 0  # every match page again, with its stderr or without
             if self.stderr_private:
-                self.folder.remove("matches", _STDERR_SCRIPT)
-        last = board.batches
+                self.folder.remove("matches", STDERR_SCRIPT)
         self.folder.marker()
-        static_files(self.folder.write)
+        self.pages.static_files()
         matches, seated = 0, set[str]()
         for batch in range(first, last):
             matches += self._batch(batch, slugs, seated)
         records, rendered = self._bots(board, slugs, last, seated)
         self._index(board, slugs)
         state = {"batch": last, "slugs": slugs, "records": records, "stderr": shown}
-        self.folder.write("", LEAGUE_STATE, ".json", json.dumps(state).encode("utf-8"))
+        self.pages.write("", LEAGUE_STATE, ".json", json.dumps(state).encode("utf-8"))
         return LeagueSiteReport(
             self.folder.target,
             self.folder.target / "index.html",
             (first, last),
             matches,
             rendered,
-            self.folder.written,
+            self.pages.written,
         )
-
-    def _render(self, template: str, folder: str, stem: str, **context: Any) -> None:
-        page = self.env.get_template(template).render(
-            tournament=self.tournament.name,
-            in_progress=True,
-            published=self.published,
-            **context,
-        )
-        self.folder.write(folder, stem, ".html", page.encode("utf-8"))
 
     def _batch(self, batch: int, slugs: Mapping[str, str], seated: set[str]) -> int:
         """The match pages of one settled batch (``seated`` gathers its bots: their pages
@@ -292,7 +239,7 @@ class _Publication:
                 and views[m.spec.key] not in rotations
                 and m.spec.key != view.key
             ]
-            self._render(
+            self.pages.render(
                 "league_match.html",
                 "matches",
                 view.stem,
@@ -346,29 +293,13 @@ class _Publication:
             raw = source.read_bytes()
         except OSError:
             return "missing", f"its log {source.name} is not in the results folder", {}
-        try:
-            data = log_script(raw)
-        except ValueError as exc:
-            return "unreadable", f"its log cannot be read ({exc})", {}
-        self.folder.write("matches", stem, ".js", data.script.encode("utf-8"))
-        self.folder.write("matches", stem, ".jsonl", raw)
-        return "ok", "", data.fault_lines
+        published = self.pages.log_files(stem, raw)
+        return published.state, published.note, published.fault_lines
 
     def _stderr(self, key: str, stem: str) -> str:
         if self.stderr_private:
             return "private"
-        try:
-            raw = stderr_path(self.store.log_path(key)).read_bytes()
-        except FileNotFoundError:
-            return "none"
-        except OSError:
-            return "unreadable"
-        try:
-            script = stderr_script(raw)
-        except ValueError:
-            return "unreadable"
-        self.folder.write("matches", stem, _STDERR_SCRIPT, script.encode("utf-8"))
-        return "ok"
+        return self.pages.stderr_file(stem, stderr_path(self.store.log_path(key)).read_bytes)
 
     def _bots(
         self, board: LeagueBoard, slugs: Mapping[str, str], last: int, seated: set[str]
@@ -392,6 +323,7 @@ class _Publication:
                 entry.suspended,
                 entry.suspended_why,
                 self.stderr_private,
+                slugs[entry.label],  # the page's name: a new one is a page to write
             ]
             if records[entry.label] == before.get(entry.label) and entry.label not in seated:
                 continue
@@ -402,7 +334,7 @@ class _Publication:
                 if seat.name == entry.label
             ]
             versions = sorted(by_name[entry.name], key=lambda e: e.version)
-            self._render(
+            self.pages.render(
                 "league_bot.html",
                 "bots",
                 slugs[entry.label],
@@ -480,7 +412,7 @@ class _Publication:
         )
 
     def _index(self, board: LeagueBoard, slugs: Mapping[str, str]) -> None:
-        self._render(
+        self.pages.render(
             "league_index.html",
             "",
             "index",
@@ -490,7 +422,7 @@ class _Publication:
             notes=league_notes(board),
         )
         for suffix, fmt in ((".md", "md"), (".json", "json"), (".csv", "csv")):
-            self.folder.write("", "leaderboard", suffix, render_league(board, fmt).encode())
+            self.pages.write("", "leaderboard", suffix, render_league(board, fmt).encode())
 
 
 @dataclass(frozen=True)
@@ -502,23 +434,6 @@ class _Listed:
     label: str
     table: tuple[str, ...]
     published: bool
-
-
-def _slugs(known: dict[str, str], labels: Sequence[str]) -> dict[str, str]:
-    """Every label's slug: those published before keep theirs (a page's address never
-    changes), new ones get a slug no other has."""
-    taken = set(known.values())
-    for label in labels:
-        if label in known:
-            continue
-        base = site_slug(label)
-        slug, n = base, 1
-        while slug in taken:
-            n += 1
-            slug = f"{base}-{n}"
-        taken.add(slug)
-        known[label] = slug
-    return known
 
 
 def _stem(key: str, table: Sequence[str]) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from referee.text import safe_name
 
-__all__ = ["SUFFIXES", "bot_slugs", "file_name", "match_names", "site_slug"]
+__all__ = ["SUFFIXES", "bot_slugs", "file_name", "is_slug", "match_names", "site_slug"]
 
 _SLUG_PART = 20
 """Characters of each bot's slug in a match name: six bots stay well under 255 bytes."""
@@ -57,11 +57,20 @@ def file_name(stem: str, suffix: str) -> str:
     return stem + suffix
 
 
-def bot_slugs(names: Iterable[str]) -> dict[str, str]:
-    """A unique file-name slug for each bot name (``-2``, ``-3``... for slugs taken)."""
-    slugs: dict[str, str] = {}
-    taken: set[str] = set()
+def is_slug(stem: str) -> bool:
+    """Whether ``stem`` is a stem this module could have built (a file name of the site)."""
+    return _STEM.fullmatch(stem) is not None
+
+
+def bot_slugs(names: Iterable[str], known: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A unique file-name slug for each bot name (``-2``, ``-3``... for slugs taken); the
+    names in ``known`` keep the slug given there (a league's pages keep their address), and
+    the others get slugs none of those has."""
+    slugs: dict[str, str] = dict(known or {})
+    taken: set[str] = set(slugs.values())
     for name in names:
+        if name in slugs:
+            continue
         base = site_slug(name)
         slug, n = base, 1
         while slug in taken:

@@ -25,6 +25,10 @@ files. Layout::
     publish-cache.json      what each match file was made from, for the next publication
                             (:mod:`referee.publish.reuse`; verify checks its SHA-256 only)
 
+Every file goes through :class:`~referee.publish.writer.PageWriter`, the one writer a
+league's site (:mod:`referee.publish.league_site`) and ``referee verify``'s renderer use
+too: this module decides what the pages show, the writer renders and records them.
+
 Bot names, stderr and replies are untrusted: the templates are Jinja2 with autoescaping
 everywhere, the pages forbid inline scripts (a Content-Security-Policy allowing only the
 site's own script files), and the scripts write data with ``textContent`` only. File names
@@ -56,16 +60,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from referee.errors import InfrastructureError, UsageError
-from referee.installation import install_hint
+from referee.errors import InfrastructureError
 from referee.publish.evidence import EVIDENCE, verification_files
 from referee.publish.folder import SITE_MARKER, SiteFolder, check_target
 from referee.publish.history import history_chart
@@ -77,12 +79,12 @@ from referee.publish.leaderboard import (
     to_markdown,
 )
 from referee.publish.paths import bot_slugs, match_names
-from referee.publish.replaydata import log_script, stderr_script
 from referee.publish.reuse import CACHE, Reuse, fingerprint, inputs_key
 from referee.publish.settings import format_time
 from referee.publish.sitefiles import SITE_FILES, site_document
 from referee.publish.source import StoredTournament, leaderboard, ranking_input
 from referee.publish.stats import ReplyStats
+from referee.publish.writer import PageWriter, SiteWriter
 from referee.ranking.collusion import MIN_EXCESS
 from referee.ranking.records import PairRecord, pair_records, place_counts
 from referee.ranking.standings import Standings, standings_meanwhile
@@ -96,11 +98,7 @@ from referee.specs import (
 )
 from referee.stderrlog import stderr_path
 from referee.text import ordinal
-from referee.tournament.chain import log_digest
 from referee.tournament.replacement import key_generation
-
-if TYPE_CHECKING:
-    import jinja2
 
 __all__ = [
     "SITE_MARKER",
@@ -116,8 +114,6 @@ __all__ = [
     "publish_site",
     "render_site",
 ]
-
-_HERE = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -283,38 +279,6 @@ class StoredFiles:
         return stderr_path(self.results.log_path(key)).read_bytes()
 
 
-class SiteWriter(Protocol):
-    """What the site's files are written into: :class:`~referee.publish.folder.SiteFolder`,
-    or what ``referee verify`` compares them with."""
-
-    def write(self, folder: str, stem: str, suffix: str, data: bytes) -> int: ...
-
-
-def _environment() -> jinja2.Environment:
-    try:
-        import jinja2
-    except ImportError:  # a dependency, so only in an installation that lost it
-        raise UsageError(
-            f"publishing a site needs Jinja2, which is missing here; "
-            f"{install_hint('jinja2', extra='site')}"
-        ) from None
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_HERE / "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        auto_reload=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["f2"] = lambda v: "—" if v is None else f"{v:.2f}"
-    env.filters["f3"] = lambda v: "—" if v is None else f"{v:.3f}"
-    env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
-    env.filters["signed"] = lambda v: "—" if v is None else f"{v:+.3f}"
-    env.filters["pvalue"] = _p_text
-    env.filters["ms"] = _ms_text
-    return env
-
-
 class _Site:
     """One publication: the snapshot, the names of its files, and the pages as written."""
 
@@ -329,10 +293,10 @@ class _Site:
         self.files: MatchFiles = files if files is not None else StoredFiles(results)
         self.out = out
         self.reuse = reuse
-        self.rendered: list[str] = []
-        self.reused = 0
-        self.env = _environment()
-        self._folder: SiteWriter | None = None
+        self.pages = PageWriter(
+            {"tournament": results.tournament.name, "in_progress": results.in_progress}, reuse
+        )
+        self.env = self.pages.env
         entrants = results.tournament.entrants
         finished = (*results.matches, *results.retired)
         seated = {s.name for m in finished for s in m.seats}
@@ -349,10 +313,8 @@ class _Site:
         """The logs published: key to (file name in ``matches/``, SHA-256)."""
         self._board: Leaderboard | None = None
         self._bots: _BotParts | None = None
-        self.sizes: dict[str, int] = {}
-        """Bytes of every file written, by its path in the site."""
-        self.digests: dict[str, str] = {}
-        """SHA-256 of every file written, by its path in the site."""
+        self.write = self.pages.write
+        self.render = self.pages.render
 
     def use(self, board: Leaderboard) -> None:
         """The leaderboard is ready: bots are listed in its order from now on."""
@@ -367,55 +329,7 @@ class _Site:
 
     def into(self, folder: SiteWriter) -> None:
         """Write the site's files into ``folder`` from now on."""
-        self._folder = folder
-
-    def render(self, template: str, folder: str, stem: str, **context: Any) -> None:
-        """The page ``folder/stem.html`` (``folder`` ``""`` for the top) from ``template``."""
-        self.write(folder, stem, ".html", self._page(template, context))
-
-    def _page(self, template: str, context: dict[str, Any]) -> bytes:
-        page = self.env.get_template(template).render(
-            tournament=self.results.tournament.name,
-            in_progress=self.in_progress,
-            **context,
-        )
-        return page.encode("utf-8")
-
-    def reused_file(self, folder: str, stem: str, suffix: str, inputs: str) -> bool:
-        """Write the old site's ``folder/stem+suffix`` again if it was made from ``inputs``
-        and is intact (:meth:`Reuse.lend`): whether it was."""
-        name = f"{folder}/{stem}{suffix}"
-        lent = self.reuse.lend(name, inputs)
-        if lent is None:
-            return False
-        data, entry = lent
-        self.write(folder, stem, suffix, data)
-        self.reuse.made[name] = entry
-        self.reused += 1
-        return True
-
-    def made_file(
-        self,
-        folder: str,
-        stem: str,
-        suffix: str,
-        inputs: str,
-        data: bytes,
-        fault_lines: dict[int, int] | None = None,
-    ) -> None:
-        """Write ``folder/stem+suffix``, made now from ``inputs``, and record it."""
-        name = f"{folder}/{stem}{suffix}"
-        self.write(folder, stem, suffix, data)
-        self.reuse.record(name, inputs, data, fault_lines)
-        self.rendered.append(name)
-
-    def write(self, folder: str, stem: str, suffix: str, data: bytes) -> None:
-        """A new file ``folder/stem+suffix`` (:meth:`SiteFolder.write` checks the name)."""
-        assert self._folder is not None, "the site is written before it has a folder"
-        size = self._folder.write(folder, stem, suffix, data)
-        name = f"{folder}/{stem}{suffix}".lstrip("/")
-        self.sizes[name] = size
-        self.digests[name] = hashlib.sha256(data).hexdigest()
+        self.pages.into(folder)
 
     def templates(self) -> None:
         """Compile now the templates of the pages that wait for the ranking (Jinja keeps
@@ -426,7 +340,7 @@ class _Site:
 
     def static_files(self) -> None:
         """The site's own style and scripts, copied from the package."""
-        static_files(self.write)
+        self.pages.static_files()
 
     # -- matches -----------------------------------------------------------------------
 
@@ -462,9 +376,9 @@ class _Site:
             inputs = inputs_key(
                 "match.html", self.results.tournament.name, self.in_progress, context
             )
-            if not self.reused_file("matches", view.stem, ".html", inputs):
-                page = self._page("match.html", context)
-                self.made_file("matches", view.stem, ".html", inputs, page)
+            if not self.pages.reused_file("matches", view.stem, ".html", inputs):
+                page = self.pages.page("match.html", context)
+                self.pages.made_file("matches", view.stem, ".html", inputs, page)
             if progress is not None:
                 progress(done, 2 * len(matches))
 
@@ -506,43 +420,19 @@ class _Site:
             self.missing += 1
             name = self.files.log_name(key)
             return "missing", f"its log {name} is not in the results folder", {}
-        digest = log_digest(raw)
-        inputs = inputs_key("log_script", digest)
-        if self.reused_file("matches", stem, ".js", inputs):
-            fault_lines = self.reuse.made[f"matches/{stem}.js"].fault_lines or {}
-        else:
-            try:
-                data = log_script(raw)
-            except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
-                self.missing += 1
-                return "unreadable", f"its log cannot be read ({exc})", {}
-            fault_lines = data.fault_lines
-            script = data.script.encode("utf-8")
-            self.made_file("matches", stem, ".js", inputs, script, fault_lines)
-        self.write("matches", stem, ".jsonl", raw)  # a copy: see referee.publish.folder
-        self.logs[key] = (f"{stem}.jsonl", digest)
+        published = self.pages.log_files(stem, raw)
+        if published.state != "ok":
+            self.missing += 1
+            return published.state, published.note, {}
+        self.logs[key] = (f"{stem}.jsonl", published.digest)
         self.replays += 1
-        return "ok", "", dict(fault_lines)
+        return "ok", "", published.fault_lines
 
     def _stderr(self, key: str, stem: str) -> str:
         """Publish the bots' stderr of a match whose replay is published: its state."""
         if self.stderr_private:
             return "private"
-        try:
-            raw = self.files.stderr(key, stem)
-        except FileNotFoundError:
-            return "none"
-        except OSError:
-            return "unreadable"
-        inputs = inputs_key("stderr_script", log_digest(raw))
-        if self.reused_file("matches", stem, ".stderr.js", inputs):
-            return "ok"
-        try:
-            script = stderr_script(raw)
-        except ValueError:
-            return "unreadable"
-        self.made_file("matches", stem, ".stderr.js", inputs, script.encode("utf-8"))
-        return "ok"
+        return self.pages.stderr_file(stem, lambda: self.files.stderr(key, stem))
 
     # -- the other pages ---------------------------------------------------------------
 
@@ -696,7 +586,7 @@ class _Site:
         """The list of every file written, and the page inputs no log holds
         (:mod:`referee.publish.sitefiles`): last, once every file is written."""
         stderr = {key: view.stderr for key, view in self.views.items()}
-        document = site_document(self.results, self.digests, stderr, self.complete_deals)
+        document = site_document(self.results, self.pages.digests, stderr, self.complete_deals)
         self.write(EVIDENCE, SITE_FILES, ".json", document)
 
     def reuse_cache(self) -> None:
@@ -812,7 +702,7 @@ def render_site(
     site = _Site(results, Path("."), Reuse(fingerprint()), files)
     site.into(writer)
     _write_files(site, None, lambda: leaderboard(results, ranked), evidence=False)
-    return site.digests
+    return site.pages.digests
 
 
 @contextlib.contextmanager
@@ -837,7 +727,7 @@ are written (below it, starting that process costs more than it saves)."""
 
 
 def _report(site: _Site) -> SiteReport:
-    sizes = site.sizes
+    sizes = site.pages.sizes
     pages = {name: size for name, size in sizes.items() if name.endswith(".html")}
     largest = max(pages.items(), key=lambda item: item[1])
     return SiteReport(
@@ -851,8 +741,8 @@ def _report(site: _Site) -> SiteReport:
         index_bytes=sizes["index.html"],
         total_bytes=sum(sizes.values()),
         largest=largest,
-        reused=site.reused,
-        rendered=tuple(site.rendered),
+        reused=site.pages.reused,
+        rendered=tuple(site.pages.rendered),
     )
 
 
@@ -954,13 +844,6 @@ def fault_view(
     )
 
 
-def static_files(write: Callable[[str, str, str, bytes], object]) -> None:
-    """The site's own style and scripts, copied from the package, through ``write(folder,
-    stem, suffix, data)``."""
-    for path in sorted((_HERE / "static").iterdir()):
-        write("static", path.stem, path.suffix, path.read_bytes())
-
-
 def _request_line(request: dict[str, Any]) -> str:
     """A request as the bot read it: one JSON line."""
     return json.dumps(request, ensure_ascii=False, separators=(",", ":"))
@@ -978,20 +861,6 @@ def _request_label(fault: StoredFault) -> str:
     if fault.request_id is None or request.get("id") != fault.request_id:
         label = f"the last request before the fault: {label}"
     return label
-
-
-def _ms_text(ms: float | None) -> str:
-    """``12 ms``, ``12.5 ms``, ``10,000 ms``; ``—`` when unknown."""
-    if ms is None:
-        return "—"
-    return f"{ms:,.0f} ms" if float(ms).is_integer() else f"{ms:,.1f} ms"
-
-
-def _p_text(p: float | None) -> str:
-    """A p-value for the collusion table: ``0.034``, ``< 0.0001``, ``—`` when untested."""
-    if p is None:
-        return "—"
-    return "< 0.0001" if p < 1e-4 else f"{p:.2g}"
 
 
 def _place_rows(counts: Counter[int | str] | None, table_size: int) -> list[tuple[str, int, float]]:

@@ -35,15 +35,11 @@ Tables are filled in three passes, each taking only entrants not seated yet:
    whole field (by the seed's and each entrant's hash). Why not near opponents all round:
    TrueSkill keeps each entrant's rating alone, never how two ratings move together, so
    tables of close neighbours only order each neighbourhood, and a whole neighbourhood can
-   stay offset from the rest. Measured on the field of ``bench/league_bench.py`` at tables
-   of 4: with 64 bots, all seated every batch, tables of four nearest neighbours reached
-   Kendall tau 0.72 at 280 matches per bot where random tables reached 0.82; with 200 bots,
-   an eighth of them seated per batch, all three opponents chosen by information among the
-   nearest reached 0.80 at 288 (random tables 0.81), one near and two anchors 0.82. To tau
-   0.9 with 200 bots the league needs 0.92 of random tables' matches, and no design could
-   need less than 0.89 (an oracle bound, ``bench/league_bound.py``): this game's results
-   are mostly the cards, so a random table already tells nearly the most a table can
-(docs/performance.md, "Ranking").
+   stay offset from the rest; one near opponent and two anchors ordered the field better than
+   three near ones on the field of ``bench/league_bench.py``. This game's results are mostly
+   the cards, so a random table already tells nearly the most a table can, and no design
+   beats random tables by much at ordering the whole field (the oracle bound of
+   ``bench/league_bound.py``; the figures are in docs/performance.md, "League matchmaking").
 
 Entrants of one author never share a table when the file keeps authors apart.
 

@@ -36,21 +36,22 @@ cost (docs/performance.md, "Ranking").
 
 :func:`interval` is the difference's two-sided confidence interval (Student's t).
 
-:class:`PairedDeals` turns the stored matches of a comparison into those observations, deal
-by deal, as they finish: the test reads them in deal order, up to the first deal not yet
-complete, so the verdict does not depend on the order matches finish in, on the number of
-workers, or on a run being interrupted and resumed.
+:class:`PairedDeals` turns the stored matches of a comparison into those observations (each
+version scored by the comparison's statistic: the finishing score, or the mean round score,
+:mod:`referee.ranking.statistics`), deal by deal, as they finish: the test reads them in
+deal order, up to the first deal not yet complete, so the verdict does not depend on the
+order matches finish in, on the number of workers, or on a run being interrupted and
+resumed.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from referee.ranking.intervals import normalised_score
-from referee.ranking.ratings import rating_places
+from referee.ranking.statistics import RoundPlaces, Statistic, version_score
 from referee.specs import StoredMatch
 
 __all__ = [
@@ -210,14 +211,16 @@ class Sprt:
 @dataclass
 class PairedDeals:
     """A comparison's deals as their matches finish: ``new`` against ``old``, ``table_size``
-    seat rotations a half.
+    seat rotations a half, scored by ``statistic``.
 
     A match is one half's rotation of a deal (whichever of the two versions it seats); a
-    deal's observation is the mean over its rotations of ``new``'s normalised finishing
-    score (:func:`~referee.ranking.intervals.normalised_score`, a forfeit at the last
-    place) minus ``old``'s in the same rotation, once both halves of every rotation are in.
+    deal's observation is the mean over its rotations of ``new``'s score minus ``old``'s in
+    the same rotation (:func:`~referee.ranking.statistics.version_score`: the normalised
+    finishing score, a forfeit at the last place, or the mean normalised round score, each
+    half over the rounds it played), once both halves of every rotation are in.
     A deal with a match that failed on the referee's side for good is *spoiled*: it gives
-    no observation, and the deals after it still count.
+    no observation, and the deals after it still count; so is a deal :meth:`spoil` names a
+    spoiler of (a field bot's fault: :mod:`referee.ranking.spoils` decides).
     """
 
     new: str
@@ -226,20 +229,29 @@ class PairedDeals:
     scores: dict[int, dict[tuple[str, int], float]] = field(default_factory=dict)
     """By deal: each version's score by ``(version, rotation)``."""
     spoiled: set[int] = field(default_factory=set)
+    statistic: Statistic = "final-score"
+    spoiled_by: dict[int, set[str]] = field(default_factory=dict)
+    """By deal spoiled by a fault: who spoiled it (:mod:`referee.ranking.spoils`)."""
 
-    def add(self, match: StoredMatch) -> int | None:
-        """Count a finished match; returns its deal when that deal is now complete."""
-        places = dict(rating_places(match))
-        version = self.new if self.new in places else self.old
-        if version not in places:
+    def add(self, match: StoredMatch, rounds: RoundPlaces | None = None) -> int | None:
+        """Count a finished match (with its ``rounds`` under ``round-score``); returns its
+        deal when that deal is now complete."""
+        names = {seat.name for seat in match.seats}
+        version = self.new if self.new in names else self.old
+        if version not in names:
             raise ValueError(f"match {match.spec.key} seats neither {self.new} nor {self.old}")
         deal = self.scores.setdefault(match.spec.deal, {})
-        deal[version, match.spec.rotation] = normalised_score(places[version], len(places))
+        deal[version, match.spec.rotation] = version_score(match, version, self.statistic, rounds)
         return match.spec.deal if self.complete(match.spec.deal) else None
 
     def fail(self, deal: int) -> None:
         """A match of ``deal`` failed for good: the deal gives no observation."""
         self.spoiled.add(deal)
+
+    def spoil(self, deal: int, by: str) -> None:
+        """A fault of ``by`` spoils ``deal``: it gives no observation."""
+        self.spoiled.add(deal)
+        self.spoiled_by.setdefault(deal, set()).add(by)
 
     def complete(self, deal: int) -> bool:
         return len(self.scores.get(deal, {})) == 2 * self.table_size
@@ -272,9 +284,18 @@ class PairedDeals:
         return deal
 
     @classmethod
-    def of(cls, new: str, old: str, table_size: int, matches: Iterable[StoredMatch]) -> PairedDeals:
-        """The deals of stored ``matches``."""
-        pairs = cls(new, old, table_size)
+    def of(
+        cls,
+        new: str,
+        old: str,
+        table_size: int,
+        matches: Iterable[StoredMatch],
+        *,
+        statistic: Statistic = "final-score",
+        rounds: Mapping[str, RoundPlaces] | None = None,
+    ) -> PairedDeals:
+        """The deals of stored ``matches`` (``rounds``: each match's, by key)."""
+        pairs = cls(new, old, table_size, statistic=statistic)
         for match in matches:
-            pairs.add(match)
+            pairs.add(match, None if rounds is None else rounds.get(match.spec.key))
         return pairs

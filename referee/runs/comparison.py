@@ -19,17 +19,38 @@ What makes the pairs tight, and what the comparison trusts:
 * **The same cards again after a failure**: an attempt that did not finish is played again
   on its own cards (``same_cards``), unlike a tournament's, since a pair needs both halves
   on one deal; the field bots are trusted, and see every deal ``2 k`` times anyway.
+* **Faults that are not the versions' are no evidence**: a deal where a field bot faulted,
+  or where a version's process was killed on the referee's side, is *spoiled*
+  (:mod:`referee.ranking.spoils`): it gives no observation, and since the test reads the
+  deals that are not spoiled, the next deal number, on its own fresh cards, takes its place
+  (deals are played until the test decides). Spoiled deals count against ``max_deals``. A
+  field bot that spoils more than a quarter of the deals (from the eighth on) stops the
+  run (:attr:`ComparisonSummary.capped` names it), so a broken field cannot use up the
+  budget.
 * **No process sees a deal twice**: a bot process is never lent to a second match of one
   deal (:class:`~referee.protocol.seats.SessionPool`), so nothing is carried from one half,
   or one rotation, to another in memory; across processes it could be (covert channels of
   a shared kernel), which is why the field must be trusted (the command says so when a field
   bot is not a bundled sample).
 
+**What a deal is scored by** is the comparison's statistic
+(:mod:`referee.ranking.statistics`: ``final-score``, or ``round-score``, the mean of each
+round's place), written with the test's hypotheses and error rates into the comparison's
+tournament file (``[compare]``, :class:`~referee.tournament.model.CompareSettings`), which
+the results keep as their plan: a resumed run keeps them (:func:`stored_settings`; a run
+asked for others is refused, a folder stored before the section existed is scored by
+``final-score``), and ``referee verify`` recomputes the verdict with them. Under
+``round-score`` the places of every round are read from each match log as its result
+arrives and kept with it (:mod:`referee.tournament.rounds`, in the result's transaction),
+so a resumed run reads no log; a finished match whose log gives no rounds spoils its deal.
+
 The verdict is the test's state at the first deal, in deal order, where it decided
-(:meth:`~referee.ranking.sprt.Sprt.first_decision`): the matches of a batch that finish
-after it do not change it, and neither do the number of workers, the order results arrive
-in, or an interruption (the results are stored like a tournament's, so the same command
-resumes where it stopped, and replays an unfinished match on its own cards).
+(:meth:`~referee.ranking.sprt.Sprt.first_decision`), or where a field bot's spoiled deals
+reached the cap (:func:`~referee.ranking.spoils.first_cap`), whichever comes first: the
+matches of a batch that finish after it do not change it, and neither do the number of
+workers, the order results arrive in, or an interruption (the results are stored like a
+tournament's, so the same command resumes where it stopped, and replays an unfinished
+match on its own cards).
 """
 
 from __future__ import annotations
@@ -42,14 +63,29 @@ from pathlib import Path
 from typing import Any
 
 from referee.clock import WallClock
+from referee.errors import UsageError
 from referee.executors import AttemptEvent, Executor, MatchFailed, MatchFinished, MatchTask
+from referee.matchlog import read_log
 from referee.ranking.incremental import stored_match
+from referee.ranking.spoils import (
+    REFEREE_SIDE,
+    SpoilCap,
+    first_cap,
+    observations_through,
+    spoil,
+    spoiled_counts,
+)
 from referee.ranking.sprt import PairedDeals, Sprt, SprtState
+from referee.ranking.statistics import RoundPlaces, round_places
+from referee.results import MatchResult
 from referee.runs.core import Planner, Round, Run, play
 from referee.runs.tournament import Event, enter_field, run_started
 from referee.specs import MatchSpec, StoredMatch
 from referee.tournament.file import Tournament
+from referee.tournament.model import CompareSettings, Plan
+from referee.tournament.rounds import load_rounds, save_rounds
 from referee.tournament.scheduler import COMPARE_PREFIX, HALVES, compare
+from referee.tournament.store import DATABASE, Store
 
 __all__ = [
     "ComparisonEvent",
@@ -57,6 +93,7 @@ __all__ = [
     "ComparisonSummary",
     "SprtProgress",
     "run_comparison",
+    "stored_settings",
 ]
 
 
@@ -65,8 +102,10 @@ class SprtProgress:
     """Where the test stands: after a deal completed, and when a run starts.
 
     ``matches`` and ``faults`` count every match stored (this run's and earlier ones), and
-    the bot faults in them; ``spoiled`` the deals left out because a match of theirs failed
-    on the referee's side; ``limit`` is the most deals this run may play.
+    the bot faults in them; ``spoiled`` the deals left out, because a match of theirs failed
+    on the referee's side or a fault that was not a version's own spoiled them;
+    ``spoiled_by`` how many deals each spoiler spoiled (:func:`~referee.ranking.spoils.shown`
+    names, sorted); ``limit`` is the most deals this run may play, spoiled ones included.
     """
 
     state: SprtState
@@ -74,6 +113,7 @@ class SprtProgress:
     faults: int
     spoiled: int
     limit: int
+    spoiled_by: tuple[tuple[str, int], ...] = ()
 
 
 ComparisonEvent = Event | SprtProgress
@@ -83,7 +123,9 @@ ComparisonEvent = Event | SprtProgress
 class ComparisonSummary:
     """How a comparison ended: the test's ``state`` (its ``decision`` is ``"undecided"``
     when the deals allowed were spent first), the matches stored and their bot faults,
-    the matches that failed on the referee's side for good in this run, the deals left out."""
+    the matches that failed on the referee's side for good in this run, the deals left out
+    (and by whom, as in :class:`SprtProgress`); ``capped`` when a field bot's spoiled deals
+    stopped it (the test is then undecided)."""
 
     state: SprtState
     matches: int
@@ -91,6 +133,8 @@ class ComparisonSummary:
     failed: int
     spoiled: int
     results_dir: Path
+    spoiled_by: tuple[tuple[str, int], ...] = ()
+    capped: SpoilCap | None = None
 
 
 def run_comparison(
@@ -131,6 +175,55 @@ def run_comparison(
     return planner.result(results_dir)
 
 
+def stored_settings(results_dir: Path) -> CompareSettings | None:
+    """The test settings of the comparison stored in ``results_dir``: ``None`` when it
+    holds none yet (or no comparison: the run then refuses its settings); an old folder's
+    without a ``[compare]`` section are ``final-score``'s. Raises ``UsageError`` when the
+    stored plan cannot be read (a statistic that is none, a damaged database)."""
+    if not (results_dir / DATABASE).is_file():
+        return None
+    with Store(results_dir, readonly=True) as store:
+        return _stored_settings(store)
+
+
+def _stored_settings(store: Store) -> CompareSettings | None:
+    text = store.plan()
+    if text is None:
+        return None
+    plan = Plan.from_json(text, store.path)
+    return CompareSettings.of(plan.file) if plan.file.format == "compare" else None
+
+
+def check_resumed(stored: CompareSettings, asked: CompareSettings, folder: Path) -> None:
+    """Refuse to go on with the comparison in ``folder`` under other test settings than it
+    was started with (a value not asked for, or one an old folder did not record, is not
+    compared)."""
+    changed = [
+        key
+        for key, value in stored.model_dump().items()
+        if value is not None and getattr(asked, key) not in (None, value)
+    ]
+    if changed:
+        was = ", ".join(f"{key} {getattr(stored, key)}" for key in changed)
+        now = ", ".join(f"{key} {getattr(asked, key)}" for key in changed)
+        raise UsageError(
+            f"{folder} holds a comparison run with {was}, not {now}: a sequential test "
+            "keeps the settings it started with; run the same command without those "
+            "options to resume it, or give another --results (or --restart) to start "
+            "another"
+        )
+
+
+def _with_test(settings: CompareSettings, test: Sprt) -> CompareSettings:
+    """``settings`` with the hypotheses and error rates of the ``test`` being run, which
+    must be the file's where it names them."""
+    values = {"d0": test.d0, "d1": test.d1, "alpha": test.alpha, "beta": test.beta}
+    written = {key: getattr(settings, key) for key in values}
+    if any(value is not None and value != values[key] for key, value in written.items()):
+        raise ValueError(f"the test {values} is not the one the file names: {written}")
+    return settings.model_copy(update=values)
+
+
 class ComparisonPlanner(Planner):
     """Paired deals, a batch at a time, until the test decides (see the module docstring)."""
 
@@ -142,10 +235,17 @@ class ComparisonPlanner(Planner):
         assert f.format == "compare" and f.candidate is not None and f.baseline is not None
         self.pair = (f.candidate, f.baseline)
         self.field = [name for name in tournament.entrants if name not in self.pair]
-        self.deals = PairedDeals(*self.pair, f.table_size)
+        self.settings = _with_test(CompareSettings.of(f), test)
+        self.statistic = self.settings.statistic
+        self.deals = PairedDeals(*self.pair, f.table_size, statistic=self.statistic)
+        self.match_rounds: dict[str, RoundPlaces] = {}
+        """Each counted match's rounds, under ``round-score``."""
         self.counted: set[str] = set()
         self.failed: set[str] = set()
+        self.failed_deals: set[int] = set()
         self.faults = 0
+        self.examples: dict[str, str] = {}
+        """A fault of each spoiler, the first by match key, for the stop's message."""
         self.pending: list[MatchSpec] = []
         self.specs: dict[str, MatchSpec] = {}
         """The matches of the round being played, by key."""
@@ -154,23 +254,44 @@ class ComparisonPlanner(Planner):
         self.complete = False
 
     def result(self, results_dir: Path) -> ComparisonSummary:
+        state, cap = self.verdict()
         return ComparisonSummary(
-            self.state(),
+            state,
             len(self.counted),
             self.faults,
             len(self.failed),
             len(self.deals.spoiled),
             results_dir,
+            self.spoiled_by(),
+            cap,
         )
 
     def state(self) -> SprtState:
-        return self.test.first_decision(self.deals.observations())
+        return self.verdict()[0]
+
+    def verdict(self) -> tuple[SprtState, SpoilCap | None]:
+        """The test's state, and the cap when it stopped the comparison before the test
+        decided: both read in deal order (see the module docstring)."""
+        cap = first_cap(self.deals, self.failed_deals, self.examples)
+        if cap is None:
+            return self.test.first_decision(self.deals.observations()), None
+        state = self.test.first_decision(observations_through(self.deals, cap.deal))
+        return state, None if state.decided else cap
+
+    def spoiled_by(self) -> tuple[tuple[str, int], ...]:
+        return tuple(spoiled_counts(self.deals).items())
 
     # -- the hooks ----------------------------------------------------------------------
 
     def prepare(self, run: Run) -> None:
-        """Enter the field, count what is stored, and go on with what is not done."""
+        """Refuse other test settings than the stored ones, enter the field, count what is
+        stored (with its kept rounds), and go on with what is not done."""
+        started = _stored_settings(run.store)
+        if started is not None:
+            check_resumed(started, self.settings, run.store.results_dir)
         enter_field(run)
+        if self.statistic == "round-score":
+            self.match_rounds = load_rounds(run.store)
         for match in run.store.completed():
             self._count(match)
         self._progress(run)
@@ -190,7 +311,8 @@ class ComparisonPlanner(Planner):
             if self.pending:
                 self.specs = {spec.key: spec for spec in self.pending}
                 return run.round(self.pending)
-            if self.state().decided or self.next_deal >= self.max_deals:
+            state, cap = self.verdict()
+            if state.decided or cap is not None or self.next_deal >= self.max_deals:
                 self.complete = run.store.done_keys() >= set(run.store.specs())
                 return None
             last = min(self.max_deals, self.next_deal + self.batch)
@@ -215,6 +337,18 @@ class ComparisonPlanner(Planner):
             run.progress()
         self.rounds += 1
 
+    def on_result(self, run: Run, spec: MatchSpec, result: MatchResult) -> None:
+        """Under ``round-score``: the match's rounds from its log, kept with its result."""
+        if self.statistic != "round-score" or result.log is None:
+            return
+        try:
+            rounds = round_places(read_log(result.log), len(spec.table))
+        except (UsageError, ValueError):
+            return  # no rounds to score: its deal is spoiled when the match is counted
+        with run.store.transaction() as db:
+            save_rounds(db, spec.key, rounds)
+        self.match_rounds[spec.key] = rounds
+
     def on_event(self, run: Run, event: AttemptEvent) -> None:
         """Count a result, or spoil the deal of a match failed for good; say where the test
         stands when that completes or spoils a deal."""
@@ -223,6 +357,7 @@ class ComparisonPlanner(Planner):
                 self._progress(run)
         elif isinstance(event, MatchFailed) and event.final:
             self.failed.add(event.key)
+            self.failed_deals.add(self.specs[event.key].deal)
             self.deals.fail(self.specs[event.key].deal)
             self._progress(run)
 
@@ -247,7 +382,18 @@ class ComparisonPlanner(Planner):
             return None
         self.counted.add(match.spec.key)
         self.faults += sum(seat.fault_kind is not None for seat in match.seats)
-        return self.deals.add(match)
+        names = spoil(self.deals, match)
+        for seat in match.seats:
+            name = REFEREE_SIDE if seat.name in self.pair else seat.name
+            if seat.fault_kind is not None and name in names:
+                example = f"{match.spec.key}: {seat.fault_kind}: {seat.fault_detail or ''}"
+                if example < self.examples.get(name, "\uffff"):
+                    self.examples[name] = example
+        rounds = self.match_rounds.get(match.spec.key)
+        if self.statistic == "round-score" and rounds is None:
+            self.deals.fail(match.spec.deal)
+            return None
+        return self.deals.add(match, rounds)
 
     def _progress(self, run: Run) -> None:
         run.notify(
@@ -257,5 +403,6 @@ class ComparisonPlanner(Planner):
                 self.faults,
                 len(self.deals.spoiled),
                 self.max_deals,
+                self.spoiled_by(),
             )
         )

@@ -516,6 +516,50 @@ class BotCgroup:
                 return True
         return not readable
 
+    def _folder_of(self, controller: str) -> Path | None:
+        for hierarchy, folder in zip(self.support.hierarchies, self.folders, strict=False):
+            if hierarchy.controller in (controller, "unified"):
+                return folder
+        return None
+
+    def pids_refused(self) -> int:
+        """How often the group's process limit refused a new process (``max`` in
+        ``pids.events``; 0 where there is no pids group or counter)."""
+        folder = self._folder_of("pids")
+        return (_read_counter(folder / "pids.events", "max") or 0) if folder else 0
+
+    def kill_evidence(self) -> str:
+        """What the kernel counted of the group's limits, in one line, for the text of a
+        fault whose process was killed: whoever reads it can tell a kill at the memory
+        limit, an out-of-memory kill from above, a refused fork and a kill from outside
+        apart. v1: ``oom_kill`` and ``under_oom`` of ``memory.oom_control``,
+        ``memory.failcnt``, the high-water mark against the limit; v2: ``memory.events``
+        (``max``, ``oom``, ``oom_kill``); both: ``max`` of ``pids.events``. What is not
+        readable is left out."""
+        memory = self._memory_folder
+        parts: list[str] = []
+        if self.support.version == 2:
+            for key in ("max", "oom", "oom_kill"):
+                value = _read_counter(memory / "memory.events", key)
+                if value is not None:
+                    parts.append(f"memory.events {key} {value}")
+        else:
+            for key in ("oom_kill", "under_oom"):
+                value = _read_counter(memory / "memory.oom_control", key)
+                if value is not None:
+                    parts.append(f"memory.oom_control {key} {value}")
+            with contextlib.suppress(OSError, ValueError):
+                parts.append(f"memory.failcnt {int((memory / 'memory.failcnt').read_text())}")
+            with contextlib.suppress(OSError, ValueError):
+                peak = int((memory / "memory.max_usage_in_bytes").read_text())
+                limit = int((memory / "memory.limit_in_bytes").read_text())
+                parts.append(f"peak {peak >> 20} of {limit >> 20} MiB")
+        folder = self._folder_of("pids")
+        refused = _read_counter(folder / "pids.events", "max") if folder else None
+        if refused is not None:
+            parts.append(f"pids.events max {refused}")
+        return ", ".join(parts)
+
     def peak_memory(self) -> int | None:
         """The group's highest memory use so far in bytes (``None`` if the kernel has no
         counter: cgroup v2 gained ``memory.peak`` in Linux 5.19)."""

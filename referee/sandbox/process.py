@@ -101,7 +101,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from referee.errors import REFEREE_KILL, UNCOUNTED_KILL, InfrastructureError, UsageError
+from referee.errors import (
+    OUTSIDE_KILL,
+    REFEREE_KILL,
+    UNCOUNTED_KILL,
+    InfrastructureError,
+    UsageError,
+)
 from referee.folders import private_folder
 from referee.sandbox.base import BotProcess, BotSpec, DirectReader, ExitInfo, Limits, Sandbox
 from referee.sandbox.budget import BOT_OOM_SCORE_ADJ
@@ -122,6 +128,7 @@ __all__ = [
     "ON_PATH",
     "SANDBOX_PATH",
     "UIDS_ENV",
+    "UID_LOCK_DIR",
     "BwrapStatus",
     "ProcessBotProcess",
     "ProcessSandbox",
@@ -294,6 +301,11 @@ async def kill_uid(uid: int, timeout: float = _REAP_TIMEOUT_S, *, spare: int = 0
         await asyncio.sleep(0.01)
 
 
+UID_LOCK_DIR = Path("/tmp") / "referee-sandbox-uids"
+"""Where the uid locks of every referee of the machine live (see :class:`UidPool`); not
+under ``tempfile.gettempdir()``, which each process's ``TMPDIR`` may move."""
+
+
 @dataclass
 class UidLease:
     """One uid lent to one bot process; :meth:`release` gives it back (idempotent)."""
@@ -318,7 +330,11 @@ class UidPool:
 
     A uid is free when no lock holds it and no process runs with it. The lock is an ``flock``
     on ``<lock_dir>/<uid>``, so referee processes on one machine (local worker pool, several
-    tournaments) never share a uid, and a crashed referee's locks vanish with it.
+    tournaments) never share a uid, and a crashed referee's locks vanish with it. The
+    default folder is :data:`UID_LOCK_DIR`, the same for every referee of the machine
+    whatever its ``TMPDIR``: two referees with lock folders of their own could lease one uid
+    at once (each sees it free until the other's bot runs), and the first to clean up would
+    SIGKILL the other's bot, which would read as a crash of that bot.
     """
 
     def __init__(self, uids: range | None = None, lock_dir: Path | None = None) -> None:
@@ -326,7 +342,7 @@ class UidPool:
         if not uids or uids.start <= 0:
             raise UsageError(f"sandbox uid range must be non-empty and above 0, not {uids}")
         self.uids = uids
-        self.lock_dir = lock_dir or Path(tempfile.gettempdir()) / "referee-sandbox-uids"
+        self.lock_dir = lock_dir or UID_LOCK_DIR
 
     def _open_lock_dir(self) -> None:
         # A fixed name in the temp folder: a planted symlink or folder is refused there.
@@ -848,8 +864,11 @@ class ProcessBotProcess(BotProcess):
         Under bubblewrap, killing bwrap (the group leader) takes its pid namespace down, so
         a ``setsid`` daemon dies too; the uid sweep covers the case without bubblewrap, and
         the cgroup every process the bot started, whatever its uid. A frozen bot is thawed
-        first (frozen tasks of a v1 cgroup do not die). Never raises.
+        first (frozen tasks of a v1 cgroup do not die). Never raises; a no-op once
+        :meth:`cleanup` ended, when the uid may already serve another bot.
         """
+        if self._exit is not None:
+            return
         await self.thaw()
         if self._transport.get_returncode() is None:
             self._killed = True
@@ -936,9 +955,13 @@ class ProcessBotProcess(BotProcess):
             # bubblewrap passes a signal death on as exit status 128 + signal number.
             sig = returncode - 128
             via = f" (bubblewrap exit status {returncode})"
+        refused = self._pids_refused()
         if sig is None:
-            return ExitInfo(returncode=returncode)
+            return ExitInfo(
+                returncode=returncode, detail=f"exit code {returncode}{refused}" if refused else ""
+            )
         name = signal.Signals(sig).name if sig in signal.valid_signals() else f"signal {sig}"
+        evidence = f"; {self.cgroup.kill_evidence()}" if self.cgroup is not None else ""
         if sig == signal.SIGKILL and self._killed:
             detail = f"{name}: {REFEREE_KILL}"
         elif sig == signal.SIGKILL and self.cgroup is not None and self.cgroup.oom_kills():
@@ -949,22 +972,34 @@ class ProcessBotProcess(BotProcess):
                     signal=sig,
                     outside_oom=True,
                     detail=f"{name}: killed by the kernel's out-of-memory killer within "
-                    f"its own limit{via}",
+                    f"its own limit{via}{evidence}",
                 )
             return ExitInfo(
                 returncode=returncode,
                 signal=sig,
                 oom_killed=True,
-                detail=f"{name}: killed at the memory limit{via}",
+                detail=f"{name}: killed at the memory limit{via}{evidence}",
             )
         elif sig == signal.SIGKILL and self.cgroup is None:
             # No counter: the kernel's OOM killer and the bot's own SIGKILL look the same.
             detail = f"{name}: {UNCOUNTED_KILL}"
+        elif sig == signal.SIGKILL:
+            # Not the referee's kill, no OOM kill counted: another process (the bot's own,
+            # a root process, whoever shares its uid), the CPU-seconds hard limit.
+            detail = f"{name}: {OUTSIDE_KILL}"
         elif sig in _SIGNAL_REASONS:
             detail = f"{name}: {_SIGNAL_REASONS[signal.Signals(sig)]}"
         else:
             detail = name
-        return ExitInfo(returncode=returncode, signal=sig, detail=detail + via)
+        return ExitInfo(returncode=returncode, signal=sig, detail=detail + via + evidence + refused)
+
+    def _pids_refused(self) -> str:
+        """A note when the bot's process limit refused it a process (``pids.events``)."""
+        hits = self.cgroup.pids_refused() if self.cgroup is not None else 0
+        if not hits:
+            return ""
+        times = "once" if hits == 1 else f"{hits} times"
+        return f" (its process limit refused it a new process {times})"
 
 
 # --------------------------------------------------------------------------- the backend

@@ -396,11 +396,12 @@ def _check_format(path: Path, model: TournamentFile, names: list[str]) -> None:
             "stops when its test decides); compare two versions of a bot with "
             "referee compare NEW OLD"
         )
-    if model.baseline is not None:
-        raise UsageError(
-            f"{path}: baseline: only referee compare uses it (compare two versions of a bot "
-            "with referee compare NEW OLD)"
-        )
+    for key in ("baseline", "compare"):
+        if getattr(model, key) is not None:
+            raise UsageError(
+                f"{path}: {key}: only referee compare uses it (compare two versions of a bot "
+                "with referee compare NEW OLD)"
+            )
     if model.format == "league":
         _check_league(path, model)
         return

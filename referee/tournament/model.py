@@ -35,11 +35,13 @@ __all__ = [
     "MAX_SCHEDULED",
     "AuthorSettings",
     "BotEntry",
+    "CompareSettings",
     "ExecutorSettings",
     "LeagueSettings",
     "Plan",
     "PublishSettings",
     "SandboxSettings",
+    "Statistic",
     "TournamentFile",
     "explain",
     "schedule_size_problem",
@@ -144,6 +146,29 @@ class ExecutorSettings(_Strict):
     security: str | None = Field(default=None, min_length=1, max_length=4096)
 
 
+Statistic = Literal["final-score", "round-score"]
+"""What a compared deal is scored by (:mod:`referee.ranking.statistics`)."""
+
+
+class CompareSettings(_Strict):
+    """``[compare]``: the test a comparison (``format = "compare"``) runs, as ``referee
+    compare`` writes it into its results: the ``statistic`` every deal is scored by and the
+    sequential test's hypotheses and error rates in its units. A file stored before the
+    section existed has none: its comparison is scored by ``final-score``
+    (:func:`CompareSettings.of`)."""
+
+    statistic: Statistic = "final-score"
+    d0: float | None = Field(default=None, ge=-1, le=1, allow_inf_nan=False)
+    d1: float | None = Field(default=None, ge=-1, le=1, allow_inf_nan=False)
+    alpha: float | None = Field(default=None, gt=0, lt=1, allow_inf_nan=False)
+    beta: float | None = Field(default=None, gt=0, lt=1, allow_inf_nan=False)
+
+    @classmethod
+    def of(cls, model: TournamentFile) -> CompareSettings:
+        """The settings of ``model`` (the defaults for a file without the section)."""
+        return model.compare if model.compare is not None else cls()
+
+
 class TournamentFile(_Strict):
     """The tournament file as written, checked key by key."""
 
@@ -165,6 +190,7 @@ class TournamentFile(_Strict):
     baseline: str | None = None
     """``format = "compare"``: the version ``candidate`` is compared with (``referee
     compare`` writes such a file into its results; a tournament file cannot use it)."""
+    compare: CompareSettings | None = None
     matches: int | None = Field(default=None, ge=1, le=100_000)
     ratings: RatingSettings = RatingSettings()
     playoff: PlayoffSettings | None = None
@@ -259,12 +285,12 @@ class Plan:
             model = TournamentFile.model_validate(tomllib.loads(source))
             entrants = tuple(str(name) for name in data["entrants"])
             authors = {str(k): str(v) for k, v in dict(data["authors"]).items()}
+        except ValidationError as exc:  # a ValueError too: explained in the file's words
+            raise UsageError(explain(where, exc)) from None
         except (ValueError, KeyError, TypeError, tomllib.TOMLDecodeError) as exc:
             raise UsageError(
                 f"{where}: the stored tournament plan cannot be read ({exc})"
             ) from None
-        except ValidationError as exc:
-            raise UsageError(explain(where, exc)) from None
         return cls(model, entrants, authors, source)
 
 
@@ -304,6 +330,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "time": TimeControl,
     "sandbox": SandboxSettings,
     "bots": BotEntry,
+    "compare": CompareSettings,
     "ratings": RatingSettings,
     "playoff": PlayoffSettings,
     "league": LeagueSettings,

@@ -41,7 +41,7 @@ from referee.sandbox import BotSpec, bot_sha256, read_bot_files
 from referee.specs import TimeControl
 from referee.text import printable
 from referee.tournament.file import Tournament, toml_string
-from referee.tournament.model import TournamentFile
+from referee.tournament.model import CompareSettings, TournamentFile
 from referee.tournament.scheduler import Duplicate
 
 __all__ = ["COMPARE_NAME", "QUICK_NAME", "compare_tournament", "deals_for", "quick_tournament"]
@@ -200,11 +200,14 @@ def compare_tournament(
     memory_mb: int,
     images: Sequence[str],
     folder: Path,
+    test: CompareSettings | None = None,
 ) -> Tournament:
     """``referee compare``'s tournament: ``new`` against ``old`` on at most ``deals`` paired
     deals, each at a table of ``new`` (or ``old``) and ``table_size - 1`` of the ``field``
     bots (:func:`referee.tournament.scheduler.compare`). ``given`` are the paths as the user
-    named the bots (new, old, then the field); names must be distinct already.
+    named the bots (new, old, then the field); names must be distinct already. ``test`` is
+    written as the file's ``[compare]`` section (none: scored by ``final-score``, the
+    hypotheses the run's).
 
     Raises ``UsageError`` when the rules do not work at this many seats, ``ValueError`` when
     two bots have one name.
@@ -231,6 +234,12 @@ def compare_tournament(
         f"candidate = {toml_string(new.name)}",
         f"baseline = {toml_string(old.name)}",
     ]
+    if test is not None:
+        lines += ["", "[compare]", f"statistic = {toml_string(test.statistic)}"]
+        for key in ("d0", "d1", "alpha", "beta"):
+            value = getattr(test, key)
+            if value is not None:
+                lines.append(f"{key} = {float(value)!r}")
     for bot, path in zip(bots, given, strict=True):
         lines += ["", "[[bots]]", f"path = {toml_string(printable(path))}"]
         lines.append(f"name = {toml_string(bot.name)}")

@@ -96,7 +96,10 @@ from referee.publish.leaderboard import (
 from referee.publish.source import entrant_authors
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater
+from referee.ranking.spoils import spoil, spoiled_counts
+from referee.ranking.sprt import PairedDeals, Sprt, SprtState
 from referee.ranking.standings import RankingInput, Standings, standings
+from referee.ranking.statistics import HYPOTHESES, RoundPlaces, round_places
 from referee.rules import replay
 from referee.rules.engine import SHUFFLE_ID, EngineMemo
 from referee.specs import (
@@ -110,8 +113,9 @@ from referee.specs import (
 from referee.tournament import chain
 from referee.tournament.deals import BeaconDeclaration, deal_seed, redeal_seed
 from referee.tournament.deals import commitment as commitment_of
-from referee.tournament.model import Plan, schedule_size_problem
+from referee.tournament.model import CompareSettings, Plan, schedule_size_problem
 from referee.tournament.replacement import key_generation, live_at, replay_key, replay_spec
+from referee.tournament.rounds import load_rounds
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import DATABASE, ChainLink, DealSecret, MatchStatus, Store
 from referee.validation import describe
@@ -119,6 +123,7 @@ from referee.validation import describe
 __all__ = [
     "MAX_EVIDENCE_BYTES",
     "MAX_LOG_BYTES",
+    "ComparisonVerdict",
     "Evidence",
     "Published",
     "PublishedSite",
@@ -180,10 +185,28 @@ class Verification:
     """What a site's pages show that nothing verifies (the stderr, the times), in words."""
     host_files: list[str] = field(default_factory=list)
     """Files a static host added that the site does not list (``.nojekyll``, ``CNAME``)."""
+    comparison: ComparisonVerdict | None = None
+    """A comparison's verdict, recomputed from the logs with its stored statistic and test."""
+    spoiled: dict[str, int] = field(default_factory=dict)
+    """A comparison's deals spoiled by faults that are not the versions' own, by spoiler
+    (:mod:`referee.ranking.spoils`, the rule the comparison left them out by), from the
+    verified results."""
 
     @property
     def ok(self) -> bool:
         return not self.problems and not self.incomplete
+
+
+@dataclass(frozen=True)
+class ComparisonVerdict:
+    """A comparison's (``format = "compare"``) verdict as the verified logs give it: the
+    stored ``statistic`` and ``test`` (``assumed``: the folder recorded no hypotheses, an
+    old one, so the statistic's defaults were taken) and the test's first decision."""
+
+    statistic: str
+    test: Sprt
+    state: SprtState
+    assumed: bool = False
 
 
 class Unavailable(Exception):
@@ -240,6 +263,10 @@ class Evidence(Protocol):
 
     def log(self, key: str) -> tuple[str, bytes]:
         """The log of ``key``: its file name and bytes; :class:`Unavailable` if none."""
+        ...
+
+    def match_rounds(self) -> dict[str, RoundPlaces]:
+        """The rounds a comparison kept of each match (:mod:`referee.tournament.rounds`)."""
         ...
 
 
@@ -305,6 +332,9 @@ class ResultsFolder:
             return path.name, path.read_bytes()
         except OSError as exc:
             raise Unavailable(f"cannot read {path.name}: {exc.strerror or exc}") from None
+
+    def match_rounds(self) -> dict[str, RoundPlaces]:
+        return load_rounds(self.store)
 
 
 @dataclass(frozen=True)
@@ -376,6 +406,8 @@ class _Check:
         """Each finished match as its log tells it (for the site's leaderboard check)."""
         self.rounds: dict[str, int] = {}
         """How many rounds each finished match's log deals (for the site's pages)."""
+        self.places: dict[str, RoundPlaces] = {}
+        """Each finished match's rounds as its log tells them (for a comparison's verdict)."""
         self.memo = EngineMemo()
         """The engine's memo, shared by every log this verification replays."""
         self.unplayed: list[str] = []
@@ -409,6 +441,8 @@ class _Check:
         self._schedule(plan, specs, statuses)
         matches = source.completed()
         self.found.retired = sum(m.spec.key in self.retired for m in matches)
+        if plan.file.format == "compare":
+            self.found.spoiled = _spoiled(plan, matches)
         if not hidden:  # play-off rounds are planned from every result: all must be known
             self._playoffs(plan, specs, matches)
         attempts = source.deal_attempts()
@@ -428,7 +462,49 @@ class _Check:
         links = source.chain()
         self._chain(links, plan, matches, attempts, secrets, secret_of, digests, given.heads)
         self._retirements(specs, matches)
+        if plan.file.format == "compare":
+            self._comparison(plan, matches, statuses)
         return self.found
+
+    def _comparison(
+        self, plan: Plan, matches: Sequence[StoredMatch], statuses: dict[str, MatchStatus]
+    ) -> None:
+        """The comparison's verdict from the verified logs, with its stored statistic and
+        test (the run's rule: a deal with a match failed for good, one spoiled by a fault
+        that is not the versions' own (:mod:`referee.ranking.spoils`), or one whose log gives
+        no rounds under ``round-score``, is left out); the rounds it kept must be the
+        logs'."""
+        f = plan.file
+        settings = CompareSettings.of(f)
+        for key, kept in sorted(self.source.match_rounds().items()):
+            if key in self.places and kept != self.places[key]:
+                self.problem(f"{key}: the rounds kept for the comparison differ from the log's")
+        stored = (settings.d0, settings.d1, settings.alpha, settings.beta)
+        assumed = any(value is None for value in stored)
+        d0, d1 = HYPOTHESES[settings.statistic]
+        test = Sprt(
+            d0 if settings.d0 is None else settings.d0,
+            d1 if settings.d1 is None else settings.d1,
+            0.05 if settings.alpha is None else settings.alpha,
+            0.05 if settings.beta is None else settings.beta,
+        )
+        assert f.candidate is not None and f.baseline is not None
+        deals = PairedDeals(f.candidate, f.baseline, f.table_size, statistic=settings.statistic)
+        specs = self.source.specs()
+        for key, status in statuses.items():
+            if status == "failed" and key in specs:
+                deals.fail(specs[key].deal)
+        for match in matches:
+            spoil(deals, match)  # a field bot's fault, or a kill on the referee's side
+            places = self.places.get(match.spec.key)
+            if match.spec.key not in self.from_logs or (
+                settings.statistic == "round-score" and places is None
+            ):
+                deals.fail(match.spec.deal)
+                continue
+            deals.add(match, places)
+        state = test.first_decision(deals.observations())
+        self.found.comparison = ComparisonVerdict(settings.statistic, test, state, assumed)
 
     def _matches(
         self,
@@ -460,10 +536,12 @@ class _Check:
                         self.problem(f"{key}: {issue}")
             else:
                 self.found.unrevealed += dealt_by.revealed is None
-                issue, digest, logged, rounds = _check_match(
+                issue, digest, logged, rounds, places = _check_match(
                     match, dealt_by, seed, attempts.get(key, 0), rules, source, self.memo
                 )
                 digests[key] = digest
+                if places is not None:
+                    self.places[key] = places
                 if logged is not None:
                     self.from_logs[key] = logged
                 if rounds is not None:
@@ -1027,25 +1105,30 @@ def _check_match(
     rules: dict[str, Any],
     source: Evidence,
     memo: EngineMemo,
-) -> tuple[str | None, str, StoredMatch | None, int | None]:
+) -> tuple[str | None, str, StoredMatch | None, int | None, RoundPlaces | None]:
     """What is wrong with one stored match (or ``None``), its log's SHA-256, the match as
-    its log tells it and the rounds it deals (``None`` when the log could not be read)."""
+    its log tells it, the rounds it deals and their places (``None`` when the log could not
+    be read)."""
     spec = match.spec
     key = spec.key
     if spec.deal_seed != deal_seed(secret.key, "deal", seed, spec.deal_id):
-        return "its stored deal seed is not the one the secret gives", "", None, None
+        return "its stored deal seed is not the one the secret gives", "", None, None, None
     try:
         name, data = source.log(key)
     except Unavailable as exc:
-        return f"log: {exc}", "", None, None
+        return f"log: {exc}", "", None, None, None
     digest = chain.log_digest(data)
     try:
         lines = parse_log(data, name)
     except UsageError as exc:
-        return f"log: {exc}", digest, None, None
+        return f"log: {exc}", digest, None, None, None
     logged = _logged_match(spec, lines)
     issue = _compare_log(match, secret, seed, attempt, rules, lines, memo)
-    return issue, digest, logged, sum(line.get("type") == "deal" for line in lines)
+    try:
+        places: RoundPlaces | None = None if issue else round_places(lines, len(spec.table))
+    except ValueError:
+        places = None
+    return issue, digest, logged, sum(line.get("type") == "deal" for line in lines), places
 
 
 def _unsealed_log(
@@ -1440,6 +1523,9 @@ class PublishedSite:
             for link in self._chain.links
         ]
 
+    def match_rounds(self) -> dict[str, RoundPlaces]:
+        return {}  # a site publishes no comparison's records beyond its logs
+
     def log(self, key: str) -> tuple[str, bytes]:
         listed = self._logs.get(key)
         if listed is None:
@@ -1553,3 +1639,13 @@ def _first_difference(got: Any, want: Any) -> str:
                 return f" (first at row {i + 1}{f', {label!r}' if label else ''})"
         return f" ({len(got)} rows published, {len(want)} from the logs)"
     return ""
+
+
+def _spoiled(plan: Plan, matches: Sequence[StoredMatch]) -> dict[str, int]:
+    """A comparison's spoiled deals by spoiler, as its run counted them."""
+    f = plan.file
+    assert f.candidate is not None and f.baseline is not None
+    deals = PairedDeals(f.candidate, f.baseline, f.table_size)
+    for match in matches:
+        spoil(deals, match)
+    return spoiled_counts(deals)

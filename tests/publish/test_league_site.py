@@ -100,3 +100,77 @@ def test_every_page_names_the_time_of_the_clock_it_is_published_with(tmp_path: P
     publish_league(load_tournament(path), site, clock=lambda: when)
     pages = [*site.glob("*.html"), *site.glob("bots/*.html"), *site.glob("matches/*.html")]
     assert pages and all(format_time(when) in p.read_text() for p in pages)
+
+
+def test_a_link_planted_in_the_site_is_replaced_never_written_through(tmp_path: Path) -> None:
+    """A page's name made a link to a file outside: publishing again puts a page in the
+    link's place and leaves the file it pointed at as it was."""
+    path = write(tmp_path / "league")
+    play(path, batches=1)
+    site = tmp_path / "site"
+    publish_league(load_tournament(path), site)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the site's\n")
+    index = site / "index.html"
+    index.unlink()
+    index.symlink_to(outside)
+    publish_league(load_tournament(path), site)
+    assert not index.is_symlink() and "<html" in index.read_text()
+    assert outside.read_text() == "not the site's\n"
+
+
+def test_a_subfolder_made_a_link_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    from referee.errors import InfrastructureError
+
+    path = write(tmp_path / "league")
+    play(path, batches=1)
+    site = tmp_path / "site"
+    publish_league(load_tournament(path), site)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for page in (site / "bots").iterdir():
+        page.unlink()
+    (site / "bots").rmdir()
+    (site / "bots").symlink_to(elsewhere)
+    with pytest.raises(InfrastructureError, match="cannot write the site"):
+        publish_league(load_tournament(path), site)
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "tampered",
+    [
+        {"slugs": {"b0": "../../outside", "b1": 5, "b2": "twin", "b3": "twin"}},
+        {"slugs": [1, 2, 3]},
+        {"slugs": {"b0": "UPPER", "b1": "a" * 300}},
+        {"batch": "abc", "records": [1]},
+        {"batch": 10**9},
+        {"batch": -5, "records": "x"},
+    ],
+    ids=[
+        "a path, a number, one slug twice",
+        "a list",
+        "not a slug",
+        "a batch not a number",
+        "a batch past the league's",
+        "a batch below 0",
+    ],
+)
+def test_a_tampered_state_file_gives_every_bot_a_page_of_its_own(
+    tmp_path: Path, tampered: dict[str, object]
+) -> None:
+    path = write(tmp_path / "league")
+    play(path, batches=1)
+    site = tmp_path / "site"
+    publish_league(load_tournament(path), site)
+    state_file = site / "league-site.json"
+    state = json.loads(state_file.read_text())
+    state.update(tampered)
+    state_file.write_text(json.dumps(state))
+    again = publish_league(load_tournament(path), site)
+    assert again.batches[1] == 1
+    assert len(list((site / "matches").glob("*.html"))) == 8
+    written = json.loads(state_file.read_text())["slugs"]
+    assert len(set(written.values())) == len(written) >= len(NAMES)
+    assert all((site / "bots" / f"{slug}.html").is_file() for slug in written.values())
+    assert not (tmp_path / "outside.html").exists()

@@ -20,7 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
+from referee.publish import replaydata
 from referee.publish import site as site_module
+from referee.publish import writer as writer_module
 from referee.publish.paths import match_names
 from referee.publish.reuse import CACHE
 from referee.publish.settings import format_time
@@ -42,7 +44,7 @@ class Made:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.counts: Counter[str] = Counter()
         render = jinja2.Template.render
-        log_script, stderr_script = site_module.log_script, site_module.stderr_script  # type: ignore[attr-defined]
+        log_script, stderr_script = replaydata.log_script, replaydata.stderr_script
 
         def counted_render(template: jinja2.Template, *args: object, **kwargs: object) -> str:
             self.counts[str(template.name)] += 1
@@ -57,8 +59,8 @@ class Made:
             return stderr_script(raw)
 
         monkeypatch.setattr(jinja2.Template, "render", counted_render)
-        monkeypatch.setattr(site_module, "log_script", counted_log)
-        monkeypatch.setattr(site_module, "stderr_script", counted_stderr)
+        monkeypatch.setattr(writer_module, "log_script", counted_log)
+        monkeypatch.setattr(writer_module, "stderr_script", counted_stderr)
 
     def take(self) -> Counter[str]:
         """The counts since the last call."""

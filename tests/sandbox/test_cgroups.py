@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.cli.sandboxes import machine_checks
-from referee.errors import InfrastructureError
+from referee.errors import OUTSIDE_KILL, REFEREE_KILL, InfrastructureError
 from referee.sandbox import make_staging_root
 from referee.sandbox import process as process_module
 from referee.sandbox.base import Limits
@@ -114,6 +114,7 @@ def test_shared_memory_is_killed_at_the_limit(
             assert ended.oom_killed and ended.signal == 9, ended
             assert ended.describe() == "killed at the memory limit"
             assert "killed at the memory limit" in ended.detail
+            assert "oom_kill 1" in ended.detail, "the counter that says who killed it"
             stderr = await bot.stderr.read()
             assert b"SHARED: 128 MiB" not in stderr and b"no limit hit" not in stderr
         finally:
@@ -122,6 +123,28 @@ def test_shared_memory_is_killed_at_the_limit(
         assert_nothing_left(bot, uid)
 
     run(scenario())
+
+
+def test_a_sigkill_from_outside_says_it_was_not_the_referees(
+    support: CgroupSupport, mode: str, staging: Path
+) -> None:
+    """A SIGKILL the referee did not send, with no OOM kill counted, says so, with the
+    counters of the bot's cgroup that rule the memory limit out."""
+
+    async def scenario() -> str:
+        bot = await started(mode, "polite", staging, SMALL)
+        try:
+            await greet(bot)
+            os.kill(bot.pid, 9)
+            ended = await bot.wait(LINE_TIMEOUT_S)
+            assert ended is not None and ended.signal == 9 and not ended.oom_killed
+            return ended.detail
+        finally:
+            await bot.cleanup()
+
+    detail = run(scenario())
+    assert OUTSIDE_KILL in detail and REFEREE_KILL not in detail
+    assert "oom_kill 0" in detail
 
 
 def test_memory_of_the_whole_tree_is_limited(
@@ -372,6 +395,11 @@ def test_v2_group_files(tmp_path: Path) -> None:
     assert (folder / "pids.max").read_text() == "34"
     assert (folder / "cpu.max").read_text() == "150000 100000"
     assert group.oom_kills() == 1
+    (folder / "pids.events").write_text("max 2\n")
+    assert group.pids_refused() == 2
+    assert group.kill_evidence() == (
+        "memory.events max 3, memory.events oom 1, memory.events oom_kill 1, pids.events max 2"
+    )
     argv = group.enter_argv()
     assert argv[-2:] == [str(folder / "cgroup.procs"), "--"]
     (folder / "cgroup.procs").write_text(f"{os.getpid()}\n")

@@ -228,6 +228,30 @@ def test_concurrent_bots_get_distinct_uids(staging: Path) -> None:
     run(scenario())
 
 
+@needs_root
+def test_a_kill_after_cleanup_spares_the_next_bot_of_its_uid(staging: Path) -> None:
+    """A bot's uid goes to the next bot once it is cleaned up: killing the old bot again
+    (kill is idempotent) must not send that next bot a SIGKILL it would read as a crash."""
+    spec = staged(staging, "polite")
+
+    async def scenario() -> None:
+        first = await make_sandbox("plain").start(spec, LIMITS)
+        await greet(first)
+        await first.cleanup()
+        assert first.uid is not None
+        only = range(first.uid, first.uid + 1)
+        second = await ProcessSandbox(bwrap=False, uid_range=only).start(spec, LIMITS)
+        try:
+            assert second.uid == first.uid
+            await greet(second)
+            await first.kill()
+            assert await second.wait(0.3) is None, "the next bot of the uid was killed"
+        finally:
+            await second.cleanup()
+
+    run(scenario())
+
+
 def test_uid_pool_exhaustion_is_an_infrastructure_error(tmp_path: Path) -> None:
     pool = UidPool(range(TEST_UIDS.stop - 1, TEST_UIDS.stop), lock_dir=tmp_path / "locks")
     lease = pool.acquire()

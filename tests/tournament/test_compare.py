@@ -20,15 +20,15 @@ from referee.executors import MatchTask
 from referee.ranking.sprt import MIN_DEALS, PairedDeals, Sprt
 from referee.rules import RuleSet
 from referee.runs.comparison import SprtProgress, run_comparison
-from referee.sandbox import Limits, load_bot
+from referee.sandbox import Limits
 from referee.specs import MatchSpec, StoredMatch, StoredSeat, TimeControl
 from referee.testing import InProcessExecutor, lowest_bot, polite_bot
 from referee.tournament.deals import deal_seed
-from referee.tournament.quick import compare_tournament
 from referee.tournament.scheduler import compare, compare_deal
 from referee.tournament.store import Store
 from referee.verify.audit import verify_results
 
+from .compare_field import compare_field
 from .conftest import write_bot
 
 SECRET = b"c" * 32
@@ -167,24 +167,8 @@ def _comparison(
     batch: int = 3,
     seen: list[SprtProgress] | None = None,
 ) -> Any:
-    folder.mkdir(exist_ok=True)
-    paths = [write_bot(folder, name, "first") for name in ("new", "old", "f1", "f2", "f3")]
-    paths[1].write_text(paths[1].read_text() + "# another version\n")
-    bots = [load_bot(str(path)) for path in paths]
-    tournament = compare_tournament(
-        bots[0],
-        bots[1],
-        bots[2:],
-        [str(p) for p in paths],
-        preset="arschloch",
-        max_rounds=3,
-        table_size=3,
-        deals=max_deals,
-        time_control=TimeControl(),
-        backend="process",
-        memory_mb=512,
-        images=(),
-        folder=folder,
+    tournament = compare_field(
+        folder, ("new", "old", "f1", "f2", "f3"), max_rounds=3, max_deals=max_deals
     )
     handlers = {"new": new, "old": old, "f1": lowest_bot, "f2": polite_bot, "f3": lowest_bot}
     progress = seen if seen is not None else []

@@ -136,6 +136,8 @@ COMMAND = [
     "@random",
     "--max-rounds",
     "1",
+    "--statistic",
+    "final-score",
     "--max-matches",
     "320",
     "--seed",

@@ -347,6 +347,27 @@ def test_what_a_league_file_may_not_say_is_refused(
     assert expected in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ("placement = -1", "league.placement: got -1; allowed: 0 to 100"),
+        ("max_share = 0.5", "league.max_share: got 0.5; allowed: 1 to 1000"),
+        ("fair_share = 0", "league.fair_share: got 0; allowed: above 0, up to 1"),
+        ('window_minutes = "hour"', "league.window_minutes: got 'hour' (text)"),
+        ("batch = 1.5", "league.batch: got 1.5; use a whole number"),
+        ("newcomers = 2", "unknown key 'league.newcomers'"),
+    ],
+)
+def test_odd_league_settings_are_refused_by_name(
+    tmp_path: Path, setting: str, expected: str
+) -> None:
+    path = write(tmp_path, NAMES[:3])
+    path.write_text(path.read_text().replace("placement = 1\n", f"{setting}\n"))
+    with pytest.raises(UsageError) as caught:
+        load_tournament(path)
+    assert expected in str(caught.value)
+
+
 def test_league_keys_are_refused_outside_a_league(tmp_path: Path) -> None:
     path = write(tmp_path, NAMES[:4])
     path.write_text(path.read_text().replace('format = "league"', 'format = "round-robin"'))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from bench import league_bench
+from referee.tournament.model import LeagueSettings
 
 
 def test_bradley_terry_orders_by_wins_and_warm_starts_to_the_same_fit() -> None:
@@ -46,13 +47,44 @@ def test_oracle_tables_are_disjoint_seat_the_least_played_and_stay_near_in_the_t
 
 
 def test_the_simulation_runs_every_arm_and_reads_every_order(capsys) -> None:
-    ok = league_bench.simulation(16, 1, 6, 1, check=2.0)
+    scenario = league_bench.Scenario(newcomers=1, join=2.0)
+    ok = league_bench.simulation(16, 1, 6, 1, check=2.0, scenario=scenario)
     out = capsys.readouterr().out
     assert not ok  # a tiny budget reaches no tau of 0.9
     for how in league_bench.ORDERS:
         for arm in league_bench.ARMS:
             assert f"seed 0, {how}, {league_bench.ARM_LABELS[arm]}: at " in out
-    assert "NOT MEASURED (budget)" in out or "MISSED" in out
+    for target in ("(a) matchmaking", "(b) matchmaking", "(c) matchmaking"):
+        assert target in out
+    assert "(c) matchmaking" in out and "NOT MEASURED" in out
+
+
+def test_a_newcomer_s_median_error_counts_only_once_it_holds() -> None:
+    curve = league_bench.median_curve([[0.5, 0.05, 0.3, 0.05, 0.05], [0.4, 0.2, 0.1, 0.0]])
+    assert curve == [0.45, 0.125, 0.2, 0.025, 0.05]  # the last: one series followed that long
+    assert league_bench.batches_to(curve, 0.1, hold=1) == 4  # the dip at batch 2 is not held
+    assert league_bench.batches_to(curve, 0.01, hold=1) is None
+
+
+def test_newcomers_arrive_apart_seated_as_they_join_and_the_cut_is_counted() -> None:
+    rates = league_bench.field_of(16, 0)
+    fresh = league_bench.newcomers_of(16, 2, 0)
+    assert sorted(fresh) == ["q000", "q001"] and all(0 <= r <= 1 for r in fresh.values())
+    arrivals = league_bench.arrivals_of(rates, fresh, 2.0)
+    assert arrivals["q001"] - arrivals["q000"] == league_bench.STAGGER
+    league = league_bench.League(
+        {**rates, **fresh},
+        "matchmaking",
+        0,
+        settings=LeagueSettings(batch=3),
+        arrivals={"q000": 1},
+    )
+    league.play_batch(workers=1)
+    assert "q000" not in league.ratings and league.errors == {}
+    league.play_batch(workers=1)  # it joins and is placed at once
+    assert league.standings["q000"].matches == 4 and len(league.errors["q000"]) == 1
+    run = league_bench.Run(shares=[(1.0, 1.0), (0.5, 1.0)])
+    assert run.cut(1) == 0.0 and run.cut(2) == 0.25
 
 
 def test_the_bound_s_information_and_a_surrogate_design() -> None:

@@ -137,6 +137,48 @@ def test_an_entrant_over_its_cap_is_left_out() -> None:
     assert len(plan.tables) == 2  # 11 eligible entrants fill two tables of 4
 
 
+def test_a_newcomer_is_seated_in_its_first_batches_up_to_its_cap_and_no_further() -> None:
+    """A newcomer joining a placed field, batches planned a window's tenth apart: it plays
+    its placement tables in its first batches, then is drawn again and again (its sigma is
+    the highest) until the cap on hogging holds it back; the same run plans the same."""
+
+    def run() -> list[tuple[tuple[str, ...], ...]]:
+        rng = random.Random(4)
+        standings = {s.label: s for s in field(40)}
+        standings["new"] = Standing("new", 25.0, 25 / 3, last_batch=5)
+        knobs = LeagueSettings(batch=4, max_share=2.0)
+        planned: list[dict[str, int]] = []
+        seated = []
+        for batch in range(6, 26):
+            window = planned[-10:]  # the window holds the last 10 batches
+            counts = {label: sum(b.get(label, 0) for b in window) for label in standings}
+            state = LeagueState(
+                batch,
+                tuple(replace(s, recent=counts[s.label]) for s in standings.values()),
+                sum(counts.values()),
+            )
+            cap = hog_cap(state.standings, state.window_seats, knobs, 4)
+            plan = plan_batch(state, knobs, table_size=4, seed=3)
+            this: dict[str, int] = {}
+            for table in plan.tables:
+                for label in table.labels:
+                    assert counts[label] + 4 <= cap + 1e-9
+                    this[label] = 4
+                    standings[label] = _rated(
+                        rng, standings[label], batch, label in plan.placement, 4
+                    )
+            planned.append(this)
+            seated.append(tuple(t.labels for t in plan.tables))
+        return seated
+
+    seated = run()
+    mine = [any("new" in t for t in tables) for tables in seated]
+    assert all(mine[:4])  # three placement tables, then drawn as the most uncertain
+    assert not all(mine)  # the cap holds it back at times
+    assert sum(mine) >= len(mine) // 2  # still above its share: 16 seats for 41 entrants
+    assert run() == seated
+
+
 def test_the_bounds_are_what_the_docs_say() -> None:
     knobs = LeagueSettings()
     assert table_count(1000, knobs, 4) == 32 and fair_tables(32, knobs) == 8

@@ -96,6 +96,11 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
             'format: "compare" is what referee compare writes into its results',
         ),
         ("deals = 1", 'deals = 1\nbaseline = "x"', "baseline: only referee compare uses it"),
+        (
+            "deals = 1",
+            'deals = 1\ncompare = { statistic = "round-score" }',
+            "compare: only referee compare uses it",
+        ),
         (f"{MARKER}-b.py", "missing.py", "bots[1]: bot not found"),
         (
             f'path = "bots/{MARKER}-c.py"',
