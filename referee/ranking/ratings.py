@@ -23,7 +23,10 @@ The environment is an explicit object (never ``trueskill.setup()``), so two lead
 never share state. Entrants are ordered by the conservative estimate ``mu - 3 * sigma`` while
 every match is a scheduled one, and by ``mu`` once play-offs have been played
 (:func:`rank_rule`); entrants with no match yet (a gauntlet's undrawn opponents) are unrated
-and come last.
+and come last. The rule after play-offs is the tournament's, as its stored plan records it
+(:data:`referee.specs.RANK_AFTER_PLAYOFFS`): a folder stored before the rule was recorded was
+played, planned and published by ``mu - 3 sigma`` throughout, and keeps it, so that
+``referee verify`` and a resumed run order it as it was ordered.
 
 **Why ``mu`` after play-offs.** A schedule that seats every entrant equally often leaves the
 sigmas about equal, and ``- 3 sigma`` then moves every entrant alike: the order is the order
@@ -43,11 +46,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import trueskill
 
-from referee.specs import RatingSettings, StoredMatch, playoff_round
+from referee.specs import (
+    RANK_AFTER_PLAYOFFS,
+    RankRule,
+    RatingSettings,
+    StoredMatch,
+    playoff_round,
+)
 
 if TYPE_CHECKING:
     from referee.rules import ResolvedRules
@@ -88,14 +97,14 @@ def replay_order(key: str) -> tuple[int, str]:
     return (-1 if round_no is None else round_no), key
 
 
-RankRule = Literal["conservative", "mu"]
-"""What the leaderboard ranks by: ``conservative`` (``mu - 3 sigma``) or ``mu``."""
-
-
-def rank_rule(matches: Iterable[StoredMatch]) -> RankRule:
-    """``mu`` when any of ``matches`` is a play-off match, else ``conservative`` (see the
-    module docstring: play-offs make the match counts, and so the sigmas, unequal)."""
-    return "mu" if any(playoff_round(m.spec.key) is not None for m in matches) else "conservative"
+def rank_rule(
+    matches: Iterable[StoredMatch], after_playoffs: RankRule = RANK_AFTER_PLAYOFFS
+) -> RankRule:
+    """``after_playoffs`` (the tournament's recorded rule, ``mu`` for a new one) when any of
+    ``matches`` is a play-off match, else ``conservative`` (see the module docstring:
+    play-offs make the match counts, and so the sigmas, unequal)."""
+    played_off = any(playoff_round(m.spec.key) is not None for m in matches)
+    return after_playoffs if played_off else "conservative"
 
 
 def rank_key(rule: RankRule) -> Callable[[EntrantRating], tuple[bool, float, float, str]]:
@@ -230,11 +239,13 @@ class Rater:
         entrants: Sequence[str],
         *,
         env: trueskill.TrueSkill | None = None,
+        after_playoffs: RankRule = RANK_AFTER_PLAYOFFS,
     ) -> list[EntrantRating]:
         """The same as :func:`rate` (without ``observe``), from the last replay if it may."""
         env = env or make_environment()
         ordered = _replayed(matches)
-        return _records(ordered, entrants, env, self._final_ratings(ordered, entrants, env))
+        final = self._final_ratings(ordered, entrants, env)
+        return _records(ordered, entrants, env, final, rank_rule(ordered, after_playoffs))
 
     def _final_ratings(
         self, ordered: Sequence[StoredMatch], entrants: Sequence[str], env: trueskill.TrueSkill
@@ -267,14 +278,16 @@ def rate(
     *,
     env: trueskill.TrueSkill | None = None,
     observe: Callable[[StoredMatch, Mapping[str, trueskill.Rating]], None] | None = None,
+    after_playoffs: RankRule = RANK_AFTER_PLAYOFFS,
 ) -> list[EntrantRating]:
     """Ratings of ``entrants`` (plus anyone else seated in ``matches``): rated best first,
     then the unrated by name.
 
     Matches are replayed in :func:`replay_order` here, from the start on every call, so
     neither the caller's order nor an earlier call ever matters (a :class:`Rater` goes on
-    from its last replay instead). The order is :func:`rank_rule`'s of ``matches``, ties
-    broken as :func:`rank_key` says. ``observe(match, ratings)`` is called after each match
+    from its last replay instead). The order is :func:`rank_rule`'s of ``matches`` (with
+    ``after_playoffs``, the tournament's recorded rule), ties broken as :func:`rank_key`
+    says. ``observe(match, ratings)`` is called after each match
     (the rating history is drawn from the same replay: TrueSkill is most of the cost of a
     leaderboard).
     """
@@ -285,7 +298,7 @@ def rate(
         final = ratings
         if observe is not None:
             observe(match, ratings)
-    return _records(ordered, entrants, env, final)
+    return _records(ordered, entrants, env, final, rank_rule(ordered, after_playoffs))
 
 
 def _records(
@@ -293,9 +306,10 @@ def _records(
     entrants: Sequence[str],
     env: trueskill.TrueSkill,
     final: Mapping[str, trueskill.Rating],
+    rule: RankRule,
 ) -> list[EntrantRating]:
-    """Each entrant's rating (from ``final``) and record over ``ordered``, in the order of
-    :func:`rank_rule` of ``ordered``."""
+    """Each entrant's rating (from ``final``) and record over ``ordered``, ordered by
+    ``rule`` (:func:`rank_key`)."""
     stats: dict[str, EntrantRating] = {}
 
     def entry(name: str) -> EntrantRating:
@@ -321,4 +335,4 @@ def _records(
             record.mu = final[name].mu
             record.sigma = final[name].sigma
         record.faults = dict(sorted(record.faults.items()))
-    return sorted(stats.values(), key=rank_key(rank_rule(ordered)))
+    return sorted(stats.values(), key=rank_key(rule))

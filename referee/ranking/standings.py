@@ -48,6 +48,7 @@ from referee.ranking.ratings import EntrantRating, RankRule, make_environment, r
 from referee.rules import ResolvedRules
 from referee.specs import (
     PLAYOFF_PREFIX,
+    RANK_AFTER_PLAYOFFS,
     PlayoffSettings,
     RatingSettings,
     StoredMatch,
@@ -78,7 +79,9 @@ class RankingInput:
     decide the default draw probability; ``playoff`` and ``table_size`` say whether more
     play-offs are due; ``authors`` (entrant to author, where known) go into the collusion
     check's rows; ``fingerprints`` (entrant to the SHA-256 of its files) name
-    byte-identical entrants, which the play-offs never separate.
+    byte-identical entrants, which the play-offs never separate; ``after_playoffs`` is the
+    rank once play-offs were played, as the tournament's plan records it
+    (:meth:`referee.tournament.model.Plan.playoff_rank`).
     """
 
     matches: tuple[StoredMatch, ...]
@@ -89,6 +92,7 @@ class RankingInput:
     table_size: int | None = None
     authors: Mapping[str, str] = field(default_factory=dict)
     fingerprints: Mapping[str, str] = field(default_factory=dict)
+    after_playoffs: RankRule = RANK_AFTER_PLAYOFFS
 
 
 @dataclass(frozen=True)
@@ -251,7 +255,13 @@ def rate_part(given: RankingInput) -> Rated:
     rating = given.ratings
     history = RatingHistory(rating, given.rules)
     env = make_environment(rating, given.rules)
-    rated = rate(given.matches, given.entrants, env=env, observe=history)
+    rated = rate(
+        given.matches,
+        given.entrants,
+        env=env,
+        observe=history,
+        after_playoffs=given.after_playoffs,
+    )
     order = [r.name for r in rated if r.rated]
     pairs = adjacent_confidences(order, deal_scores(given.matches), resamples=rating.resamples)
     collusion = collusion_check(given.matches, order=given.entrants, authors=given.authors)
@@ -313,7 +323,7 @@ def standings(
         history=rated.history,
         playoff=playoff,
         twins=tuple(identical_groups({n: prints.get(n, "") for n in given.entrants})),
-        ranked_by=rank_rule(given.matches),
+        ranked_by=rank_rule(given.matches, given.after_playoffs),
     )
 
 
