@@ -32,7 +32,10 @@ How far each row goes is the format's :class:`Plan`. The issue's target: (c) rea
   score difference between true neighbours, each against fresh cards;
 * **twins**: a round robin with two copies of one rung (one policy, each with its own
   random draws) must not tell them apart: their score intervals overlap, each one's mean
-  lies in the other's interval, and their order is not significant either way.
+  lies in the other's interval, and their order is not significant either way;
+* **after**: the rank after play-offs, ``mu - 3 sigma`` against ``mu`` against a
+  Plackett-Luce fit, on a model field of 16 bots over ``--after-seeds`` seeds
+  (:mod:`bench.ranking_after`); printed once, after the formats.
 
 Every schedule, deal and decision is seeded: the same ``--seeds`` give the same figures on
 any machine (the worker count only changes the speed). ``--seeds 16`` made docs/performance.md's.
@@ -53,6 +56,7 @@ from typing import Any
 
 from bench.ladder import DEFAULT_FORMAT, FORMATS, LADDER, TABLE_SIZE, play_all
 from bench.ladder_truth import load_truth
+from bench.ranking_after import run_after
 from referee.ranking.intervals import deal_scores, order_confidence, score_intervals
 from referee.ranking.playoff import plan_round
 from referee.ranking.ratings import Rater, make_environment, rate
@@ -634,9 +638,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--rows",
-        default="a,b,c,b2,c2,dup",
-        help="the ways of playing to measure, comma-separated, and dup for what duplicate "
-        "deals cancel (default: all)",
+        default="a,b,c,b2,c2,dup,after",
+        help="the ways of playing to measure, comma-separated, dup for what duplicate "
+        "deals cancel, and after for the rank after play-offs (default: all)",
+    )
+    parser.add_argument(
+        "--after-seeds",
+        type=int,
+        default=64,
+        help="seeds of the rank-after-play-offs row (default: 64)",
     )
     parser.add_argument(
         "--start-deals",
@@ -652,13 +662,16 @@ def main(argv: list[str] | None = None) -> int:
         help="how the round robins share deals (default: tables, the referee's default)",
     )
     args = parser.parse_args(argv)
+    rows = tuple(args.rows.split(","))
     formats = list(FORMATS) if args.format == "both" else [args.format]
+    if not set(rows) - {"after"}:
+        formats = []  # the row after play-offs alone
     for i, fmt in enumerate(formats):
         results = run(
             args.seeds,
             args.workers,
             fmt=fmt,
-            rows=tuple(args.rows.split(",")),
+            rows=rows,
             start_deals=args.start_deals,
             with_twins=not args.no_twins,
             progress=lambda line: print("  " + line, file=sys.stderr),
@@ -667,6 +680,11 @@ def main(argv: list[str] | None = None) -> int:
         if i:
             print()
         print("\n".join(results.lines()), flush=True)
+    if "after" in rows:
+        if formats:
+            print()
+        after = run_after(args.after_seeds, lambda line: print("  " + line, file=sys.stderr))
+        print("\n".join(after.lines()), flush=True)
     return 0
 
 

@@ -14,14 +14,16 @@ the same types without importing each other.
   :class:`StoredSeat`: a finished match as the store gives it to ratings and publishing;
   :class:`StoredFault`: a fault with its evidence, for the published pages.
 * :class:`RatingSettings` (``[ratings]``) and :class:`PlayoffSettings` (``playoff``): the
-  tournament file's settings for the ranking.
+  tournament file's settings for the ranking; :data:`RankRule`: what a leaderboard ranks
+  by, and :data:`RANK_AFTER_PLAYOFFS`, the rule a new tournament records for the rank after
+  play-offs (:data:`RANK_NOT_RECORDED` where an old folder records none).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -30,10 +32,13 @@ __all__ = [
     "DRAW_PROBABILITY",
     "IMAGE_NAME",
     "PLAYOFF_PREFIX",
+    "RANK_AFTER_PLAYOFFS",
+    "RANK_NOT_RECORDED",
     "SANDBOX_NAMES",
     "EntrantRecord",
     "MatchSpec",
     "PlayoffSettings",
+    "RankRule",
     "RatingSettings",
     "Replacement",
     "StoredFault",
@@ -267,6 +272,19 @@ class RatingSettings(BaseModel):
         if tie_break == "last_round":
             return 0.0
         return DRAW_PROBABILITY
+
+
+RankRule = Literal["conservative", "mu"]
+"""What a leaderboard ranks by: ``conservative`` (TrueSkill's ``mu - 3 sigma``) or ``mu``
+(:func:`referee.ranking.ratings.rank_rule` says when, and its module why)."""
+
+RANK_AFTER_PLAYOFFS: Final[RankRule] = "mu"
+"""The rank once a play-off match has been played, as a new tournament records it in its
+plan (:class:`referee.tournament.model.Plan`)."""
+
+RANK_NOT_RECORDED: Final[RankRule] = "conservative"
+"""The rank after play-offs of a folder whose plan records none: stored before the rule was
+recorded, it was played off, published and chained by ``mu - 3 sigma``, and keeps it."""
 
 
 class PlayoffSettings(BaseModel):

@@ -67,7 +67,8 @@ FORMAT: Final = 3
 """The version of these files' shapes: a later referee that changes them says so. 2: a
 secret's declared beacon (``beacon_source``, ``beacon_form``), and plan links in the chain;
 3: replaced entrants (``replacements`` in the plan, each match's ``generation`` and
-``retired``)."""
+``retired``), and later the plan's ``rank_after_playoffs`` (optional: a site published
+before it has none, and reads as a plan that records none)."""
 
 
 class _Shape(BaseModel):
@@ -96,7 +97,9 @@ class PublishedReplacement(_Shape):
 
 class PublishedPlan(_Shape):
     """``plan.json``: :class:`referee.tournament.model.Plan`, the entrants' records, and the
-    replacements made, in order."""
+    replacements made, in order. ``rank_after_playoffs`` is the plan's recorded rank after
+    play-offs (``null``, or absent in a site published before it was recorded: a plan that
+    records none, ranked by ``mu - 3 sigma``)."""
 
     format: Literal[3]
     file: str
@@ -104,6 +107,7 @@ class PublishedPlan(_Shape):
     authors: dict[str, str]
     records: list[PublishedEntrant]
     replacements: list[PublishedReplacement]
+    rank_after_playoffs: Literal["conservative", "mu"] | None = None
 
 
 class PublishedSecret(_Shape):
@@ -227,6 +231,7 @@ def verification_files(
             )
             for r in results.replacements
         ],
+        rank_after_playoffs=plan.rank_after_playoffs if plan else None,
     )
     deals_doc = Deals(
         format=FORMAT,

@@ -3,7 +3,8 @@ JSON and CSV.
 
 The ranking is the standings' (:mod:`referee.ranking.standings`), computed there; this
 module adds what no ranking decides, and renders. Each rated entry carries its TrueSkill
-rating (the rank is by ``mu - 3 sigma``), its mean normalised finishing score with a
+rating (the rank is by ``mu - 3 sigma``, or by ``mu`` once play-offs were played: every
+format says which, :func:`rank_text`), its mean normalised finishing score with a
 bootstrap interval (:mod:`referee.ranking.intervals`), and **over next**: how sure it is,
 from the deals both played, that it does better than the next entry (:class:`OverNext`,
 whose docstring says why that figure and not TrueSkill's, and how every format words it).
@@ -63,6 +64,7 @@ from referee.ranking.standings import (
     LeaderboardEntry,
     OverNext,
     PlayoffSummary,
+    RankRule,
     Standings,
 )
 from referee.specs import Replacement
@@ -75,6 +77,7 @@ __all__ = [
     "OverNext",
     "PlayoffSummary",
     "RetiredVersion",
+    "rank_text",
     "render",
     "retired_versions",
     "to_csv",
@@ -204,6 +207,11 @@ class Leaderboard:
         return self.standings.playoff
 
     @property
+    def ranked_by(self) -> RankRule:
+        """What the entries are ordered by (:func:`referee.ranking.ratings.rank_rule`)."""
+        return self.standings.ranked_by
+
+    @property
     def collusion(self) -> CollusionCheck:
         """The collusion check of every pair that met (:mod:`referee.ranking.collusion`)."""
         return self.standings.collusion
@@ -215,7 +223,7 @@ class Leaderboard:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape: tournament, rules, settings, matches, confidence, deals, playoff,
-        entries, unrated, twins, replaced, notes, collusion, reply_times (by bot, in rank
+        ranked_by, entries, unrated, twins, replaced, notes, collusion, reply_times (by bot, in rank
         order)."""
         playoff = None
         if self.playoff is not None:
@@ -244,6 +252,7 @@ class Leaderboard:
                 for d in self.deals
             ],
             "playoff": playoff,
+            "ranked_by": self.ranked_by,
             "entries": [_entry_dict(e) for e in self.entries],
             "unrated": list(self.unrated),
             "twins": [list(group) for group in self.twins],
@@ -308,11 +317,22 @@ def _deals_text(board: Leaderboard, shown: Callable[[str], str] = str) -> str:
     return "Deals: " + "; ".join(parts) + " (check them with `referee verify`)."
 
 
+def rank_text(ranked_by: RankRule) -> str:
+    """What the rank is, as every format says it."""
+    if ranked_by == "mu":
+        return (
+            "Rank: TrueSkill mu over every match, opponents weighed (after play-offs the "
+            "rank is by mu, not by the score mu - 3 sigma, which would favour the bots the "
+            "play-offs seated more often)."
+        )
+    return "Rank: TrueSkill score, mu - 3 sigma over every match, opponents weighed."
+
+
 def how_to_read(board: Leaderboard) -> str:
     """The one line under the table of every format: which figure comes from what."""
     level = f"{board.confidence * 100:g} %"
     return (
-        "Rank: TrueSkill, mu - 3 sigma over every match, opponents weighed. Over next: "
+        f"{rank_text(board.ranked_by)} Over next: "
         "how sure it is, on the deals both bots played (same cards, every seat), that this "
         f"bot does better than the next; ≈ below {level}, “next ahead” where those deals "
         f"favour the next bot, “too few deals (N of {MIN_SHARED_DEALS})” where the two "

@@ -25,7 +25,14 @@ from referee.publish.settings import BotRecord, TournamentSettings
 from referee.publish.stats import reply_stats
 from referee.ranking.standings import RankingInput, Standings, standings
 from referee.results import ReplyTimes
-from referee.specs import EntrantRecord, MatchSpec, Replacement, StoredFault, StoredMatch
+from referee.specs import (
+    RANK_NOT_RECORDED,
+    EntrantRecord,
+    MatchSpec,
+    Replacement,
+    StoredFault,
+    StoredMatch,
+)
 from referee.tournament.deals import BeaconDeclaration
 from referee.tournament.model import Plan
 from referee.tournament.store import DATABASE, ChainLink, MatchRecord, Store
@@ -239,10 +246,13 @@ def load_results(
 
 def ranking_input(results: StoredTournament) -> RankingInput:
     """What the standings of ``results`` are computed from: its counting matches, its
-    entrants in file order, the tournament's ``[ratings]`` and ``[playoff]``, the authors
-    and the fingerprints of the files."""
+    entrants in file order, the tournament's ``[ratings]`` and ``[playoff]``, the authors,
+    the fingerprints of the files and the rank after play-offs its stored plan records
+    (:meth:`~referee.tournament.model.Plan.playoff_rank`: ``mu - 3 sigma`` for a folder
+    stored before the rule was recorded, and for one without a plan)."""
     t = results.tournament
     f = t.file
+    plan = results.plan
     return RankingInput(
         matches=results.matches,
         entrants=tuple(t.entrants),
@@ -252,6 +262,7 @@ def ranking_input(results: StoredTournament) -> RankingInput:
         table_size=f.table_size,
         authors=entrant_authors(results.entrants),
         fingerprints=entrant_fingerprints(t, results.entrants),
+        after_playoffs=RANK_NOT_RECORDED if plan is None else plan.playoff_rank(),
     )
 
 

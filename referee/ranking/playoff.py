@@ -42,8 +42,10 @@ from referee.ranking.intervals import OrderConfidence, adjacent_confidences, dea
 from referee.ranking.ratings import Rater, make_environment, rate
 from referee.specs import (
     PLAYOFF_PREFIX,
+    RANK_AFTER_PLAYOFFS,
     MatchSpec,
     PlayoffSettings,
+    RankRule,
     RatingSettings,
     StoredMatch,
     deal_key,
@@ -93,9 +95,12 @@ def uncertain_pairs(
     fingerprints: Mapping[str, str] | None = None,
     *,
     rater: Rater | None = None,
+    after_playoffs: RankRule = RANK_AFTER_PLAYOFFS,
 ) -> tuple[list[str], list[OrderConfidence]]:
     """The leaderboard order (rated bots) and the adjacent pairs of its top not yet sure.
 
+    The order is the leaderboard's, under the tournament's recorded rule ``after_playoffs``
+    once play-off matches are among ``matches`` (:func:`referee.ranking.ratings.rank_rule`).
     With ``rater`` (the play-off loop's own) the ratings go on from its last replay; the
     order is the same either way. A pair of byte-identical entrants (the same
     ``fingerprints``, entrant to SHA-256 of its files) is never uncertain: no number of
@@ -103,7 +108,9 @@ def uncertain_pairs(
     whole budget on nothing.
     """
     env = make_environment(ratings, rules)
-    rated = (rater.rate if rater is not None else rate)(matches, entrants, env=env)
+    rated = (rater.rate if rater is not None else rate)(
+        matches, entrants, env=env, after_playoffs=after_playoffs
+    )
     order = [r.name for r in rated if r.rated]
     top = order[: settings.top]
     pairs = adjacent_confidences(top, deal_scores(matches), resamples=ratings.resamples)
@@ -138,6 +145,7 @@ def plan_round(
     authors: Mapping[str, str] | None = None,
     rater: Rater | None = None,
     fingerprints: Mapping[str, str] | None = None,
+    after_playoffs: RankRule = RANK_AFTER_PLAYOFFS,
 ) -> PlayoffPlan:
     """Plan play-off round ``round_no`` from the finished ``matches``.
 
@@ -148,11 +156,20 @@ def plan_round(
     loop's own :class:`~referee.ranking.ratings.Rater`, kept from round to round so that
     each round rates only the results new since the last (without one, every round
     replays every result; the plan is the same). ``fingerprints`` (entrant to SHA-256)
-    name byte-identical entrants, whose pair is never played off.
+    name byte-identical entrants, whose pair is never played off. ``after_playoffs`` is the
+    tournament's recorded rank after play-offs (:func:`uncertain_pairs`): the tables are
+    seated by the leaderboard's order.
     """
     spent = sum(spec.key.startswith(PLAYOFF_PREFIX) for spec in specs)
     order, uncertain = uncertain_pairs(
-        matches, entrants, settings, ratings, rules, fingerprints, rater=rater
+        matches,
+        entrants,
+        settings,
+        ratings,
+        rules,
+        fingerprints,
+        rater=rater,
+        after_playoffs=after_playoffs,
     )
     if not uncertain:
         return PlayoffPlan(round_no, "settled", (), (), spent)

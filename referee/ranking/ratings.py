@@ -20,8 +20,26 @@ The environment is tuned for bots, which do not change during a tournament
   bot forfeited is a draw, with no first place for anyone.
 
 The environment is an explicit object (never ``trueskill.setup()``), so two leaderboards can
-never share state. Entrants are ordered by the conservative estimate ``mu - 3 * sigma``;
-entrants with no match yet (a gauntlet's undrawn opponents) are unrated and come last.
+never share state. Entrants are ordered by the conservative estimate ``mu - 3 * sigma`` while
+every match is a scheduled one, and by ``mu`` once play-offs have been played
+(:func:`rank_rule`); entrants with no match yet (a gauntlet's undrawn opponents) are unrated
+and come last. The rule after play-offs is the tournament's, as its stored plan records it
+(:data:`referee.specs.RANK_AFTER_PLAYOFFS`): a folder stored before the rule was recorded was
+played, planned and published by ``mu - 3 sigma`` throughout, and keeps it, so that
+``referee verify`` and a resumed run order it as it was ordered.
+
+**Why ``mu`` after play-offs.** A schedule that seats every entrant equally often leaves the
+sigmas about equal, and ``- 3 sigma`` then moves every entrant alike: the order is the order
+of ``mu``, with a caution against an entrant that played little. Play-offs seat the uncertain
+neighbours many more times than the rest, so their sigmas shrink and ``- 3 sigma`` rewards
+having been played off rather than having played well: it can rank a neighbour with the
+lower ``mu`` above the one with the higher, by about the very gap the play-offs were there to
+resolve. ``mu`` is TrueSkill's estimate of skill from every result, the opponents weighed;
+with ``tau = 0`` it does not drift, so it is the fair order once match counts differ. A
+Bradley-Terry (Plackett-Luce) fit of every result was measured against it on the ranking
+benchmark (``python -m bench.ranking_bench --rows after``, ``docs/performance.md``) and kept
+out: it orders the pairs no better, and ``mu`` keeps one rating model for the leaderboard,
+the play-off planner, the history and ``referee verify``.
 """
 
 from __future__ import annotations
@@ -32,15 +50,24 @@ from typing import TYPE_CHECKING
 
 import trueskill
 
-from referee.specs import RatingSettings, StoredMatch, playoff_round
+from referee.specs import (
+    RANK_AFTER_PLAYOFFS,
+    RankRule,
+    RatingSettings,
+    StoredMatch,
+    playoff_round,
+)
 
 if TYPE_CHECKING:
     from referee.rules import ResolvedRules
 
 __all__ = [
     "EntrantRating",
+    "RankRule",
     "Rater",
     "make_environment",
+    "rank_key",
+    "rank_rule",
     "rate",
     "rating_places",
     "rating_steps",
@@ -68,6 +95,25 @@ def replay_order(key: str) -> tuple[int, str]:
     """The canonical rating order: scheduled matches by key, then play-offs by round."""
     round_no = playoff_round(key)
     return (-1 if round_no is None else round_no), key
+
+
+def rank_rule(
+    matches: Iterable[StoredMatch], after_playoffs: RankRule = RANK_AFTER_PLAYOFFS
+) -> RankRule:
+    """``after_playoffs`` (the tournament's recorded rule, ``mu`` for a new one) when any of
+    ``matches`` is a play-off match, else ``conservative`` (see the module docstring:
+    play-offs make the match counts, and so the sigmas, unequal)."""
+    played_off = any(playoff_round(m.spec.key) is not None for m in matches)
+    return after_playoffs if played_off else "conservative"
+
+
+def rank_key(rule: RankRule) -> Callable[[EntrantRating], tuple[bool, float, float, str]]:
+    """The sort key of ``rule``: rated first, then by the rule's estimate, highest first;
+    ties broken by the other estimate (under ``mu``, the surer rating first), then by name,
+    so that the order is total."""
+    if rule == "mu":
+        return lambda r: (not r.rated, -r.mu, -r.score, r.name)
+    return lambda r: (not r.rated, -r.score, -r.mu, r.name)
 
 
 def rating_places(match: StoredMatch) -> list[tuple[str, int]]:
@@ -98,7 +144,8 @@ class EntrantRating:
 
     @property
     def score(self) -> float:
-        """The conservative skill estimate ``mu - 3 sigma`` the leaderboard ranks by."""
+        """The conservative skill estimate ``mu - 3 sigma`` (the leaderboard ranks by it
+        before play-offs, :func:`rank_rule`)."""
         return self.mu - 3 * self.sigma
 
     @property
@@ -192,11 +239,13 @@ class Rater:
         entrants: Sequence[str],
         *,
         env: trueskill.TrueSkill | None = None,
+        after_playoffs: RankRule = RANK_AFTER_PLAYOFFS,
     ) -> list[EntrantRating]:
         """The same as :func:`rate` (without ``observe``), from the last replay if it may."""
         env = env or make_environment()
         ordered = _replayed(matches)
-        return _records(ordered, entrants, env, self._final_ratings(ordered, entrants, env))
+        final = self._final_ratings(ordered, entrants, env)
+        return _records(ordered, entrants, env, final, rank_rule(ordered, after_playoffs))
 
     def _final_ratings(
         self, ordered: Sequence[StoredMatch], entrants: Sequence[str], env: trueskill.TrueSkill
@@ -229,14 +278,16 @@ def rate(
     *,
     env: trueskill.TrueSkill | None = None,
     observe: Callable[[StoredMatch, Mapping[str, trueskill.Rating]], None] | None = None,
+    after_playoffs: RankRule = RANK_AFTER_PLAYOFFS,
 ) -> list[EntrantRating]:
     """Ratings of ``entrants`` (plus anyone else seated in ``matches``): rated best first,
     then the unrated by name.
 
     Matches are replayed in :func:`replay_order` here, from the start on every call, so
     neither the caller's order nor an earlier call ever matters (a :class:`Rater` goes on
-    from its last replay instead). Ties in the conservative score are broken by mu, then by
-    name, to keep the order total. ``observe(match, ratings)`` is called after each match
+    from its last replay instead). The order is :func:`rank_rule`'s of ``matches`` (with
+    ``after_playoffs``, the tournament's recorded rule), ties broken as :func:`rank_key`
+    says. ``observe(match, ratings)`` is called after each match
     (the rating history is drawn from the same replay: TrueSkill is most of the cost of a
     leaderboard).
     """
@@ -247,7 +298,7 @@ def rate(
         final = ratings
         if observe is not None:
             observe(match, ratings)
-    return _records(ordered, entrants, env, final)
+    return _records(ordered, entrants, env, final, rank_rule(ordered, after_playoffs))
 
 
 def _records(
@@ -255,8 +306,10 @@ def _records(
     entrants: Sequence[str],
     env: trueskill.TrueSkill,
     final: Mapping[str, trueskill.Rating],
+    rule: RankRule,
 ) -> list[EntrantRating]:
-    """Each entrant's rating (from ``final``) and record over ``ordered``, in rating order."""
+    """Each entrant's rating (from ``final``) and record over ``ordered``, ordered by
+    ``rule`` (:func:`rank_key`)."""
     stats: dict[str, EntrantRating] = {}
 
     def entry(name: str) -> EntrantRating:
@@ -282,4 +335,4 @@ def _records(
             record.mu = final[name].mu
             record.sigma = final[name].sigma
         record.faults = dict(sorted(record.faults.items()))
-    return sorted(stats.values(), key=lambda r: (not r.rated, -r.score, -r.mu, r.name))
+    return sorted(stats.values(), key=rank_key(rule))

@@ -3,9 +3,11 @@
 :func:`standings` turns the counting matches of a tournament (:class:`RankingInput`: the
 matches, the entrants, the ``[ratings]`` and ``[playoff]`` settings, the authors and the
 files' fingerprints) into :class:`Standings`: each rated entrant's TrueSkill rating (the
-rank is by ``mu - 3 sigma``) with its mean normalised score and bootstrap interval
-(:mod:`referee.ranking.intervals`), **over next** (:class:`OverNext`: how sure it is, on the
-deals both played, that an entrant does better than the next), the unrated, the play-offs
+rank is by ``mu - 3 sigma``, or by ``mu`` once play-offs have been played:
+:func:`referee.ranking.ratings.rank_rule`, whose module says why) with its mean normalised
+score and bootstrap interval (:mod:`referee.ranking.intervals`), **over next**
+(:class:`OverNext`: how sure it is, on the deals both played, that an entrant does better
+than the next), the unrated, the play-offs
 so far, byte-identical entrants, the collusion check (:mod:`referee.ranking.collusion`) and
 the rating history (:mod:`referee.ranking.history`). Publishing adds what no ranking
 decides (the tournament's settings, the deal commitments, reply times, replaced versions)
@@ -42,10 +44,11 @@ from referee.ranking.intervals import (
     score_intervals,
 )
 from referee.ranking.playoff import PlayoffState, identical, playoff_rounds
-from referee.ranking.ratings import EntrantRating, make_environment, rate
+from referee.ranking.ratings import EntrantRating, RankRule, make_environment, rank_rule, rate
 from referee.rules import ResolvedRules
 from referee.specs import (
     PLAYOFF_PREFIX,
+    RANK_AFTER_PLAYOFFS,
     PlayoffSettings,
     RatingSettings,
     StoredMatch,
@@ -57,6 +60,7 @@ __all__ = [
     "LeaderboardEntry",
     "OverNext",
     "PlayoffSummary",
+    "RankRule",
     "RankingInput",
     "Rated",
     "Standings",
@@ -75,7 +79,9 @@ class RankingInput:
     decide the default draw probability; ``playoff`` and ``table_size`` say whether more
     play-offs are due; ``authors`` (entrant to author, where known) go into the collusion
     check's rows; ``fingerprints`` (entrant to the SHA-256 of its files) name
-    byte-identical entrants, which the play-offs never separate.
+    byte-identical entrants, which the play-offs never separate; ``after_playoffs`` is the
+    rank once play-offs were played, as the tournament's plan records it
+    (:meth:`referee.tournament.model.Plan.playoff_rank`).
     """
 
     matches: tuple[StoredMatch, ...]
@@ -86,16 +92,17 @@ class RankingInput:
     table_size: int | None = None
     authors: Mapping[str, str] = field(default_factory=dict)
     fingerprints: Mapping[str, str] = field(default_factory=dict)
+    after_playoffs: RankRule = RANK_AFTER_PLAYOFFS
 
 
 @dataclass(frozen=True)
 class OverNext:
     """How sure it is that an entry does better than the next one: the **over next** cell.
 
-    **Which estimate, and why.** The rank is TrueSkill's (``mu - 3 sigma``, every match,
-    the opponents weighed); the figure beside it is not: it is the paired comparison of the
-    two bots on the deal blocks both played (the same cards, every seat,
-    :func:`referee.ranking.intervals.order_confidence`), the share of bootstrap resamples in
+    **Which estimate, and why.** The rank is TrueSkill's (``mu - 3 sigma``, or ``mu`` after
+    play-offs; every match, the opponents weighed); the figure beside it is not: it is the
+    paired comparison of the two bots on the deal blocks both played (the same cards, every
+    seat, :func:`referee.ranking.intervals.order_confidence`), the share of bootstrap resamples in
     which this one outscores the next. TrueSkill's own certainty of the order would be
     ``Phi((mu_a - mu_b) / sqrt(sigma_a**2 + sigma_b**2))`` (with ``2 beta**2`` added under
     the root it becomes the chance that ``a`` places above ``b`` in one match: a
@@ -216,7 +223,8 @@ class Standings:
     """Everything a ranking decides (see the module docstring): ``matches`` is how many
     counting matches it rests on; ``unrated`` are the entrants without a match yet (no
     rating, no rank); ``confidence`` is the level of the intervals and of the marks on
-    adjacent pairs; ``twins`` are the groups of byte-identical entrants."""
+    adjacent pairs; ``twins`` are the groups of byte-identical entrants; ``ranked_by`` is
+    what the entries are ordered by (:func:`referee.ranking.ratings.rank_rule`)."""
 
     matches: int
     entries: tuple[LeaderboardEntry, ...]
@@ -226,6 +234,7 @@ class Standings:
     history: RatingHistory
     playoff: PlayoffSummary | None = None
     twins: tuple[tuple[str, ...], ...] = ()
+    ranked_by: RankRule = "conservative"
 
 
 @dataclass(frozen=True)
@@ -246,7 +255,13 @@ def rate_part(given: RankingInput) -> Rated:
     rating = given.ratings
     history = RatingHistory(rating, given.rules)
     env = make_environment(rating, given.rules)
-    rated = rate(given.matches, given.entrants, env=env, observe=history)
+    rated = rate(
+        given.matches,
+        given.entrants,
+        env=env,
+        observe=history,
+        after_playoffs=given.after_playoffs,
+    )
     order = [r.name for r in rated if r.rated]
     pairs = adjacent_confidences(order, deal_scores(given.matches), resamples=rating.resamples)
     collusion = collusion_check(given.matches, order=given.entrants, authors=given.authors)
@@ -308,6 +323,7 @@ def standings(
         history=rated.history,
         playoff=playoff,
         twins=tuple(identical_groups({n: prints.get(n, "") for n in given.entrants})),
+        ranked_by=rank_rule(given.matches, given.after_playoffs),
     )
 
 

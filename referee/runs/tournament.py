@@ -5,7 +5,9 @@ On the run core (:mod:`referee.runs.core`), the planner:
 1. **prepares** (:func:`enter_field`): stages every bot, makes the replacements asked for
    (``--replace``: the old version's matches retired, its tables scheduled again on fresh
    cards, :mod:`referee.tournament.replacement`), refuses stored results played by other
-   bot files, and chains the plan;
+   bot files, and chains the plan (keeping the rank after play-offs the folder's plan
+   recorded: a folder stored before the rule was recorded goes on by ``mu - 3 sigma``,
+   :class:`~referee.tournament.model.Plan`);
 2. **schedules** the first round: adds the scheduled matches to the store (each keeps the
    deal of the secret it was first scheduled with; a retired one stands for its replay);
 3. with ``playoff`` in the file, plans **play-off rounds**, each from the stored results
@@ -17,6 +19,7 @@ On the run core (:mod:`referee.runs.core`), the planner:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,10 +32,18 @@ from referee.ranking.playoff import PlayoffState, plan_round
 from referee.ranking.ratings import Rater
 from referee.runs.core import Planner, ResultStored, Round, Run, RunProgress, RunSummary, play
 from referee.sandbox import BotSpec
-from referee.specs import EntrantRecord, MatchSpec, PlayoffSettings, playoff_round
+from referee.specs import (
+    RANK_AFTER_PLAYOFFS,
+    EntrantRecord,
+    MatchSpec,
+    PlayoffSettings,
+    RankRule,
+    playoff_round,
+)
 from referee.text import printable
 from referee.tournament.deals import BeaconDeclaration
 from referee.tournament.file import Tournament
+from referee.tournament.model import Plan
 from referee.tournament.replacement import live_key, replace_entrants
 from referee.tournament.scheduler import schedule
 from referee.tournament.store import DealSecret, RunLock, Store, wipe
@@ -48,6 +59,7 @@ __all__ = [
     "TournamentPlanner",
     "commit_tournament",
     "enter_field",
+    "kept_plan",
     "run_started",
     "run_tournament",
 ]
@@ -202,8 +214,22 @@ def enter_field(run: Run, replace: Sequence[str] | None = None) -> tuple[str, ..
     )
     store.check_entrants(records, replaceable=replace is not None)
     store.save_entrants(records)
-    store.save_plan(t.plan())  # chained, before any result of this run
+    store.save_plan(kept_plan(t, store))  # chained, before any result of this run
     return tuple(r.describe() for r in replaced)
+
+
+def kept_plan(tournament: Tournament, store: Store) -> Plan:
+    """The plan a run of ``tournament`` stores: the file's, with the rank after play-offs
+    the folder's plan recorded when it holds one already (``None`` for a folder stored
+    before the rule was recorded, so it keeps ``mu - 3 sigma``: its play-offs were planned,
+    and its leaderboard published, so). ``UsageError`` when the stored plan cannot be
+    read."""
+    plan = tournament.plan()
+    stored = store.plan()
+    if stored is None:
+        return plan
+    recorded = Plan.from_json(stored, store.path).rank_after_playoffs
+    return dataclasses.replace(plan, rank_after_playoffs=recorded)
 
 
 def run_started(run: Run, round: Round, replaced: tuple[str, ...] = ()) -> RunStarted:
@@ -241,9 +267,12 @@ class TournamentPlanner(Planner):
         """Every match of the rounds played so far is done."""
         self.rater = Rater()  # each play-off round rates only what is new since the last
         self.playoff: _Playoff | None = None
+        self.after_playoffs: RankRule = RANK_AFTER_PLAYOFFS
+        """The rank after play-offs the folder's plan records (set as the run prepares)."""
 
     def prepare(self, run: Run) -> None:
         self.replaced = enter_field(run, self.replace)
+        self.after_playoffs = kept_plan(run.tournament, run.store).playoff_rank()
 
     def next_round(self, run: Run) -> Round | None:
         if not self.complete:
@@ -328,6 +357,7 @@ class TournamentPlanner(Planner):
                 authors=t.authors_apart(),
                 rater=self.rater,
                 fingerprints={name: bot.sha256 for name, bot in run.staged.items()},
+                after_playoffs=self.after_playoffs,
             )
             uncertain = tuple((p.upper, p.lower, p.confidence, p.deals) for p in plan.uncertain)
             if not plan.specs:

@@ -42,7 +42,7 @@ from referee.names import check_name, lookalike_note, skeleton
 from referee.rules import ResolvedRules
 from referee.sandbox import BotSpec, Limits, bot_sha256, load_bot, read_bot_files
 from referee.sandbox.image import allowed_images, check_bot_image
-from referee.specs import TimeControl, identical_groups
+from referee.specs import RANK_AFTER_PLAYOFFS, TimeControl, identical_groups
 from referee.tournament.league import Version, league_roster
 from referee.tournament.model import (
     AuthorSettings,
@@ -88,12 +88,18 @@ class Tournament:
     source: str = ""
 
     def plan(self) -> Plan:
-        """What the schedule depends on, without the bots' files."""
+        """What the schedule depends on, without the bots' files: a tournament that may play
+        off records the rank after play-offs of a new tournament
+        (:data:`~referee.specs.RANK_AFTER_PLAYOFFS`; a resumed run keeps its folder's,
+        :func:`referee.runs.tournament.enter_field`); a league or a comparison never plays
+        off, and records none."""
+        plays_off = self.file.format in ("round-robin", "gauntlet")
         return Plan(
             self.file,
             tuple(self.entrants),
             {name: self.author(name) for name in self.entrants},
             self.source,
+            RANK_AFTER_PLAYOFFS if plays_off else None,
         )
 
     @property

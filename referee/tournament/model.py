@@ -24,7 +24,9 @@ from referee.rules import RuleSet
 from referee.specs import (
     DEFAULT_SANDBOX,
     IMAGE_NAME,
+    RANK_NOT_RECORDED,
     PlayoffSettings,
+    RankRule,
     RatingSettings,
     TimeControl,
 )
@@ -231,12 +233,27 @@ class Plan:
     The scheduler needs nothing else, so the schedule can be recomputed from the results
     folder alone (:meth:`to_json`, :meth:`from_json`): ``referee verify`` does, on a machine
     without the bots.
+
+    ``rank_after_playoffs`` is the rank once a play-off match has been played, recorded by
+    the referee with the plan (never written in the tournament file), as a comparison's
+    test is recorded with its own: a new tournament records
+    :data:`referee.specs.RANK_AFTER_PLAYOFFS` (``Tournament.plan``); ``None`` is a plan
+    stored before the rule was recorded, which keeps ``mu - 3 sigma``
+    (:data:`~referee.specs.RANK_NOT_RECORDED`, :meth:`playoff_rank`), since its play-offs
+    were planned and its leaderboard published so. A resumed run keeps the stored value
+    (:func:`referee.runs.tournament.kept_plan`), and :meth:`to_json` leaves the key out for
+    ``None``, so an old folder's plan, and its chain, stay what they were.
     """
 
     file: TournamentFile
     entrants: tuple[str, ...]
     authors: dict[str, str]
     source: str
+    rank_after_playoffs: RankRule | None = None
+
+    def playoff_rank(self) -> RankRule:
+        """What the leaderboard ranks by once play-offs have been played (see the class)."""
+        return self.rank_after_playoffs or RANK_NOT_RECORDED
 
     def authors_apart(self) -> dict[str, str] | None:
         """Entrant -> author key when authors are kept apart (see :class:`Tournament`)."""
@@ -281,7 +298,13 @@ class Plan:
 
     def to_json(self) -> str:
         """The plan as canonical JSON (keys sorted): what is stored and chained."""
-        data = {"file": self.source, "entrants": list(self.entrants), "authors": self.authors}
+        data: dict[str, Any] = {
+            "file": self.source,
+            "entrants": list(self.entrants),
+            "authors": self.authors,
+        }
+        if self.rank_after_playoffs is not None:
+            data["rank_after_playoffs"] = self.rank_after_playoffs
         return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
     @classmethod
@@ -293,13 +316,30 @@ class Plan:
             model = TournamentFile.model_validate(tomllib.loads(source))
             entrants = tuple(str(name) for name in data["entrants"])
             authors = {str(k): str(v) for k, v in dict(data["authors"]).items()}
+            rank = _recorded_rank(data, where)
         except ValidationError as exc:  # a ValueError too: explained in the file's words
             raise UsageError(explain(where, exc)) from None
         except (ValueError, KeyError, TypeError, tomllib.TOMLDecodeError) as exc:
             raise UsageError(
                 f"{where}: the stored tournament plan cannot be read ({exc})"
             ) from None
-        return cls(model, entrants, authors, source)
+        return cls(model, entrants, authors, source, rank)
+
+
+def _recorded_rank(data: dict[str, Any], where: Path) -> RankRule | None:
+    """A stored plan's ``rank_after_playoffs``: ``None`` when it records none (an old
+    folder's), else the rule it names; ``UsageError`` in one line for anything else."""
+    if "rank_after_playoffs" not in data:
+        return None
+    value = data["rank_after_playoffs"]
+    if value == "mu":
+        return "mu"
+    if value == "conservative":
+        return "conservative"
+    raise UsageError(
+        f"{where}: the stored tournament plan's rank_after_playoffs is {shown(value)}, not "
+        "'mu' or 'conservative' (the referee writes it: the plan was changed afterwards)"
+    )
 
 
 def schedule_size_problem(model: TournamentFile) -> str | None:

@@ -816,6 +816,7 @@ class _Check:
                 authors=plan.authors_apart(),
                 rater=rater,
                 fingerprints=self.source.fingerprints(),
+                after_playoffs=plan.playoff_rank(),
             )
             want = {s.key: s for s in planned.specs}
             got = stored_rounds.get(round_no, {})
@@ -1470,8 +1471,10 @@ class PublishedSite:
 
     def plan(self) -> Plan:
         doc = self._plan
-        text = json.dumps({"file": doc.file, "entrants": doc.entrants, "authors": doc.authors})
-        return Plan.from_json(text, self.where / EVIDENCE / "plan.json")
+        data: dict[str, Any] = {"file": doc.file, "entrants": doc.entrants, "authors": doc.authors}
+        if doc.rank_after_playoffs is not None:
+            data["rank_after_playoffs"] = doc.rank_after_playoffs
+        return Plan.from_json(json.dumps(data), self.where / EVIDENCE / "plan.json")
 
     def records(self) -> dict[str, EntrantRecord]:
         """The entrants' records as published (no local path)."""
@@ -1587,6 +1590,7 @@ class PublishedSite:
                 table_size=plan.file.table_size,
                 authors=entrant_authors(self.records()),
                 fingerprints=self.fingerprints(),
+                after_playoffs=plan.playoff_rank(),
             )
         )
         board = Leaderboard(

@@ -55,6 +55,7 @@ def test_json_has_exactly_the_documented_shape() -> None:
         "confidence",
         "deals",
         "playoff",
+        "ranked_by",
         "entries",
         "unrated",
         "twins",
@@ -65,6 +66,7 @@ def test_json_has_exactly_the_documented_shape() -> None:
     ]
     assert (data["tournament"], data["rules"], data["matches"]) == ("spring", "arschloch", 6)
     assert (data["confidence"], data["playoff"], data["unrated"]) == (0.95, None, [])
+    assert data["ranked_by"] == "conservative"  # no play-off match
     assert data["settings"] is None  # no tournament file here: see tests/publish
     assert [e["rank"] for e in data["entries"]] == [1, 2, 3, 4, 5]
     for entry in data["entries"]:
@@ -314,7 +316,7 @@ def test_where_shared_deals_favour_the_next_bot_every_format_says_next_ahead() -
     assert "| ≈ 0.00 (next ahead) |" in to_markdown(board)
     assert "≈ 0.00 (next ahead)" in " ".join(render(board, "table").split())
     # The page says which figure comes from what, right under the table, in every format.
-    line = "Rank: TrueSkill, mu - 3 sigma over every match"
+    line = "Rank: TrueSkill score, mu - 3 sigma over every match"  # no play-off match
     md = to_markdown(board)
     assert md.index("| rank |") < md.index(line) < md.index("Mean score:")
     assert line in " ".join(render(board, "table").split())

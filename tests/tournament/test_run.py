@@ -374,6 +374,10 @@ def test_play_offs_stop_when_the_top_is_ordered_with_the_confidence_asked(tmp_pa
     for entry in board["entries"][:2]:
         assert entry["over_next"]["confidence"] >= 0.75 and entry["over_next"]["deals"] >= 8
     assert sum(e["playoff_matches"] for e in board["entries"]) == 3 * over.matches
+    # After play-offs the rank is by mu (ratings.rank_rule), and verify recomputes it so.
+    assert board["ranked_by"] == "mu"
+    mus = [e["mu"] for e in board["entries"]]
+    assert mus == sorted(mus, reverse=True)
     # Complete only now: the secret is revealed, and play-off deals verify like any other.
     assert board["deals"] == [
         {
