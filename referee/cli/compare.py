@@ -35,7 +35,7 @@ from referee.cli.app import (
 )
 from referee.cli.progress import Every, ProgressView
 from referee.errors import UsageError
-from referee.ranking.sprt import MIN_DIFFERING
+from referee.ranking.sprt import MIN_DIFFERING, Sprt
 from referee.ranking.statistics import HYPOTHESES
 from referee.specs import TimeControl
 from referee.text import printable
@@ -192,7 +192,6 @@ def _compare(
     memory_mb: int,
     as_json: bool,
 ) -> None:
-    from referee.ranking.sprt import Sprt
     from referee.runs.comparison import run_comparison
     from referee.tournament.quick import compare_tournament
 
@@ -229,13 +228,7 @@ def _compare(
         test=settings,
     )
     executor = _local_executor(sandbox_name, allow_images, table_size, memory_mb, workers)
-    test = Sprt(
-        _given(settings.d0),
-        _given(settings.d1),
-        _given(settings.alpha),
-        _given(settings.beta),
-        settings.differing(),
-    )
+    test = _sprt(settings)
     view = _Progress(folder)
     view.intro(tournament, test, max_matches, seed, executor.workers)
     for note in executor.memory.notes if executor.memory is not None else ():
@@ -336,6 +329,14 @@ def _test_settings(
     # (none stored: the folder ran before the rule, with 0).
     filled["min_differing"] = MIN_DIFFERING if stored is None else stored.differing()
     return asked.model_copy(update=filled)
+
+
+def _sprt(settings: Any) -> Sprt:
+    """The test that ``settings`` (filled by :func:`_test_settings`) name."""
+    d0, d1, alpha, beta = (
+        _given(value) for value in (settings.d0, settings.d1, settings.alpha, settings.beta)
+    )
+    return Sprt(d0, d1, alpha, beta, settings.differing())
 
 
 def _given(value: float | None) -> float:
