@@ -166,6 +166,7 @@ def _comparison(
     max_deals: int = 40,
     batch: int = 3,
     seen: list[SprtProgress] | None = None,
+    test: Sprt | None = None,
 ) -> Any:
     tournament = compare_field(
         folder, ("new", "old", "f1", "f2", "f3"), max_rounds=3, max_deals=max_deals
@@ -175,7 +176,7 @@ def _comparison(
     return run_comparison(
         tournament,
         InProcessExecutor(handlers),
-        Sprt(),
+        test or Sprt(),
         max_deals=max_deals,
         results_dir=folder / "results",
         batch=batch,
@@ -210,10 +211,12 @@ def test_verify_checks_a_comparison_up_to_the_deal_it_reached(tmp_path: Path) ->
 def test_twins_are_never_found_better(tmp_path: Path) -> None:
     """Two copies of one program on the same cards and seeds play the same games: every
     observation is 0, and the test accepts H0 once that many identical deals rule out D1
-    (:meth:`Sprt.identical_deals`)."""
-    summary = _comparison(tmp_path, lowest_bot, lowest_bot, max_deals=200)
+    (:meth:`Sprt.identical_deals`; a D1 of 0.1 keeps the run short: 29 deals, not 149)."""
+    test = Sprt(d1=0.1)
+    summary = _comparison(tmp_path, lowest_bot, lowest_bot, max_deals=200, test=test)
     assert summary.state.decision == "H0" and summary.state.identical
-    assert summary.state.deals == Sprt().identical_deals(0.0) and summary.state.difference == 0
+    assert summary.state.deals == test.identical_deals(0.0) > MIN_DEALS
+    assert summary.state.difference == 0
 
 
 def test_the_verdict_does_not_depend_on_the_batch(tmp_path: Path) -> None:
