@@ -77,12 +77,17 @@ def write_fake_tournament(
 
 
 def play_fake(
-    path: Path, handlers: Mapping[str, Callable[[], Handler]] | None = None
+    path: Path,
+    handlers: Mapping[str, Callable[[], Handler]] | None = None,
+    deal_secret: bytes | None = None,
 ) -> Tournament:
     """Play every match of the fake tournament at ``path`` in this process (its bots by
-    ``handlers``, :data:`HANDLERS` by default)."""
+    ``handlers``, :data:`HANDLERS` by default), on a fresh deal secret unless
+    ``deal_secret`` fixes the cards."""
     spec = load_tournament(path)
-    summary = run_tournament(spec, InProcessExecutor(handlers or HANDLERS), restart=True)
+    summary = run_tournament(
+        spec, InProcessExecutor(handlers or HANDLERS), restart=True, deal_secret=deal_secret
+    )
     assert summary.done == summary.total and not summary.failed
     return spec
 

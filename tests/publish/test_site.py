@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import os
 import re
@@ -434,7 +435,11 @@ def test_the_collusion_page_lists_every_pair_and_flags_the_one_that_helps_itself
 ) -> None:
     names = (*NAMES, "quiet")
     handlers = {**HANDLERS, "quiet": lambda: polite_bot("quiet")}
-    spec = play_fake(write_fake_tournament(tmp_path / "t", deals=4, names=names), handlers)
+    # Fixed cards: on fresh ones an honest pair is now and then flagged by chance (the
+    # test's false-positive rate, not a fault of the page).
+    secret = hashlib.sha256(b"collusion page").digest()
+    path = write_fake_tournament(tmp_path / "t", deals=4, names=names)
+    spec = play_fake(path, handlers, deal_secret=secret)
     assert _let_win(spec, "polite", "steady") >= 30  # 3 shared tables, 4 deals, 3 rotations
     out = tmp_path / "site"
     publish_site(load_results(spec), out)
