@@ -166,9 +166,12 @@ class Row:
     coverage: float
 
 
-def runs_of(law: Law, truth: float, wrong: str, runs: int, cap: int, salt: str) -> dict[str, Row]:
+def runs_of(
+    law: Law, truth: float, wrong: str, step: dict[float, float], runs: int, cap: int, salt: str
+) -> dict[str, Row]:
     """Each test's row on ``runs`` runs drawn from ``law`` (its mean ``truth``), the same
-    draws for every test; ``wrong`` is the decision that errs there."""
+    draws for every test; ``wrong`` is the decision that errs there, ``step`` each value's
+    log-likelihood ratio for the oracle."""
     rows: dict[str, list[tuple[bool, int, bool]]] = {"today": [], "compare": [], "oracle": []}
     rng = random.Random(f"near twins {salt}")
     for _ in range(runs):
@@ -176,7 +179,7 @@ def runs_of(law: Law, truth: float, wrong: str, runs: int, cap: int, salt: str) 
         for name, test in (("today", TODAY), ("compare", TEST)):
             state = test.first_decision(seen)
             rows[name].append((state.decision == wrong, state.deals, _holds(state, truth)))
-        decision, deals = _oracle(seen, ORACLES[salt])
+        decision, deals = _oracle(seen, step)
         rows["oracle"].append((decision == wrong, deals, False))
     return {
         name: Row(
@@ -206,10 +209,6 @@ class _Shared:
 
 def _holds(state: SprtState, truth: float) -> bool:
     return state.low <= truth <= state.high
-
-
-ORACLES: dict[str, dict[float, float]] = {}
-"""By run salt: each value's log-likelihood ratio of the D1 law over the D0 law."""
 
 
 def _oracle(seen: _Shared, step: dict[float, float]) -> tuple[str, int]:
@@ -245,12 +244,12 @@ def pool_lines(name: str, pool: Sequence[float], runs: int, cap: int) -> list[st
         ):
             other = at["D1" if hypothesis == "D0" else "D0"]
             salt = f"{label} {hypothesis}"
-            ORACLES[salt] = {
+            step = {
                 v: math.log(b / a)
                 for v, a, b in zip(law.values, at["D0"].weights, at["D1"].weights, strict=True)
             }
             truth = TEST.d0 if hypothesis == "D0" else TEST.d1
-            rows = runs_of(at[hypothesis], truth, wrong, runs, cap, salt)
+            rows = runs_of(at[hypothesis], truth, wrong, step, runs, cap, salt)
             floor = wald_floor(at[hypothesis], other, error, other_error)
             lines.append(_row_line(label, hypothesis, rows, target_rate, runs, floor))
     return lines
