@@ -22,7 +22,7 @@ from rich.text import Text
 
 from referee.cli.app import friendly, main, say
 from referee.cli.tables import print_table
-from referee.server.authors import Author, AuthorBook, NewToken
+from referee.server.authors import Author, AuthorBook, NewToken, Role
 from referee.server.database import DATABASE
 from referee.text import printable
 from referee.tournament.file import load_tournament
@@ -77,7 +77,7 @@ def _hand_over(new: NewToken, what: str) -> None:
 def add(file: Path, name: str, email: str | None, organiser: bool) -> None:
     """Add the author NAME to the server of FILE and print their token, once, on stdout."""
     with AuthorBook(_results_dir(file)) as book:
-        role = "organiser" if organiser else "author"
+        role: Role = "organiser" if organiser else "author"
         new = book.add(name, actor=_actor(), email=email, role=role)
     _hand_over(new, "added")
 

@@ -15,7 +15,6 @@ from click.testing import CliRunner
 
 from referee.cli import main
 from referee.errors import UsageError
-from referee.server import authors as authors_module
 from referee.server.authors import TOKEN_PREFIX, AuthorBook
 from referee.server.database import DATABASE, ServerDatabase
 
@@ -200,7 +199,7 @@ def test_every_attempt_costs_one_digest_comparison(
         compared.append((len(a), len(b)))
         return constant_time(a, b)
 
-    monkeypatch.setattr(authors_module.hmac, "compare_digest", spy)
+    monkeypatch.setattr(hmac, "compare_digest", spy)
     attempts = ["", "garbage", token[:-1] + ("A" if token[-1] != "A" else "B"), token]
     results = [book.authenticate(t) for t in attempts]
     assert [r is not None for r in results] == [False, False, False, True]
