@@ -266,3 +266,16 @@ def test_two_processes_adding_at_once_lose_nothing(tmp_path: Path) -> None:
         check = book.database.connection.execute("PRAGMA integrity_check").fetchone()[0]
     assert names == {f"{p}{i}" for p in "ab" for i in range(15)}
     assert check == "ok"
+
+
+def test_restarting_the_league_keeps_the_accounts(league: Path) -> None:
+    from referee.tournament.store import Store, wipe
+
+    token = _cli("add", str(league), "alice").stdout.splitlines()[-1]
+    folder = league.parent / "open.results"
+    Store(folder).close()  # the league's own store, beside the server's database
+    wipe(folder)  # what --restart does to the results
+    assert not (folder / "results.sqlite").exists()
+    with AuthorBook(folder) as book:
+        found = book.authenticate(token)
+    assert found is not None and found.name == "alice"
