@@ -19,6 +19,7 @@ compatibility forms (NFKD instead of NFD), because a leaderboard reader cannot t
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -26,9 +27,25 @@ from types import MappingProxyType
 from referee.errors import UsageError
 from referee.resources import confusables_table
 
-__all__ = ["MAX_NAME_LENGTH", "check_name", "confusable_with", "lookalike_note", "skeleton"]
+__all__ = [
+    "IDENTIFIER_PATTERN",
+    "MAX_NAME_LENGTH",
+    "check_identifier",
+    "check_name",
+    "confusable_with",
+    "lookalike_note",
+    "skeleton",
+]
 
 MAX_NAME_LENGTH = 64
+
+IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""What a name that names a folder, a URL or an account may hold: a tournament's name (it
+names the results folder) and a server's author (:mod:`referee.server.authors`). Plain
+ASCII letters, digits, ``.``, ``_`` and ``-``, a letter or a digit first, at most 64: no
+markup, no spaces, nothing a terminal, a page or a path could read otherwise."""
+
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 
 # Default_Ignorable_Code_Point (Unicode's DerivedCoreProperties.txt) that Python still calls
 # printable; the rest of that property is category Cf, which str.isprintable() refuses.
@@ -75,6 +92,19 @@ def check_name(name: str, where: str = "name") -> str:
             )
     if name != name.strip():
         raise UsageError(f"{where}: the bot name {name!r} starts or ends with spaces")
+    return name
+
+
+def check_identifier(name: str, what: str) -> str:
+    """``name`` if it matches :data:`IDENTIFIER_PATTERN`, else :class:`UsageError` in one
+    line saying what ``what`` (e.g. "author name") may hold; the name is shown only cut
+    short and escaped, as it may be anything."""
+    if _IDENTIFIER.fullmatch(name) is None:
+        shown = repr(name[:40]) + ("..." if len(name) > 40 else "")
+        raise UsageError(
+            f"{what} {shown} is not allowed: use 1 to {MAX_NAME_LENGTH} ASCII letters, digits, "
+            "'.', '_' or '-', starting with a letter or a digit"
+        )
     return name
 
 

@@ -1,6 +1,7 @@
 """The ``referee`` command line: one module per command group, registered on :data:`main`."""
 
 from referee.cli import (  # noqa: F401  (they register)
+    authors,
     bots,
     compare,
     league,

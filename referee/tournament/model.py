@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.errors import UsageError
-from referee.names import skeleton
+from referee.names import IDENTIFIER_PATTERN, skeleton
 from referee.rules import RuleSet
 from referee.specs import (
     DEFAULT_SANDBOX,
@@ -49,7 +49,7 @@ __all__ = [
     "schedule_size_problem",
 ]
 
-_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+_NAME_PATTERN = IDENTIFIER_PATTERN
 
 MAX_SCHEDULED = 1_000_000
 """The most scheduled matches one tournament may have (play-offs come on top, within their
