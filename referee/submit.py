@@ -34,10 +34,12 @@ parses options and prints, so the workflow sits above both, beside
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -67,10 +69,11 @@ from referee.tournament.file import (
     append_bot_entry,
     check_display_name,
     check_new_author,
+    load_tournament,
 )
 from referee.tournament.league import Version, league_roster
 
-__all__ = ["EntryCheck", "Submission", "submit"]
+__all__ = ["EntryCheck", "Submission", "accepted_line", "check_intro", "submit"]
 
 
 class EntryCheck(Protocol):
@@ -114,6 +117,8 @@ def submit(
     check: EntryCheck = check_entry,
     on_check: Callable[[CheckReport], None] | None = None,
     progress: Progress | None = None,
+    owner: str | None = None,
+    enter_lock: AbstractContextManager[object] | None = None,
 ) -> Submission:
     """Check the bot at ``bot`` and enter it in ``tournament`` (see the module docstring).
 
@@ -121,6 +126,13 @@ def submit(
     unless given. ``on_check`` is called when the check starts (with its empty report),
     ``progress`` with each finished step. Raises :class:`~referee.errors.Refused` or
     :class:`~referee.errors.UsageError`; nothing is written then.
+
+    ``owner`` (the competition server's signed-in author) is the author whatever the bot's
+    files or ``author`` say, and a name already entered by another author is refused
+    instead of becoming a new version of that author's entrant. ``enter_lock`` lets checks
+    run side by side: the check runs outside it, and under it the file is read again and
+    the name, author and twin rules checked again against what other submissions entered
+    meanwhile, before the bot is copied in and appended.
     """
     if isinstance(bot, str) and bot.startswith(SAMPLE_PREFIX):
         sample_by_name(bot)  # an unknown name is the user's mistake, as in play
@@ -132,7 +144,73 @@ def submit(
     except UsageError as exc:
         raise Refused(f"bot refused: {exc}") from None
     wanted = name if name is not None else candidate.name
+    if owner is not None:
+        author = owner
+    candidate, author = _admit(tournament, candidate, files, wanted, author, owner)
+    if sandbox is None:
+        sandbox = get_sandbox(tournament.file.sandbox.backend, images=tournament.images)
+    _check_memory(tournament, sandbox)
+    report = _check(tournament, sandbox, candidate, files, check, on_check, progress)
+    with enter_lock if enter_lock is not None else contextlib.nullcontext():
+        if enter_lock is not None:  # others may have entered meanwhile: their names count
+            tournament = load_tournament(tournament.path)
+            candidate, author = _admit(tournament, candidate, files, wanted, author, owner)
+        folder, entry = _copy_in(tournament, candidate, files)
+        try:
+            updated = append_bot_entry(tournament.path, entry, candidate.name, author)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+    display = candidate.name
+    version = None
+    if updated.file.format == "league":
+        version = league_roster(updated.file).latest(display)
+    return Submission(name=display, folder=folder, entry=entry, report=report, version=version)
+
+
+def check_intro(report: CheckReport, tournament: Tournament) -> list[str]:
+    """The lines ``referee submit`` says when the check starts: the sandbox, the limits and
+    what the check plays (the competition server's report opens with the same)."""
+    rules, k = tournament.file.ruleset().name, tournament.file.table_size
+    kind = "league" if tournament.file.format == "league" else "tournament"
+    return [
+        f"sandbox: {report.sandbox}",
+        f"limits: {report.time_control.describe()}; {report.limits.describe()}",
+        f"check: {report.bot} against the sample bots, the steps of referee bot check for "
+        f"{rules} at {k} seats, then a full match of those rules (to its end, as the {kind} "
+        "plays it)",
+    ]
+
+
+def accepted_line(entered: Submission, file: Path | str) -> str:
+    """The line ``referee submit`` ends with when ``entered`` was entered in ``file``."""
+    version = entered.version
+    if version is not None and version.version > 1:
+        return printable(
+            f"accepted: version {version.version} of {entered.name} entered in {file} as "
+            f"{entered.entry} (its results go under {version.label}); the running league "
+            "takes it in at its next batch and retires the version before it"
+        )
+    return f"accepted: {entered.name} entered in {file} as {entered.entry}"
+
+
+def _admit(
+    tournament: Tournament,
+    candidate: BotSpec,
+    files: tuple[BotFile, ...],
+    wanted: str,
+    author: str | None,
+    owner: str | None,
+) -> tuple[BotSpec, str | None]:
+    """The rules a bot must pass against the entrants before it is checked (and again,
+    under the lock, before it is entered): its name, its author, its bytes. Returns the
+    candidate under its display name and author, and the author to write in its entry."""
     earlier = _earlier_version(tournament, wanted)
+    if earlier is not None and owner is not None and earlier.entry.author != owner:
+        raise UsageError(
+            f"a bot named {printable(wanted)!r} is already entered by another author; "
+            "choose another name"
+        )
     if earlier is not None and author is None:
         author = earlier.entry.author  # a new version is the same entrant's
     display = check_display_name(wanted) if earlier else _display_name(tournament, wanted)
@@ -145,20 +223,7 @@ def submit(
     else:
         _refuse_unchanged(tournament, earlier, sha256)
     _refuse_a_twin(tournament, sha256, own=earlier.label if earlier else None)
-    if sandbox is None:
-        sandbox = get_sandbox(tournament.file.sandbox.backend, images=tournament.images)
-    _check_memory(tournament, sandbox)
-    report = _check(tournament, sandbox, candidate, files, check, on_check, progress)
-    folder, entry = _copy_in(tournament, candidate, files)
-    try:
-        updated = append_bot_entry(tournament.path, entry, display, author)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    version = None
-    if updated.file.format == "league":
-        version = league_roster(updated.file).latest(display)
-    return Submission(name=display, folder=folder, entry=entry, report=report, version=version)
+    return candidate, author
 
 
 def _earlier_version(tournament: Tournament, wanted: str) -> Version | None:

@@ -9,6 +9,7 @@ from referee.cli import (  # noqa: F401  (they register)
     protocol,
     publish,
     sandboxes,
+    serve,
     tournaments,
 )
 from referee.cli.app import main

@@ -922,16 +922,10 @@ def submit(bot: str, file: Path, name: str | None, author: str | None) -> None:
     from referee.match.compliance import step_lines
 
     spec = load_tournament(file)
-    rules, k = spec.file.ruleset().name, spec.file.table_size
 
     def started(report: CheckReport) -> None:
-        say(f"sandbox: {report.sandbox}")
-        say(f"limits: {report.time_control.describe()}; {report.limits.describe()}")
-        say(
-            f"check: {report.bot} against the sample bots, the steps of referee bot check "
-            f"for {rules} at {k} seats, then a full match of those rules (to its end, as "
-            f"the {'league' if spec.file.format == 'league' else 'tournament'} plays it)"
-        )
+        for line in submitting.check_intro(report, spec):
+            say(line)
 
     entered = submitting.submit(
         bot,
@@ -941,14 +935,4 @@ def submit(bot: str, file: Path, name: str | None, author: str | None) -> None:
         on_check=started,
         progress=lambda step: say(step_lines(step)[0]),  # a refusal shows the problem
     )
-    version = entered.version
-    if version is not None and version.version > 1:
-        click.echo(
-            printable(
-                f"accepted: version {version.version} of {entered.name} entered in {file} as "
-                f"{entered.entry} (its results go under {version.label}); the running league "
-                "takes it in at its next batch and retires the version before it"
-            )
-        )
-        return
-    click.echo(f"accepted: {entered.name} entered in {file} as {entered.entry}")
+    click.echo(submitting.accepted_line(entered, file))

@@ -259,6 +259,12 @@ class AuthorBook:
         assert author is not None
         return author
 
+    def record(self, actor: str, action: str, subject: str, detail: str) -> None:
+        """Write one line of the audit log (an action of the server's: a submission, a
+        retirement, a sign-in refused)."""
+        with self.database.transaction() as db:
+            self._record(db, self.clock(), actor, action, subject, detail)
+
     def _refuse_taken(self, db: sqlite3.Connection, name: str) -> None:
         looks = _looks(name)
         row = db.execute(

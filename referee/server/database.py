@@ -40,8 +40,9 @@ APPLICATION_ID = 0x52465356
 any other SQLite database, the league's own store included."""
 
 SCHEMA_VERSION = 1
-"""1: authors, their tokens (a public selector and the SHA-256 of the token), the audit
-log."""
+"""1: authors, their tokens (a public selector and the SHA-256 of the token), the uploads
+and their checks (``submissions``), the web sessions (the SHA-256 of each cookie, tied to
+the token it was opened with), the audit log."""
 
 BUSY_TIMEOUT_S = 30.0
 """How long a writer waits for another process's transaction before giving up."""
@@ -66,6 +67,35 @@ CREATE TABLE tokens (
     ended REAL
 );
 CREATE INDEX tokens_by_author ON tokens(author_id);
+CREATE TABLE submissions (
+    id TEXT PRIMARY KEY,
+    author TEXT NOT NULL REFERENCES authors(name),
+    created REAL NOT NULL,
+    filename TEXT NOT NULL,
+    name TEXT,
+    size INTEGER NOT NULL,
+    upload_sha256 TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'checking', 'accepted', 'refused')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    bot_sha256 TEXT,
+    started REAL,
+    finished REAL,
+    progress TEXT NOT NULL DEFAULT '',
+    report TEXT NOT NULL DEFAULT '',
+    entrant TEXT,
+    version INTEGER,
+    label TEXT
+);
+CREATE INDEX submissions_by_author ON submissions(author, created);
+CREATE INDEX submissions_by_status ON submissions(status, created);
+CREATE TABLE sessions (
+    digest BLOB PRIMARY KEY,
+    author TEXT NOT NULL REFERENCES authors(name),
+    selector TEXT NOT NULL,
+    csrf TEXT NOT NULL,
+    created REAL NOT NULL,
+    expires REAL NOT NULL
+);
 CREATE TABLE audit_log (
     id INTEGER PRIMARY KEY,
     at REAL NOT NULL,

@@ -43,6 +43,7 @@ __all__ = [
     "Plan",
     "PublishSettings",
     "SandboxSettings",
+    "ServerSettings",
     "Statistic",
     "TournamentFile",
     "explain",
@@ -120,6 +121,33 @@ class PublishSettings(_Strict):
     """
 
     stderr: Literal["public", "private"] = "public"
+
+
+class ServerSettings(_Strict):
+    """``[server]``: the limits of ``referee serve`` (:mod:`referee.server`), as contest
+    systems set them.
+
+    An upload is at most ``upload_mb`` (refused while it streams); an archive unpacks to at
+    most ``archive_files`` files, ``archive_depth`` folders deep and ``archive_mb`` in all.
+    An author submits at most ``per_day`` times in 24 hours and waits ``interval_seconds``
+    between two; ``checks`` submissions are checked at once. An address that fails
+    ``signin_failures`` sign-ins in ``signin_window_seconds`` waits out the window. A
+    request's headers must arrive within ``header_seconds`` and its body within
+    ``body_seconds``. Sessions last ``session_hours``.
+    """
+
+    upload_mb: float = Field(default=16, gt=0, le=1024)
+    archive_files: int = Field(default=2_000, ge=1, le=10_000)
+    archive_depth: int = Field(default=16, ge=1, le=32)
+    archive_mb: float = Field(default=64, gt=0, le=1024)
+    per_day: int = Field(default=50, ge=1, le=100_000)
+    interval_seconds: float = Field(default=30, ge=0, le=86_400)
+    checks: int = Field(default=1, ge=1, le=64)
+    signin_failures: int = Field(default=10, ge=1, le=10_000)
+    signin_window_seconds: float = Field(default=600, ge=1, le=86_400)
+    header_seconds: float = Field(default=10, gt=0, le=600)
+    body_seconds: float = Field(default=120, gt=0, le=3_600)
+    session_hours: float = Field(default=168, gt=0, le=8_760)
 
 
 class AuthorSettings(_Strict):
@@ -208,6 +236,7 @@ class TournamentFile(_Strict):
     executor: ExecutorSettings = ExecutorSettings()
     league: LeagueSettings = LeagueSettings()
     publish: PublishSettings = PublishSettings()
+    server: ServerSettings = ServerSettings()
     allow_twins: bool = False
     """Whether two entrants may be byte-identical (the same SHA-256 of their files):
     refused by default (:func:`referee.tournament.file.load_tournament` says why)."""

@@ -1,0 +1,249 @@
+"""``referee serve FILE`` (the competition server) and ``referee upload BOT`` (its client).
+
+``serve`` parses options and hands them to :func:`referee.server.serve.serve`. ``upload``
+is what an author runs on their own machine: it packs the bot (a folder becomes a
+deterministic ``.tar.gz``, :func:`referee.server.archives.pack_bot`), sends it with the
+author's token, and follows the check to its verdict. The token is read from
+``REFEREE_TOKEN`` or a file, never from the command line, where the shell's history and
+the process list would keep it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from referee.cli.app import friendly, main, say
+from referee.errors import InfrastructureError, Refused, UsageError
+from referee.interrupts import Terminated
+from referee.text import printable
+
+__all__: list[str] = []
+
+_FOLLOW_POLL_S = 1.0
+
+
+@main.command("serve")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="The port."
+)
+@click.option(
+    "--no-league", is_flag=True, help="Serve only: the league is run apart (referee league run)."
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="The league's worker processes (default: one per core).",
+)
+@click.option("--executor", "executor_kind", type=click.Choice(["local", "dask"]), default=None)
+@click.option("--cluster", default=None, metavar="ADDRESS", help="As for referee league run.")
+@click.option(
+    "--cluster-security",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+)
+@click.option("--insecure-cluster", is_flag=True)
+@click.option(
+    "--site",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the published site is kept (default: a folder beside the results, "
+    "<results>-site); served under /site/.",
+)
+@click.option(
+    "--every",
+    type=click.FloatRange(1, 3600),
+    default=10.0,
+    show_default=True,
+    help="Seconds between two looks at the store for a publication.",
+)
+@click.option(
+    "--forwarded-allow-ips",
+    default=None,
+    metavar="IPS",
+    help="Trust X-Forwarded-For/-Proto from these addresses (a TLS proxy in front); "
+    "none trusted by default.",
+)
+@friendly
+def serve(
+    file: Path,
+    host: str,
+    port: int,
+    no_league: bool,
+    workers: int | None,
+    executor_kind: str | None,
+    cluster: str | None,
+    cluster_security: Path | None,
+    insecure_cluster: bool,
+    site: Path | None,
+    every: float,
+    forwarded_allow_ips: str | None,
+) -> None:
+    """Serve the league FILE: authors upload bots (referee upload, or the web page), each
+    is checked as referee submit checks it and joins the running league; the leaderboard
+    and the site are public and live. Stop with Ctrl-C or SIGTERM; run again to go on.
+    """
+    from referee.server.serve import ServeOptions
+    from referee.server.serve import serve as run_server
+    from referee.tournament.file import load_tournament
+
+    spec = load_tournament(file)
+    args: list[str] = []
+    if workers is not None:
+        args += ["--workers", str(workers)]
+    if executor_kind is not None:
+        args += ["--executor", executor_kind]
+    if cluster is not None:
+        args += ["--cluster", cluster]
+    if cluster_security is not None:
+        args += ["--cluster-security", str(cluster_security)]
+    if insecure_cluster:
+        args.append("--insecure-cluster")
+    results = spec.results_dir
+    folder = site if site is not None else results.with_name(f"{results.name}-site")
+    options = ServeOptions(
+        host=host,
+        port=port,
+        league=not no_league,
+        league_args=tuple(args),
+        site=folder,
+        every_s=every,
+        forwarded_allow_ips=forwarded_allow_ips,
+    )
+    shown = f"[{host}]" if ":" in host else host
+    where = "run apart" if no_league else "run here"
+    say(f"serving {spec.name} on http://{shown}:{port}/ (the league: {where})")
+    say(
+        "behind TLS: put a reverse proxy (nginx, Caddy) in front and start with "
+        "--forwarded-allow-ips <its address>; "
+        + (
+            f"trusting X-Forwarded-For and X-Forwarded-Proto from {forwarded_allow_ips}"
+            if forwarded_allow_ips
+            else "no proxy header is trusted now"
+        )
+    )
+    with contextlib.suppress(Terminated, KeyboardInterrupt):  # how it is stopped: no failure
+        run_server(file, options, say)
+    say("stopped; run the same command again to go on where it stopped")
+
+
+@main.command("upload")
+@click.argument("bot", type=click.Path(path_type=Path))
+@click.option("--server", "url", required=True, metavar="URL", help="The competition server.")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A file holding your token (default: the REFEREE_TOKEN environment variable).",
+)
+@click.option("--name", default=None, help="The name on the leaderboard (default: the bot's).")
+@click.option("--no-follow", is_flag=True, help="Do not wait for the check's verdict.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1, 86_400),
+    default=600.0,
+    show_default=True,
+    help="Seconds to wait for the verdict.",
+)
+@friendly
+def upload(
+    bot: Path, url: str, token_file: Path | None, name: str | None, no_follow: bool, timeout: float
+) -> None:
+    """Upload BOT (a .py file, or a folder with bot.toml) to the competition server at URL
+    and follow its check: exit code 0 when it is accepted, 1 when it is refused."""
+    import httpx
+
+    token = _token(token_file)
+    filename, data = _pack(bot)
+    base = url.rstrip("/")
+    headers = {"Authorization": f"Bearer {token}"}
+    form = {"name": name} if name else {}
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=60.0) as client:
+            answer = client.post("/api/v1/submissions", files={"bot": (filename, data)}, data=form)
+            body = _answer(answer, 202)
+            say(f"uploaded {filename} ({len(data)} bytes): submission {body['id']}, queued")
+            if no_follow:
+                return
+            final = _follow(client, str(body["url"]), timeout)
+    except httpx.HTTPError as exc:
+        raise InfrastructureError(f"cannot reach the server at {base}: {exc}") from None
+    if final["status"] != "accepted":
+        raise Refused("the bot was refused: the report above says why")
+
+
+def _token(token_file: Path | None) -> str:
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the token file {token_file}: {exc}") from None
+    else:
+        token = os.environ.get("REFEREE_TOKEN", "").strip()
+    if not token:
+        raise UsageError(
+            "no token: set REFEREE_TOKEN or give --token-file (the organiser's referee "
+            "authors add prints yours)"
+        )
+    if any(c.isspace() for c in token) or not token.isprintable():
+        raise UsageError("the token holds spaces or control characters: copy it again")
+    return token
+
+
+def _pack(bot: Path) -> tuple[str, bytes]:
+    from referee.server.archives import pack_bot
+
+    if not os.path.lexists(bot):
+        raise UsageError(f"bot not found: {printable(str(bot))} does not exist")
+    return pack_bot(bot)
+
+
+def _answer(answer: Any, expected: int) -> dict[str, Any]:
+    """The JSON of ``answer``, or its refusal raised as the server said it."""
+    try:
+        body = answer.json()
+    except ValueError:
+        body = {}
+    if answer.status_code == expected and isinstance(body, dict):
+        return body
+    message = body.get("error") if isinstance(body, dict) else None
+    said = printable(str(message)) if message else f"HTTP {answer.status_code}"
+    if answer.status_code == 401:
+        raise UsageError(f"the server refused the token: {said}")
+    if answer.status_code == 429:
+        raise Refused(f"not taken now: {said}")
+    raise Refused(f"upload refused: {said}")
+
+
+def _follow(client: Any, url: str, timeout: float) -> dict[str, Any]:
+    """Poll the submission until its verdict, printing the report's lines as they come."""
+    shown = 0
+    deadline = time.monotonic() + timeout
+    status = "queued"
+    while True:
+        body = _answer(client.get(url), 200)
+        text = str(body.get("report") or body.get("progress") or "")
+        lines = text.splitlines()
+        for line in lines[shown:]:
+            click.echo(line)
+        shown = max(shown, len(lines))
+        if body["status"] != status:
+            status = str(body["status"])
+            if status == "checking":
+                say("checking...")
+        if status in ("accepted", "refused"):
+            return body
+        if time.monotonic() > deadline:
+            raise InfrastructureError(
+                f"no verdict within {timeout:g} s; the check goes on: look again at {url}"
+            )
+        time.sleep(_FOLLOW_POLL_S)

@@ -1,0 +1,530 @@
+"""The competition server's web app: the API, the authors' pages, the live leaderboard.
+
+A Starlette application (:func:`make_app`), served by uvicorn (:mod:`referee.server.serve`).
+Who asks is decided by a token alone: ``Authorization: Bearer <token>`` on the API, or a
+session cookie opened by signing in with the token on the web pages
+(:mod:`referee.server.submissions`). A form, an upload's ``bot.toml`` or a query never
+names the author.
+
+**What an author may read.** An author's submissions, reports and private page answer only
+that author: another author's submission is ``404``, exactly as one that does not exist, so
+an id tells nothing about whether it exists. The public pages (the leaderboard and the
+published site under ``/site/``) show no stderr unless the league file says
+``[publish] stderr = "public"``.
+
+**Refusals** are one sentence each, as JSON ``{"error": ...}`` on the API and on the page
+for a form: ``401`` (no, a wrong, a revoked or a rotated token), ``403`` (a form without its
+CSRF token, an author on the organiser's pages), ``404``, ``413`` (an upload past
+``[server] upload_mb``, refused while it streams: counted as it is received, not trusted
+from its ``Content-Length``), ``429`` with ``Retry-After`` (too many uploads, or too many
+failed sign-ins from one address).
+
+**Forms** carry the session's CSRF token in a hidden field, compared in constant time; the
+cookie is ``HttpOnly``, ``SameSite=Strict``, and ``Secure`` when the request came over TLS
+(the scheme uvicorn reports, from the proxy's headers only when ``--forwarded-allow-ips``
+trusts it).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import (
+    JSONResponse,
+    RedirectResponse,
+    Response,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import Message, Receive
+
+from referee.errors import RefereeError
+from referee.publish.league import league_board, render_league
+from referee.server.authors import Author, AuthorBook
+from referee.server.checks import Checker
+from referee.server.submissions import Session, SubmissionBook, TooLarge, csrf_matches
+from referee.tournament.file import Tournament, load_tournament
+from referee.tournament.model import ServerSettings
+
+__all__ = ["ServerState", "make_app"]
+
+COOKIE = "referee_session"
+_TEMPLATES = Path(__file__).parent / "templates"
+_MAX_NAME = 64
+_UPLOAD_SUFFIXES = (".py", ".tar.gz", ".tgz", ".zip")
+_CSRF_REFUSED = (
+    "this form has expired or did not come from this site's page; reload the page and try again"
+)
+
+
+@dataclass
+class ServerState:
+    """What the app serves: the league file, its results folder, its limits, the check
+    queue, and the folder the published site is kept in."""
+
+    path: Path
+    results_dir: Path
+    settings: ServerSettings
+    checker: Checker | None = None
+    site: Path | None = None
+    clock: Callable[[], float] = time.time
+    _local: threading.local = field(default_factory=threading.local)
+    _failures: dict[str, deque[float]] = field(default_factory=dict)
+    _failures_lock: threading.Lock = field(default_factory=threading.Lock)
+    _board: tuple[tuple[Any, ...], float, bytes] | None = None
+    _board_lock: threading.Lock = field(default_factory=threading.Lock)
+    _tournament: tuple[tuple[int, int], Tournament] | None = None
+
+    # -- one connection per thread --------------------------------------------------------
+
+    def authors(self) -> AuthorBook:
+        book = getattr(self._local, "authors", None)
+        if book is None:
+            book = self._local.authors = AuthorBook(self.results_dir, clock=self.clock)
+        return book
+
+    def uploads(self) -> SubmissionBook:
+        book = getattr(self._local, "uploads", None)
+        if book is None:
+            book = self._local.uploads = SubmissionBook(self.results_dir, clock=self.clock)
+        return book
+
+    # -- sign-in throttling ----------------------------------------------------------------
+
+    def throttled(self, address: str) -> float:
+        """Seconds ``address`` must wait before it may try a token again (0: now)."""
+        window = self.settings.signin_window_seconds
+        now = self.clock()
+        with self._failures_lock:
+            seen = self._failures.get(address)
+            if not seen:
+                return 0.0
+            while seen and seen[0] <= now - window:
+                seen.popleft()
+            if len(seen) < self.settings.signin_failures:
+                return 0.0
+            return max(1.0, seen[0] + window - now)
+
+    def failed(self, address: str) -> None:
+        with self._failures_lock:
+            if len(self._failures) > 100_000:  # a flood of addresses: forget the oldest
+                self._failures.pop(next(iter(self._failures)))
+            seen = self._failures.setdefault(address, deque())
+            seen.append(self.clock())
+            while len(seen) > self.settings.signin_failures:
+                seen.popleft()
+
+    # -- the league --------------------------------------------------------------------
+
+    def tournament(self) -> Tournament:
+        """The league file, loaded again only when it changed."""
+        info = self.path.stat()
+        key = (info.st_mtime_ns, info.st_size)
+        cached = self._tournament
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        loaded = load_tournament(self.path)
+        self._tournament = (key, loaded)
+        return loaded
+
+    def board_json(self) -> bytes:
+        """``referee leaderboard --format json``, read again at most once a second and only
+        when the store or the file changed."""
+        key = _stat_key(self.path, self.results_dir)
+        now = time.monotonic()
+        with self._board_lock:
+            cached = self._board
+            if cached is not None and (cached[0] == key or now - cached[1] < 1.0):
+                return cached[2]
+            tournament = self.tournament()
+            try:
+                text = render_league(league_board(tournament), "json")
+            except RefereeError:  # no results yet
+                text = json.dumps(
+                    {"league": tournament.name, "entries": [], "matches": 0, "batches": 0}
+                )
+            self._board = (key, now, text.encode())
+            return self._board[2]
+
+
+def _when(at: float | None) -> str:
+    """A Unix time as the pages show it (UTC, to the second)."""
+    if at is None:
+        return "—"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+
+
+def _stat_key(path: Path, results_dir: Path) -> tuple[Any, ...]:
+    parts: list[Any] = []
+    for file in (path, results_dir / "results.sqlite", results_dir / "results.sqlite-wal"):
+        try:
+            info = file.stat()
+        except OSError:
+            parts.append(None)
+            continue
+        parts.append((info.st_mtime_ns, info.st_size))
+    return tuple(parts)
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+class _Limited(Exception):
+    """Answer this response instead (a refusal found while reading the request)."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+def _limited_receive(receive: Receive, limit: int) -> Receive:
+    """``receive``, refusing with :class:`TooLarge` once the body passes ``limit`` bytes."""
+    seen = 0
+
+    async def counted() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise TooLarge
+        return message
+
+    return counted
+
+
+def make_app(state: ServerState) -> Starlette:
+    """The Starlette app of ``state`` (see the module docstring)."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    environment.filters["when"] = _when
+    templates = Jinja2Templates(env=environment)
+    pages = _Pages(state, templates)
+    routes: list[Route | Mount] = [
+        Route("/api/v1/submissions", _api(state, _api_submit), methods=["POST"]),
+        Route("/api/v1/submissions", _api(state, _api_list), methods=["GET"]),
+        Route("/api/v1/submissions/{sid}", _api(state, _api_get), methods=["GET"]),
+        Route("/api/v1/leaderboard", _leaderboard(state), methods=["GET"]),
+        Route("/", pages.index, methods=["GET"]),
+        Route("/signin", pages.signin_form, methods=["GET"]),
+        Route("/signin", pages.signin, methods=["POST"]),
+        Route("/signout", pages.signout, methods=["POST"]),
+        Route("/me", pages.me, methods=["GET"]),
+        Route("/upload", pages.upload, methods=["POST"]),
+        Route("/me/submissions/{sid}", pages.submission, methods=["GET"]),
+    ]
+    if state.site is not None:
+        state.site.mkdir(parents=True, exist_ok=True)
+        routes.append(Mount("/site", StaticFiles(directory=state.site, html=True), name="site"))
+    return Starlette(routes=routes)
+
+
+# --------------------------------------------------------------------------- the API
+
+_Handler = Callable[[ServerState, Request, Author], Awaitable[Response]]
+
+
+def _api(state: ServerState, handler: _Handler) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` behind the API's token check (and the sign-in throttle)."""
+
+    async def endpoint(request: Request) -> Response:
+        address = _address(request)
+        wait = state.throttled(address)
+        if wait:
+            return _error(
+                429,
+                "too many failed sign-ins from this address; wait before trying again",
+                {"Retry-After": str(int(wait) + 1)},
+            )
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        author = None
+        if scheme.lower() == "bearer" and token:
+            author = await run_in_threadpool(lambda: state.authors().authenticate(token.strip()))
+        elif not header and request.method == "GET":
+            session = await run_in_threadpool(_session_of, state, request)
+            if session is not None:
+                author = await run_in_threadpool(lambda: state.authors().author(session.author))
+        if author is None:
+            if header:
+                state.failed(address)
+            return _error(
+                401,
+                "a valid token is needed: send Authorization: Bearer <token> (referee authors "
+                "add gives one); a revoked or rotated token no longer works",
+                {"WWW-Authenticate": "Bearer"},
+            )
+        return await handler(state, request, author)
+
+    return endpoint
+
+
+async def _receive_upload(
+    state: ServerState, request: Request, author: Author, session: Session | None
+) -> tuple[str, str | None, UploadFile]:
+    """The upload's form, read within the size limit; :class:`_Limited` with the refusal."""
+    limit = int(state.settings.upload_mb * 1024 * 1024)
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit + 64 * 1024:
+        raise _Limited(_too_large(state))
+    wait = await run_in_threadpool(
+        lambda: state.uploads().retry_after(
+            author.name,
+            per_day=state.settings.per_day,
+            interval_s=state.settings.interval_seconds,
+        )
+    )
+    if wait > 0:
+        raise _Limited(
+            _error(
+                429,
+                f"too many uploads: wait {int(wait) + 1} s before the next one "
+                f"([server] allows {state.settings.per_day} a day, one every "
+                f"{state.settings.interval_seconds:g} s)",
+                {"Retry-After": str(int(wait) + 1)},
+            )
+        )
+    limited = Request(request.scope, _limited_receive(request.receive, limit + 64 * 1024))
+    try:
+        form = await limited.form(max_files=1, max_fields=4, max_part_size=4096)
+    except TooLarge:
+        raise _Limited(_too_large(state)) from None
+    except Exception as exc:  # a malformed multipart body: the parser's words
+        raise _Limited(_error(400, f"the upload is not a readable form: {exc}")) from None
+    if session is not None and not csrf_matches(session, str(form.get("csrf", ""))):
+        raise _Limited(_error(403, _CSRF_REFUSED))
+    bot = form.get("bot")
+    if not isinstance(bot, UploadFile):
+        raise _Limited(_error(400, "the upload needs a file in the form field 'bot'"))
+    filename = (bot.filename or "").rsplit("/", 1)[-1]
+    if not filename.lower().endswith(_UPLOAD_SUFFIXES):
+        raise _Limited(
+            _error(
+                400, "the bot must be a .py file, or a .tar.gz or .zip of a folder with bot.toml"
+            )
+        )
+    name = form.get("name")
+    wanted = name.strip() if isinstance(name, str) and name.strip() else None
+    if wanted is not None and len(wanted) > _MAX_NAME:
+        raise _Limited(_error(400, f"the name is longer than {_MAX_NAME} characters"))
+    return filename[:200], wanted, bot
+
+
+def _too_large(state: ServerState) -> JSONResponse:
+    return _error(
+        413,
+        f"the upload is larger than {state.settings.upload_mb:g} MiB ([server] upload_mb)",
+        {"Connection": "close"},
+    )
+
+
+async def _store(
+    state: ServerState, request: Request, author: Author, session: Session | None = None
+) -> str:
+    """Read and store an upload; its id. :class:`_Limited` with the refusal. A form of the
+    pages (``session``) must carry the session's CSRF token."""
+    filename, name, bot = await _receive_upload(state, request, author, session)
+    limit = int(state.settings.upload_mb * 1024 * 1024)
+
+    def store() -> str:
+        bot.file.seek(0)
+        stored = state.uploads().store(author.name, filename, name, bot.file, limit)
+        state.authors().record(
+            f"author:{author.name}", "upload", stored.id, f"{filename}, {stored.size} bytes"
+        )
+        return stored.id
+
+    try:
+        sid = await run_in_threadpool(store)
+    except TooLarge:
+        raise _Limited(_too_large(state)) from None
+    finally:
+        await bot.close()
+    if state.checker is not None:
+        state.checker.notify()
+    return sid
+
+
+async def _api_submit(state: ServerState, request: Request, author: Author) -> Response:
+    try:
+        sid = await _store(state, request, author)
+    except _Limited as refused:
+        return refused.response
+    url = f"/api/v1/submissions/{sid}"
+    return JSONResponse({"id": sid, "status": "queued", "url": url}, status_code=202)
+
+
+async def _api_get(state: ServerState, request: Request, author: Author) -> Response:
+    sid = request.path_params["sid"]
+    found = await run_in_threadpool(lambda: state.uploads().get(sid, author=author.name))
+    if found is None:
+        return _error(404, "no such submission")
+    return JSONResponse(found.public(f"/api/v1/submissions/{sid}"))
+
+
+async def _api_list(state: ServerState, request: Request, author: Author) -> Response:
+    found = await run_in_threadpool(lambda: state.uploads().of_author(author.name))
+    return JSONResponse({"submissions": [s.public(f"/api/v1/submissions/{s.id}") for s in found]})
+
+
+def _leaderboard(state: ServerState) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        body = await run_in_threadpool(state.board_json)
+        return Response(body, media_type="application/json", headers={"Cache-Control": "no-cache"})
+
+    return endpoint
+
+
+def _session_of(state: ServerState, request: Request) -> Session | None:
+    cookie = request.cookies.get(COOKIE, "")
+    return state.uploads().session(cookie) if cookie else None
+
+
+# --------------------------------------------------------------------------- the pages
+
+
+class _Pages:
+    """The web pages: the live leaderboard, sign-in, an author's page, upload, a check."""
+
+    def __init__(self, state: ServerState, templates: Jinja2Templates) -> None:
+        self.state = state
+        self.templates = templates
+
+    def _page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        context.setdefault("league", self.state.path.stem)
+        context.setdefault("site", self.state.site is not None)
+        context.setdefault("session", None)
+        context.setdefault("error", None)
+        return self.templates.TemplateResponse(request, name, context, status_code=status)
+
+    async def index(self, request: Request) -> Response:
+        board = json.loads(await run_in_threadpool(self.state.board_json))
+        session = await run_in_threadpool(_session_of, self.state, request)
+        return self._page(request, "index.html", board=board, session=session)
+
+    async def signin_form(self, request: Request) -> Response:
+        return self._page(request, "signin.html", error=None)
+
+    async def signin(self, request: Request) -> Response:
+        address = _address(request)
+        wait = self.state.throttled(address)
+        if wait:
+            return self._page(
+                request,
+                "signin.html",
+                429,
+                error=f"too many failed sign-ins from this address; try again in {int(wait) + 1} s",
+            )
+        form = await request.form(max_files=0, max_fields=2, max_part_size=512)
+        token = str(form.get("token", "")).strip()
+        author = await run_in_threadpool(lambda: self.state.authors().authenticate(token))
+        if author is None or author.token_id is None:
+            self.state.failed(address)
+            return self._page(
+                request, "signin.html", 401, error="that token is not valid (or no longer)"
+            )
+        cookie = await run_in_threadpool(
+            lambda: self.state.uploads().open_session(
+                author.name, author.token_id or "", self.state.settings.session_hours
+            )
+        )
+        response = RedirectResponse("/me", status_code=303)
+        response.set_cookie(
+            COOKIE,
+            cookie,
+            max_age=int(self.state.settings.session_hours * 3600),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
+        return response
+
+    async def _signed_in(self, request: Request) -> Session | None:
+        return await run_in_threadpool(_session_of, self.state, request)
+
+    async def _checked_form(self, request: Request) -> tuple[Session | None, Response | None]:
+        """The session of a small form's post, or the refusal (no session: to sign in; no
+        CSRF token, or another: ``403``)."""
+        session = await self._signed_in(request)
+        if session is None:
+            return None, RedirectResponse("/signin", status_code=303)
+        form = await request.form(max_files=0, max_fields=8, max_part_size=1024)
+        if not csrf_matches(session, str(form.get("csrf", ""))):
+            return session, self._page(request, "error.html", 403, error=_CSRF_REFUSED)
+        return session, None
+
+    async def signout(self, request: Request) -> Response:
+        _, refused = await self._checked_form(request)
+        if refused is not None:
+            return refused
+        cookie = request.cookies.get(COOKIE, "")
+        await run_in_threadpool(lambda: self.state.uploads().close_session(cookie))
+        response = RedirectResponse("/", status_code=303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    async def me(self, request: Request) -> Response:
+        session = await self._signed_in(request)
+        if session is None:
+            return RedirectResponse("/signin", status_code=303)
+        uploads = await run_in_threadpool(lambda: self.state.uploads().of_author(session.author))
+        return self._page(request, "me.html", session=session, uploads=uploads, error=None)
+
+    async def upload(self, request: Request) -> Response:
+        session = await self._signed_in(request)
+        if session is None:
+            return RedirectResponse("/signin", status_code=303)
+        author = await run_in_threadpool(lambda: self.state.authors().author(session.author))
+        if author is None:
+            return RedirectResponse("/signin", status_code=303)
+        try:
+            sid = await _store(self.state, request, author, session)
+        except _Limited as limited:
+            body = json.loads(bytes(limited.response.body))
+            uploads = await run_in_threadpool(
+                lambda: self.state.uploads().of_author(session.author)
+            )
+            return self._page(
+                request,
+                "me.html",
+                limited.response.status_code,
+                session=session,
+                uploads=uploads,
+                error=body["error"],
+            )
+        return RedirectResponse(f"/me/submissions/{sid}", status_code=303)
+
+    async def submission(self, request: Request) -> Response:
+        session = await self._signed_in(request)
+        if session is None:
+            return RedirectResponse("/signin", status_code=303)
+        sid = request.path_params["sid"]
+        found = await run_in_threadpool(
+            lambda: self.state.uploads().get(sid, author=session.author)
+        )
+        if found is None:
+            return self._page(
+                request, "error.html", 404, error="no such submission", session=session
+            )
+        return self._page(request, "submission.html", session=session, upload=found)

@@ -1,0 +1,175 @@
+"""The check queue: each stored upload checked as ``referee submit`` checks a bot, and entered.
+
+:class:`Checker` runs ``[server] checks`` threads. Each claims the oldest queued upload
+(:meth:`~referee.server.submissions.SubmissionBook.claim`), unpacks its stored bytes into a
+private temporary folder (:func:`referee.server.archives.unpack_upload`: the staging
+rules, the archive limits of ``[server]``), and hands that folder to
+:func:`referee.submit.submit` with the upload's author as ``owner`` (the token decides the
+author; a ``bot.toml``'s is ignored). The check therefore reads the bytes once, checks
+them and enters exactly those, as the command does; checks side by side enter one at a
+time (``enter_lock``), each against the file as the others left it. The report is what the
+command prints, line by line, stored as the check goes so that the author watches it.
+
+The checks run in this process's threads at its own CPU priority (never lowered, so an
+honest bot under check does not miss its time limits), beside the league's workers. An
+accepted bot is a ``[[bots]]`` entry in the league file: the running league reads the
+file every ``[league] poll_seconds`` and takes it in at its next batch.
+
+A failure on the server's side (an unreadable stored upload, a sandbox that does not
+start) refuses the upload with the reason, so that the queue never stalls on one upload;
+the author may upload again.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from referee.errors import RefereeError, Refused, UsageError
+from referee.match.compliance import CheckReport, step_lines
+from referee.sandbox import bot_sha256, read_bot
+from referee.server.archives import ArchiveLimits, unpack_upload
+from referee.server.submissions import Submission, SubmissionBook
+from referee.submit import accepted_line, check_intro, submit
+from referee.text import printable
+from referee.tournament.file import Tournament, load_tournament
+from referee.tournament.league import league_roster
+
+__all__ = ["Checker", "entered_bots"]
+
+
+def entered_bots(tournament: Tournament) -> dict[tuple[str, str], tuple[str, int | None, str]]:
+    """Every current entrant of the file by ``(author, files' sha256)``: what a check cut
+    off by a stop may have entered already (see
+    :meth:`~referee.server.submissions.SubmissionBook.recover`)."""
+    found: dict[tuple[str, str], tuple[str, int | None, str]] = {}
+    by_label = {bot.name: bot for bot in tournament.bots}
+    if tournament.file.format == "league":
+        for version in league_roster(tournament.file, tournament.path).active:
+            bot = by_label.get(version.label)
+            if bot is not None and version.entry.author and bot.sha256:
+                found[(version.entry.author, bot.sha256)] = (
+                    version.name,
+                    version.version,
+                    version.label,
+                )
+        return found
+    for bot in tournament.bots:
+        if bot.author and bot.sha256:
+            found[(bot.author, bot.sha256)] = (bot.name, None, bot.name)
+    return found
+
+
+class Checker:
+    """The threads that empty the check queue of the league file at ``path``."""
+
+    def __init__(
+        self,
+        path: Path,
+        results_dir: Path,
+        *,
+        threads: int,
+        limits: ArchiveLimits,
+        on_verdict: Callable[[Submission], None] | None = None,
+    ) -> None:
+        self.path = path
+        self.results_dir = results_dir
+        self.limits = limits
+        self.on_verdict = on_verdict
+        self.wake = threading.Condition()
+        self.stopping = threading.Event()
+        self.enter_lock = threading.Lock()
+        self.threads = [
+            threading.Thread(target=self._loop, name=f"check-{n}", daemon=True)
+            for n in range(threads)
+        ]
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def notify(self) -> None:
+        """A new upload is queued."""
+        with self.wake:
+            self.wake.notify_all()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop taking uploads; a check under way is given ``timeout`` to end (one cut off
+        is checked again at the next start, from its stored bytes)."""
+        self.stopping.set()
+        self.notify()
+        for thread in self.threads:
+            if thread.is_alive():
+                thread.join(timeout)
+
+    def _loop(self) -> None:
+        with SubmissionBook(self.results_dir) as book:
+            while not self.stopping.is_set():
+                claimed = book.claim()
+                if claimed is None:
+                    with self.wake:
+                        self.wake.wait(1.0)
+                    continue
+                self.check(book, claimed)
+
+    def check(self, book: SubmissionBook, upload: Submission) -> None:
+        """Check ``upload`` and record the verdict (see the module docstring)."""
+        lines: list[str] = []
+
+        def say(text: str) -> None:
+            lines.extend(printable(line) for line in text.splitlines())
+            book.step(upload.id, "\n".join(lines))
+
+        workdir = Path(tempfile.mkdtemp(prefix="referee-upload-"))
+        try:
+            verdict = self._check(book, upload, workdir, say)
+        except (Refused, UsageError) as exc:
+            lines.extend(printable(line) for line in str(exc).splitlines())
+            verdict = "refused", {}
+        except RefereeError as exc:  # the server's side: said, and the queue goes on
+            lines.append(printable(f"the check could not run on the server: {exc}"))
+            verdict = "refused", {}
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        status, entered = verdict
+        book.finish(upload.id, status, "\n".join(lines), **entered)  # type: ignore[arg-type]
+        if self.on_verdict is not None:
+            done = book.get(upload.id)
+            if done is not None:
+                self.on_verdict(done)
+
+    def _check(
+        self,
+        book: SubmissionBook,
+        upload: Submission,
+        workdir: Path,
+        say: Callable[[str], None],
+    ) -> tuple[str, dict[str, object]]:
+        bot = unpack_upload(book.path(upload.id), upload.filename, workdir, self.limits)
+        _, files = read_bot(bot)
+        book.read(upload.id, bot_sha256(files))
+        tournament = load_tournament(self.path)
+
+        def started(report: CheckReport) -> None:
+            for line in check_intro(report, tournament):
+                say(line)
+
+        entered = submit(
+            bot,
+            tournament,
+            name=upload.name,
+            owner=upload.author,
+            on_check=started,
+            progress=lambda step: say(step_lines(step)[0]),
+            enter_lock=self.enter_lock,
+        )
+        say(accepted_line(entered, self.path.name))
+        version = entered.version
+        return "accepted", {
+            "entrant": entered.name,
+            "version": version.version if version else None,
+            "label": version.label if version else entered.name,
+        }

@@ -1,0 +1,227 @@
+"""``referee serve FILE``: the web app under uvicorn, the check queue, the league, the site.
+
+:func:`serve` runs, in one process group:
+
+- the web app (:mod:`referee.server.app`) under uvicorn, on ``host:port`` (loopback by
+  default), with the read deadlines of :mod:`referee.server.guard` in front of it;
+- the check queue (:class:`~referee.server.checks.Checker`), after
+  :meth:`~referee.server.submissions.SubmissionBook.recover` has put back every check a
+  stop cut off;
+- unless ``league=False``, the league itself as a child process (``referee league run
+  FILE`` with the executor options given): the league stays the only writer of its store,
+  as it is when run alone, and takes in the entries the checks append to its file at its
+  next batch. A league that stops by itself (an error in its file) is said in one line and
+  the server goes on serving;
+- the publisher: a thread that brings the published site (``site``, served under
+  ``/site/``) up to date when the league's store changed, at most every ``every_s``.
+
+SIGTERM and Ctrl-C stop uvicorn (which finishes the requests it has), then the checks (a
+check cut off is checked again at the next start), then the league (SIGTERM: it stores
+what it has, as when run alone). Started again, everything goes on where it stopped: the
+queue from the server's database, the league from its store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from referee.errors import RefereeError, UsageError
+from referee.server.app import ServerState, make_app
+from referee.server.archives import ArchiveLimits
+from referee.server.checks import Checker, entered_bots
+from referee.server.guard import guarded_config
+from referee.server.submissions import SubmissionBook
+from referee.tournament.file import Tournament, load_tournament
+from referee.tournament.model import PublishSettings
+
+__all__ = ["ServeOptions", "private_stderr", "serve"]
+
+_LEAGUE_STOP_S = 60.0
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """How ``referee serve`` was asked to run."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    league: bool = True
+    league_args: Sequence[str] = ()
+    """Options handed to ``referee league run`` (``--workers``, the executor's)."""
+    site: Path | None = None
+    every_s: float = 10.0
+    forwarded_allow_ips: str | None = None
+    log_level: str = "warning"
+
+
+def private_stderr(tournament: Tournament) -> Tournament:
+    """``tournament`` as the server publishes it: no stderr on the public pages unless the
+    file sets ``[publish] stderr`` itself."""
+    if "stderr" in tournament.file.publish.model_fields_set:
+        return tournament
+    publish = PublishSettings(stderr="private")
+    return dataclasses.replace(
+        tournament, file=tournament.file.model_copy(update={"publish": publish})
+    )
+
+
+def serve(path: Path, options: ServeOptions, say: Callable[[str], None]) -> None:
+    """Serve the league file at ``path`` until SIGTERM or Ctrl-C (see the module docstring)."""
+    tournament = load_tournament(path)
+    if tournament.file.format != "league":
+        raise UsageError(
+            f'{path} is not a league (format = "{tournament.file.format}"): referee serve '
+            "runs a league that authors upload to"
+        )
+    settings = tournament.file.server
+    results_dir = tournament.results_dir
+    with SubmissionBook(results_dir) as book:
+        again = book.recover(entered_bots(tournament))
+    if again:
+        say(f"checks: {again} cut off by the last stop, checked again from their stored bytes")
+    limits = ArchiveLimits(
+        files=settings.archive_files,
+        depth=settings.archive_depth,
+        total_bytes=int(settings.archive_mb * 1024 * 1024),
+    )
+    checker = Checker(path, results_dir, threads=settings.checks, limits=limits)
+    state = ServerState(path, results_dir, settings, checker=checker, site=options.site)
+    config = guarded_config(
+        make_app(state),
+        options.host,
+        options.port,
+        header_seconds=settings.header_seconds,
+        body_seconds=settings.body_seconds,
+        chunk_seconds=min(settings.header_seconds, settings.body_seconds),
+        log_level=options.log_level,
+        proxy_headers=options.forwarded_allow_ips is not None,
+        forwarded_allow_ips=options.forwarded_allow_ips or "",
+    )
+    import uvicorn
+
+    server = uvicorn.Server(config)
+    league = _League(path, options.league_args, say) if options.league else None
+    publisher = (
+        _Publisher(path, options.site, results_dir, options.every_s, say)
+        if options.site is not None
+        else None
+    )
+    if league is not None:  # first: its child is forked before any thread here starts
+        league.start()
+    checker.start()
+    if publisher is not None:
+        publisher.start()
+    try:
+        server.run()
+    finally:
+        checker.stop()
+        if publisher is not None:
+            publisher.stop()
+        if league is not None:
+            league.stop()
+
+
+class _League:
+    """The league as a child process, stopped with SIGTERM as when it runs alone."""
+
+    def __init__(self, path: Path, args: Sequence[str], say: Callable[[str], None]) -> None:
+        self.command = [sys.executable, "-m", "referee", "league", "run", str(path), *args]
+        self.say = say
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the league; it is sent SIGTERM if this process dies first (even killed
+        with SIGKILL), so that no league outlives its server and holds the store's lock."""
+        self.process = subprocess.Popen(
+            self.command, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+        )
+
+    def stop(self) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(_LEAGUE_STOP_S)
+        except subprocess.TimeoutExpired:
+            self.say("the league did not stop within a minute of SIGTERM: killed")
+            process.kill()
+            process.wait()
+
+
+class _Publisher:
+    """Publishes the league's site when its store changed, at most every ``every_s``."""
+
+    def __init__(
+        self,
+        path: Path,
+        out: Path,
+        results_dir: Path,
+        every_s: float,
+        say: Callable[[str], None],
+    ) -> None:
+        from referee.publish.league_site import check_league_target
+
+        check_league_target(out, results_dir)  # refused now, not at the first batch
+        self.path = path
+        self.out = out
+        self.results_dir = results_dir
+        self.every_s = every_s
+        self.say = say
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="publisher", daemon=True)
+        self.seen: object = None
+        self.warned = False
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(30)
+
+    def _loop(self) -> None:
+        from referee.publish.league_site import publish_league
+
+        while not self.stopping.wait(self.every_s):
+            key = _store_key(self.results_dir, self.path)
+            if key == self.seen or key[0] is None:
+                continue
+            try:
+                tournament = private_stderr(load_tournament(self.path))
+                publish_league(tournament, self.out, self.results_dir)
+            except RefereeError as exc:
+                if not self.warned:
+                    self.say(f"warning: the site was not published: {exc}")
+                    self.warned = True
+                continue
+            self.seen = key
+            self.warned = False
+
+
+def _die_with_parent() -> None:
+    """In the league's child, before it runs: SIGTERM when the server dies
+    (``PR_SET_PDEATHSIG``). It runs before any thread of the server is started."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def _store_key(results_dir: Path, path: Path) -> tuple[object, ...]:
+    parts: list[object] = []
+    for file in (results_dir / "results.sqlite", results_dir / "results.sqlite-wal", path):
+        with contextlib.suppress(OSError):
+            info = file.stat()
+            parts.append((info.st_mtime_ns, info.st_size))
+            continue
+        parts.append(None)
+    return tuple(parts)

@@ -1,0 +1,224 @@
+"""``referee serve`` end to end: a real uvicorn on a loopback port, a real HTTP client, the
+real league on the process sandbox (slow: real processes).
+
+An upload is answered ``202`` once stored, checked as ``referee submit`` checks, entered
+with the token's author, and played by the running league; every refusal of the API is
+one sentence with its status; a server killed with SIGKILL right after a ``202`` checks
+that upload once it is started again and enters it at most once.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from referee.server import AuthorBook
+from tests.server.conftest import Server, bot_source, start, write_league
+from tests.tournament.conftest import REFEREE
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+def upload(server: Server, author: str, data: bytes, filename: str = "mybot.py", **form: str):
+    with server.client(author) as client:
+        return client.post("/api/v1/submissions", files={"bot": (filename, data)}, data=form)
+
+
+def entries_named(path: Path, name: str) -> int:
+    return len(re.findall(rf'^name = "{re.escape(name)}"$', path.read_text(), re.M))
+
+
+def wait_on_board(server: Server, label: str, timeout: float = 60.0) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        board = httpx.get(f"{server.url}/api/v1/leaderboard", timeout=5).json()
+        for entry in board["entries"]:
+            if entry["name"] == label and entry["matches"] > 0:
+                return dict(entry)
+        time.sleep(0.5)
+    raise AssertionError(f"{label} never played:\n{server.log.read_text()[-3000:]}")
+
+
+def test_an_upload_is_checked_entered_under_its_token_and_played(tmp_path, serve_league):
+    server = start(write_league(tmp_path))
+    serve_league.append(server)
+    server.add_author("alice")
+    # The bot's own bot.toml could name another author: only the token decides.
+    answer = upload(server, "alice", bot_source("pairs"), name="alices-bot")
+    assert answer.status_code == 202, answer.text
+    body = answer.json()
+    assert body["status"] == "queued" and body["url"] == f"/api/v1/submissions/{body['id']}"
+    verdict = server.wait_verdict("alice", body["id"])
+    assert verdict["status"] == "accepted", verdict["report"]
+    assert verdict["entrant"] == "alices-bot" and verdict["version"] == 1
+    report = str(verdict["report"])
+    assert report.splitlines()[0].startswith("sandbox: process sandbox")
+    assert "ok    handshake" in report
+    assert report.splitlines()[-1] == (
+        "accepted: alices-bot entered in open.toml as bots/alices-bot/mybot.py"
+    )
+    text = server.path.read_text()
+    assert 'name = "alices-bot"\nauthor = "alice"\n' in text
+    entry = wait_on_board(server, "alices-bot")
+    assert entry["entrant"] == "alices-bot"
+    # A second upload under the name is a new version of alice's entrant.
+    second = upload(server, "alice", bot_source("last"), name="alices-bot")
+    assert second.status_code == 202
+    again = server.wait_verdict("alice", second.json()["id"])
+    assert again["status"] == "accepted" and again["version"] == 2, again["report"]
+
+
+def test_refusals_are_one_sentence_each(tmp_path, serve_league):
+    server = start(write_league(tmp_path, server="upload_mb = 0.01"))
+    serve_league.append(server)
+    server.add_author("alice")
+    server.add_author("bob")
+    with httpx.Client(base_url=server.url) as anonymous:
+        none = anonymous.post("/api/v1/submissions", files={"bot": ("b.py", b"x")})
+        assert none.status_code == 401 and "valid token" in none.json()["error"]
+        assert none.headers["www-authenticate"] == "Bearer"
+        wrong = anonymous.post(
+            "/api/v1/submissions",
+            files={"bot": ("b.py", b"x")},
+            headers={"Authorization": "Bearer referee_0000000000000000_" + "A" * 43},
+        )
+        assert wrong.status_code == 401
+    # Too large: refused while it streams, nothing left in the uploads folder.
+    big = upload(server, "alice", b"#" * 20_000)
+    assert big.status_code == 413 and "larger than 0.01 MiB" in big.json()["error"]
+    assert not list((server.results / "uploads").iterdir())
+    wrong_kind = upload(server, "alice", b"x", filename="bot.exe")
+    assert wrong_kind.status_code == 400 and ".py file" in wrong_kind.json()["error"]
+    # Another author's submission is exactly as absent as one that does not exist.
+    mine = upload(server, "alice", bot_source("pairs"))
+    assert mine.status_code == 202
+    sid = mine.json()["id"]
+    with server.client("bob") as bob:
+        other = bob.get(f"/api/v1/submissions/{sid}")
+        missing = bob.get("/api/v1/submissions/000000000000000000000000")
+    assert other.status_code == missing.status_code == 404
+    assert other.json() == missing.json()
+    # Revoked and rotated tokens stop working at once.
+    old = server.tokens["alice"]
+    with AuthorBook(server.results) as book:
+        server.tokens["alice"] = book.rotate("alice", actor="test").token
+        book.revoke("bob", actor="test")
+    with httpx.Client(base_url=server.url) as client:
+        for token in (old, server.tokens["bob"]):
+            got = client.get(
+                f"/api/v1/submissions/{sid}", headers={"Authorization": f"Bearer {token}"}
+            )
+            assert got.status_code == 401
+    with server.client("alice") as alice:
+        assert alice.get(f"/api/v1/submissions/{sid}").status_code == 200
+
+
+def test_uploads_too_close_together_wait_with_retry_after(tmp_path, serve_league):
+    server = start(write_league(tmp_path, server="interval_seconds = 3600"), "--no-league")
+    serve_league.append(server)
+    server.add_author("alice")
+    assert upload(server, "alice", bot_source("pairs")).status_code == 202
+    second = upload(server, "alice", bot_source("last"))
+    assert second.status_code == 429
+    assert 3500 <= int(second.headers["retry-after"]) <= 3601
+    assert "wait" in second.json()["error"]
+
+
+def test_failed_sign_ins_from_one_address_are_throttled(tmp_path, serve_league):
+    server = start(write_league(tmp_path, server="signin_failures = 3"), "--no-league")
+    serve_league.append(server)
+    token = server.add_author("alice")
+    bad = {"Authorization": "Bearer referee_0123456789abcdef_" + "B" * 43}
+    with httpx.Client(base_url=server.url) as client:
+        codes = [client.get("/api/v1/submissions", headers=bad).status_code for _ in range(4)]
+        assert codes == [401, 401, 401, 429]
+        held = client.get("/api/v1/submissions", headers={"Authorization": f"Bearer {token}"})
+    assert held.status_code == 429 and int(held.headers["retry-after"]) > 0
+
+
+def test_the_same_upload_twice_at_once_is_entered_once(tmp_path, serve_league):
+    server = start(write_league(tmp_path, server="checks = 2"), "--no-league")
+    serve_league.append(server)
+    server.add_author("alice")
+    answers: list[httpx.Response] = []
+
+    def send() -> None:
+        answers.append(upload(server, "alice", bot_source("pairs"), name="twice"))
+
+    threads = [threading.Thread(target=send) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [a.status_code for a in answers] == [202, 202]
+    verdicts = [server.wait_verdict("alice", a.json()["id"]) for a in answers]
+    assert sorted(v["status"] for v in verdicts) == ["accepted", "refused"], verdicts
+    refused = next(v for v in verdicts if v["status"] == "refused")
+    assert "twice" in str(refused["report"])
+    assert entries_named(server.path, "twice") == 1
+
+
+def test_a_server_killed_after_202_checks_the_upload_once_started_again(tmp_path, serve_league):
+    path = write_league(tmp_path)
+    server = start(path)
+    serve_league.append(server)
+    server.add_author("alice")
+    answer = upload(server, "alice", bot_source("pairs"), name="survivor")
+    assert answer.status_code == 202
+    server.stop(signal.SIGKILL)  # at once: the check has at most begun
+    with AuthorBook(server.results) as book:  # the 202 promised the row is on the disk
+        assert book.database.connection.execute(
+            "SELECT count(*) FROM submissions WHERE id = ?", (answer.json()["id"],)
+        ).fetchone() == (1,)
+    again = start(path)
+    serve_league.append(again)
+    again.tokens = server.tokens
+    verdict = again.wait_verdict("alice", answer.json()["id"])
+    assert verdict["status"] == "accepted", verdict["report"]
+    assert entries_named(path, "survivor") == 1
+    wait_on_board(again, "survivor")
+
+
+def test_upload_command_follows_the_check_to_its_verdict(tmp_path, serve_league):
+    server = start(write_league(tmp_path), "--no-league")
+    serve_league.append(server)
+    server.add_author("alice")
+    bot = tmp_path / "cmdbot.py"
+    bot.write_bytes(bot_source("first"))
+    token = tmp_path / "token"
+    token.write_text(server.tokens["alice"] + "\n")
+    done = subprocess.run(
+        [str(REFEREE), "upload", str(bot), "--server", server.url, "--token-file", str(token)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "accepted: cmdbot entered in open.toml" in done.stdout
+    assert "ok    handshake" in done.stdout
+    broken = tmp_path / "broken.py"
+    broken.write_text("import sys\nsys.exit(3)\n")
+    refused = subprocess.run(
+        [str(REFEREE), "upload", str(broken), "--server", server.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"REFEREE_TOKEN": server.tokens["alice"], "PATH": "/usr/bin:/bin"},
+    )
+    assert refused.returncode == 1, refused.stderr
+    assert "bot refused" in refused.stdout and "the report above says why" in refused.stderr
+    no_token = subprocess.run(
+        [str(REFEREE), "upload", str(bot), "--server", server.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert no_token.returncode == 2 and "REFEREE_TOKEN" in no_token.stderr
