@@ -28,11 +28,7 @@ trusts it).
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,140 +47,18 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import Message, Receive
 
-from referee.errors import RefereeError
-from referee.publish.league import league_board, render_league
-from referee.server.authors import Author, AuthorBook
-from referee.server.checks import Checker
-from referee.server.submissions import Session, SubmissionBook, TooLarge, csrf_matches
-from referee.tournament.file import Tournament, load_tournament
-from referee.tournament.model import ServerSettings
+from referee.server.authors import Author
+from referee.server.state import COOKIE, ServerState, address, error, session_of, when
+from referee.server.submissions import Session, TooLarge, csrf_matches
 
 __all__ = ["ServerState", "make_app"]
 
-COOKIE = "referee_session"
 _TEMPLATES = Path(__file__).parent / "templates"
 _MAX_NAME = 64
 _UPLOAD_SUFFIXES = (".py", ".tar.gz", ".tgz", ".zip")
 _CSRF_REFUSED = (
     "this form has expired or did not come from this site's page; reload the page and try again"
 )
-
-
-@dataclass
-class ServerState:
-    """What the app serves: the league file, its results folder, its limits, the check
-    queue, and the folder the published site is kept in."""
-
-    path: Path
-    results_dir: Path
-    settings: ServerSettings
-    checker: Checker | None = None
-    site: Path | None = None
-    clock: Callable[[], float] = time.time
-    _local: threading.local = field(default_factory=threading.local)
-    _failures: dict[str, deque[float]] = field(default_factory=dict)
-    _failures_lock: threading.Lock = field(default_factory=threading.Lock)
-    _board: tuple[tuple[Any, ...], float, bytes] | None = None
-    _board_lock: threading.Lock = field(default_factory=threading.Lock)
-    _tournament: tuple[tuple[int, int], Tournament] | None = None
-
-    # -- one connection per thread --------------------------------------------------------
-
-    def authors(self) -> AuthorBook:
-        book = getattr(self._local, "authors", None)
-        if book is None:
-            book = self._local.authors = AuthorBook(self.results_dir, clock=self.clock)
-        return book
-
-    def uploads(self) -> SubmissionBook:
-        book = getattr(self._local, "uploads", None)
-        if book is None:
-            book = self._local.uploads = SubmissionBook(self.results_dir, clock=self.clock)
-        return book
-
-    # -- sign-in throttling ----------------------------------------------------------------
-
-    def throttled(self, address: str) -> float:
-        """Seconds ``address`` must wait before it may try a token again (0: now)."""
-        window = self.settings.signin_window_seconds
-        now = self.clock()
-        with self._failures_lock:
-            seen = self._failures.get(address)
-            if not seen:
-                return 0.0
-            while seen and seen[0] <= now - window:
-                seen.popleft()
-            if len(seen) < self.settings.signin_failures:
-                return 0.0
-            return max(1.0, seen[0] + window - now)
-
-    def failed(self, address: str) -> None:
-        with self._failures_lock:
-            if len(self._failures) > 100_000:  # a flood of addresses: forget the oldest
-                self._failures.pop(next(iter(self._failures)))
-            seen = self._failures.setdefault(address, deque())
-            seen.append(self.clock())
-            while len(seen) > self.settings.signin_failures:
-                seen.popleft()
-
-    # -- the league --------------------------------------------------------------------
-
-    def tournament(self) -> Tournament:
-        """The league file, loaded again only when it changed."""
-        info = self.path.stat()
-        key = (info.st_mtime_ns, info.st_size)
-        cached = self._tournament
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        loaded = load_tournament(self.path)
-        self._tournament = (key, loaded)
-        return loaded
-
-    def board_json(self) -> bytes:
-        """``referee leaderboard --format json``, read again at most once a second and only
-        when the store or the file changed."""
-        key = _stat_key(self.path, self.results_dir)
-        now = time.monotonic()
-        with self._board_lock:
-            cached = self._board
-            if cached is not None and (cached[0] == key or now - cached[1] < 1.0):
-                return cached[2]
-            tournament = self.tournament()
-            try:
-                text = render_league(league_board(tournament), "json")
-            except RefereeError:  # no results yet
-                text = json.dumps(
-                    {"league": tournament.name, "entries": [], "matches": 0, "batches": 0}
-                )
-            self._board = (key, now, text.encode())
-            return self._board[2]
-
-
-def _when(at: float | None) -> str:
-    """A Unix time as the pages show it (UTC, to the second)."""
-    if at is None:
-        return "—"
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
-
-
-def _stat_key(path: Path, results_dir: Path) -> tuple[Any, ...]:
-    parts: list[Any] = []
-    for file in (path, results_dir / "results.sqlite", results_dir / "results.sqlite-wal"):
-        try:
-            info = file.stat()
-        except OSError:
-            parts.append(None)
-            continue
-        parts.append((info.st_mtime_ns, info.st_size))
-    return tuple(parts)
-
-
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-
-def _address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
 
 
 class _Limited(Exception):
@@ -217,7 +91,7 @@ def make_app(state: ServerState) -> Starlette:
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    environment.filters["when"] = _when
+    environment.filters["when"] = when
     templates = Jinja2Templates(env=environment)
     pages = _Pages(state, templates)
     routes: list[Route | Mount] = [
@@ -248,10 +122,10 @@ def _api(state: ServerState, handler: _Handler) -> Callable[[Request], Awaitable
     """``handler`` behind the API's token check (and the sign-in throttle)."""
 
     async def endpoint(request: Request) -> Response:
-        address = _address(request)
-        wait = state.throttled(address)
+        where = address(request)
+        wait = state.throttled(where)
         if wait:
-            return _error(
+            return error(
                 429,
                 "too many failed sign-ins from this address; wait before trying again",
                 {"Retry-After": str(int(wait) + 1)},
@@ -262,13 +136,13 @@ def _api(state: ServerState, handler: _Handler) -> Callable[[Request], Awaitable
         if scheme.lower() == "bearer" and token:
             author = await run_in_threadpool(lambda: state.authors().authenticate(token.strip()))
         elif not header and request.method == "GET":
-            session = await run_in_threadpool(_session_of, state, request)
+            session = await run_in_threadpool(session_of, state, request)
             if session is not None:
                 author = await run_in_threadpool(lambda: state.authors().author(session.author))
         if author is None:
             if header:
-                state.failed(address)
-            return _error(
+                state.failed(where)
+            return error(
                 401,
                 "a valid token is needed: send Authorization: Bearer <token> (referee authors "
                 "add gives one); a revoked or rotated token no longer works",
@@ -296,7 +170,7 @@ async def _receive_upload(
     )
     if wait > 0:
         raise _Limited(
-            _error(
+            error(
                 429,
                 f"too many uploads: wait {int(wait) + 1} s before the next one "
                 f"([server] allows {state.settings.per_day} a day, one every "
@@ -310,28 +184,26 @@ async def _receive_upload(
     except TooLarge:
         raise _Limited(_too_large(state)) from None
     except Exception as exc:  # a malformed multipart body: the parser's words
-        raise _Limited(_error(400, f"the upload is not a readable form: {exc}")) from None
+        raise _Limited(error(400, f"the upload is not a readable form: {exc}")) from None
     if session is not None and not csrf_matches(session, str(form.get("csrf", ""))):
-        raise _Limited(_error(403, _CSRF_REFUSED))
+        raise _Limited(error(403, _CSRF_REFUSED))
     bot = form.get("bot")
     if not isinstance(bot, UploadFile):
-        raise _Limited(_error(400, "the upload needs a file in the form field 'bot'"))
+        raise _Limited(error(400, "the upload needs a file in the form field 'bot'"))
     filename = (bot.filename or "").rsplit("/", 1)[-1]
     if not filename.lower().endswith(_UPLOAD_SUFFIXES):
         raise _Limited(
-            _error(
-                400, "the bot must be a .py file, or a .tar.gz or .zip of a folder with bot.toml"
-            )
+            error(400, "the bot must be a .py file, or a .tar.gz or .zip of a folder with bot.toml")
         )
     name = form.get("name")
     wanted = name.strip() if isinstance(name, str) and name.strip() else None
     if wanted is not None and len(wanted) > _MAX_NAME:
-        raise _Limited(_error(400, f"the name is longer than {_MAX_NAME} characters"))
+        raise _Limited(error(400, f"the name is longer than {_MAX_NAME} characters"))
     return filename[:200], wanted, bot
 
 
 def _too_large(state: ServerState) -> JSONResponse:
-    return _error(
+    return error(
         413,
         f"the upload is larger than {state.settings.upload_mb:g} MiB ([server] upload_mb)",
         {"Connection": "close"},
@@ -378,7 +250,7 @@ async def _api_get(state: ServerState, request: Request, author: Author) -> Resp
     sid = request.path_params["sid"]
     found = await run_in_threadpool(lambda: state.uploads().get(sid, author=author.name))
     if found is None:
-        return _error(404, "no such submission")
+        return error(404, "no such submission")
     return JSONResponse(found.public(f"/api/v1/submissions/{sid}"))
 
 
@@ -393,11 +265,6 @@ def _leaderboard(state: ServerState) -> Callable[[Request], Awaitable[Response]]
         return Response(body, media_type="application/json", headers={"Cache-Control": "no-cache"})
 
     return endpoint
-
-
-def _session_of(state: ServerState, request: Request) -> Session | None:
-    cookie = request.cookies.get(COOKIE, "")
-    return state.uploads().session(cookie) if cookie else None
 
 
 # --------------------------------------------------------------------------- the pages
@@ -419,15 +286,15 @@ class _Pages:
 
     async def index(self, request: Request) -> Response:
         board = json.loads(await run_in_threadpool(self.state.board_json))
-        session = await run_in_threadpool(_session_of, self.state, request)
+        session = await run_in_threadpool(session_of, self.state, request)
         return self._page(request, "index.html", board=board, session=session)
 
     async def signin_form(self, request: Request) -> Response:
         return self._page(request, "signin.html", error=None)
 
     async def signin(self, request: Request) -> Response:
-        address = _address(request)
-        wait = self.state.throttled(address)
+        where = address(request)
+        wait = self.state.throttled(where)
         if wait:
             return self._page(
                 request,
@@ -439,7 +306,7 @@ class _Pages:
         token = str(form.get("token", "")).strip()
         author = await run_in_threadpool(lambda: self.state.authors().authenticate(token))
         if author is None or author.token_id is None:
-            self.state.failed(address)
+            self.state.failed(where)
             return self._page(
                 request, "signin.html", 401, error="that token is not valid (or no longer)"
             )
@@ -461,7 +328,7 @@ class _Pages:
         return response
 
     async def _signed_in(self, request: Request) -> Session | None:
-        return await run_in_threadpool(_session_of, self.state, request)
+        return await run_in_threadpool(session_of, self.state, request)
 
     async def _checked_form(self, request: Request) -> tuple[Session | None, Response | None]:
         """The session of a small form's post, or the refusal (no session: to sign in; no

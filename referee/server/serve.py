@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from referee.errors import RefereeError, UsageError
-from referee.server.app import ServerState, make_app
+from referee.server.app import make_app
 from referee.server.archives import ArchiveLimits
 from referee.server.checks import Checker, entered_bots
 from referee.server.guard import guarded_config
+from referee.server.state import ServerState
 from referee.server.submissions import SubmissionBook
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.model import PublishSettings
