@@ -292,7 +292,8 @@ def test_identical_play_is_said_so_and_the_json_stays_valid(
     import json
     from types import SimpleNamespace
 
-    from referee.cli.compare import _report, progress_line
+    from referee.cli.compare import _report
+    from referee.runs.comparison import progress_line
 
     test = Sprt()
     state = test.first_decision([0.0] * 400)
