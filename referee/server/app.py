@@ -158,6 +158,8 @@ async def _receive_upload(
 ) -> tuple[str, str | None, UploadFile]:
     """The upload's form, read within the size limit; :class:`_Limited` with the refusal."""
     limit = int(state.settings.upload_mb * 1024 * 1024)
+    if await run_in_threadpool(state.closed):
+        raise _Limited(error(409, "the tournament has started: it takes no more entries"))
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > limit + 64 * 1024:
         raise _Limited(_too_large(state))

@@ -79,11 +79,14 @@ def private_stderr(tournament: Tournament) -> Tournament:
 def serve(path: Path, options: ServeOptions, say: Callable[[str], None]) -> None:
     """Serve the league file at ``path`` until SIGTERM or Ctrl-C (see the module docstring)."""
     tournament = load_tournament(path)
+    if tournament.file.format == "compare":
+        raise UsageError(f"{path} is a comparison's file: serve a league or a tournament")
     if tournament.file.format != "league":
-        raise UsageError(
-            f'{path} is not a league (format = "{tournament.file.format}"): referee serve '
-            "runs a league that authors upload to"
+        say(
+            f"{tournament.name} is a tournament: it takes entries until it is run (referee "
+            "tournament run), and serves its site once it is published there"
         )
+        options = dataclasses.replace(options, league=False)
     settings = tournament.file.server
     results_dir = tournament.results_dir
     with SubmissionBook(results_dir) as book:
@@ -114,7 +117,7 @@ def serve(path: Path, options: ServeOptions, say: Callable[[str], None]) -> None
     league = _League(path, options.league_args, say) if options.league else None
     publisher = (
         _Publisher(path, options.site, results_dir, options.every_s, say)
-        if options.site is not None
+        if options.site is not None and tournament.file.format == "league"
         else None
     )
     if league is not None:  # first: its child is forked before any thread here starts

@@ -105,6 +105,13 @@ class ServerState:
         self._tournament = (key, loaded)
         return loaded
 
+    def closed(self) -> bool:
+        """Whether entries are closed: a tournament (not a league) that has started."""
+        return (
+            self.tournament().file.format != "league"
+            and (self.results_dir / "results.sqlite").exists()
+        )
+
     def board_json(self) -> bytes:
         """``referee leaderboard --format json``, read again at most once a second and only
         when the store or the file changed."""
@@ -115,12 +122,24 @@ class ServerState:
             if cached is not None and (cached[0] == key or now - cached[1] < 1.0):
                 return cached[2]
             tournament = self.tournament()
-            try:
-                text = render_league(league_board(tournament), "json")
-            except RefereeError:  # no results yet
+            if tournament.file.format != "league":  # entries so far; its site once run
                 text = json.dumps(
-                    {"league": tournament.name, "entries": [], "matches": 0, "batches": 0}
+                    {
+                        "tournament": tournament.name,
+                        "entrants": list(tournament.entrants),
+                        "closed": self.closed(),
+                        "entries": [],
+                        "matches": 0,
+                        "batches": 0,
+                    }
                 )
+            else:
+                try:
+                    text = render_league(league_board(tournament), "json")
+                except RefereeError:  # no results yet
+                    text = json.dumps(
+                        {"league": tournament.name, "entries": [], "matches": 0, "batches": 0}
+                    )
             self._board = (key, now, text.encode())
             return self._board[2]
 

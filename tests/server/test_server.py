@@ -222,3 +222,49 @@ def test_upload_command_follows_the_check_to_its_verdict(tmp_path, serve_league)
         env={"PATH": "/usr/bin:/bin"},
     )
     assert no_token.returncode == 2 and "REFEREE_TOKEN" in no_token.stderr
+
+
+def test_a_check_cut_off_after_it_entered_is_not_entered_again(tmp_path, serve_league):
+    path = write_league(tmp_path)
+    server = start(path, "--no-league")
+    serve_league.append(server)
+    server.add_author("alice")
+    answer = upload(server, "alice", bot_source("pairs"), name="onlyonce")
+    sid = answer.json()["id"]
+    assert server.wait_verdict("alice", sid)["status"] == "accepted"
+    server.stop(signal.SIGKILL)
+    # As if the kill came after the entry was appended and before the verdict's commit.
+    with AuthorBook(server.results) as book, book.database.transaction() as db:
+        db.execute("UPDATE submissions SET status = 'checking', report = '' WHERE id = ?", (sid,))
+    again = start(path, "--no-league")
+    serve_league.append(again)
+    again.tokens = server.tokens
+    verdict = again.wait_verdict("alice", sid)
+    assert verdict["status"] == "accepted" and verdict["entrant"] == "onlyonce"
+    assert "entered before the server stopped" in str(verdict["report"])
+    assert entries_named(path, "onlyonce") == 1
+    assert "checked again" not in again.log.read_text()
+
+
+def test_a_tournament_takes_entries_until_it_is_run(tmp_path, serve_league):
+    path = write_league(tmp_path)
+    text = path.read_text().replace('format = "league"', 'format = "round-robin"')
+    path.write_text(re.sub(r"\[league\]\n(.*\n)*?\[time\]", "[time]", text))
+    server = start(path)
+    serve_league.append(server)
+    server.add_author("alice")
+    assert "takes entries until it is run" in server.log.read_text()
+    first = upload(server, "alice", bot_source("pairs"), name="early")
+    assert server.wait_verdict("alice", first.json()["id"])["status"] == "accepted"
+    time.sleep(1.1)  # the board is read again at most once a second
+    board = httpx.get(f"{server.url}/api/v1/leaderboard").json()
+    assert "early" in board["entrants"] and board["closed"] is False
+    run = subprocess.run(
+        [str(REFEREE), "tournament", "run", str(path), "--workers", "1"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stderr
+    late = upload(server, "alice", bot_source("last"), name="late")
+    assert late.status_code == 409 and "takes no more entries" in late.json()["error"]
