@@ -159,7 +159,7 @@ def test_the_same_upload_twice_at_once_is_entered_once(tmp_path, serve_league):
         thread.join()
     assert [a.status_code for a in answers] == [202, 202]
     verdicts = [server.wait_verdict("alice", a.json()["id"]) for a in answers]
-    assert sorted(v["status"] for v in verdicts) == ["accepted", "refused"], verdicts
+    assert sorted(str(v["status"]) for v in verdicts) == ["accepted", "refused"], verdicts
     refused = next(v for v in verdicts if v["status"] == "refused")
     assert "twice" in str(refused["report"])
     assert entries_named(server.path, "twice") == 1
