@@ -195,6 +195,7 @@ class _Publisher:
         self.thread.join(30)
 
     def _loop(self) -> None:
+        from referee.publish.league import league_board
         from referee.publish.league_site import publish_league
 
         while not self.stopping.wait(self.every_s):
@@ -203,6 +204,8 @@ class _Publisher:
                 continue
             try:
                 tournament = private_stderr(load_tournament(self.path))
+                if league_board(tournament, self.results_dir).batches == 0:
+                    continue  # nothing settled yet: no site to show
                 publish_league(tournament, self.out, self.results_dir)
             except RefereeError as exc:
                 if not self.warned:

@@ -268,3 +268,32 @@ def test_a_tournament_takes_entries_until_it_is_run(tmp_path, serve_league):
     assert run.returncode == 0, run.stderr
     late = upload(server, "alice", bot_source("last"), name="late")
     assert late.status_code == 409 and "takes no more entries" in late.json()["error"]
+
+
+def test_the_site_is_published_as_batches_settle_with_no_stderr(tmp_path, serve_league):
+    server = start(write_league(tmp_path))
+    serve_league.append(server)
+    server.add_author("alice")
+    marker = "stderr-marker-7f3a"
+    source = bot_source("pairs").replace(
+        b"    msg = json.loads(line)\n",
+        f"    msg = json.loads(line)\n    print({marker!r}, file=sys.stderr, flush=True)\n".encode(),
+    )
+    answer = upload(server, "alice", source, name="noisy")
+    assert server.wait_verdict("alice", answer.json()["id"])["status"] == "accepted"
+    wait_on_board(server, "noisy")
+    site = tmp_path / "open.results-site"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        page = httpx.get(f"{server.url}/site/index.html")
+        if page.status_code == 200 and "noisy" in page.text:
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError(f"the site never showed noisy:\n{server.log.read_text()[-3000:]}")
+    # Its matches were played and their stderr kept, but no published file holds it.
+    logs = server.results / "logs"
+    assert any(marker in p.read_text(errors="replace") for p in logs.rglob("*") if p.is_file())
+    published = [p for p in site.rglob("*") if p.is_file()]
+    assert published and not any(marker in p.read_text(errors="replace") for p in published)
+    assert not list(site.rglob("*.stderr.js"))
