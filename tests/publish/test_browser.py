@@ -639,7 +639,7 @@ def test_stepping_through_a_replay_keeps_the_controls_and_the_table_in_view(
         step.click()
         where = f"{screen}, step {k}"
         assert page.page.evaluate("scrollY") == at, f"{where}: the page scrolled"
-        assert page.page.evaluate(_IN_VIEW, ["#controls", "#table", "#seats"]) == [True] * 3, where
+        assert page.page.evaluate(_IN_VIEW, ["#controls", "#table"]) == [True, True], where
     assert page.page.evaluate("document.documentElement.scrollWidth") <= width
     page.shot(f"{screen}-match-stepped")
     table, seats = (page.page.locator(s).bounding_box() for s in ("#table", "#seats"))
