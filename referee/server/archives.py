@@ -11,9 +11,11 @@ bytes; Python source is text in its declared encoding, without NUL bytes) and mu
 with the name: a ``.zip`` holding gzip data, or a ``.py`` holding an archive, is refused.
 ``bot.toml`` sits at the archive's top, or in its single top-level folder.
 
-:func:`unpack_upload` treats the archive as hostile. Every member is checked before a byte
-of it is written, by the one set of rules the tar and the zip readers share
-(:class:`_Members`):
+:func:`unpack_upload` treats the archive as hostile. Every member is checked before
+anything is written, by the one set of rules the tar and the zip readers share
+(:class:`_Members`): a zip's members from its central directory, a tar's in a first pass
+over the stream (the second writes them). A folder named ``__MACOSX`` at the top (the
+resource forks macOS's Finder adds beside the folder it zips) is left out. The rules:
 
 - names: no NUL or other control or invisible character, no invalid UTF-8, no ``\\``,
   no absolute path, no ``..`` component (``.`` and empty components are dropped, as
@@ -29,17 +31,20 @@ of it is written, by the one set of rules the tar and the zip readers share
   and its depth (:data:`~referee.sandbox.staging.MAX_BOT_DEPTH`), counted as
   :func:`referee.sandbox.read_bot` counts them, the single top-level folder aside; the
   counting stops at the limit, so an archive of a hundred thousand files is refused
-  after one more than the limit. A zip's central directory is sized from its end record
-  before :mod:`zipfile` parses it (its entry count and its size in bytes), so a huge
-  directory is refused without a ``ZipInfo`` made for each entry;
-- bytes: the bytes actually written, counted while each member streams out in chunks,
-  never the sizes the headers claim: one member (``max_member_bytes``), all of them
-  (``max_bytes``), and all of them against the archive's own size on disk (more than
-  ``max_ratio`` times it, past ``ratio_grace_bytes``, is a compression bomb). A header
-  that claims too much is refused before anything is read. The tar stream is inflated
-  under a cap too (the files' bytes and a bounded allowance for headers) and refuses any
-  single read larger than a header may need, so neither a vast pax header nor a run of
-  empty members can fill memory or the disk;
+  after one more than the limit, with nothing written. A zip's central directory is
+  sized from its end record before :mod:`zipfile` parses it (its entry count and its
+  size in bytes), so a huge directory is refused without a ``ZipInfo`` made per entry;
+- bytes: one member (``max_member_bytes``), all of them (``max_bytes``), and all of them
+  against the archive's own size on disk (more than ``max_ratio`` times it, past
+  ``ratio_grace_bytes``, is a compression bomb). A zip member's sizes are claims about a
+  compressed stream: one claiming too much is refused before it is read, and the bytes
+  actually written are counted while it streams out in chunks, so the limits hold
+  whatever the claims. A tar member's size is the number of bytes that follow its
+  header, which the first pass reads past: those sizes are the bytes the second pass
+  writes (and counts again). The tar stream is inflated under a cap (the files' bytes
+  and a bounded allowance for headers), and any single read larger than a header may
+  need is refused, so neither a vast pax header nor a run of empty members can fill
+  memory;
 - integrity: a truncated or corrupt archive is refused, including a tar whose end
   was cut off (the gzip stream is read to its end, where its CRC is checked, and what
   follows the tar's end must be zeros: :mod:`tarfile` stops silently at a damaged
@@ -64,6 +69,7 @@ other, equally valid, bytes); what stays equal everywhere is
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -76,7 +82,7 @@ import tokenize
 import unicodedata
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal, cast
@@ -102,7 +108,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 _FOUND = {"tar.gz": "gzip data", "zip": "a zip archive"}
 _ZIP_ENCRYPTED, _ZIP_PATCHED, _ZIP_STRONG_ENCRYPTION = 0x1, 0x20, 0x40
-_ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+_ZIP_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
+# What macOS's Finder puts beside the folder it zips (resource forks): left out.
+_MACOS_FORKS = "__MACOSX"
 _ARCHIVE_SUFFIXES: tuple[tuple[str, UploadKind], ...] = (
     (".tar.gz", "tar.gz"),
     (".tgz", "tar.gz"),
@@ -310,17 +318,28 @@ def _copy_script(data_path: Path, filename: str, into: Path, limits: ArchiveLimi
 
 
 def _make_folder(parent: Path, name: str) -> int:
-    """Make ``parent/name`` (0755) and return its descriptor, following no symlink in it."""
+    """Make ``parent/name`` (0755) and return its descriptor, following no symlink in it;
+    on failure, nothing is left."""
     try:
         parent_fd = os.open(parent, _O_DIR & ~os.O_NOFOLLOW)
-        try:
-            os.mkdir(name, 0o700, dir_fd=parent_fd)
-            fd = os.open(name, _O_DIR, dir_fd=parent_fd)
-        finally:
-            os.close(parent_fd)
-        os.fchmod(fd, 0o755)
     except OSError as exc:
         raise InfrastructureError(f"cannot unpack into {parent}: {exc.strerror}") from exc
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent_fd)
+        try:
+            fd = os.open(name, _O_DIR, dir_fd=parent_fd)
+            try:
+                os.fchmod(fd, 0o755)
+            except BaseException:
+                os.close(fd)
+                raise
+        except BaseException:
+            os.rmdir(name, dir_fd=parent_fd)
+            raise
+    except OSError as exc:
+        raise InfrastructureError(f"cannot unpack into {parent}: {exc.strerror}") from exc
+    finally:
+        os.close(parent_fd)
     return fd
 
 
@@ -385,13 +404,16 @@ class _Members:
         self._deepest = 0
         self._deepest_path = ""
 
-    def admit(self, name: str, folder: bool) -> tuple[str, ...]:
-        """The path of a member named ``name``, once it may be written."""
+    def admit(self, name: str, folder: bool) -> tuple[str, ...] | None:
+        """The path of a member named ``name``, once it may be written; ``None`` for one
+        left out (macOS's ``__MACOSX`` folder of resource forks)."""
         parts = _member_parts(name)
         if not parts:
             if not folder:
                 raise _refused(f"member '{printable(name)}' is a file without a name")
             return parts
+        if parts[0] == _MACOS_FORKS:
+            return None
         for end in range(1, len(parts)):
             self._add(parts[:end], name, folder=True, explicit=False)
         self._add(parts, name, folder=folder, explicit=True)
@@ -500,7 +522,7 @@ class _Writer:
             while chunk := read(_CHUNK):
                 size += len(chunk)
                 self.written += len(chunk)
-                self._check(parts, size)
+                self.check(parts, size, self.written)
                 view = memoryview(chunk)
                 while view:
                     view = view[self._call(os.write, out, view) :]
@@ -508,19 +530,20 @@ class _Writer:
         finally:
             os.close(out)
 
-    def _check(self, parts: tuple[str, ...], size: int) -> None:
+    def check(self, parts: tuple[str, ...], size: int, written: int) -> None:
+        """Refuse a member of ``size`` bytes at ``parts``, with ``written`` in all so far."""
         limits = self._limits
         if size > limits.max_member_bytes:
             raise _refused(
                 f"member '{printable('/'.join(parts))}' is larger than "
                 f"{_megabytes(limits.max_member_bytes)}"
             )
-        if self.written > limits.max_bytes:
+        if written > limits.max_bytes:
             raise _refused(
                 f"it unpacks to more than {_megabytes(limits.max_bytes)}; leave data sets and "
                 "virtual environments out of the bot"
             )
-        if self.written > self._bomb_bytes:
+        if written > self._bomb_bytes:
             raise _refused(
                 f"it unpacks to more than {limits.max_ratio} times its own size: a compression bomb"
             )
@@ -569,6 +592,8 @@ def _unpack_zip(data_path: Path, members: _Members, writer: _Writer, shown: str)
             with zipfile.ZipFile(handle) as archive:
                 planned = [_zip_member(info, members, size) for info in archive.infolist()]
                 for info, parts, executable in planned:
+                    if parts is None:
+                        continue
                     if info.is_dir():
                         writer.folder(parts)
                         continue
@@ -624,7 +649,7 @@ def _check_zip_directory(handle: IO[bytes], members: _Members) -> int:
 
 def _zip_member(
     info: zipfile.ZipInfo, members: _Members, archive_bytes: int
-) -> tuple[zipfile.ZipInfo, tuple[str, ...], bool]:
+) -> tuple[zipfile.ZipInfo, tuple[str, ...] | None, bool]:
     """A zip member checked: its kind, method, claimed size and place, then its name.
 
     :mod:`zipfile` itself refuses strong encryption and patched data with
@@ -676,35 +701,70 @@ def _special_kind(kind: int) -> str:
 
 
 def _unpack_tar_gz(data_path: Path, members: _Members, writer: _Writer, shown: str) -> None:
-    """Read the tar stream once, checking each member before it is written; then check
-    that the stream ends as a tar and a gzip stream should."""
-    limits = members.limits
-    cap = limits.max_bytes + (limits.max_files + 2) * _TAR_OVERHEAD_PER_MEMBER
+    """Read the tar stream twice: once to check every member and the stream's end, then,
+    if nothing was refused, to write the members out.
+
+    In a tar a member's size is not a claim about a compressed stream but the number of
+    bytes that follow its header: the first pass reads past them (inflating, under the
+    cap), so the sizes it adds up are the sizes the second pass writes, and a refusal of
+    counts, names or bytes comes before anything is written.
+    """
     try:
-        with (
-            open(data_path, "rb") as handle,
-            gzip.GzipFile(fileobj=handle, mode="rb") as inflating,
-        ):
-            stream = _Inflated(inflating, cap, limits.max_bytes)
-            with tarfile.open(fileobj=cast(IO[bytes], stream), mode="r:") as archive:
-                for member in archive:
-                    parts = _tar_member(member, members)
-                    if member.isdir():
-                        writer.folder(parts)
-                        continue
-                    source = archive.extractfile(member)
-                    if source is None:
-                        raise _refused(f"member '{printable(member.name)}' cannot be read")
-                    with source:
-                        writer.file(parts, source.read, bool(member.mode & 0o111))
+        with _tar_stream(data_path, members.limits) as (archive, stream):
+            planned = _plan_tar(archive, members, writer)
             stream.check_end()
+        with _tar_stream(data_path, members.limits) as (archive, _):
+            for name, parts in planned:
+                member = archive.next()
+                if member is None or member.name != name:
+                    raise InfrastructureError(f"upload {data_path} changed while it was unpacked")
+                if parts is None:
+                    continue
+                if member.isdir():
+                    writer.folder(parts)
+                    continue
+                source = archive.extractfile(member)
+                if source is None:
+                    raise _refused(f"member '{printable(member.name)}' cannot be read")
+                with source:
+                    writer.file(parts, source.read, bool(member.mode & 0o111))
     except _DAMAGED as exc:
         raise _refused(f"'{shown}' is truncated or corrupt ({printable(str(exc))})") from None
     except OSError as exc:
         raise InfrastructureError(f"cannot read upload {data_path}: {exc.strerror}") from exc
 
 
-def _tar_member(member: tarfile.TarInfo, members: _Members) -> tuple[str, ...]:
+@contextlib.contextmanager
+def _tar_stream(
+    data_path: Path, limits: ArchiveLimits
+) -> Iterator[tuple[tarfile.TarFile, _Inflated]]:
+    """The upload opened as a tar inside a gzip stream, read through :class:`_Inflated`."""
+    cap = limits.max_bytes + (limits.max_files + 2) * _TAR_OVERHEAD_PER_MEMBER
+    with (
+        open(data_path, "rb") as handle,
+        gzip.GzipFile(fileobj=handle, mode="rb") as inflating,
+    ):
+        stream = _Inflated(inflating, cap, limits.max_bytes)
+        with tarfile.open(fileobj=cast(IO[bytes], stream), mode="r:") as archive:
+            yield archive, stream
+
+
+def _plan_tar(
+    archive: tarfile.TarFile, members: _Members, writer: _Writer
+) -> list[tuple[str, tuple[str, ...] | None]]:
+    """Every member checked, its bytes counted as the second pass will write them."""
+    planned: list[tuple[str, tuple[str, ...] | None]] = []
+    total = 0
+    for member in archive:
+        parts = _tar_member(member, members)
+        planned.append((member.name, parts))
+        if parts is not None and member.isreg():
+            total += member.size
+            writer.check(parts, member.size, total)
+    return planned
+
+
+def _tar_member(member: tarfile.TarInfo, members: _Members) -> tuple[str, ...] | None:
     """A tar member checked: its kind, claimed size, then its name."""
     shown = printable(member.name)
     if member.issym():
@@ -752,7 +812,7 @@ class _Inflated(io.RawIOBase):
 
     def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0 or size > max(_MAX_HEADER_READ, _CHUNK):
-            raise _refused("it has a tar header larger than 1 MB")
+            raise _refused(f"it has a tar header larger than {_megabytes(_MAX_HEADER_READ)}")
         room = self._cap - self._inflating.tell()
         data = self._inflating.read(min(size, room + 1))
         if len(data) > room:

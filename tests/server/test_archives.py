@@ -211,7 +211,13 @@ def test_an_archive_that_compresses_too_well_is_a_bomb(
 
 
 def test_a_tar_gz_of_100000_files_is_refused_at_the_limit(tmp_path: Path, into: Path) -> None:
-    blocks = b"".join(ustar_header(f"f{index:06d}", 0) for index in range(100_000))
+    """Nothing is written: the count is refused while the headers are checked."""
+    first = ustar_header("f000000", 0)
+    base = sum(first[:148]) + sum(b" " * 8) + sum(first[156:]) - sum(b"f000000")
+    blocks = b"".join(
+        name + first[7:148] + b"%06o\0 " % (base + sum(name)) + first[156:]
+        for name in (b"f%06d" % index for index in range(100_000))
+    )
     data = gzip.compress(blocks + bytes(1024), compresslevel=1)
     message = refused(tmp_path, into, data, "many.tar.gz")
     assert message.startswith("archive refused: it holds more than 10000 files and folders")
@@ -488,6 +494,14 @@ def test_an_archive_unpacks_to_a_bot_the_referee_reads(
     spec, unpacked = read_bot(folder)
     assert spec.name == "montecarlo"
     assert bot_sha256(unpacked) == bot_sha256(files)
+
+
+def test_macos_resource_forks_are_left_out(tmp_path: Path, into: Path) -> None:
+    """Finder's zip puts a __MACOSX folder beside the one zipped: not a second folder."""
+    data = zip_of([*tiny_bot("Fox/"), ("__MACOSX/Fox/._bot.py", b"\0\5\x16\7")])
+    folder = unpack_upload(upload(tmp_path, data), "Fox.zip", into)
+    assert folder == into / "Fox" / "Fox"
+    assert sorted(path.name for path in (into / "Fox").iterdir()) == ["Fox"]
 
 
 def test_modes_are_normalised(tmp_path: Path, into: Path) -> None:
