@@ -48,7 +48,8 @@ resource forks macOS's Finder adds beside the folder it zips) is left out. The r
 - integrity: a truncated or corrupt archive is refused, including a tar whose end
   was cut off (the gzip stream is read to its end, where its CRC is checked, and what
   follows the tar's end must be zeros: :mod:`tarfile` stops silently at a damaged
-  header) and a zip member whose CRC does not match.
+  header) and a zip member whose CRC does not match;
+- shape: ``bot.toml`` at the top, or in the single top-level folder.
 
 Files are written relative to open folder descriptors, created exclusively with
 ``O_NOFOLLOW`` (nothing in the way is followed, nothing existing is overwritten), folders
@@ -217,13 +218,11 @@ def unpack_upload(
         try:
             members = _Members(limits)
             writer = _Writer(top, limits, size, into)
-            if kind == "zip":
-                _unpack_zip(data_path, members, writer, shown)
-            else:
-                _unpack_tar_gz(data_path, members, writer, shown)
+            unpack = _unpack_zip if kind == "zip" else _unpack_tar_gz
+            folder = unpack(data_path, members, writer, shown)
         finally:
             os.close(top)
-        return work.joinpath(*members.bot_folder())
+        return work.joinpath(*folder)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -584,13 +583,15 @@ class _Writer:
 # --------------------------------------------------------------------------- zip
 
 
-def _unpack_zip(data_path: Path, members: _Members, writer: _Writer, shown: str) -> None:
-    """Check every member from the central directory, then stream each one out."""
+def _unpack_zip(data_path: Path, members: _Members, writer: _Writer, shown: str) -> tuple[str, ...]:
+    """Check every member from the central directory, then stream each one out; the
+    path of the bot's folder in the archive."""
     try:
         with open(data_path, "rb") as handle:
             size = _check_zip_directory(handle, members)
             with zipfile.ZipFile(handle) as archive:
                 planned = [_zip_member(info, members, size) for info in archive.infolist()]
+                folder = members.bot_folder()
                 for info, parts, executable in planned:
                     if parts is None:
                         continue
@@ -608,6 +609,7 @@ def _unpack_zip(data_path: Path, members: _Members, writer: _Writer, shown: str)
         ) from None
     except OSError as exc:
         raise InfrastructureError(f"cannot read upload {data_path}: {exc.strerror}") from exc
+    return folder
 
 
 def _check_zip_directory(handle: IO[bytes], members: _Members) -> int:
@@ -700,9 +702,12 @@ def _special_kind(kind: int) -> str:
 # --------------------------------------------------------------------------- tar.gz
 
 
-def _unpack_tar_gz(data_path: Path, members: _Members, writer: _Writer, shown: str) -> None:
+def _unpack_tar_gz(
+    data_path: Path, members: _Members, writer: _Writer, shown: str
+) -> tuple[str, ...]:
     """Read the tar stream twice: once to check every member and the stream's end, then,
-    if nothing was refused, to write the members out.
+    if nothing was refused, to write the members out; the path of the bot's folder in
+    the archive.
 
     In a tar a member's size is not a claim about a compressed stream but the number of
     bytes that follow its header: the first pass reads past them (inflating, under the
@@ -713,6 +718,7 @@ def _unpack_tar_gz(data_path: Path, members: _Members, writer: _Writer, shown: s
         with _tar_stream(data_path, members.limits) as (archive, stream):
             planned = _plan_tar(archive, members, writer)
             stream.check_end()
+        folder = members.bot_folder()
         with _tar_stream(data_path, members.limits) as (archive, _):
             for name, parts in planned:
                 member = archive.next()
@@ -732,6 +738,7 @@ def _unpack_tar_gz(data_path: Path, members: _Members, writer: _Writer, shown: s
         raise _refused(f"'{shown}' is truncated or corrupt ({printable(str(exc))})") from None
     except OSError as exc:
         raise InfrastructureError(f"cannot read upload {data_path}: {exc.strerror}") from exc
+    return folder
 
 
 @contextlib.contextmanager
