@@ -200,11 +200,11 @@ def _token(token_file: Path | None) -> str:
 
 
 def _pack(bot: Path) -> tuple[str, bytes]:
-    from referee.server.archives import pack_bot
+    from referee.server.archives import pack_bot, upload_filename
 
     if not os.path.lexists(bot):
         raise UsageError(f"bot not found: {printable(str(bot))} does not exist")
-    return pack_bot(bot)
+    return upload_filename(bot), pack_bot(bot)
 
 
 def _answer(answer: Any, expected: int) -> dict[str, Any]:

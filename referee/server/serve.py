@@ -94,9 +94,10 @@ def serve(path: Path, options: ServeOptions, say: Callable[[str], None]) -> None
     if again:
         say(f"checks: {again} cut off by the last stop, checked again from their stored bytes")
     limits = ArchiveLimits(
-        files=settings.archive_files,
-        depth=settings.archive_depth,
-        total_bytes=int(settings.archive_mb * 1024 * 1024),
+        max_files=settings.archive_files,
+        max_depth=settings.archive_depth,
+        max_bytes=int(settings.archive_mb * 1024 * 1024),
+        max_member_bytes=int(settings.archive_mb * 1024 * 1024),
     )
     checker = Checker(path, results_dir, threads=settings.checks, limits=limits)
     state = ServerState(path, results_dir, settings, checker=checker, site=options.site)
