@@ -15,6 +15,9 @@ honest bot under check does not miss its time limits), beside the league's worke
 accepted bot is a ``[[bots]]`` entry in the league file: the running league reads the
 file every ``[league] poll_seconds`` and takes it in at its next batch.
 
+A refused upload's bytes are deleted once its verdict is stored (the report stays); an
+accepted one's stay beside its row.
+
 A failure on the server's side (an unreadable stored upload, a sandbox that does not
 start) refuses the upload with the reason, so that the queue never stalls on one upload;
 the author may upload again.
@@ -136,6 +139,8 @@ class Checker:
             shutil.rmtree(workdir, ignore_errors=True)
         status, entered = verdict
         book.finish(upload.id, status, "\n".join(lines), **entered)  # type: ignore[arg-type]
+        if status == "refused":  # its report is kept; its bytes are not wanted again
+            book.discard(upload.id)
         if self.on_verdict is not None:
             done = book.get(upload.id)
             if done is not None:

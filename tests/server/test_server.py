@@ -9,11 +9,15 @@ that upload once it is started again and enters it at most once.
 
 from __future__ import annotations
 
+import io
 import re
 import signal
 import subprocess
+import tarfile
+import tempfile
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import httpx
@@ -297,3 +301,133 @@ def test_the_site_is_published_as_batches_settle_with_no_stderr(tmp_path, serve_
     published = [p for p in site.rglob("*") if p.is_file()]
     assert published and not any(marker in p.read_text(errors="replace") for p in published)
     assert not list(site.rglob("*.stderr.js"))
+
+
+def _tar(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return out.getvalue()
+
+
+def _member(name: str, data: bytes = b"", kind: bytes = tarfile.REGTYPE, link: str = ""):
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.size = kind, link, len(data)
+    return info, data if kind == tarfile.REGTYPE else None
+
+
+def _zip_bomb() -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("bomb/bot.toml", 'command = ["python3", "bot.py"]\n')
+        with archive.open("bomb/bot.py", "w", force_zip64=True) as member:
+            zeros = bytes(1 << 20)
+            for _ in range(1024):  # 1 GiB of zeros, about 1 MiB compressed
+                member.write(zeros)
+    return out.getvalue()
+
+
+def test_hostile_archives_are_refused_with_their_reason_leaving_nothing(tmp_path, serve_league):
+    server = start(write_league(tmp_path), "--no-league")
+    serve_league.append(server)
+    server.add_author("alice")
+    toml = b'command = ["python3", "bot.py"]\n'
+    good = bot_source("pairs")
+    cases = {
+        "symlink": (
+            "link.tar.gz",
+            _tar(
+                [
+                    _member("bot.toml", toml),
+                    _member("bot.py", kind=tarfile.SYMTYPE, link="/etc/passwd"),
+                ]
+            ),
+            "link",
+        ),
+        "escape": (
+            "up.tar.gz",
+            _tar([_member("bot.toml", toml), _member("../../bot.py", good)]),
+            "leaves the folder",
+        ),
+        "truncated": (
+            "cut.tar.gz",
+            _tar([_member("bot.toml", toml), _member("bot.py", good)])[:-30],
+            "archive refused",
+        ),
+        "bomb": ("bomb.zip", _zip_bomb(), "archive refused"),
+        "not a bot": ("empty.zip", b"PK\x05\x06" + bytes(18), "archive refused"),
+    }
+    for what, (filename, data, reason) in cases.items():
+        answer = upload(server, "alice", data, filename=filename)
+        assert answer.status_code == 202, (what, answer.text)
+        verdict = server.wait_verdict("alice", answer.json()["id"])
+        assert verdict["status"] == "refused", (what, verdict)
+        assert reason in str(verdict["report"]), (what, verdict["report"])
+        assert not (server.results / "uploads" / answer.json()["id"]).exists()
+    assert not list((server.results / "uploads").iterdir())
+    assert not list((tmp_path / "bots").glob("*link*"))
+    assert not [
+        p
+        for p in Path(tempfile.gettempdir()).glob("referee-upload-*")
+        if p.owner() == "root" and p.stat().st_mtime > time.time() - 60 and any(p.iterdir())
+    ]
+
+
+def test_a_gibibyte_stream_is_cut_off_at_the_limit(tmp_path, serve_league):
+    server = start(write_league(tmp_path), "--no-league")
+    serve_league.append(server)
+    server.add_author("alice")
+    sent = 0
+
+    def stream():
+        nonlocal sent
+        head = (
+            b'--b\r\nContent-Disposition: form-data; name="bot"; filename="huge.py"\r\n'
+            b"Content-Type: text/x-python\r\n\r\n"
+        )
+        yield head
+        chunk = b"#" * (1 << 16)
+        while sent < 1 << 30:
+            sent += len(chunk)
+            yield chunk
+
+    headers = {
+        "Authorization": f"Bearer {server.tokens['alice']}",
+        "Content-Type": "multipart/form-data; boundary=b",
+    }
+    try:
+        answer = httpx.post(
+            f"{server.url}/api/v1/submissions", content=stream(), headers=headers, timeout=60
+        )
+    except httpx.HTTPError:  # the server may close before the client hears the 413
+        answer = None
+    assert sent < 64 << 20, f"the server read {sent} bytes of a stream over the limit"
+    if answer is not None:
+        assert answer.status_code == 413
+    assert not list((server.results / "uploads").iterdir())
+    assert httpx.get(f"{server.url}/api/v1/leaderboard").status_code == 200
+
+
+def test_a_bot_folder_is_packed_uploaded_and_entered(tmp_path, serve_league):
+    server = start(write_league(tmp_path), "--no-league")
+    serve_league.append(server)
+    server.add_author("alice")
+    folder = tmp_path / "author" / "folderbot"
+    folder.mkdir(parents=True)
+    (folder / "bot.py").write_bytes(bot_source("last"))
+    (folder / "bot.toml").write_text(
+        'name = "folderbot"\ncommand = ["python3", "bot.py"]\nauthor = "mallory"\n'
+    )
+    done = subprocess.run(
+        [str(REFEREE), "upload", str(folder), "--server", server.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"REFEREE_TOKEN": server.tokens["alice"], "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "accepted: folderbot entered" in done.stdout
+    text = server.path.read_text()
+    assert 'name = "folderbot"\nauthor = "alice"\n' in text and "mallory" not in text
+    assert (tmp_path / "bots" / "folderbot" / "bot.py").read_bytes() == bot_source("last")
