@@ -40,7 +40,8 @@ from referee.server.archives import ArchiveLimits
 from referee.server.checks import Checker, entered_bots
 from referee.server.guard import guarded_config
 from referee.server.state import ServerState
-from referee.server.submissions import SubmissionBook
+from referee.server.submissions import Submission, SubmissionBook
+from referee.text import printable
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.model import PublishSettings
 
@@ -99,7 +100,13 @@ def serve(path: Path, options: ServeOptions, say: Callable[[str], None]) -> None
         max_bytes=int(settings.archive_mb * 1024 * 1024),
         max_member_bytes=int(settings.archive_mb * 1024 * 1024),
     )
-    checker = Checker(path, results_dir, threads=settings.checks, limits=limits)
+    checker = Checker(
+        path,
+        results_dir,
+        threads=settings.checks,
+        limits=limits,
+        on_verdict=lambda done: say(_verdict_line(done)),
+    )
     state = ServerState(path, results_dir, settings, checker=checker, site=options.site)
     config = guarded_config(
         make_app(state),
@@ -215,6 +222,15 @@ class _Publisher:
                 continue
             self.seen = key
             self.warned = False
+
+
+def _verdict_line(done: Submission) -> str:
+    """What the server's terminal says of a check that ended."""
+    if done.status == "accepted":
+        return f"submission {done.id} of {done.author}: accepted as {done.label}"
+    lines = done.report.splitlines()
+    said = next((line for line in lines if "refused" in line), lines[-1] if lines else "refused")
+    return printable(f"submission {done.id} of {done.author}: {said.strip()}")
 
 
 def _die_with_parent() -> None:
