@@ -20,6 +20,7 @@ import click
 
 from referee.cli.app import friendly, main, say
 from referee.errors import InfrastructureError, Refused, UsageError
+from referee.installation import install_hint
 from referee.interrupts import Terminated
 from referee.text import printable
 
@@ -92,6 +93,7 @@ def serve(
     is checked as referee submit checks it and joins the running league; the leaderboard
     and the site are public and live. Stop with Ctrl-C or SIGTERM; run again to go on.
     """
+    _need_server_extra()
     from referee.server.serve import ServeOptions
     from referee.server.serve import serve as run_server
     from referee.tournament.file import load_tournament
@@ -160,6 +162,7 @@ def upload(
 ) -> None:
     """Upload BOT (a .py file, or a folder with bot.toml) to the competition server at URL
     and follow its check: exit code 0 when it is accepted, 1 when it is refused."""
+    _need_server_extra()
     import httpx
 
     token = _token(token_file)
@@ -179,6 +182,23 @@ def upload(
         raise InfrastructureError(f"cannot reach the server at {base}: {exc}") from None
     if final["status"] != "accepted":
         raise Refused("the bot was refused: the report above says why")
+
+
+def _need_server_extra() -> None:
+    """Refuse in one line, naming the fix, when the server's libraries are not installed."""
+    import importlib.util
+
+    missing = [
+        name
+        for name in ("starlette", "uvicorn", "multipart", "httpx")
+        if importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        packages = " ".join("python-multipart" if m == "multipart" else m for m in missing)
+        raise UsageError(
+            f"the server extra is not installed ({', '.join(missing)} missing); "
+            f"{install_hint(packages, extra='server')}"
+        )
 
 
 def _token(token_file: Path | None) -> str:
