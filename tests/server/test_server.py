@@ -76,6 +76,12 @@ def test_an_upload_is_checked_entered_under_its_token_and_played(tmp_path, serve
     assert second.status_code == 202
     again = server.wait_verdict("alice", second.json()["id"])
     assert again["status"] == "accepted" and again["version"] == 2, again["report"]
+    # SIGTERM stops the server and its league cleanly.
+    assert server.stop(signal.SIGTERM) == 0
+    log = server.log.read_text()
+    assert "batches settled in this run" in log  # the league's own closing line
+    assert log.rstrip().endswith("run the same command again to go on where it stopped")
+    assert f"submission {body['id']} of alice: accepted as alices-bot" in log
 
 
 def test_refusals_are_one_sentence_each(tmp_path, serve_league):
