@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import io
 import re
+import select
 import signal
+import socket
 import subprocess
 import tarfile
 import threading
@@ -430,3 +432,27 @@ def test_a_bot_folder_is_packed_uploaded_and_entered(tmp_path, serve_league):
     text = server.path.read_text()
     assert 'name = "folderbot"\nauthor = "alice"\n' in text and "mallory" not in text
     assert (tmp_path / "bots" / "folderbot" / "bot.py").read_bytes() == bot_source("last")
+
+
+def test_a_slow_client_is_cut_off_and_others_are_answered(tmp_path, serve_league):
+    server = start(
+        write_league(tmp_path, server="header_seconds = 1\nbody_seconds = 2"), "--no-league"
+    )
+    serve_league.append(server)
+    slow = socket.create_connection(("127.0.0.1", server.port))
+    started = time.monotonic()
+    closed = False
+    for byte in b"GET /api/v1/leaderboard HTTP/1.1\r\nHost: x\r\n" * 4:  # 8 s at this pace
+        try:
+            slow.send(bytes([byte]))
+        except OSError:
+            closed = True
+            break
+        if select.select([slow], [], [], 0)[0] and slow.recv(1) == b"":  # the server closed
+            closed = True
+            break
+        answered = httpx.get(f"{server.url}/api/v1/leaderboard", timeout=2)
+        assert answered.status_code == 200  # the others are answered meanwhile
+        time.sleep(0.1)
+    slow.close()
+    assert closed and time.monotonic() - started < 4
