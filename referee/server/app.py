@@ -47,6 +47,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import Message, Receive
 
+from referee.server import organiser, private
 from referee.server.authors import Author
 from referee.server.state import COOKIE, ServerState, address, error, session_of, when
 from referee.server.submissions import Session, TooLarge, csrf_matches
@@ -106,6 +107,8 @@ def make_app(state: ServerState) -> Starlette:
         Route("/me", pages.me, methods=["GET"]),
         Route("/upload", pages.upload, methods=["POST"]),
         Route("/me/submissions/{sid}", pages.submission, methods=["GET"]),
+        *private.routes(state, templates),
+        *organiser.routes(state, templates),
     ]
     if state.site is not None:
         state.site.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,8 @@ check queue and the site's folder, with one database connection per thread (SQLi
 connections are not shared between threads), the sign-in throttle, and the leaderboard's
 JSON, read again only when the store or the file changed. :func:`error` is the shape of
 every refusal of the API (``{"error": one sentence}``); :func:`session_of` the signed-in
-browser of a request, if any.
+browser of a request, if any; :func:`page` a page rendered with what every page's frame
+(``base.html``) reads.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
+from starlette.templating import Jinja2Templates
 
 from referee.errors import RefereeError
 from referee.publish.league import league_board, render_league
@@ -30,7 +32,7 @@ from referee.server.submissions import Session, SubmissionBook
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.model import ServerSettings
 
-__all__ = ["COOKIE", "ServerState", "address", "error", "session_of", "when"]
+__all__ = ["COOKIE", "ServerState", "address", "error", "page", "session_of", "when"]
 
 COOKIE = "referee_session"
 
@@ -174,3 +176,20 @@ def address(request: Request) -> str:
 def session_of(state: ServerState, request: Request) -> Session | None:
     cookie = request.cookies.get(COOKIE, "")
     return state.uploads().session(cookie) if cookie else None
+
+
+def page(
+    state: ServerState,
+    templates: Jinja2Templates,
+    request: Request,
+    name: str,
+    status: int = 200,
+    **context: Any,
+) -> Response:
+    """The template ``name`` rendered (autoescaped) with ``context`` and the frame's names:
+    the league, whether a site is served, the session (``None``: signed out), an error."""
+    context.setdefault("league", state.path.stem)
+    context.setdefault("site", state.site is not None)
+    context.setdefault("session", None)
+    context.setdefault("error", None)
+    return templates.TemplateResponse(request, name, context, status_code=status)
