@@ -38,6 +38,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import (
+    HTMLResponse,
     JSONResponse,
     RedirectResponse,
     Response,
@@ -281,6 +282,7 @@ class _Pages:
     def __init__(self, state: ServerState, templates: Jinja2Templates) -> None:
         self.state = state
         self.templates = templates
+        self._public: tuple[bytes, bytes] | None = None
 
     def _page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
         context.setdefault("league", self.state.path.stem)
@@ -290,9 +292,18 @@ class _Pages:
         return self.templates.TemplateResponse(request, name, context, status_code=status)
 
     async def index(self, request: Request) -> Response:
-        board = json.loads(await run_in_threadpool(self.state.board_json))
-        session = await run_in_threadpool(session_of, self.state, request)
-        return self._page(request, "index.html", board=board, session=session)
+        """The live leaderboard. A visitor who is not signed in gets the page rendered for
+        the board as it is now, rendered once per board (most requests are theirs)."""
+        raw = await run_in_threadpool(self.state.board_json)
+        session = None
+        if request.cookies.get(COOKIE):
+            session = await run_in_threadpool(session_of, self.state, request)
+        if session is None and self._public is not None and self._public[0] == raw:
+            return HTMLResponse(self._public[1])
+        page = self._page(request, "index.html", board=json.loads(raw), session=session)
+        if session is None:
+            self._public = (raw, bytes(page.body))
+        return page
 
     async def signin_form(self, request: Request) -> Response:
         return self._page(request, "signin.html", error=None)
