@@ -443,7 +443,8 @@ class _Listed:
 
 
 def match_stem(key: str, table: Sequence[str]) -> str:
-    """A match page's stem (``matches/<stem>.html``): its batch, its bots' slugs and rotation, and the table's hash
-    (two tables of one batch whose bots slug alike stay apart, on every page alike)."""
+    """A match page's stem (``matches/<stem>.html``): its batch, its bots' slugs and
+    rotation, and the table's hash (two tables of one batch whose bots slug alike stay
+    apart, on every page alike)."""
     table_id = key.split("/")[2] if key.count("/") >= 3 else ""
     return f"{match_names({key: table})[key]}_{table_id[:8]}".rstrip("_")
