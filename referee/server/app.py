@@ -13,11 +13,11 @@ published site under ``/site/``) show no stderr unless the league file says
 ``[publish] stderr = "public"``.
 
 **Refusals** are one sentence each, as JSON ``{"error": ...}`` on the API and on the page
-for a form: ``401`` (no, a wrong, a revoked or a rotated token), ``403`` (a form without its
-CSRF token), ``404`` (another author's anything; the organiser's pages to an author),
+for a form: ``401`` (no, a wrong, a revoked or a rotated token), ``403`` (a form without
+its CSRF token), ``404`` (another author's anything; the organiser's pages to an author),
 ``413`` (an upload past ``[server] upload_mb``, refused while it streams: counted as it
-is received, not trusted from its ``Content-Length``), ``429`` with ``Retry-After`` (too many uploads, or too many
-failed sign-ins from one address).
+is received, not trusted from its ``Content-Length``), ``429`` with ``Retry-After`` (too
+many uploads, or too many failed sign-ins from one address).
 
 **Forms** carry the session's CSRF token in a hidden field, compared in constant time; the
 cookie is ``HttpOnly``, ``SameSite=Strict``, and ``Secure`` when the request came over TLS
