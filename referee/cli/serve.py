@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from referee.cli.app import friendly, main, say
+from referee.cli.tournaments import _Where
 from referee.errors import InfrastructureError, Refused, UsageError
 from referee.installation import install_hint
 from referee.interrupts import Terminated
@@ -99,6 +100,9 @@ def serve(
     from referee.tournament.file import load_tournament
 
     spec = load_tournament(file)
+    # The league's executor options, refused here as league run refuses them (a plain
+    # tcp:// cluster, a flag that needs another): before anything listens.
+    _Where.of(spec, executor_kind, cluster, cluster_security, insecure_cluster)
     args: list[str] = []
     if workers is not None:
         args += ["--workers", str(workers)]
