@@ -50,7 +50,15 @@ from starlette.types import Message, Receive
 
 from referee.server import organiser, private
 from referee.server.authors import Author
-from referee.server.state import COOKIE, ServerState, address, error, session_of, when
+from referee.server.state import (
+    COOKIE,
+    ServerState,
+    address,
+    error,
+    page,
+    session_of,
+    when,
+)
 from referee.server.submissions import Session, TooLarge, csrf_matches
 
 __all__ = ["ServerState", "make_app"]
@@ -285,11 +293,7 @@ class _Pages:
         self._public: tuple[bytes, bytes] | None = None
 
     def _page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        context.setdefault("league", self.state.path.stem)
-        context.setdefault("site", self.state.site is not None)
-        context.setdefault("session", None)
-        context.setdefault("error", None)
-        return self.templates.TemplateResponse(request, name, context, status_code=status)
+        return page(self.state, self.templates, request, name, status, **context)
 
     async def index(self, request: Request) -> Response:
         """The live leaderboard. A visitor who is not signed in gets the page rendered for
@@ -300,10 +304,10 @@ class _Pages:
             session = await run_in_threadpool(session_of, self.state, request)
         if session is None and self._public is not None and self._public[0] == raw:
             return HTMLResponse(self._public[1])
-        page = self._page(request, "index.html", board=json.loads(raw), session=session)
+        rendered = self._page(request, "index.html", board=json.loads(raw), session=session)
         if session is None:
-            self._public = (raw, bytes(page.body))
-        return page
+            self._public = (raw, bytes(rendered.body))
+        return rendered
 
     async def signin_form(self, request: Request) -> Response:
         return self._page(request, "signin.html", error=None)

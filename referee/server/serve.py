@@ -23,7 +23,6 @@ queue from the server's database, the league from its store.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import dataclasses
 import signal
@@ -39,7 +38,7 @@ from referee.server.app import make_app
 from referee.server.archives import ArchiveLimits
 from referee.server.checks import Checker, entered_bots
 from referee.server.guard import guarded_config
-from referee.server.state import ServerState
+from referee.server.state import ServerState, changes_key
 from referee.server.submissions import Submission, SubmissionBook
 from referee.text import printable
 from referee.tournament.file import Tournament, load_tournament
@@ -207,8 +206,8 @@ class _Publisher:
         from referee.publish.league_site import publish_league
 
         while not self.stopping.wait(self.every_s):
-            key = _store_key(self.results_dir, self.path)
-            if key == self.seen or key[0] is None:
+            key = changes_key(self.path, self.results_dir)
+            if key == self.seen or key[1] is None:  # unchanged, or no store yet
                 continue
             try:
                 tournament = private_stderr(load_tournament(self.path))
@@ -238,14 +237,3 @@ def _die_with_parent() -> None:
     (``PR_SET_PDEATHSIG``). It runs before any thread of the server is started."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
-def _store_key(results_dir: Path, path: Path) -> tuple[object, ...]:
-    parts: list[object] = []
-    for file in (results_dir / "results.sqlite", results_dir / "results.sqlite-wal", path):
-        with contextlib.suppress(OSError):
-            info = file.stat()
-            parts.append((info.st_mtime_ns, info.st_size))
-            continue
-        parts.append(None)
-    return tuple(parts)

@@ -117,7 +117,7 @@ class ServerState:
     def board_json(self) -> bytes:
         """``referee leaderboard --format json``, read again at most once a second and only
         when the store or the file changed."""
-        key = _stat_key(self.path, self.results_dir)
+        key = changes_key(self.path, self.results_dir)
         now = time.monotonic()
         with self._board_lock:
             cached = self._board
@@ -153,7 +153,10 @@ def when(at: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
 
 
-def _stat_key(path: Path, results_dir: Path) -> tuple[Any, ...]:
+def changes_key(path: Path, results_dir: Path) -> tuple[Any, ...]:
+    """What tells that the league file or its store changed: each one's modification time
+    and size (``None`` for one that does not exist: the store before its first result), in
+    the order file, store, store's write-ahead log."""
     parts: list[Any] = []
     for file in (path, results_dir / "results.sqlite", results_dir / "results.sqlite-wal"):
         try:
