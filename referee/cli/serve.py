@@ -185,7 +185,7 @@ def upload(
     except httpx.HTTPError as exc:
         raise InfrastructureError(f"cannot reach the server at {base}: {exc}") from None
     if final["status"] != "accepted":
-        raise Refused("the bot was refused: the report above says why")
+        raise Refused(f"the bot was refused{_first_failure(str(final.get('report') or ''))}")
 
 
 def _need_server_extra() -> None:
@@ -246,6 +246,17 @@ def _answer(answer: Any, expected: int) -> dict[str, Any]:
     if answer.status_code == 429:
         raise Refused(f"not taken now: {said}")
     raise Refused(f"upload refused: {said}")
+
+
+def _first_failure(report: str) -> str:
+    """``" at <the first failed step and its note>; the report above says why"``: the
+    one line on stderr names what failed, the report on stdout says the rest."""
+    failed = next((line.strip() for line in report.splitlines() if line.startswith("FAIL ")), "")
+    return (
+        f" at {' '.join(failed.split()[1:])[:200]}; the report above says why"
+        if failed
+        else (": the report above says why")
+    )
 
 
 def _follow(client: Any, url: str, timeout: float) -> dict[str, Any]:

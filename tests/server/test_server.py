@@ -211,7 +211,7 @@ def test_upload_command_follows_the_check_to_its_verdict(tmp_path, serve_league)
         text=True,
         timeout=120,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
     assert "accepted: cmdbot entered in open.toml" in done.stdout
     assert "ok    handshake" in done.stdout
     broken = tmp_path / "broken.py"
@@ -225,6 +225,7 @@ def test_upload_command_follows_the_check_to_its_verdict(tmp_path, serve_league)
     )
     assert refused.returncode == 1, refused.stderr
     assert "bot refused" in refused.stdout and "the report above says why" in refused.stderr
+    assert "refused at handshake" in refused.stderr, refused.stderr
     no_token = subprocess.run(
         [str(REFEREE), "upload", str(bot), "--server", server.url],
         capture_output=True,
