@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean setup dist kits
+.PHONY: demo test lint bench bench-server clean setup dist kits
 
 # flock: two `make` runs in one checkout at the same time build the venv once.
 $(STAMP): pyproject.toml
@@ -35,6 +35,11 @@ test: setup lint
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The competition server under load (bench/server_bench.py): about ten minutes, not part of
+# `make bench`, `make test` or CI.
+bench-server: $(STAMP)
+	$(BIN)/python -m bench.server_bench
 
 # Each sample bot carries its own copy of its kit (a bot sees only its own folder, and its
 # hash covers what it runs): this copies protocol/kits/ over them again after a kit change.

@@ -45,6 +45,7 @@ from referee.tournament.model import (
     LeagueSettings,
     PublishSettings,
     SandboxSettings,
+    ServerSettings,
     TournamentFile,
 )
 from tests.rules.helpers import make_game
@@ -703,6 +704,7 @@ KEY_SECTIONS: dict[str, type[BaseModel]] = {
     "`[executor]`": ExecutorSettings,
     "`[league]`": LeagueSettings,
     "`[publish]`": PublishSettings,
+    "`[server]`": ServerSettings,
     "`[[bots]]`": BotEntry,
 }
 # Fields of the file that are sections of their own, documented under their heading.
@@ -715,6 +717,7 @@ _SUBSECTIONS = {
     "executor",
     "league",
     "publish",
+    "server",
     "bots",
 }
 

@@ -19,7 +19,9 @@ from typing import Any
 import click
 
 from referee.cli.app import friendly, main, say
+from referee.cli.tournaments import _Where
 from referee.errors import InfrastructureError, Refused, UsageError
+from referee.installation import install_hint
 from referee.interrupts import Terminated
 from referee.text import printable
 
@@ -92,11 +94,15 @@ def serve(
     is checked as referee submit checks it and joins the running league; the leaderboard
     and the site are public and live. Stop with Ctrl-C or SIGTERM; run again to go on.
     """
+    _need_server_extra()
     from referee.server.serve import ServeOptions
     from referee.server.serve import serve as run_server
     from referee.tournament.file import load_tournament
 
     spec = load_tournament(file)
+    # The league's executor options, refused here as league run refuses them (a plain
+    # tcp:// cluster, a flag that needs another): before anything listens.
+    _Where.of(spec, executor_kind, cluster, cluster_security, insecure_cluster)
     args: list[str] = []
     if workers is not None:
         args += ["--workers", str(workers)]
@@ -160,6 +166,7 @@ def upload(
 ) -> None:
     """Upload BOT (a .py file, or a folder with bot.toml) to the competition server at URL
     and follow its check: exit code 0 when it is accepted, 1 when it is refused."""
+    _need_server_extra()
     import httpx
 
     token = _token(token_file)
@@ -178,7 +185,24 @@ def upload(
     except httpx.HTTPError as exc:
         raise InfrastructureError(f"cannot reach the server at {base}: {exc}") from None
     if final["status"] != "accepted":
-        raise Refused("the bot was refused: the report above says why")
+        raise Refused(f"the bot was refused{_first_failure(str(final.get('report') or ''))}")
+
+
+def _need_server_extra() -> None:
+    """Refuse in one line, naming the fix, when the server's libraries are not installed."""
+    import importlib.util
+
+    missing = [
+        name
+        for name in ("starlette", "uvicorn", "multipart", "httpx")
+        if importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        packages = " ".join("python-multipart" if m == "multipart" else m for m in missing)
+        raise UsageError(
+            f"the server extra is not installed ({', '.join(missing)} missing); "
+            f"{install_hint(packages, extra='server')}"
+        )
 
 
 def _token(token_file: Path | None) -> str:
@@ -200,11 +224,11 @@ def _token(token_file: Path | None) -> str:
 
 
 def _pack(bot: Path) -> tuple[str, bytes]:
-    from referee.server.archives import pack_bot
+    from referee.server.archives import pack_bot, upload_filename
 
     if not os.path.lexists(bot):
         raise UsageError(f"bot not found: {printable(str(bot))} does not exist")
-    return pack_bot(bot)
+    return upload_filename(bot), pack_bot(bot)
 
 
 def _answer(answer: Any, expected: int) -> dict[str, Any]:
@@ -222,6 +246,17 @@ def _answer(answer: Any, expected: int) -> dict[str, Any]:
     if answer.status_code == 429:
         raise Refused(f"not taken now: {said}")
     raise Refused(f"upload refused: {said}")
+
+
+def _first_failure(report: str) -> str:
+    """``" at <the first failed step and its note>; the report above says why"``: the
+    one line on stderr names what failed, the report on stdout says the rest."""
+    failed = next((line.strip() for line in report.splitlines() if line.startswith("FAIL ")), "")
+    return (
+        f" at {' '.join(failed.split()[1:])[:200]}; the report above says why"
+        if failed
+        else (": the report above says why")
+    )
 
 
 def _follow(client: Any, url: str, timeout: float) -> dict[str, Any]:

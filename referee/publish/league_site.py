@@ -73,7 +73,13 @@ from referee.tournament.store import DATABASE, Store
 if TYPE_CHECKING:
     from referee.tournament.file import Tournament
 
-__all__ = ["LEAGUE_STATE", "LeagueSiteReport", "check_league_target", "publish_league"]
+__all__ = [
+    "LEAGUE_STATE",
+    "LeagueSiteReport",
+    "check_league_target",
+    "match_stem",
+    "publish_league",
+]
 
 LEAGUE_STATE = "league-site"
 """The stem of the file that says what was published (``league-site.json``)."""
@@ -222,7 +228,7 @@ class _Publication:
         seated.update(name for match in results for name in match.spec.table)
         records = self._records(batch)
         views = {
-            m.spec.key: self._view(m, _stem(m.spec.key, m.spec.table), slugs, records)
+            m.spec.key: self._view(m, match_stem(m.spec.key, m.spec.table), slugs, records)
             for m in results
         }
         for match in results:
@@ -387,7 +393,7 @@ class _Publication:
         seats = seat_views(match, slugs, lines, held=held)
         return MatchView(
             key=key,
-            stem=_stem(key, match.spec.table),
+            stem=match_stem(key, match.spec.table),
             label=f"batch {batch_of(key)}, rotation {match.spec.rotation}",
             table=match.spec.table,
             seats=seats,
@@ -402,7 +408,7 @@ class _Publication:
     def _listed(self, match: StoredMatch, last: int) -> _Listed:
         key = match.spec.key
         batch = batch_of(key) or 0
-        stem = _stem(key, match.spec.table)
+        stem = match_stem(key, match.spec.table)
         return _Listed(
             key,
             stem,
@@ -436,8 +442,9 @@ class _Listed:
     published: bool
 
 
-def _stem(key: str, table: Sequence[str]) -> str:
-    """A match page's stem: its batch, its bots' slugs and rotation, and the table's hash
-    (two tables of one batch whose bots slug alike stay apart, on every page alike)."""
+def match_stem(key: str, table: Sequence[str]) -> str:
+    """A match page's stem (``matches/<stem>.html``): its batch, its bots' slugs and
+    rotation, and the table's hash (two tables of one batch whose bots slug alike stay
+    apart, on every page alike)."""
     table_id = key.split("/")[2] if key.count("/") >= 3 else ""
     return f"{match_names({key: table})[key]}_{table_id[:8]}".rstrip("_")

@@ -13,11 +13,11 @@ published site under ``/site/``) show no stderr unless the league file says
 ``[publish] stderr = "public"``.
 
 **Refusals** are one sentence each, as JSON ``{"error": ...}`` on the API and on the page
-for a form: ``401`` (no, a wrong, a revoked or a rotated token), ``403`` (a form without its
-CSRF token, an author on the organiser's pages), ``404``, ``413`` (an upload past
-``[server] upload_mb``, refused while it streams: counted as it is received, not trusted
-from its ``Content-Length``), ``429`` with ``Retry-After`` (too many uploads, or too many
-failed sign-ins from one address).
+for a form: ``401`` (no, a wrong, a revoked or a rotated token), ``403`` (a form without
+its CSRF token), ``404`` (another author's anything; the organiser's pages to an author),
+``413`` (an upload past ``[server] upload_mb``, refused while it streams: counted as it
+is received, not trusted from its ``Content-Length``), ``429`` with ``Retry-After`` (too
+many uploads, or too many failed sign-ins from one address).
 
 **Comparisons** (``compare=1`` on an upload, the box on the upload form; ``enter_if_better=1``
 as well for ``--enter-if-better``): the upload is checked and compared with the author's
@@ -46,6 +46,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import (
+    HTMLResponse,
     JSONResponse,
     RedirectResponse,
     Response,
@@ -55,9 +56,18 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import Message, Receive
 
+from referee.server import organiser, private
 from referee.server.authors import Author
 from referee.server.compares import league_field
-from referee.server.state import COOKIE, ServerState, address, error, session_of, when
+from referee.server.state import (
+    COOKIE,
+    ServerState,
+    address,
+    error,
+    page,
+    session_of,
+    when,
+)
 from referee.server.submissions import (
     CompareRefused,
     Mode,
@@ -126,6 +136,8 @@ def make_app(state: ServerState) -> Starlette:
         Route("/upload", pages.upload, methods=["POST"]),
         Route("/me/submissions/{sid}", pages.submission, methods=["GET"]),
         Route("/me/submissions/{sid}/enter", pages.enter, methods=["POST"]),
+        *private.routes(state, templates),
+        *organiser.routes(state, templates),
     ]
     if state.site is not None:
         state.site.mkdir(parents=True, exist_ok=True)
@@ -178,6 +190,8 @@ async def _receive_upload(
 ) -> tuple[str, str | None, UploadFile, Mode]:
     """The upload's form, read within the size limit; :class:`_Limited` with the refusal."""
     limit = int(state.settings.upload_mb * 1024 * 1024)
+    if await run_in_threadpool(state.closed):
+        raise _Limited(error(409, "the tournament has started: it takes no more entries"))
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > limit + 64 * 1024:
         raise _Limited(_too_large(state))
@@ -397,18 +411,24 @@ class _Pages:
     def __init__(self, state: ServerState, templates: Jinja2Templates) -> None:
         self.state = state
         self.templates = templates
+        self._public: tuple[bytes, bytes] | None = None
 
     def _page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        context.setdefault("league", self.state.path.stem)
-        context.setdefault("site", self.state.site is not None)
-        context.setdefault("session", None)
-        context.setdefault("error", None)
-        return self.templates.TemplateResponse(request, name, context, status_code=status)
+        return page(self.state, self.templates, request, name, status, **context)
 
     async def index(self, request: Request) -> Response:
-        board = json.loads(await run_in_threadpool(self.state.board_json))
-        session = await run_in_threadpool(session_of, self.state, request)
-        return self._page(request, "index.html", board=board, session=session)
+        """The live leaderboard. A visitor who is not signed in gets the page rendered for
+        the board as it is now, rendered once per board (most requests are theirs)."""
+        raw = await run_in_threadpool(self.state.board_json)
+        session = None
+        if request.cookies.get(COOKIE):
+            session = await run_in_threadpool(session_of, self.state, request)
+        if session is None and self._public is not None and self._public[0] == raw:
+            return HTMLResponse(self._public[1])
+        rendered = self._page(request, "index.html", board=json.loads(raw), session=session)
+        if session is None:
+            self._public = (raw, bytes(rendered.body))
+        return rendered
 
     async def signin_form(self, request: Request) -> Response:
         return self._page(request, "signin.html", error=None)

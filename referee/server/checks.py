@@ -22,6 +22,9 @@ the author's current version of the entrant waits for a comparer
 (:mod:`referee.server.compares`; ``on_compare`` wakes them). One with no current version
 of the author's (a new entrant, or one retired) is refused with that sentence.
 
+A refused upload's bytes are deleted once its verdict is stored (the report stays); an
+accepted one's stay beside its row.
+
 A failure on the server's side (an unreadable stored upload, a sandbox that does not
 start) refuses the upload with the reason, so that the queue never stalls on one upload;
 the author may upload again.
@@ -153,6 +156,8 @@ class Checker:
                 self.on_compare()
             return
         book.finish(upload.id, status, "\n".join(lines), **entered)  # type: ignore[arg-type]
+        if status == "refused":  # its report is kept; its bytes are not wanted again
+            book.discard(upload.id)
         if self.on_verdict is not None:
             done = book.get(upload.id)
             if done is not None:

@@ -25,7 +25,6 @@ queue from the server's database, the league from its store.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import dataclasses
 import signal
@@ -42,8 +41,9 @@ from referee.server.archives import ArchiveLimits
 from referee.server.checks import Checker, entered_bots
 from referee.server.compares import Comparer
 from referee.server.guard import guarded_config
-from referee.server.state import ServerState
-from referee.server.submissions import SubmissionBook
+from referee.server.state import ServerState, changes_key
+from referee.server.submissions import Submission, SubmissionBook
+from referee.text import printable
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.model import PublishSettings
 
@@ -82,11 +82,14 @@ def private_stderr(tournament: Tournament) -> Tournament:
 def serve(path: Path, options: ServeOptions, say: Callable[[str], None]) -> None:
     """Serve the league file at ``path`` until SIGTERM or Ctrl-C (see the module docstring)."""
     tournament = load_tournament(path)
+    if tournament.file.format == "compare":
+        raise UsageError(f"{path} is a comparison's file: serve a league or a tournament")
     if tournament.file.format != "league":
-        raise UsageError(
-            f'{path} is not a league (format = "{tournament.file.format}"): referee serve '
-            "runs a league that authors upload to"
+        say(
+            f"{tournament.name} is a tournament: it takes entries until it is run (referee "
+            "tournament run), and serves its site once it is published there"
         )
+        options = dataclasses.replace(options, league=False)
     settings = tournament.file.server
     results_dir = tournament.results_dir
     with SubmissionBook(results_dir) as book:
@@ -94,11 +97,18 @@ def serve(path: Path, options: ServeOptions, say: Callable[[str], None]) -> None
     if again:
         say(f"checks: {again} cut off by the last stop, checked again from their stored bytes")
     limits = ArchiveLimits(
-        files=settings.archive_files,
-        depth=settings.archive_depth,
-        total_bytes=int(settings.archive_mb * 1024 * 1024),
+        max_files=settings.archive_files,
+        max_depth=settings.archive_depth,
+        max_bytes=int(settings.archive_mb * 1024 * 1024),
+        max_member_bytes=int(settings.archive_mb * 1024 * 1024),
     )
-    checker = Checker(path, results_dir, threads=settings.checks, limits=limits)
+    checker = Checker(
+        path,
+        results_dir,
+        threads=settings.checks,
+        limits=limits,
+        on_verdict=lambda done: say(_verdict_line(done)),
+    )
     comparer = Comparer(
         path,
         results_dir,
@@ -128,7 +138,7 @@ def serve(path: Path, options: ServeOptions, say: Callable[[str], None]) -> None
     league = _League(path, options.league_args, say) if options.league else None
     publisher = (
         _Publisher(path, options.site, results_dir, options.every_s, say)
-        if options.site is not None
+        if options.site is not None and tournament.file.format == "league"
         else None
     )
     if league is not None:  # first: its child is forked before any thread here starts
@@ -209,14 +219,17 @@ class _Publisher:
         self.thread.join(30)
 
     def _loop(self) -> None:
+        from referee.publish.league import league_board
         from referee.publish.league_site import publish_league
 
         while not self.stopping.wait(self.every_s):
-            key = _store_key(self.results_dir, self.path)
-            if key == self.seen or key[0] is None:
+            key = changes_key(self.path, self.results_dir)
+            if key == self.seen or key[1] is None:  # unchanged, or no store yet
                 continue
             try:
                 tournament = private_stderr(load_tournament(self.path))
+                if league_board(tournament, self.results_dir).batches == 0:
+                    continue  # nothing settled yet: no site to show
                 publish_league(tournament, self.out, self.results_dir)
             except RefereeError as exc:
                 if not self.warned:
@@ -227,19 +240,17 @@ class _Publisher:
             self.warned = False
 
 
+def _verdict_line(done: Submission) -> str:
+    """What the server's terminal says of a check that ended."""
+    if done.status == "accepted":
+        return f"submission {done.id} of {done.author}: accepted as {done.label}"
+    lines = done.report.splitlines()
+    said = next((line for line in lines if "refused" in line), lines[-1] if lines else "refused")
+    return printable(f"submission {done.id} of {done.author}: {said.strip()}")
+
+
 def _die_with_parent() -> None:
     """In the league's child, before it runs: SIGTERM when the server dies
     (``PR_SET_PDEATHSIG``). It runs before any thread of the server is started."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
-def _store_key(results_dir: Path, path: Path) -> tuple[object, ...]:
-    parts: list[object] = []
-    for file in (results_dir / "results.sqlite", results_dir / "results.sqlite-wal", path):
-        with contextlib.suppress(OSError):
-            info = file.stat()
-            parts.append((info.st_mtime_ns, info.st_size))
-            continue
-        parts.append(None)
-    return tuple(parts)

@@ -5,7 +5,8 @@ check queue and the site's folder, with one database connection per thread (SQLi
 connections are not shared between threads), the sign-in throttle, and the leaderboard's
 JSON, read again only when the store or the file changed. :func:`error` is the shape of
 every refusal of the API (``{"error": one sentence}``); :func:`session_of` the signed-in
-browser of a request, if any.
+browser of a request, if any; :func:`page` a page rendered with what every page's frame
+(``base.html``) reads.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
+from starlette.templating import Jinja2Templates
 
 from referee.errors import RefereeError
 from referee.publish.league import league_board, render_league
@@ -31,7 +33,7 @@ from referee.server.submissions import Session, SubmissionBook
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.model import ServerSettings
 
-__all__ = ["COOKIE", "ServerState", "address", "error", "session_of", "when"]
+__all__ = ["COOKIE", "ServerState", "address", "error", "page", "session_of", "when"]
 
 COOKIE = "referee_session"
 
@@ -107,22 +109,41 @@ class ServerState:
         self._tournament = (key, loaded)
         return loaded
 
+    def closed(self) -> bool:
+        """Whether entries are closed: a tournament (not a league) that has started."""
+        return (
+            self.tournament().file.format != "league"
+            and (self.results_dir / "results.sqlite").exists()
+        )
+
     def board_json(self) -> bytes:
         """``referee leaderboard --format json``, read again at most once a second and only
         when the store or the file changed."""
-        key = _stat_key(self.path, self.results_dir)
+        key = changes_key(self.path, self.results_dir)
         now = time.monotonic()
         with self._board_lock:
             cached = self._board
             if cached is not None and (cached[0] == key or now - cached[1] < 1.0):
                 return cached[2]
             tournament = self.tournament()
-            try:
-                text = render_league(league_board(tournament), "json")
-            except RefereeError:  # no results yet
+            if tournament.file.format != "league":  # entries so far; its site once run
                 text = json.dumps(
-                    {"league": tournament.name, "entries": [], "matches": 0, "batches": 0}
+                    {
+                        "tournament": tournament.name,
+                        "entrants": list(tournament.entrants),
+                        "closed": self.closed(),
+                        "entries": [],
+                        "matches": 0,
+                        "batches": 0,
+                    }
                 )
+            else:
+                try:
+                    text = render_league(league_board(tournament), "json")
+                except RefereeError:  # no results yet
+                    text = json.dumps(
+                        {"league": tournament.name, "entries": [], "matches": 0, "batches": 0}
+                    )
             self._board = (key, now, text.encode())
             return self._board[2]
 
@@ -134,7 +155,10 @@ def when(at: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
 
 
-def _stat_key(path: Path, results_dir: Path) -> tuple[Any, ...]:
+def changes_key(path: Path, results_dir: Path) -> tuple[Any, ...]:
+    """What tells that the league file or its store changed: each one's modification time
+    and size (``None`` for one that does not exist: the store before its first result), in
+    the order file, store, store's write-ahead log."""
     parts: list[Any] = []
     for file in (path, results_dir / "results.sqlite", results_dir / "results.sqlite-wal"):
         try:
@@ -157,3 +181,20 @@ def address(request: Request) -> str:
 def session_of(state: ServerState, request: Request) -> Session | None:
     cookie = request.cookies.get(COOKIE, "")
     return state.uploads().session(cookie) if cookie else None
+
+
+def page(
+    state: ServerState,
+    templates: Jinja2Templates,
+    request: Request,
+    name: str,
+    status: int = 200,
+    **context: Any,
+) -> Response:
+    """The template ``name`` rendered (autoescaped) with ``context`` and the frame's names:
+    the league, whether a site is served, the session (``None``: signed out), an error."""
+    context.setdefault("league", state.path.stem)
+    context.setdefault("site", state.site is not None)
+    context.setdefault("session", None)
+    context.setdefault("error", None)
+    return templates.TemplateResponse(request, name, context, status_code=status)

@@ -277,6 +277,11 @@ class SubmissionBook:
         """Where the bytes of upload ``sid`` are kept."""
         return self.folder / sid
 
+    def discard(self, sid: str) -> None:
+        """Delete the stored bytes of upload ``sid`` (its row and report stay)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path(sid).unlink()
+
     def get(self, sid: str, *, author: str | None = None) -> Submission | None:
         """Upload ``sid`` (only if it is ``author``'s, when given: another author's is
         ``None``, as one that does not exist)."""

@@ -503,6 +503,17 @@ class LeagueLedger:
                 found.append((_stored_fault(row), int(count)))
         return found
 
+    def faults(self, key: str) -> list[StoredFault]:
+        """The faults of match ``key`` with their evidence, seat by seat (none: no fault, or
+        no such match)."""
+        rows = self._db.execute(
+            "SELECT match_key, seat, name, fault_kind, fault_detail, fault_request_id, "
+            "fault_reply, fault_elapsed_ms, stderr_tail, fault_request, fault_round "
+            "FROM results WHERE match_key = ? AND fault_kind IS NOT NULL ORDER BY seat",
+            (key,),
+        )
+        return [_stored_fault(row) for row in rows]
+
     def results_between(self, label: str, first: int, end: int | None) -> int:
         """How many results ``label`` has in batches ``first`` to ``end`` (excluded; ``None``:
         every later one)."""

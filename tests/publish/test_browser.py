@@ -25,12 +25,15 @@ from typing import Any
 import pytest
 
 from referee.executors.local import LocalExecutor
+from referee.publish.league_site import publish_league
 from referee.publish.site import publish_site
 from referee.publish.source import load_results
 from referee.rules.cards import DECKS, CardCodec
 from referee.runs.tournament import run_tournament
 from referee.text import ordinal
 from referee.tournament.file import load_tournament
+from tests.tournament.league_field import play as play_league
+from tests.tournament.league_field import write as write_league
 
 pytestmark = pytest.mark.slow
 
@@ -155,6 +158,20 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     publish_site(load_results(spec), out)
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
     ARTIFACTS.mkdir(parents=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def league_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The league of ``tests/tournament/league_field.py`` (ten in-memory bots, tables of
+    four) after one batch, published."""
+    _require_browser()
+    path = write_league(tmp_path_factory.mktemp("league") / "lg")
+    # Played in a thread of its own: Playwright's event loop may run in this one.
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(play_league, path, batches=1).result()
+    out = path.parent / "site"
+    publish_league(load_tournament(path), out)
     return out
 
 
@@ -512,25 +529,58 @@ def test_names_never_break_inside_a_word_and_no_page_scrolls_sideways(
     assert page.problems == []
 
 
+def _scroll_cues(page: Any) -> tuple[bool, bool]:
+    """Whether the leaderboard's "scroll" hint and its fading right edge are shown."""
+    frame = page.locator("#leaderboard-section .scroll-frame")
+    edge = frame.evaluate("f => getComputedStyle(f, '::after').visibility")
+    return frame.locator(".scroll-hint").is_visible(), edge == "visible"
+
+
+def _inside(inner: dict[str, float] | None, outer: dict[str, float] | None) -> bool:
+    """Whether a bounding box lies within another (a pixel of rounding either side)."""
+    assert inner is not None and outer is not None
+    return (
+        outer["x"] - 1 <= inner["x"]
+        and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + 1
+        and outer["y"] - 1 <= inner["y"]
+        and inner["y"] + inner["height"] <= outer["y"] + outer["height"] + 1
+    )
+
+
+@pytest.mark.parametrize("which", ["tournament", "league"])
 def test_on_a_phone_the_leaderboard_scrolls_in_its_frame_keeping_the_names(
-    site: Path, page: Watched
+    site: Path, league_site: Path, page: Watched, which: str
 ) -> None:
     page.page.set_viewport_size({"width": 390, "height": 844})
-    page.open(site / "index.html")
+    page.open((site if which == "tournament" else league_site) / "index.html")
+    width = page.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the {which}'s leaderboard page scrolls sideways ({width} px)"
     frame = page.page.locator("#leaderboard-section .scroll").first
     sizes = frame.evaluate("f => [f.scrollWidth, f.clientWidth]")
     assert sizes[0] > sizes[1], "at 390 px the table is wider than its frame: it must scroll"
+    assert _scroll_cues(page.page) == (True, True), "the hint and the edge say it scrolls"
+    box = frame.bounding_box()
+    # Before any scrolling the rank, the name and the score are in view, whole.
+    for column in ("#", "bot", "score"):
+        header = page.page.locator("#leaderboard thead th", has_text=column).first
+        assert _inside(header.bounding_box(), box), f"the {column} column is cut"
     names = page.page.locator("#leaderboard tbody td:nth-child(2)")
-    assert names.count() == 4
+    assert names.count() == (4 if which == "tournament" else 10)
     # A single word is one line; each name takes at most two lines (it wraps at spaces).
     assert all(n <= 2 for n in _lines(page.page, "#leaderboard tbody td:nth-child(2) .bot"))
     frame.evaluate("f => { f.scrollLeft = f.scrollWidth; }")
     assert frame.evaluate("f => f.scrollLeft") > 0
-    box = frame.bounding_box()
-    assert box is not None
+    # At the right end the edge has nothing left to fade; the hint stays (it scrolls back).
+    page.page.wait_for_function(
+        "() => !document.querySelector('#leaderboard-section .scroll-frame')"
+        ".classList.contains('more-right')"
+    )
+    assert _scroll_cues(page.page) == (True, False)
     for i in range(names.count()):
+        names.nth(i).scroll_into_view_if_needed()  # the page, down to the row (ten in a league)
+        box = frame.bounding_box()
         cell = names.nth(i).bounding_box()
-        assert cell is not None
+        assert cell is not None and box is not None
         assert (
             box["x"] - 1 <= cell["x"] and cell["x"] + cell["width"] <= box["x"] + box["width"] + 1
         )
@@ -542,8 +592,9 @@ def test_on_a_phone_the_leaderboard_scrolls_in_its_frame_keeping_the_names(
         assert shown == 1, f"row {i + 1}: the name is covered after scrolling"
     # ... while the columns at the right end came into view.
     last = page.page.locator("#leaderboard thead th").last.bounding_box()
-    assert last is not None and last["x"] + last["width"] <= box["x"] + box["width"] + 1
-    page.shot("phone-index-scrolled")
+    assert last is not None and box is not None
+    assert last["x"] + last["width"] <= box["x"] + box["width"] + 1
+    page.shot(f"phone-{which}-index-scrolled")
 
 
 def test_on_a_desktop_the_leaderboard_fits_without_scrolling(site: Path, page: Watched) -> None:
@@ -552,6 +603,7 @@ def test_on_a_desktop_the_leaderboard_fits_without_scrolling(site: Path, page: W
     frame = page.page.locator("#leaderboard-section .scroll").first
     scroll, client = frame.evaluate("f => [f.scrollWidth, f.clientWidth]")
     assert scroll <= client, "at 1366 px the leaderboard fits without scrolling"
+    assert _scroll_cues(page.page) == (False, False), "no hint of columns out of view"
     lines = dict(
         zip(
             _names(page.page, "#leaderboard tbody td:nth-child(2)"),
@@ -564,3 +616,41 @@ def test_on_a_desktop_the_leaderboard_fits_without_scrolling(site: Path, page: W
     # The over-next cells say what they are, and the line under the table says which is which.
     assert "Rank: TrueSkill" in str(page.page.locator("p.how-to-read").text_content())
     page.shot("desktop-index")
+
+
+_IN_VIEW = """(selectors) => selectors.map(s => {
+  const r = document.querySelector(s).getBoundingClientRect();
+  return r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight && r.right <= innerWidth;
+})"""
+
+
+@pytest.mark.parametrize("screen", sorted(_WIDTHS))
+def test_stepping_through_a_replay_keeps_the_controls_and_the_table_in_view(
+    site: Path, page: Watched, screen: str
+) -> None:
+    width, height = _WIDTHS[screen]
+    page.page.set_viewport_size({"width": width, "height": height})
+    match = sorted((site / "matches").glob("*.html"))[0]
+    page.open(match)
+    page.page.evaluate("document.getElementById('replay').scrollIntoView()")  # the one scroll
+    at = page.page.evaluate("scrollY")
+    step = page.page.locator("#controls button[data-go=next]")
+    for k in range(1, 13):
+        step.click()
+        where = f"{screen}, step {k}"
+        assert page.page.evaluate("scrollY") == at, f"{where}: the page scrolled"
+        assert page.page.evaluate(_IN_VIEW, ["#controls", "#table"]) == [True, True], where
+    assert page.page.evaluate("document.documentElement.scrollWidth") <= width
+    page.shot(f"{screen}-match-stepped")
+    table, seats = (page.page.locator(s).bounding_box() for s in ("#table", "#seats"))
+    assert table is not None and seats is not None
+    if screen == "desktop":  # as it was: the table beside the hands
+        assert table["x"] >= seats["x"] + seats["width"]
+    else:  # above them, and the controls stay on the screen down to the round's log
+        assert table["y"] + table["height"] <= seats["y"]
+        page.page.locator("#round-log li.current").scroll_into_view_if_needed()
+        assert page.page.evaluate("scrollY") > at
+        assert page.page.evaluate(_IN_VIEW, ["#controls", "#round-log li.current"]) == [True] * 2
+        step.click()
+        # From the first event, thirteen steps: the log shows where the page went.
+        assert page.page.locator("#round-log li.current").get_attribute("data-at") == "14"

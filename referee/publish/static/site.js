@@ -1,6 +1,6 @@
-// The site's small behaviours: sortable tables, the match list's filter, the rating chart's
-// highlight. Bot names are data: this file never writes HTML, only classes, attributes it
-// owns and textContent.
+// The site's small behaviours: sortable tables, the hints of wide tables, the match list's
+// filter, the rating chart's highlight. Bot names are data: this file never writes HTML, only
+// classes, attributes it owns and textContent.
 (function () {
   "use strict";
 
@@ -38,6 +38,26 @@
       const button = th.querySelector("button");
       if (button) button.addEventListener("click", () => sortBy(table, th));
     });
+  });
+
+  // -- wide tables: a .scroll-frame (the wide() macro) whose table is wider than its frame
+  // shows its hint and a fading edge on the side where columns are out of view; the classes
+  // follow the frame's scrolling and the window's size.
+  document.querySelectorAll(".scroll-frame").forEach((frame) => {
+    const box = frame.querySelector(".scroll");
+    const hint = frame.querySelector(".scroll-hint");
+    if (!box) return;
+    const update = () => {
+      const room = box.scrollWidth - box.clientWidth;
+      const over = room > 1;
+      frame.classList.toggle("overflowing", over);
+      frame.classList.toggle("more-left", over && box.scrollLeft > 1);
+      frame.classList.toggle("more-right", over && box.scrollLeft < room - 1);
+      if (hint) hint.hidden = !over;
+    };
+    box.addEventListener("scroll", update, { passive: true });
+    window.addEventListener("resize", update);
+    update();
   });
 
   // -- the match list's filter: rows carry their bots' slugs in data-bots.
