@@ -105,6 +105,12 @@ class Submission:
     report: CheckReport
     version: Version | None = None
     """In a league: the version entered (its number and the label its results go under)."""
+    replaces: Version | None = None
+    """In a league: the entrant's version in the league when the bot was checked, which a
+    new version replaces (``None``: a new entrant, or one retired)."""
+    entered: bool = True
+    """``False`` for a bot checked and not entered (``submit(enter=False)``): ``folder`` is
+    then where it was read from, ``entry`` empty and ``version`` ``None``."""
 
 
 def submit(
@@ -119,6 +125,7 @@ def submit(
     progress: Progress | None = None,
     owner: str | None = None,
     enter_lock: AbstractContextManager[object] | None = None,
+    enter: bool = True,
 ) -> Submission:
     """Check the bot at ``bot`` and enter it in ``tournament`` (see the module docstring).
 
@@ -133,6 +140,10 @@ def submit(
     run side by side: the check runs outside it, and under it the file is read again and
     the name, author and twin rules checked again against what other submissions entered
     meanwhile, before the bot is copied in and appended.
+
+    ``enter=False`` runs every rule and the check as for an entry and writes nothing: the
+    bot is checked, not entered (the competition server compares such a version with the
+    entrant's current one before its author enters it).
     """
     if isinstance(bot, str) and bot.startswith(SAMPLE_PREFIX):
         sample_by_name(bot)  # an unknown name is the user's mistake, as in play
@@ -151,10 +162,21 @@ def submit(
         sandbox = get_sandbox(tournament.file.sandbox.backend, images=tournament.images)
     _check_memory(tournament, sandbox)
     report = _check(tournament, sandbox, candidate, files, check, on_check, progress)
+    current = _current_version(tournament, candidate.name)
+    if not enter:
+        return Submission(
+            name=candidate.name,
+            folder=Path(bot),
+            entry="",
+            report=report,
+            replaces=current,
+            entered=False,
+        )
     with enter_lock if enter_lock is not None else contextlib.nullcontext():
         if enter_lock is not None:  # others may have entered meanwhile: their names count
             tournament = load_tournament(tournament.path)
             candidate, author = _admit(tournament, candidate, files, wanted, author, owner)
+            current = _current_version(tournament, candidate.name)
         folder, entry = _copy_in(tournament, candidate, files)
         try:
             updated = append_bot_entry(tournament.path, entry, candidate.name, author)
@@ -165,7 +187,14 @@ def submit(
     version = None
     if updated.file.format == "league":
         version = league_roster(updated.file).latest(display)
-    return Submission(name=display, folder=folder, entry=entry, report=report, version=version)
+    return Submission(
+        name=display,
+        folder=folder,
+        entry=entry,
+        report=report,
+        version=version,
+        replaces=current,
+    )
 
 
 def check_intro(report: CheckReport, tournament: Tournament) -> list[str]:
@@ -232,6 +261,13 @@ def _earlier_version(tournament: Tournament, wanted: str) -> Version | None:
     if tournament.file.format != "league":
         return None
     return league_roster(tournament.file, tournament.path).latest(wanted)
+
+
+def _current_version(tournament: Tournament, name: str) -> Version | None:
+    """In a league, the version of the entrant ``name`` in the league now."""
+    if tournament.file.format != "league":
+        return None
+    return league_roster(tournament.file, tournament.path).current(name)
 
 
 def _refuse_unchanged(tournament: Tournament, earlier: Version, sha256: str) -> None:

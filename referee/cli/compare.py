@@ -452,6 +452,8 @@ class _Progress(ProgressView):
             self._show(event)
 
     def _show(self, progress: Any) -> None:
+        from referee.runs.comparison import progress_line
+
         line = progress_line(progress)
         if self.live:
             if self.status is None:
@@ -470,66 +472,10 @@ class _Progress(ProgressView):
         self.last = deals
 
 
-def progress_line(progress: Any) -> str:
-    """``12 deals, 96 matches: LLR 1.23 (-2.94, 2.94), difference +0.031 [+0.012, +0.050],
-    0 faults``."""
-    state = progress.state
-    spoiled = f", {_spoiled(progress)}" if progress.spoiled else ""
-    left = max(0, progress.limit - state.deals)
-    return (
-        f"{state.deals} deals (at most {left} more), {progress.matches} matches: "
-        f"{_evidence(state)}, difference {_interval(state)}, {progress.faults} faults{spoiled}"
-    )
-
-
-def _evidence(state: Any) -> str:
-    """The LLR and its bounds, or what identical observations mean instead."""
-    low, high = state.bounds
-    if state.identical and state.differing == 0:
-        return f"identical play on all {state.deals} deals"
-    if not math.isfinite(state.llr):
-        return f"the same observation on all {state.deals} deals"
-    return f"LLR {state.llr:.2f} ({low:.2f}, {high:.2f}), {state.differing} deals differ"
-
-
-def _spoiled(counts: Any) -> str:
-    """``3 deals spoiled (crashy 2, the referee's side 1)``: the deals left out, by whom
-    (a deal whose match failed on the referee's side names nobody)."""
-    who = ", ".join(f"{printable(name)} {count}" for name, count in counts.spoiled_by)
-    return f"{counts.spoiled} deals spoiled" + (f" ({who})" if who else "")
-
-
-def _interval(state: Any) -> str:
-    if not math.isfinite(state.low):
-        return f"{state.difference:+.3f}"
-    return f"{state.difference:+.3f} [{state.low:+.3f}, {state.high:+.3f}]"
-
-
-def _verdict(summary: Any, new: str, old: str, test: Any) -> str:
-    state = summary.state
-    if summary.capped is not None:
-        return f"{summary.capped.message()}; the difference so far is {_interval(state)}"
-    if state.identical and state.differing == 0:
-        verdict = {"H0": "H0 accepted", "H1": "H1 accepted", "undecided": "undecided"}
-        return (
-            f"{verdict[state.decision]}: identical play on all {state.deals} deals ({new} and "
-            f"{old} scored the same on every deal)"
-        )
-    if state.decision == "H1":
-        return (
-            f"H1 accepted: {new} is better than {old} by {_interval(state)} (95% interval, "
-            "not corrected for the sequential stop)"
-        )
-    if state.decision == "H0":
-        return (
-            f"H0 accepted: {new} is not better than {old} by {test.d1:g}; the difference "
-            f"is {_interval(state)}"
-        )
-    return f"undecided at the limit: the difference is {_interval(state)}"
-
-
 def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json: bool) -> None:
     """The verdict and how it was reached (or its JSON); exit code 1 when matches failed."""
+    from referee.runs.comparison import spoiled_text, verdict_line
+
     f = tournament.file
     state = summary.state
     if as_json:
@@ -565,7 +511,7 @@ def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json:
         }
         click.echo(json.dumps(data, ensure_ascii=False))
     else:
-        click.echo(printable(_verdict(summary, f.candidate, f.baseline, test)))
+        click.echo(printable(verdict_line(summary, f.candidate, f.baseline, test)))
         low, high = state.bounds
         evidence = (
             f"LLR {state.llr:.2f} (bounds {low:.2f}, {high:.2f})"
@@ -575,7 +521,7 @@ def _report(summary: Any, tournament: Any, test: Any, max_matches: int, as_json:
         click.echo(
             f"{evidence} after {state.deals} deals, {state.differing} of them differing; "
             f"{summary.matches} matches played, {summary.faults} faults"
-            + (f", {_spoiled(summary)} and replayed on fresh cards" if summary.spoiled else "")
+            + (f", {spoiled_text(summary)} and replayed on fresh cards" if summary.spoiled else "")
         )
         say(f"match logs in {summary.results_dir / 'logs'}; results in {summary.results_dir}")
     if summary.capped is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,71 @@ def serve(
     help="A file holding your token (default: the REFEREE_TOKEN environment variable).",
 )
 @click.option("--name", default=None, help="The name on the leaderboard (default: the bot's).")
+@click.option(
+    "--compare",
+    is_flag=True,
+    help="Compare it with your current version in the league first; enter it later with "
+    "referee enter.",
+)
+@click.option(
+    "--enter-if-better",
+    is_flag=True,
+    help="Compare it, and enter it at once if the comparison finds it better.",
+)
+@click.option("--no-follow", is_flag=True, help="Do not wait for the check's verdict.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1, 7 * 86_400),
+    default=None,
+    help="Seconds to wait for the verdict.  [default: 600; 86400 with a comparison]",
+)
+@friendly
+def upload(
+    bot: Path,
+    url: str,
+    token_file: Path | None,
+    name: str | None,
+    compare: bool,
+    enter_if_better: bool,
+    no_follow: bool,
+    timeout: float | None,
+) -> None:
+    """Upload BOT (a .py file, or a folder with bot.toml) to the competition server at URL
+    and follow its check: exit code 0 when it is accepted, 1 when it is refused.
+
+    With --compare the checked bot is not entered: it plays a paired comparison against
+    your current version of it on the league's rules and field, and the command ends with
+    the verdict (exit code 0) and the line that enters it. With --enter-if-better it is
+    entered when the comparison finds it better (exit code 0), and left waiting otherwise
+    (exit code 1)."""
+    _need_server_extra()
+    token = _token(token_file)
+    filename, data = _pack(bot)
+    form = {"name": name} if name else {}
+    if enter_if_better:
+        form["enter_if_better"] = "1"
+    elif compare:
+        form["compare"] = "1"
+    waited = timeout or (86_400.0 if compare or enter_if_better else 600.0)
+    with _client(url, token) as client:
+        answer = client.post("/api/v1/submissions", files={"bot": (filename, data)}, data=form)
+        body = _answer(answer, 202)
+        say(f"uploaded {filename} ({len(data)} bytes): submission {body['id']}, queued")
+        if no_follow:
+            return
+        final = _follow(client, str(body["url"]), waited)
+    _verdict(final, url)
+
+
+@main.command("enter")
+@click.argument("submission")
+@click.option("--server", "url", required=True, metavar="URL", help="The competition server.")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A file holding your token (default: the REFEREE_TOKEN environment variable).",
+)
 @click.option("--no-follow", is_flag=True, help="Do not wait for the check's verdict.")
 @click.option(
     "--timeout",
@@ -161,31 +227,54 @@ def serve(
     help="Seconds to wait for the verdict.",
 )
 @friendly
-def upload(
-    bot: Path, url: str, token_file: Path | None, name: str | None, no_follow: bool, timeout: float
+def enter(
+    submission: str, url: str, token_file: Path | None, no_follow: bool, timeout: float
 ) -> None:
-    """Upload BOT (a .py file, or a folder with bot.toml) to the competition server at URL
-    and follow its check: exit code 0 when it is accepted, 1 when it is refused."""
+    """Enter SUBMISSION, an upload of yours that referee upload --compare compared: it is
+    checked again from the same bytes and joins the league (exit code 0 when accepted)."""
     _need_server_extra()
+    token = _token(token_file)
+    if not submission.isalnum() or len(submission) > 64:
+        raise UsageError(f"{printable(submission)!r} is not a submission id (upload prints it)")
+    with _client(url, token) as client:
+        body = _answer(client.post(f"/api/v1/submissions/{submission}/enter"), 202)
+        say(f"submission {submission}: queued to be entered")
+        if no_follow:
+            return
+        final = _follow(client, str(body["url"]), timeout)
+    _verdict(final, url)
+
+
+@contextlib.contextmanager
+def _client(url: str, token: str) -> Iterator[Any]:
+    """An HTTP client of the server at ``url`` with the author's token; a failure to reach
+    it is one line (an ``InfrastructureError``)."""
     import httpx
 
-    token = _token(token_file)
-    filename, data = _pack(bot)
     base = url.rstrip("/")
-    headers = {"Authorization": f"Bearer {token}"}
-    form = {"name": name} if name else {}
     try:
-        with httpx.Client(base_url=base, headers=headers, timeout=60.0) as client:
-            answer = client.post("/api/v1/submissions", files={"bot": (filename, data)}, data=form)
-            body = _answer(answer, 202)
-            say(f"uploaded {filename} ({len(data)} bytes): submission {body['id']}, queued")
-            if no_follow:
-                return
-            final = _follow(client, str(body["url"]), timeout)
+        with httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60.0
+        ) as client:
+            yield client
     except httpx.HTTPError as exc:
         raise InfrastructureError(f"cannot reach the server at {base}: {exc}") from None
-    if final["status"] != "accepted":
+
+
+def _verdict(final: dict[str, Any], url: str) -> None:
+    """End ``upload`` or ``enter`` by the submission's last state (see ``upload``)."""
+    status = final["status"]
+    if status == "accepted":
+        return
+    if status == "refused":
         raise Refused(f"the bot was refused{_first_failure(str(final.get('report') or ''))}")
+    compared = final.get("compare") or {}
+    again = f"referee enter {final['id']} --server {url}"
+    if compared.get("status") == "failed":
+        raise Refused(f"the comparison could not be played; enter it anyway with: {again}")
+    if final.get("mode") == "enter-if-better":
+        raise Refused(f"not entered: the comparison did not find it better; to enter it: {again}")
+    say(f"not entered yet; to enter it: {again}")
 
 
 def _need_server_extra() -> None:
@@ -260,22 +349,40 @@ def _first_failure(report: str) -> str:
 
 
 def _follow(client: Any, url: str, timeout: float) -> dict[str, Any]:
-    """Poll the submission until its verdict, printing the report's lines as they come."""
-    shown = 0
+    """Poll the submission until its verdict (``accepted``, ``refused``, or ``compared``),
+    printing the check's report lines as they come and a comparison's progress line when it
+    moves (at most every 10 s), then its verdict line. A check that starts again (an upload
+    entered after its comparison) prints its report again from the top."""
+    printed: list[str] = []
     deadline = time.monotonic() + timeout
-    status = "queued"
+    status, progress, progress_at, comparing = "queued", "", 0.0, False
     while True:
         body = _answer(client.get(url), 200)
-        text = str(body.get("report") or body.get("progress") or "")
-        lines = text.splitlines()
-        for line in lines[shown:]:
+        lines = str(body.get("report") or body.get("progress") or "").splitlines()
+        if lines[: len(printed)] != printed:
+            printed = []
+        for line in lines[len(printed) :]:
             click.echo(line)
-        shown = max(shown, len(lines))
+        printed = lines if len(lines) >= len(printed) else printed
         if body["status"] != status:
             status = str(body["status"])
             if status == "checking":
                 say("checking...")
-        if status in ("accepted", "refused"):
+        compared = body.get("compare") or {}
+        if compared.get("status") == "running" and compared.get("field") and not comparing:
+            comparing = True
+            field = ", ".join(map(str, compared.get("field") or []))
+            say(
+                f"comparing with {compared.get('old')} (field: {field}), at most "
+                f"{compared.get('max_deals')} deals..."
+            )
+        moved = str(compared.get("progress") or "")
+        if moved and moved != progress and time.monotonic() - progress_at >= 10.0:
+            click.echo(f"comparison: {moved}")
+            progress, progress_at = moved, time.monotonic()
+        if status in ("accepted", "refused", "compared"):
+            if compared.get("verdict"):
+                click.echo(f"comparison: {compared['verdict']}")
             return body
         if time.monotonic() > deadline:
             raise InfrastructureError(

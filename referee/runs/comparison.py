@@ -56,6 +56,7 @@ match on its own cards).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,12 +76,19 @@ from referee.ranking.spoils import (
     spoil,
     spoiled_counts,
 )
-from referee.ranking.sprt import PairedDeals, Sprt, SprtState
-from referee.ranking.statistics import RoundPlaces, round_places
+from referee.ranking.sprt import MIN_DIFFERING, PairedDeals, Sprt, SprtState
+from referee.ranking.statistics import (
+    HYPOTHESES,
+    RoundPlaces,
+    default_statistic,
+    round_places,
+)
 from referee.results import MatchResult
+from referee.rules import ResolvedRules
 from referee.runs.core import Planner, Round, Run, play
 from referee.runs.tournament import Event, enter_field, run_started
 from referee.specs import MatchSpec, StoredMatch
+from referee.text import printable
 from referee.tournament.file import Tournament
 from referee.tournament.model import CompareSettings, Plan
 from referee.tournament.rounds import load_rounds, save_rounds
@@ -92,8 +100,12 @@ __all__ = [
     "ComparisonPlanner",
     "ComparisonSummary",
     "SprtProgress",
+    "default_test",
+    "progress_line",
     "run_comparison",
+    "spoiled_text",
     "stored_settings",
+    "verdict_line",
 ]
 
 
@@ -173,6 +185,25 @@ def run_comparison(
         clock=clock,
     )
     return planner.result(results_dir)
+
+
+def default_test(rules: ResolvedRules, table_size: int) -> tuple[CompareSettings, Sprt]:
+    """``referee compare``'s test when none is asked for: the statistic these rules score
+    by (:func:`~referee.ranking.statistics.default_statistic`), its hypotheses
+    (:data:`~referee.ranking.statistics.HYPOTHESES`), the test's error rates and its
+    minimum of differing deals; as the file's ``[compare]`` section, and as the test."""
+    statistic = default_statistic(rules, table_size)
+    d0, d1 = HYPOTHESES[statistic]
+    test = Sprt(d0, d1, min_differing=MIN_DIFFERING)
+    settings = CompareSettings(
+        statistic=statistic,
+        d0=d0,
+        d1=d1,
+        alpha=test.alpha,
+        beta=test.beta,
+        min_differing=test.min_differing,
+    )
+    return settings, test
 
 
 def stored_settings(results_dir: Path) -> CompareSettings | None:
@@ -412,3 +443,68 @@ class ComparisonPlanner(Planner):
                 self.spoiled_by(),
             )
         )
+
+
+# -- what a comparison says ---------------------------------------------------------
+
+
+def progress_line(progress: SprtProgress) -> str:
+    """Where the test stands, as ``referee compare`` shows it: ``12 deals (at most 38
+    more), 72 matches: LLR 1.23 (-2.94, 2.94), 12 deals differ, difference +0.031 [+0.012,
+    +0.050], 0 faults``."""
+    state = progress.state
+    spoiled = f", {spoiled_text(progress)}" if progress.spoiled else ""
+    left = max(0, progress.limit - state.deals)
+    return (
+        f"{state.deals} deals (at most {left} more), {progress.matches} matches: "
+        f"{_evidence(state)}, difference {_interval(state)}, {progress.faults} faults{spoiled}"
+    )
+
+
+def _evidence(state: SprtState) -> str:
+    """The LLR and its bounds, or what identical observations mean instead."""
+    low, high = state.bounds
+    if state.identical and state.differing == 0:
+        return f"identical play on all {state.deals} deals"
+    if not math.isfinite(state.llr):
+        return f"the same observation on all {state.deals} deals"
+    return f"LLR {state.llr:.2f} ({low:.2f}, {high:.2f}), {state.differing} deals differ"
+
+
+def spoiled_text(counts: SprtProgress | ComparisonSummary) -> str:
+    """``3 deals spoiled (crashy 2, the referee's side 1)``: the deals left out, by whom
+    (a deal whose match failed on the referee's side names nobody)."""
+    who = ", ".join(f"{printable(name)} {count}" for name, count in counts.spoiled_by)
+    return f"{counts.spoiled} deals spoiled" + (f" ({who})" if who else "")
+
+
+def _interval(state: SprtState) -> str:
+    if not math.isfinite(state.low):
+        return f"{state.difference:+.3f}"
+    return f"{state.difference:+.3f} [{state.low:+.3f}, {state.high:+.3f}]"
+
+
+def verdict_line(summary: ComparisonSummary, new: str, old: str, test: Sprt) -> str:
+    """The verdict ``referee compare`` prints: ``H1 accepted: NEW is better than OLD by
+    ...``, ``H0 accepted: ...``, ``undecided at the limit: ...``, or why a field bot stopped
+    the comparison."""
+    state = summary.state
+    if summary.capped is not None:
+        return f"{summary.capped.message()}; the difference so far is {_interval(state)}"
+    if state.identical and state.differing == 0:
+        verdict = {"H0": "H0 accepted", "H1": "H1 accepted", "undecided": "undecided"}
+        return (
+            f"{verdict[state.decision]}: identical play on all {state.deals} deals ({new} and "
+            f"{old} scored the same on every deal)"
+        )
+    if state.decision == "H1":
+        return (
+            f"H1 accepted: {new} is better than {old} by {_interval(state)} (95% interval, "
+            "not corrected for the sequential stop)"
+        )
+    if state.decision == "H0":
+        return (
+            f"H0 accepted: {new} is not better than {old} by {test.d1:g}; the difference "
+            f"is {_interval(state)}"
+        )
+    return f"undecided at the limit: the difference is {_interval(state)}"

@@ -19,6 +19,14 @@ its CSRF token), ``404`` (another author's anything; the organiser's pages to an
 is received, not trusted from its ``Content-Length``), ``429`` with ``Retry-After`` (too
 many uploads, or too many failed sign-ins from one address).
 
+**Comparisons** (``compare=1`` on an upload, the box on the upload form; ``enter_if_better=1``
+as well for ``--enter-if-better``): the upload is checked and compared with the author's
+current version of the entrant (:mod:`referee.server.compares`) instead of entered; the
+submission's ``compare`` object and page show the comparison's progress and verdict, and
+``POST /api/v1/submissions/{id}/enter`` (or the page's button) enters it. An upload for
+an entrant the author has no current version of is ``400``; a second comparison while one
+is queued, checked or played, and one past the day's deals, ``429``.
+
 **Forms** carry the session's CSRF token in a hidden field, compared in constant time; the
 cookie is ``HttpOnly``, ``SameSite=Strict``, and ``Secure`` when the request came over TLS
 (the scheme uvicorn reports, from the proxy's headers only when ``--forwarded-allow-ips``
@@ -50,6 +58,7 @@ from starlette.types import Message, Receive
 
 from referee.server import organiser, private
 from referee.server.authors import Author
+from referee.server.compares import league_field
 from referee.server.state import (
     COOKIE,
     ServerState,
@@ -59,7 +68,16 @@ from referee.server.state import (
     session_of,
     when,
 )
-from referee.server.submissions import Session, TooLarge, csrf_matches
+from referee.server.submissions import (
+    CompareRefused,
+    Mode,
+    Session,
+    Submission,
+    TooLarge,
+    csrf_matches,
+)
+from referee.text import printable
+from referee.tournament.league import league_roster
 
 __all__ = ["ServerState", "make_app"]
 
@@ -108,6 +126,7 @@ def make_app(state: ServerState) -> Starlette:
         Route("/api/v1/submissions", _api(state, _api_submit), methods=["POST"]),
         Route("/api/v1/submissions", _api(state, _api_list), methods=["GET"]),
         Route("/api/v1/submissions/{sid}", _api(state, _api_get), methods=["GET"]),
+        Route("/api/v1/submissions/{sid}/enter", _api(state, _api_enter), methods=["POST"]),
         Route("/api/v1/leaderboard", _leaderboard(state), methods=["GET"]),
         Route("/", pages.index, methods=["GET"]),
         Route("/signin", pages.signin_form, methods=["GET"]),
@@ -116,6 +135,7 @@ def make_app(state: ServerState) -> Starlette:
         Route("/me", pages.me, methods=["GET"]),
         Route("/upload", pages.upload, methods=["POST"]),
         Route("/me/submissions/{sid}", pages.submission, methods=["GET"]),
+        Route("/me/submissions/{sid}/enter", pages.enter, methods=["POST"]),
         *private.routes(state, templates),
         *organiser.routes(state, templates),
     ]
@@ -167,7 +187,7 @@ def _api(state: ServerState, handler: _Handler) -> Callable[[Request], Awaitable
 
 async def _receive_upload(
     state: ServerState, request: Request, author: Author, session: Session | None
-) -> tuple[str, str | None, UploadFile]:
+) -> tuple[str, str | None, UploadFile, Mode]:
     """The upload's form, read within the size limit; :class:`_Limited` with the refusal."""
     limit = int(state.settings.upload_mb * 1024 * 1024)
     if await run_in_threadpool(state.closed):
@@ -194,7 +214,7 @@ async def _receive_upload(
         )
     limited = Request(request.scope, _limited_receive(request.receive, limit + 64 * 1024))
     try:
-        form = await limited.form(max_files=1, max_fields=4, max_part_size=4096)
+        form = await limited.form(max_files=1, max_fields=6, max_part_size=4096)
     except TooLarge:
         raise _Limited(_too_large(state)) from None
     except Exception as exc:  # a malformed multipart body: the parser's words
@@ -213,7 +233,55 @@ async def _receive_upload(
     wanted = name.strip() if isinstance(name, str) and name.strip() else None
     if wanted is not None and len(wanted) > _MAX_NAME:
         raise _Limited(error(400, f"the name is longer than {_MAX_NAME} characters"))
-    return filename[:200], wanted, bot
+    mode: Mode = "enter"
+    if _ticked(form.get("enter_if_better")):
+        mode = "enter-if-better"
+    elif _ticked(form.get("compare")):
+        mode = "compare"
+    return filename[:200], wanted, bot, mode
+
+
+def _ticked(value: object) -> bool:
+    """Whether a form's box (or the API's flag) is set: ``1``, ``true``, ``on``, ``yes``."""
+    return isinstance(value, str) and value.strip().lower() in ("1", "true", "on", "yes")
+
+
+def _compare_refusal(
+    state: ServerState, author: str, filename: str, name: str | None
+) -> JSONResponse | None:
+    """Why a compare upload cannot be compared, found before it is stored: the server
+    compares nothing, the author has no version of the entrant in the league now (its name
+    is the form's, or a ``.py`` file's stem; an archive's is known once unpacked, and its
+    check says it), or too few entrants of other authors. ``None``: it may be."""
+    settings = state.settings
+    if settings.compare_deals_per_day == 0:
+        return error(
+            400,
+            "this server runs no comparisons ([server] compare_deals_per_day = 0); upload "
+            "without --compare",
+        )
+    tournament = state.tournament()
+    if name is None and filename.lower().endswith(".py"):
+        name = filename[: -len(".py")]
+    if name is not None:
+        current = league_roster(tournament.file, tournament.path).current(name)
+        bot = next((b for b in tournament.bots if current and b.name == current.label), None)
+        if current is None or author not in (current.entry.author, bot and bot.author):
+            return error(
+                400,
+                f"you have no entrant named {printable(name)!r} in the league to compare "
+                "with: --compare compares a new version with your current one; upload "
+                "without --compare to enter a new entrant",
+            )
+    k = tournament.file.table_size
+    field = league_field(tournament, author)
+    if len(field) < k - 1:
+        return error(
+            400,
+            f"the league has {len(field)} entrants of other authors seated now, and a "
+            f"comparison at tables of {k} needs {k - 1}; upload without --compare",
+        )
+    return None
 
 
 def _too_large(state: ServerState) -> JSONResponse:
@@ -229,21 +297,35 @@ async def _store(
 ) -> str:
     """Read and store an upload; its id. :class:`_Limited` with the refusal. A form of the
     pages (``session``) must carry the session's CSRF token."""
-    filename, name, bot = await _receive_upload(state, request, author, session)
+    filename, name, bot, mode = await _receive_upload(state, request, author, session)
     limit = int(state.settings.upload_mb * 1024 * 1024)
 
     def store() -> str:
+        if mode != "enter":
+            refused = _compare_refusal(state, author.name, filename, name)
+            if refused is not None:
+                raise _Limited(refused)
         bot.file.seek(0)
-        stored = state.uploads().store(author.name, filename, name, bot.file, limit)
-        state.authors().record(
-            f"author:{author.name}", "upload", stored.id, f"{filename}, {stored.size} bytes"
+        stored = state.uploads().store(
+            author.name,
+            filename,
+            name,
+            bot.file,
+            limit,
+            mode=mode,
+            deals_per_day=state.settings.compare_deals_per_day,
         )
+        detail = f"{filename}, {stored.size} bytes" + ("" if mode == "enter" else f", {mode}")
+        state.authors().record(f"author:{author.name}", "upload", stored.id, detail)
         return stored.id
 
     try:
         sid = await run_in_threadpool(store)
     except TooLarge:
         raise _Limited(_too_large(state)) from None
+    except CompareRefused as refused:
+        wait = str(int(refused.retry_after) + 1)
+        raise _Limited(error(429, refused.message, {"Retry-After": wait})) from None
     finally:
         await bot.close()
     if state.checker is not None:
@@ -260,17 +342,56 @@ async def _api_submit(state: ServerState, request: Request, author: Author) -> R
     return JSONResponse({"id": sid, "status": "queued", "url": url}, status_code=202)
 
 
+def _public(state: ServerState, found: Submission) -> dict[str, object]:
+    """A submission as the API shows it to its author, with its comparison (or ``None``)."""
+    body = found.public(f"/api/v1/submissions/{found.id}")
+    compared = state.uploads().comparison(found.id)
+    body["compare"] = None if compared is None else compared.public()
+    return body
+
+
 async def _api_get(state: ServerState, request: Request, author: Author) -> Response:
     sid = request.path_params["sid"]
-    found = await run_in_threadpool(lambda: state.uploads().get(sid, author=author.name))
-    if found is None:
+
+    def read() -> dict[str, object] | None:
+        found = state.uploads().get(sid, author=author.name)
+        return None if found is None else _public(state, found)
+
+    body = await run_in_threadpool(read)
+    if body is None:
         return error(404, "no such submission")
-    return JSONResponse(found.public(f"/api/v1/submissions/{sid}"))
+    return JSONResponse(body)
 
 
 async def _api_list(state: ServerState, request: Request, author: Author) -> Response:
-    found = await run_in_threadpool(lambda: state.uploads().of_author(author.name))
-    return JSONResponse({"submissions": [s.public(f"/api/v1/submissions/{s.id}") for s in found]})
+    def read() -> list[dict[str, object]]:
+        return [_public(state, s) for s in state.uploads().of_author(author.name)]
+
+    return JSONResponse({"submissions": await run_in_threadpool(read)})
+
+
+def _enter(state: ServerState, sid: str, author: str) -> tuple[int, str]:
+    """Enter the author's compared submission ``sid``: its status code and a sentence."""
+    queued, found = state.uploads().enter(sid, author)
+    if found is None:
+        return 404, "no such submission"
+    if not queued:
+        return 409, (
+            f"submission {sid} is {found.status}: only a compared submission waits to be entered"
+        )
+    state.authors().record(f"author:{author}", "enter", sid, "after its comparison")
+    if state.checker is not None:
+        state.checker.notify()
+    return 202, "queued"
+
+
+async def _api_enter(state: ServerState, request: Request, author: Author) -> Response:
+    sid = request.path_params["sid"]
+    status, said = await run_in_threadpool(_enter, state, sid, author.name)
+    if status != 202:
+        return error(status, said)
+    url = f"/api/v1/submissions/{sid}"
+    return JSONResponse({"id": sid, "status": "queued", "url": url}, status_code=202)
 
 
 def _leaderboard(state: ServerState) -> Callable[[Request], Awaitable[Response]]:
@@ -414,4 +535,17 @@ class _Pages:
             return self._page(
                 request, "error.html", 404, error="no such submission", session=session
             )
-        return self._page(request, "submission.html", session=session, upload=found)
+        compared = await run_in_threadpool(lambda: self.state.uploads().comparison(sid))
+        return self._page(
+            request, "submission.html", session=session, upload=found, compared=compared
+        )
+
+    async def enter(self, request: Request) -> Response:
+        session, refused = await self._checked_form(request)
+        if refused is not None or session is None:
+            return refused or RedirectResponse("/signin", status_code=303)
+        sid = request.path_params["sid"]
+        status, said = await run_in_threadpool(_enter, self.state, sid, session.author)
+        if status != 202:
+            return self._page(request, "error.html", status, error=said, session=session)
+        return RedirectResponse(f"/me/submissions/{sid}", status_code=303)

@@ -15,6 +15,13 @@ honest bot under check does not miss its time limits), beside the league's worke
 accepted bot is a ``[[bots]]`` entry in the league file: the running league reads the
 file every ``[league] poll_seconds`` and takes it in at its next batch.
 
+A compare upload (``mode`` ``compare`` or ``enter-if-better``,
+:mod:`referee.server.submissions`) is checked the same way and not entered
+(``submit(enter=False)``): once it passes, it stays ``checking`` and its comparison with
+the author's current version of the entrant waits for a comparer
+(:mod:`referee.server.compares`; ``on_compare`` wakes them). One with no current version
+of the author's (a new entrant, or one retired) is refused with that sentence.
+
 A refused upload's bytes are deleted once its verdict is stored (the report stays); an
 accepted one's stay beside its row.
 
@@ -36,6 +43,7 @@ from referee.match.compliance import CheckReport, step_lines
 from referee.sandbox import bot_sha256, read_bot
 from referee.server.archives import ArchiveLimits, unpack_upload
 from referee.server.submissions import Submission, SubmissionBook
+from referee.submit import Submission as CheckedBot
 from referee.submit import accepted_line, check_intro, submit
 from referee.text import printable
 from referee.tournament.file import Tournament, load_tournament
@@ -77,11 +85,13 @@ class Checker:
         threads: int,
         limits: ArchiveLimits,
         on_verdict: Callable[[Submission], None] | None = None,
+        on_compare: Callable[[], None] | None = None,
     ) -> None:
         self.path = path
         self.results_dir = results_dir
         self.limits = limits
         self.on_verdict = on_verdict
+        self.on_compare = on_compare
         self.wake = threading.Condition()
         self.stopping = threading.Event()
         self.enter_lock = threading.Lock()
@@ -138,6 +148,13 @@ class Checker:
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         status, entered = verdict
+        if status == "compare":
+            book.to_compare(
+                upload.id, "\n".join(lines), str(entered["entrant"]), str(entered["old"])
+            )
+            if self.on_compare is not None:
+                self.on_compare()
+            return
         book.finish(upload.id, status, "\n".join(lines), **entered)  # type: ignore[arg-type]
         if status == "refused":  # its report is kept; its bytes are not wanted again
             book.discard(upload.id)
@@ -170,7 +187,10 @@ class Checker:
             on_check=started,
             progress=lambda step: say(step_lines(step)[0]),
             enter_lock=self.enter_lock,
+            enter=upload.mode == "enter",
         )
+        if not entered.entered:
+            return "compare", _compared(entered, say)
         say(accepted_line(entered, self.path.name))
         version = entered.version
         return "accepted", {
@@ -178,3 +198,20 @@ class Checker:
             "version": version.version if version else None,
             "label": version.label if version else entered.name,
         }
+
+
+def _compared(checked: CheckedBot, say: Callable[[str], None]) -> dict[str, object]:
+    """A compare upload that passed its check: what it is compared with, or refused."""
+    current = checked.replaces
+    if current is None:
+        raise Refused(
+            f"not compared: you have no version of {printable(checked.name)!r} in the league "
+            "to compare it with; upload it without --compare to enter it"
+        )
+    say(
+        printable(
+            f"checked: the bot passed, and is not entered: it is compared with "
+            f"{current.label}, your version of {checked.name} in the league, first"
+        )
+    )
+    return {"entrant": checked.name, "old": current.label}

@@ -1,10 +1,10 @@
 """The competition server's own SQLite file, ``server.sqlite`` in the league's results folder.
 
 It sits beside the league's store (``results.sqlite``, :mod:`referee.tournament.store`) and
-apart from it: what the server keeps (authors, their tokens' digests, the audit log; later
-the uploads and their queue) is not a result, survives ``--restart`` (which wipes the
-results, :func:`referee.tournament.store.wipe`) and is never read by ``referee verify`` or
-published.
+apart from it: what the server keeps (authors, their tokens' digests, the audit log, the
+uploads, their queue and their comparisons) is not a result, survives ``--restart``
+(which wipes the results, :func:`referee.tournament.store.wipe`) and is never read by
+``referee verify`` or published.
 
 Durability: WAL mode with ``synchronous=FULL``, so a commit that returned is on the disk
 (the fsync of the WAL is part of it), which is what the server's ``202`` promises for an
@@ -41,7 +41,8 @@ any other SQLite database, the league's own store included."""
 
 SCHEMA_VERSION = 1
 """1: authors, their tokens (a public selector and the SHA-256 of the token), the uploads
-and their checks (``submissions``), the web sessions (the SHA-256 of each cookie, tied to
+and their checks (``submissions``), the comparisons of uploads asked for with ``--compare``
+(``comparisons``), the web sessions (the SHA-256 of each cookie, tied to
 the token it was opened with), the audit log."""
 
 BUSY_TIMEOUT_S = 30.0
@@ -75,7 +76,10 @@ CREATE TABLE submissions (
     name TEXT,
     size INTEGER NOT NULL,
     upload_sha256 TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('queued', 'checking', 'accepted', 'refused')),
+    status TEXT NOT NULL
+        CHECK (status IN ('queued', 'checking', 'accepted', 'refused', 'compared')),
+    mode TEXT NOT NULL DEFAULT 'enter'
+        CHECK (mode IN ('enter', 'compare', 'enter-if-better')),
     attempts INTEGER NOT NULL DEFAULT 0,
     bot_sha256 TEXT,
     started REAL,
@@ -88,6 +92,24 @@ CREATE TABLE submissions (
 );
 CREATE INDEX submissions_by_author ON submissions(author, created);
 CREATE INDEX submissions_by_status ON submissions(status, created);
+CREATE TABLE comparisons (
+    id TEXT PRIMARY KEY REFERENCES submissions(id),
+    author TEXT NOT NULL REFERENCES authors(name),
+    status TEXT NOT NULL CHECK (status IN ('waiting', 'running', 'done', 'failed')),
+    entrant TEXT NOT NULL,
+    old TEXT NOT NULL,
+    field TEXT NOT NULL DEFAULT '[]',
+    max_deals INTEGER NOT NULL DEFAULT 0,
+    deals INTEGER NOT NULL DEFAULT 0,
+    matches INTEGER NOT NULL DEFAULT 0,
+    decision TEXT CHECK (decision IN ('H0', 'H1', 'undecided')),
+    progress TEXT NOT NULL DEFAULT '',
+    verdict TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL,
+    started REAL,
+    finished REAL
+);
+CREATE INDEX comparisons_by_author ON comparisons(author, created);
 CREATE TABLE sessions (
     digest BLOB PRIMARY KEY,
     author TEXT NOT NULL REFERENCES authors(name),

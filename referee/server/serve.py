@@ -4,9 +4,10 @@
 
 - the web app (:mod:`referee.server.app`) under uvicorn, on ``host:port`` (loopback by
   default), with the read deadlines of :mod:`referee.server.guard` in front of it;
-- the check queue (:class:`~referee.server.checks.Checker`), after
-  :meth:`~referee.server.submissions.SubmissionBook.recover` has put back every check a
-  stop cut off;
+- the check queue (:class:`~referee.server.checks.Checker`) and the comparisons of
+  ``--compare`` uploads (:class:`~referee.server.compares.Comparer`), after
+  :meth:`~referee.server.submissions.SubmissionBook.recover` has put back every check and
+  comparison a stop cut off;
 - unless ``league=False``, the league itself as a child process (``referee league run
   FILE`` with the executor options given): the league stays the only writer of its store,
   as it is when run alone, and takes in the entries the checks append to its file at its
@@ -16,7 +17,8 @@
   ``/site/``) up to date when the league's store changed, at most every ``every_s``.
 
 SIGTERM and Ctrl-C stop uvicorn (which finishes the requests it has), then the checks (a
-check cut off is checked again at the next start), then the league (SIGTERM: it stores
+check cut off is checked again at the next start) and the comparisons (resumed at the next
+start), then the league (SIGTERM: it stores
 what it has, as when run alone). Started again, everything goes on where it stopped: the
 queue from the server's database, the league from its store.
 """
@@ -37,6 +39,7 @@ from referee.errors import RefereeError, UsageError
 from referee.server.app import make_app
 from referee.server.archives import ArchiveLimits
 from referee.server.checks import Checker, entered_bots
+from referee.server.compares import Comparer
 from referee.server.guard import guarded_config
 from referee.server.state import ServerState, changes_key
 from referee.server.submissions import Submission, SubmissionBook
@@ -106,7 +109,18 @@ def serve(path: Path, options: ServeOptions, say: Callable[[str], None]) -> None
         limits=limits,
         on_verdict=lambda done: say(_verdict_line(done)),
     )
-    state = ServerState(path, results_dir, settings, checker=checker, site=options.site)
+    comparer = Comparer(
+        path,
+        results_dir,
+        threads=settings.compares,
+        limits=limits,
+        deals_per_day=settings.compare_deals_per_day,
+        on_queued=checker.notify,
+    )
+    checker.on_compare = comparer.notify
+    state = ServerState(
+        path, results_dir, settings, checker=checker, comparer=comparer, site=options.site
+    )
     config = guarded_config(
         make_app(state),
         options.host,
@@ -130,12 +144,15 @@ def serve(path: Path, options: ServeOptions, say: Callable[[str], None]) -> None
     if league is not None:  # first: its child is forked before any thread here starts
         league.start()
     checker.start()
+    comparer.start()
     if publisher is not None:
         publisher.start()
     try:
         server.run()
     finally:
+        comparer.stopping.set()  # a comparison ends at its next event, beside the checks
         checker.stop()
+        comparer.stop()
         if publisher is not None:
             publisher.stop()
         if league is not None:

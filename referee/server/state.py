@@ -28,6 +28,7 @@ from referee.errors import RefereeError
 from referee.publish.league import league_board, render_league
 from referee.server.authors import AuthorBook
 from referee.server.checks import Checker
+from referee.server.compares import Comparer
 from referee.server.submissions import Session, SubmissionBook
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.model import ServerSettings
@@ -46,6 +47,7 @@ class ServerState:
     results_dir: Path
     settings: ServerSettings
     checker: Checker | None = None
+    comparer: Comparer | None = None
     site: Path | None = None
     clock: Callable[[], float] = time.time
     _local: threading.local = field(default_factory=threading.local)

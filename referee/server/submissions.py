@@ -17,6 +17,20 @@ back in the queue, to be checked again from the stored bytes, unless the league 
 already holds an entrant of this author with exactly those files, which the check entered
 before the kill; that row is marked ``accepted`` then, so the bot is never entered twice.
 
+**Comparisons** (``--compare``: is the new version better than the author's current one?).
+An upload's ``mode`` says what its check leads to: ``enter`` (the bot is entered), or
+``compare`` and ``enter-if-better`` (it is checked without being entered, then compared).
+A compare upload whose check passed stays ``checking`` and gains a row in
+``comparisons`` (``waiting``, then ``running`` once a comparer claims it, then ``done`` or
+``failed``); its verdict makes the upload ``compared``, waiting for its author, who
+enters it with :meth:`SubmissionBook.enter`: the upload goes back to the queue as an
+``enter`` upload, checked again from the same stored bytes and entered. An
+``enter-if-better`` upload whose verdict is "H1 accepted" goes back to the queue in the
+verdict's own transaction. An author has one compare upload queued or checking at a
+time, taken in the transaction that stores it (:class:`CompareRefused` otherwise), and
+``[server] compare_deals_per_day`` deals in 24 hours (a running comparison counts the
+deals it may play, a finished one those it played): :meth:`compare_budget`.
+
 **Limits.** :meth:`retry_after` answers how long an author must wait before another upload
 (``[server] per_day`` in 24 hours, ``interval_seconds`` between two): the ``429``'s
 ``Retry-After``.
@@ -33,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import json
 import os
 import secrets
 import time
@@ -47,6 +62,9 @@ from referee.server.database import ServerDatabase
 
 __all__ = [
     "UPLOADS",
+    "CompareRefused",
+    "Comparison",
+    "Mode",
     "Session",
     "Status",
     "Submission",
@@ -58,11 +76,21 @@ __all__ = [
 UPLOADS = "uploads"
 """The folder of the stored uploads, in the league's results folder."""
 
-Status = Literal["queued", "checking", "accepted", "refused"]
+Status = Literal["queued", "checking", "accepted", "refused", "compared"]
+"""Where an upload stands; ``compared``: checked and compared, waiting for its author."""
+
+Mode = Literal["enter", "compare", "enter-if-better"]
+"""What an upload's check leads to (see the module docstring)."""
+
+CompareStatus = Literal["waiting", "running", "done", "failed"]
 
 _COLUMNS = (
     "id, author, created, filename, name, size, upload_sha256, status, attempts, bot_sha256, "
-    "started, finished, progress, report, entrant, version, label"
+    "started, finished, progress, report, entrant, version, label, mode"
+)
+_COMPARE_COLUMNS = (
+    "id, author, status, entrant, old, field, max_deals, deals, matches, decision, progress, "
+    "verdict, created, started, finished"
 )
 _DAY_S = 86_400.0
 _COPY_CHUNK = 1 << 16
@@ -70,6 +98,15 @@ _COPY_CHUNK = 1 << 16
 
 class TooLarge(Exception):
     """The upload went past its size limit while it was read."""
+
+
+class CompareRefused(Exception):
+    """A compare upload not taken now: one sentence, and the seconds to wait."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -93,6 +130,7 @@ class Submission:
     entrant: str | None
     version: int | None
     label: str | None
+    mode: Mode = "enter"
 
     def public(self, url: str) -> dict[str, object]:
         """What ``GET /api/v1/submissions/{id}`` answers its author."""
@@ -103,7 +141,53 @@ class Submission:
             "progress": self.progress,
             "entrant": self.entrant,
             "version": self.version,
+            "mode": self.mode,
             "url": url,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The comparison of a compare upload (a row of ``comparisons``): the entrant, the
+    version it is compared with (``old``, its label), the field bots' labels, the deals it
+    may play and has played, and where the test stands (``progress``: ``referee compare``'s
+    progress line; ``verdict``: its verdict line; ``decision``: ``H1`` when the new
+    version is better)."""
+
+    id: str
+    author: str
+    status: CompareStatus
+    entrant: str
+    old: str
+    field: str
+    max_deals: int
+    deals: int
+    matches: int
+    decision: Literal["H0", "H1", "undecided"] | None
+    progress: str
+    verdict: str
+    created: float
+    started: float | None
+    finished: float | None
+
+    @property
+    def field_bots(self) -> list[str]:
+        return [str(name) for name in json.loads(self.field)]
+
+    def public(self) -> dict[str, object]:
+        """The ``compare`` object of ``GET /api/v1/submissions/{id}``."""
+        return {
+            "status": self.status,
+            "entrant": self.entrant,
+            "old": self.old,
+            "field": self.field_bots,
+            "deals": self.deals,
+            "max_deals": self.max_deals,
+            "matches": self.matches,
+            "decision": self.decision,
+            "better": self.decision == "H1",
+            "progress": self.progress,
+            "verdict": self.verdict,
         }
 
 
@@ -136,10 +220,21 @@ class SubmissionBook:
     # -- uploads ------------------------------------------------------------------------
 
     def store(
-        self, author: str, filename: str, name: str | None, source: BinaryIO, limit: int
+        self,
+        author: str,
+        filename: str,
+        name: str | None,
+        source: BinaryIO,
+        limit: int,
+        *,
+        mode: Mode = "enter",
+        deals_per_day: int = 0,
     ) -> Submission:
         """Copy ``source`` (at most ``limit`` bytes, else :class:`TooLarge` and nothing
-        kept) to the disk and queue it, durably (see the module docstring)."""
+        kept) to the disk and queue it, durably (see the module docstring). A compare
+        upload is taken only while the author has no other (:meth:`comparing`) and deals
+        left of ``deals_per_day`` (:meth:`compare_budget`), checked in the transaction that
+        queues it: :class:`CompareRefused` otherwise, and nothing kept."""
         sid = secrets.token_hex(12)
         digest = hashlib.sha256()
         temporary = self.folder / f".incoming-{sid}"
@@ -161,12 +256,19 @@ class SubmissionBook:
             with contextlib.suppress(FileNotFoundError):
                 temporary.unlink()
             raise
-        with self.database.transaction() as db:
-            db.execute(
-                "INSERT INTO submissions (id, author, created, filename, name, size, "
-                "upload_sha256, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued')",
-                (sid, author, self.clock(), filename, name, size, digest.hexdigest()),
-            )
+        try:
+            with self.database.transaction() as db:
+                if mode != "enter":
+                    self._admit_comparison(author, deals_per_day)
+                db.execute(
+                    "INSERT INTO submissions (id, author, created, filename, name, size, "
+                    "upload_sha256, status, mode) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
+                    (sid, author, self.clock(), filename, name, size, digest.hexdigest(), mode),
+                )
+        except CompareRefused:
+            with contextlib.suppress(FileNotFoundError):
+                (self.folder / sid).unlink()
+            raise
         found = self.get(sid)
         assert found is not None
         return found
@@ -283,8 +385,9 @@ class SubmissionBook:
     def recover(self, entered: dict[tuple[str, str], tuple[str, int | None, str]]) -> int:
         """After a start: delete stored bytes with no row, and put every check that was cut
         off back in the queue, unless ``entered`` (``(author, files' sha256)`` → entrant,
-        version, label, from the league file) shows it was entered before the stop.
-        Returns the checks queued again."""
+        version, label, from the league file) shows it was entered before the stop. A
+        comparison cut off waits again, to be resumed from its results folder. Returns the
+        checks queued again."""
         known = {row[0] for row in self.database.connection.execute("SELECT id FROM submissions")}
         for child in self.folder.iterdir():
             if child.name not in known:
@@ -292,7 +395,12 @@ class SubmissionBook:
                     child.unlink()
         again = 0
         for cut in [s for s in self.queue() if s.status == "checking"]:
-            done = entered.get((cut.author, cut.bot_sha256 or ""))
+            compared = self.comparison(cut.id)
+            if compared is not None and compared.status in ("waiting", "running"):
+                with self.database.transaction() as db:  # resumed from its results folder
+                    db.execute("UPDATE comparisons SET status = 'waiting' WHERE id = ?", (cut.id,))
+                continue
+            done = entered.get((cut.author, cut.bot_sha256 or "")) if cut.mode == "enter" else None
             if done is not None:
                 entrant, version, label = done
                 self.finish(
@@ -312,6 +420,150 @@ class SubmissionBook:
                 )
             again += 1
         return again
+
+    # -- comparisons --------------------------------------------------------------------
+
+    def comparing(self, author: str) -> Submission | None:
+        """The author's compare upload still queued or being checked or compared, if any."""
+        row = self.database.connection.execute(
+            f"SELECT {_COLUMNS} FROM submissions WHERE author = ? AND mode != 'enter' "
+            "AND status IN ('queued', 'checking') ORDER BY created LIMIT 1",
+            (author,),
+        ).fetchone()
+        return None if row is None else Submission(*row)
+
+    def compare_budget(self, author: str, per_day: int) -> tuple[int, float]:
+        """The deals of ``per_day`` left to the author's comparisons now, and when none is
+        left, the seconds until one is (the module docstring says what counts)."""
+        now = self.clock()
+        rows = self.database.connection.execute(
+            "SELECT created, CASE WHEN status IN ('waiting', 'running') THEN max_deals "
+            "ELSE deals END FROM comparisons WHERE author = ? AND created > ? ORDER BY created",
+            (author, now - _DAY_S),
+        ).fetchall()
+        used = sum(deals for _, deals in rows)
+        if used < per_day:
+            return per_day - used, 0.0
+        for created, deals in rows:  # the oldest leave the window first
+            used -= deals
+            if used < per_day:
+                return 0, max(1.0, created + _DAY_S - now)
+        return 0, _DAY_S  # pragma: no cover - the loop empties ``used``
+
+    def _admit_comparison(self, author: str, per_day: int) -> None:
+        running = self.comparing(author)
+        if running is not None:
+            raise CompareRefused(
+                f"one comparison at a time: your submission {running.id} is still being "
+                "checked or compared; wait for its verdict before asking for another",
+                60.0,
+            )
+        left, wait = self.compare_budget(author, per_day)
+        if left < 1:
+            raise CompareRefused(
+                f"your comparisons have played their {per_day} deals of the last 24 hours "
+                f"([server] compare_deals_per_day); the next can start in {int(wait) + 1} s",
+                wait,
+            )
+
+    def to_compare(self, sid: str, report: str, entrant: str, old: str) -> None:
+        """The check of compare upload ``sid`` passed: its report, and its comparison of
+        ``entrant``'s new version with the version ``old`` queued (``waiting``)."""
+        with self.database.transaction() as db:
+            db.execute(
+                "UPDATE submissions SET report = ?, progress = ? WHERE id = ?",
+                (report, report, sid),
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO comparisons (id, author, status, entrant, old, created) "
+                "SELECT id, author, 'waiting', ?, ?, ? FROM submissions WHERE id = ?",
+                (entrant, old, self.clock(), sid),
+            )
+
+    def comparison(self, sid: str) -> Comparison | None:
+        row = self.database.connection.execute(
+            f"SELECT {_COMPARE_COLUMNS} FROM comparisons WHERE id = ?", (sid,)
+        ).fetchone()
+        return None if row is None else Comparison(*row)
+
+    def claim_comparison(self) -> Comparison | None:
+        """The oldest waiting comparison, now ``running`` (``None``: none waits)."""
+        with self.database.transaction() as db:
+            row = db.execute(
+                "SELECT id FROM comparisons WHERE status = 'waiting' ORDER BY created, id LIMIT 1"
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute(
+                "UPDATE comparisons SET status = 'running', started = coalesce(started, ?) "
+                "WHERE id = ?",
+                (self.clock(), row[0]),
+            )
+        return self.comparison(row[0])
+
+    def plan_comparison(self, sid: str, field: list[str], max_deals: int) -> None:
+        """Record the field and the deals a comparison starting now may play."""
+        with self.database.transaction() as db:
+            db.execute(
+                "UPDATE comparisons SET field = ?, max_deals = ? WHERE id = ?",
+                (json.dumps(field), max_deals, sid),
+            )
+
+    def compare_step(self, sid: str, deals: int, matches: int, progress: str) -> None:
+        """Record where the comparison of ``sid`` stands."""
+        with self.database.transaction() as db:
+            db.execute(
+                "UPDATE comparisons SET deals = ?, matches = ?, progress = ? "
+                "WHERE id = ? AND status = 'running'",
+                (deals, matches, progress, sid),
+            )
+
+    def finish_comparison(
+        self,
+        sid: str,
+        status: Literal["done", "failed"],
+        verdict: str,
+        *,
+        decision: Literal["H0", "H1", "undecided"] | None = None,
+        deals: int | None = None,
+        matches: int | None = None,
+    ) -> bool:
+        """Record the verdict of the comparison of ``sid``: the upload is ``compared``, or
+        back in the queue to be entered when it asked for that and the verdict is H1 (then
+        ``True``)."""
+        with self.database.transaction() as db:
+            db.execute(
+                "UPDATE comparisons SET status = ?, verdict = ?, decision = ?, "
+                "deals = coalesce(?, deals), matches = coalesce(?, matches), finished = ? "
+                "WHERE id = ?",
+                (status, verdict, decision, deals, matches, self.clock(), sid),
+            )
+            found = self.get(sid)
+            enter = found is not None and found.mode == "enter-if-better" and decision == "H1"
+            if enter:
+                db.execute(
+                    "UPDATE submissions SET status = 'queued', mode = 'enter' WHERE id = ?",
+                    (sid,),
+                )
+            else:
+                db.execute(
+                    "UPDATE submissions SET status = 'compared', finished = ? WHERE id = ?",
+                    (self.clock(), sid),
+                )
+        return enter
+
+    def enter(self, sid: str, author: str) -> tuple[bool, Submission | None]:
+        """The author enters their compared upload ``sid``: back in the queue as an
+        ``enter`` upload (checked again from its stored bytes, then entered). Returns
+        whether it was put back, and the upload as it now stands (``None``: no such upload
+        of this author)."""
+        with self.database.transaction() as db:
+            changed = db.execute(
+                "UPDATE submissions SET status = 'queued', mode = 'enter' "
+                "WHERE id = ? AND author = ? AND status = 'compared'",
+                (sid, author),
+            ).rowcount
+        return changed == 1, self.get(sid, author=author)
 
     # -- sessions -----------------------------------------------------------------------
 

@@ -134,6 +134,13 @@ class ServerSettings(_Strict):
     ``signin_failures`` sign-ins in ``signin_window_seconds`` waits out the window. A
     request's headers must arrive within ``header_seconds`` and its body within
     ``body_seconds``. Sessions last ``session_hours``.
+
+    ``referee upload --compare`` (a new version compared with the author's current one
+    before it is entered, :mod:`referee.server.compares`): an author's comparisons play at
+    most ``compare_deals_per_day`` deals in 24 hours (0: the server compares nothing; a
+    deal is both versions in every seat rotation, ``2 * table_size`` matches), one
+    comparison of theirs at a time; ``compares`` comparisons play at once, each on one
+    worker process of its own beside the league's (the organiser's share of the machine).
     """
 
     upload_mb: float = Field(default=16, gt=0, le=1024)
@@ -148,6 +155,8 @@ class ServerSettings(_Strict):
     header_seconds: float = Field(default=10, gt=0, le=600)
     body_seconds: float = Field(default=120, gt=0, le=3_600)
     session_hours: float = Field(default=168, gt=0, le=8_760)
+    compare_deals_per_day: int = Field(default=500, ge=0, le=1_000_000)
+    compares: int = Field(default=1, ge=1, le=64)
 
 
 class AuthorSettings(_Strict):

@@ -34,8 +34,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from referee.sandbox import BotSpec, bot_sha256, read_bot_files
 from referee.specs import TimeControl
@@ -44,7 +45,14 @@ from referee.tournament.file import Tournament, toml_string
 from referee.tournament.model import CompareSettings, TournamentFile
 from referee.tournament.scheduler import Duplicate
 
-__all__ = ["COMPARE_NAME", "QUICK_NAME", "compare_tournament", "deals_for", "quick_tournament"]
+__all__ = [
+    "COMPARE_NAME",
+    "QUICK_NAME",
+    "compare_tournament",
+    "deals_for",
+    "quick_tournament",
+    "toml_value",
+]
 
 QUICK_NAME = "play"
 """The tournament's name: it names nothing on disk (the caller picks the results folder)."""
@@ -157,11 +165,16 @@ def _settings_lines(
     backend: str,
     memory_mb: int,
     images: Sequence[str],
+    rules_table: str | Mapping[str, Any] | None = None,
 ) -> list[str]:
     """A command's tournament file up to its bots: one author's bots (copies allowed, nobody
-    kept apart), the command's rules, clock and sandbox."""
-    rules = f"{{ preset = {toml_string(preset)}"
-    rules += f", max_rounds = {max_rounds} }}" if max_rounds is not None else " }"
+    kept apart), the command's rules (``rules_table`` as a tournament file writes them, or
+    else the preset and its round cap), clock and sandbox."""
+    if rules_table is not None:
+        rules = toml_value(rules_table)
+    else:
+        rules = f"{{ preset = {toml_string(preset)}"
+        rules += f", max_rounds = {max_rounds} }}" if max_rounds is not None else " }"
     listed = ", ".join(toml_string(image) for image in images)
     return [
         f"name = {toml_string(name)}",
@@ -185,6 +198,23 @@ def _settings_lines(
     ]
 
 
+def toml_value(value: object) -> str:
+    """``value`` (a string, a number, a boolean, an array or a table, as :mod:`tomllib`
+    reads them) written as a TOML inline value, which :mod:`tomllib` reads back equal."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return toml_string(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        items = ", ".join(f"{toml_string(str(k))} = {toml_value(v)}" for k, v in value.items())
+        return "{ " + items + " }" if items else "{}"
+    raise ValueError(f"no TOML inline value for {type(value).__name__}")
+
+
 def compare_tournament(
     new: BotSpec,
     old: BotSpec,
@@ -201,13 +231,16 @@ def compare_tournament(
     images: Sequence[str],
     folder: Path,
     test: CompareSettings | None = None,
+    rules: str | Mapping[str, Any] | None = None,
 ) -> Tournament:
     """``referee compare``'s tournament: ``new`` against ``old`` on at most ``deals`` paired
     deals, each at a table of ``new`` (or ``old``) and ``table_size - 1`` of the ``field``
     bots (:func:`referee.tournament.scheduler.compare`). ``given`` are the paths as the user
     named the bots (new, old, then the field); names must be distinct already. ``test`` is
     written as the file's ``[compare]`` section (none: scored by ``final-score``, the
-    hypotheses the run's).
+    hypotheses the run's). ``rules``, when given, are the rules as a tournament file has
+    them (a preset's name, or a table of a preset and its overrides: the competition
+    server compares on its league's), instead of ``preset`` and ``max_rounds``.
 
     Raises ``UsageError`` when the rules do not work at this many seats, ``ValueError`` when
     two bots have one name.
@@ -228,6 +261,7 @@ def compare_tournament(
         backend=backend,
         memory_mb=memory_mb,
         images=images,
+        rules_table=rules,
     )
     lines[3:3] = [
         'format = "compare"',

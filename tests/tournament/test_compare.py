@@ -292,14 +292,15 @@ def test_identical_play_is_said_so_and_the_json_stays_valid(
     import json
     from types import SimpleNamespace
 
-    from referee.cli.compare import _report, progress_line
+    from referee.cli.compare import _report
+    from referee.runs.comparison import progress_line
 
     test = Sprt()
     state = test.first_decision([0.0] * 400)
     progress = SimpleNamespace(
         state=state, matches=state.deals * 8, faults=0, spoiled=0, spoiled_by=(), limit=500
     )
-    line = progress_line(progress)
+    line = progress_line(progress)  # type: ignore[arg-type]
     assert f"{state.deals} deals (at most {500 - state.deals} more)" in line
     assert f"identical play on all {state.deals} deals" in line and "LLR" not in line
     summary = SimpleNamespace(

@@ -231,7 +231,8 @@ def _reported_capped(summary: ComparisonSummary, capsys: pytest.CaptureFixture[s
     import json
     from types import SimpleNamespace
 
-    from referee.cli.compare import _report, progress_line
+    from referee.cli.compare import _report
+    from referee.runs.comparison import progress_line
 
     tournament = SimpleNamespace(
         file=SimpleNamespace(candidate="new", baseline="old", compare=None),
