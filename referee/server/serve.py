@@ -166,6 +166,7 @@ class _League:
         self.command = [sys.executable, "-m", "referee", "league", "run", str(path), *args]
         self.say = say
         self.process: subprocess.Popen[bytes] | None = None
+        self.stopping = threading.Event()
 
     def start(self) -> None:
         """Start the league; it is sent SIGTERM if this process dies first (even killed
@@ -173,8 +174,22 @@ class _League:
         self.process = subprocess.Popen(
             self.command, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
         )
+        threading.Thread(target=self._watch, name="league-watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        """Say in one line when the league ends before :meth:`stop` asked it to (its own
+        lines above say why); the server goes on taking uploads for the next start."""
+        assert self.process is not None
+        code = self.process.wait()
+        if not self.stopping.is_set():
+            how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+            self.say(
+                f"the league stopped by itself ({how}): uploads are still checked and "
+                "entered, but no match is played until the same command is run again"
+            )
 
     def stop(self) -> None:
+        self.stopping.set()
         process = self.process
         if process is None or process.poll() is not None:
             return

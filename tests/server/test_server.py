@@ -10,6 +10,7 @@ that upload once it is started again and enters it at most once.
 from __future__ import annotations
 
 import io
+import os
 import re
 import select
 import signal
@@ -457,3 +458,36 @@ def test_a_slow_client_is_cut_off_and_others_are_answered(tmp_path, serve_league
         time.sleep(0.1)
     slow.close()
     assert closed and time.monotonic() - started < 4
+
+
+def _league_child(server_pid: int) -> int:
+    """The pid of the ``referee league run`` child of the server ``server_pid``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == server_pid and b"league" in command and b"run" in command:
+            return int(entry.name)
+    raise AssertionError(f"no league child of {server_pid}")
+
+
+def test_a_league_that_dies_by_itself_is_said_and_uploads_go_on(tmp_path, serve_league):
+    server = start(write_league(tmp_path))
+    serve_league.append(server)
+    server.add_author("alice")
+    os.kill(_league_child(server.process.pid), signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while "the league stopped by itself" not in server.log.read_text():
+        assert time.monotonic() < deadline, server.log.read_text()
+        time.sleep(0.2)
+    assert "killed by signal 9" in server.log.read_text()
+    answer = upload(server, "alice", bot_source("first"), name="late")
+    assert answer.status_code == 202
+    assert server.wait_verdict("alice", answer.json()["id"])["status"] == "accepted"
+    assert server.stop() == 0
+    assert server.log.read_text().count("the league stopped by itself") == 1

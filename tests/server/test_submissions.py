@@ -77,6 +77,58 @@ def test_two_checkers_never_claim_one_upload(tmp_path, books):
     assert len(claimed) == 20 and len(set(claimed)) == 20
 
 
+def test_uploads_at_once_from_many_threads_are_all_stored(tmp_path, books):
+    """Fifty threads, each with its own connection, store at the same moment: every one is
+    stored once, none fails with a locked database (the in-process writer lock)."""
+    _, _, clock = books
+    start = threading.Barrier(50)
+    ids: list[str] = []
+    errors: list[BaseException] = []
+
+    def one(n: int) -> None:
+        try:
+            with SubmissionBook(tmp_path, clock=clock) as mine:
+                start.wait()
+                ids.append(mine.store("alice", f"b{n}.py", None, io.BytesIO(b"x"), 100).id)
+        except BaseException as exc:  # the test reports every failure
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with SubmissionBook(tmp_path) as book:
+        assert sorted(s.id for s in book.queue()) == sorted(ids) and len(set(ids)) == 50
+
+
+def test_a_writer_waits_for_another_threads_transaction_then_commits(tmp_path, books):
+    _, book, _ = books
+    holding, release, done = threading.Event(), threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with SubmissionBook(tmp_path) as mine, mine.database.transaction():
+            holding.set()
+            release.wait(10)
+
+    def write() -> None:
+        with SubmissionBook(tmp_path) as mine:
+            mine.store("bob", "late.py", None, io.BytesIO(b"x"), 100)
+        done.set()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(10)
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert not done.wait(0.5)  # it waits for the transaction, it does not fail
+    release.set()
+    holder.join()
+    writer.join()
+    assert done.is_set() and [s.filename for s in book.queue()] == ["late.py"]
+
+
 def test_recovery_queues_a_cut_check_again_and_marks_one_already_entered(books):
     _, book, _ = books
     cut = book.store("alice", "a.py", None, io.BytesIO(b"a"), limit=100)
