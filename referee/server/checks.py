@@ -43,6 +43,7 @@ from referee.match.compliance import CheckReport, step_lines
 from referee.sandbox import bot_sha256, read_bot
 from referee.server.archives import ArchiveLimits, unpack_upload
 from referee.server.submissions import Submission, SubmissionBook
+from referee.server.workers import QueueThreads
 from referee.submit import Submission as CheckedBot
 from referee.submit import accepted_line, check_intro, submit
 from referee.text import printable
@@ -74,7 +75,7 @@ def entered_bots(tournament: Tournament) -> dict[tuple[str, str], tuple[str, int
     return found
 
 
-class Checker:
+class Checker(QueueThreads[Submission]):
     """The threads that empty the check queue of the league file at ``path``."""
 
     def __init__(
@@ -87,46 +88,18 @@ class Checker:
         on_verdict: Callable[[Submission], None] | None = None,
         on_compare: Callable[[], None] | None = None,
     ) -> None:
+        super().__init__(results_dir, threads, "check")
         self.path = path
-        self.results_dir = results_dir
         self.limits = limits
         self.on_verdict = on_verdict
         self.on_compare = on_compare
-        self.wake = threading.Condition()
-        self.stopping = threading.Event()
         self.enter_lock = threading.Lock()
-        self.threads = [
-            threading.Thread(target=self._loop, name=f"check-{n}", daemon=True)
-            for n in range(threads)
-        ]
 
-    def start(self) -> None:
-        for thread in self.threads:
-            thread.start()
+    def claim(self, book: SubmissionBook) -> Submission | None:
+        return book.claim()
 
-    def notify(self) -> None:
-        """A new upload is queued."""
-        with self.wake:
-            self.wake.notify_all()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop taking uploads; a check under way is given ``timeout`` to end (one cut off
-        is checked again at the next start, from its stored bytes)."""
-        self.stopping.set()
-        self.notify()
-        for thread in self.threads:
-            if thread.is_alive():
-                thread.join(timeout)
-
-    def _loop(self) -> None:
-        with SubmissionBook(self.results_dir) as book:
-            while not self.stopping.is_set():
-                claimed = book.claim()
-                if claimed is None:
-                    with self.wake:
-                        self.wake.wait(1.0)
-                    continue
-                self.check(book, claimed)
+    def work(self, book: SubmissionBook, job: Submission) -> None:
+        self.check(book, job)
 
     def check(self, book: SubmissionBook, upload: Submission) -> None:
         """Check ``upload`` and record the verdict (see the module docstring)."""

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,6 +67,7 @@ from referee.sandbox import BotSpec, bot_sha256, read_bot, read_bot_files
 from referee.sandbox.staging import MANIFEST, write_bot_folder
 from referee.server.archives import ArchiveLimits, unpack_upload
 from referee.server.submissions import Comparison, SubmissionBook
+from referee.server.workers import QueueThreads
 from referee.text import printable
 from referee.tournament.file import Tournament, load_tournament
 from referee.tournament.league import league_roster, version_label
@@ -112,7 +112,7 @@ def league_field(tournament: Tournament, author: str) -> list[str]:
     return order[: field_size(tournament.file.table_size)]
 
 
-class Comparer:
+class Comparer(QueueThreads[Comparison]):
     """The threads that play the waiting comparisons of the league file at ``path``."""
 
     def __init__(
@@ -125,48 +125,17 @@ class Comparer:
         deals_per_day: int,
         on_queued: Callable[[], None] | None = None,
     ) -> None:
+        super().__init__(results_dir, threads, "compare")
         self.path = path
-        self.results_dir = results_dir
         self.limits = limits
         self.deals_per_day = deals_per_day
         self.on_queued = on_queued
-        self.wake = threading.Condition()
-        self.stopping = threading.Event()
-        self.threads = [
-            threading.Thread(target=self._loop, name=f"compare-{n}", daemon=True)
-            for n in range(threads)
-        ]
 
-    def start(self) -> None:
-        for thread in self.threads:
-            thread.start()
+    def claim(self, book: SubmissionBook) -> Comparison | None:
+        return book.claim_comparison()
 
-    def notify(self) -> None:
-        """A comparison may be waiting."""
-        with self.wake:
-            self.wake.notify_all()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop playing: a comparison under way ends at its next event and is resumed at
-        the next start."""
-        self.stopping.set()
-        self.notify()
-        for thread in self.threads:
-            if thread.is_alive():
-                thread.join(timeout)
-
-    def _loop(self) -> None:
-        with SubmissionBook(self.results_dir) as book:
-            while not self.stopping.is_set():
-                claimed = book.claim_comparison()
-                if claimed is None:
-                    with self.wake:
-                        self.wake.wait(1.0)
-                    continue
-                try:
-                    self.compare(book, claimed)
-                except Terminated:  # the server stops: resumed at its next start
-                    return
+    def work(self, book: SubmissionBook, job: Comparison) -> None:
+        self.compare(book, job)
 
     def compare(self, book: SubmissionBook, job: Comparison) -> None:
         """Play ``job`` and record its verdict (see the module docstring)."""
