@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -143,15 +143,23 @@ def serve(
     say("stopped; run the same command again to go on where it stopped")
 
 
+def _server_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--server URL`` and ``--token-file FILE``: how ``upload`` and ``enter`` reach the
+    server as their author."""
+    command = click.option(
+        "--token-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="A file holding your token (default: the REFEREE_TOKEN environment variable).",
+    )(command)
+    return click.option(
+        "--server", "url", required=True, metavar="URL", help="The competition server."
+    )(command)
+
+
 @main.command("upload")
 @click.argument("bot", type=click.Path(path_type=Path))
-@click.option("--server", "url", required=True, metavar="URL", help="The competition server.")
-@click.option(
-    "--token-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="A file holding your token (default: the REFEREE_TOKEN environment variable).",
-)
+@_server_options
 @click.option("--name", default=None, help="The name on the leaderboard (default: the bot's).")
 @click.option(
     "--compare",
@@ -211,13 +219,7 @@ def upload(
 
 @main.command("enter")
 @click.argument("submission")
-@click.option("--server", "url", required=True, metavar="URL", help="The competition server.")
-@click.option(
-    "--token-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="A file holding your token (default: the REFEREE_TOKEN environment variable).",
-)
+@_server_options
 @click.option("--no-follow", is_flag=True, help="Do not wait for the check's verdict.")
 @click.option(
     "--timeout",
