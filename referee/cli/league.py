@@ -20,6 +20,8 @@ from referee.cli.progress import ProgressView
 from referee.cli.tournaments import _executor, _read_secret, _Where, executor_options
 from referee.clock import WallClock
 from referee.errors import RefereeError, UsageError
+from referee.executors.local import LocalExecutor
+from referee.executors.slots import SLOTS, WorkerSlots
 from referee.runs.league import (
     BatchPlanned,
     BatchSettled,
@@ -115,6 +117,8 @@ def run(
     view = _LeagueView(spec.name, publisher, file)
     try:
         with _executor(spec, workers, where, overcommit_memory) as (executor, count):
+            if isinstance(executor, LocalExecutor):  # a server here borrows its checks' slots
+                executor.lender = WorkerSlots(spec.results_dir / SLOTS)
             view.workers = count
             run_league(
                 file,

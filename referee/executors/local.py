@@ -21,6 +21,12 @@ Used as a context manager, the executor keeps its pool (and the workers' bot pro
 from one ``run`` to the next: play-off rounds are small, and each would otherwise pay for
 starting the workers and their bots again.
 
+Lending: the coordinator hands out as many matches as there are workers and one more (the
+next waits in the pool's queue); with a ``lender`` (:mod:`referee.executors.slots`), one
+fewer than the workers for each slot a server's check or comparison holds now, counted
+before each hand-out, never fewer than one. A match under way is never cut short for a
+slot.
+
 Start-up off the critical path: :meth:`LocalExecutor.prepare` (the coordinator calls it
 before it stages the bots and schedules the matches) starts the pool's processes at once,
 and each, in its initializer, imports the referee and has the sandbox probe what it probes
@@ -78,6 +84,7 @@ from referee.executors.base import (
     SandboxPlan,
     TaskOutcome,
 )
+from referee.executors.slots import WorkerSlots
 from referee.executors.worker import Worker
 from referee.sandbox import Limits
 from referee.sandbox.budget import (
@@ -120,6 +127,9 @@ class LocalExecutor(RunsHere, Executor):
         """Idle bot processes each worker keeps between matches (``None``: a table's worth)."""
         self.memory: MemoryPlan | None = None
         """How :meth:`within_memory` sized this executor (``None`` when it did not)."""
+        self.lender: WorkerSlots | None = None
+        """Slots this pool lends to a server's checks (:mod:`referee.executors.slots`):
+        each one borrowed is a match fewer at once, never fewer than one."""
         self._context = multiprocessing.get_context("spawn")
         self._kept: tuple[ProcessPoolExecutor, EventType] | None = None
         self._early: tuple[ProcessPoolExecutor, EventType] | None = None
@@ -208,7 +218,8 @@ class LocalExecutor(RunsHere, Executor):
             pool = self._new_pool(stop)
         try:
             while queue or in_flight:
-                while queue and len(in_flight) <= self.workers:
+                room = self._room()
+                while queue and len(in_flight) < room:
                     task = queue.popleft()
                     number = attempts.next(task)
                     # The workers take tasks in turn: this one's worker likely gets the
@@ -245,6 +256,15 @@ class LocalExecutor(RunsHere, Executor):
         finally:
             if self._kept is None or stop.is_set():
                 pool.shutdown(wait=True, cancel_futures=True)
+
+    def _room(self) -> int:
+        """How many matches may be handed out at once now: every worker's and one more (the
+        next task waits in the pool's queue, so a worker that finishes starts at once),
+        less a match for each slot a server borrowed; never fewer than one."""
+        lent = self.lender.borrowed() if self.lender is not None else 0
+        if lent == 0:
+            return self.workers + 1
+        return max(1, self.workers - lent)
 
     def _new_pool(
         self, stop: EventType, sandbox: tuple[str, tuple[str, ...]] | None = None

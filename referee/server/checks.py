@@ -11,7 +11,8 @@ time (``enter_lock``), each against the file as the others left it. The report i
 command prints, line by line, stored as the check goes so that the author watches it.
 
 The checks run in this process's threads at its own CPU priority (never lowered, so an
-honest bot under check does not miss its time limits), beside the league's workers. An
+honest bot under check does not miss its time limits), each in a worker slot borrowed from
+the league's local pool (:mod:`referee.server.workers`). An
 accepted bot is a ``[[bots]]`` entry in the league file: the running league reads the
 file every ``[league] poll_seconds`` and takes it in at its next batch.
 

@@ -25,9 +25,10 @@ plays (:func:`referee.runs.comparison.run_comparison` on
 - **its budget**: at most the deals left of the author's ``[server]
   compare_deals_per_day`` (:meth:`~referee.server.submissions.SubmissionBook.
   compare_budget`), fixed when it first starts; it stops undecided there;
-- **one worker process** of its own (the local executor), whatever the league's executor:
-  ``[server] compares`` is the share of this machine's cores the organiser gives to
-  comparisons, beside the league's workers.
+- **one worker process** of its own (the local executor), whatever the league's executor,
+  in a worker slot borrowed from the league's local pool for as long as it plays
+  (:mod:`referee.server.workers`): ``[server] compares`` is the share of the league's
+  slots the organiser gives to comparisons.
 
 After every deal the test's progress line (as ``referee compare`` prints it) is stored;
 at the end its verdict line, the decision and the deals played (what the budget counts).

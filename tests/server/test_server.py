@@ -491,3 +491,25 @@ def test_a_league_that_dies_by_itself_is_said_and_uploads_go_on(tmp_path, serve_
     assert server.wait_verdict("alice", answer.json()["id"])["status"] == "accepted"
     assert server.stop() == 0
     assert server.log.read_text().count("the league stopped by itself") == 1
+
+
+def test_a_check_borrows_a_slot_of_the_leagues_pool_while_it_runs(tmp_path, serve_league):
+    from referee.executors.slots import SLOTS, WorkerSlots
+
+    server = start(write_league(tmp_path), "--no-league")
+    serve_league.append(server)
+    server.add_author("alice")
+    slots = WorkerSlots(server.results / SLOTS)
+    sid = upload(server, "alice", bot_source("first"), name="lender").json()["id"]
+    seen: set[int] = set()
+    deadline = time.monotonic() + 90
+    with server.client("alice") as client:
+        while time.monotonic() < deadline:
+            status = client.get(f"/api/v1/submissions/{sid}").json()["status"]
+            if status == "checking":
+                seen.add(slots.borrowed())
+            elif status in ("accepted", "refused"):
+                break
+            time.sleep(0.05)
+    assert status == "accepted" and 1 in seen, (status, seen)
+    assert slots.borrowed() == 0  # given back with the verdict

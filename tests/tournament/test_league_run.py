@@ -206,3 +206,35 @@ def test_a_bot_that_passes_submit_and_crashes_in_every_league_match_is_suspended
     assert again.stderr.startswith(  # nothing new: not said to be published
         "nothing new to publish: no batch settled since the site was last published; "
     )
+
+
+def _most_at_once(path: Path) -> int:
+    """The most matches of the league's store that were out at once (handed out and not
+    yet stored)."""
+    database = path.parent / "lg.results" / "results.sqlite"
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        spans = db.execute("SELECT started, finished FROM matches WHERE status = 'done'").fetchall()
+    edges = sorted([(s, 1) for s, _ in spans] + [(f, -1) for _, f in spans])
+    out = most = 0
+    for _, step in edges:
+        out += step
+        most = max(most, out)
+    return most
+
+
+def test_a_league_plays_a_match_fewer_for_a_slot_a_server_borrowed(tmp_path: Path) -> None:
+    """``league run`` on the local pool lends slots (referee/executors/slots.py): with
+    one held for the whole run, 2 workers play one match at a time; without, more."""
+    from referee.executors.slots import SLOTS, WorkerSlots
+
+    lent = write_league(tmp_path / "lent")
+    with WorkerSlots(lent.parent / "lg.results" / SLOTS).borrow("check-0"):
+        run = referee(
+            "league", "run", str(lent), "--workers", "2", "--batches", "2", cwd=lent.parent
+        )
+    assert run.returncode == 0, run.stderr
+    free = write_league(tmp_path / "free")
+    again = referee("league", "run", str(free), "--workers", "2", "--batches", "2", cwd=free.parent)
+    assert again.returncode == 0, again.stderr
+    assert done(lent) == done(free) > 2
+    assert _most_at_once(lent) == 1 and _most_at_once(free) > 1
