@@ -188,6 +188,15 @@ class _Publication:
         self.pages.into(folder)
         self.before = _state(folder)
         self.stderr_private = tournament.file.publish.stderr == "private"
+        if not self.before:
+            # A new site is marked a league's at once: a publication that fails before its
+            # end then leaves a folder the next one takes up (from batch 0), never an
+            # unmarked one with subfolders, or a marked one without this state, that
+            # check_league_target would refuse from then on.
+            folder.marker()
+            shown = "private" if self.stderr_private else "public"
+            start = {"batch": 0, "slugs": {}, "records": {}, "stderr": shown}
+            folder.write("", LEAGUE_STATE, ".json", json.dumps(start).encode("utf-8"))
 
     def write(self) -> LeagueSiteReport:
         board = read_board(self.tournament, self.ledger, self.store)

@@ -174,3 +174,24 @@ def test_a_tampered_state_file_gives_every_bot_a_page_of_its_own(
     assert len(set(written.values())) == len(written) >= len(NAMES)
     assert all((site / "bots" / f"{slug}.html").is_file() for slug in written.values())
     assert not (tmp_path / "outside.html").exists()
+
+
+def test_a_first_publication_that_fails_midway_leaves_a_site_the_next_one_takes_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import referee.publish.league_site as league_site
+
+    path = write(tmp_path / "league")
+    play(path, batches=1)
+    site = tmp_path / "site"
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(league_site, "read_board", broken)
+        with pytest.raises(league_site.InfrastructureError, match="No space left"):
+            publish_league(load_tournament(path), site)
+    assert (site / "bots").is_dir()  # it had begun
+    again = publish_league(load_tournament(path), site)
+    assert again.batches == (0, 1) and again.matches == 8 and again.bots == len(NAMES)
