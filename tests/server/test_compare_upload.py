@@ -230,3 +230,31 @@ def test_a_comparison_cut_off_by_a_stop_resumes_within_its_budget(
     assert done["status"] == "compared", done
     assert done["compare"]["status"] == "done" and done["compare"]["deals"] == 6, done
     assert done["compare"]["max_deals"] == 6
+
+
+def test_two_comparisons_asked_at_once_make_one(tmp_path: Path, serve_league: list[Server]) -> None:
+    """The race a script of an author's could run: both requests at the same moment; one
+    is taken, the other is the one-at-a-time 429 (the check is in the store's transaction)."""
+    import threading
+
+    path = write_league(tmp_path, server="compare_deals_per_day = 2")
+    server = start(path, "--no-league")
+    serve_league.append(server)
+    server.add_author("alice")
+    first = upload(server, "alice", bot_source("first"), name="mine")
+    assert server.wait_verdict("alice", first.json()["id"])["status"] == "accepted"
+    go = threading.Barrier(2)
+    codes: list[int] = []
+
+    def ask(strategy: str) -> None:
+        go.wait()
+        codes.append(
+            upload(server, "alice", bot_source(strategy), name="mine", compare="1").status_code
+        )
+
+    threads = [threading.Thread(target=ask, args=(s,)) for s in ("last", "pairs")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(codes) == [202, 429], codes
