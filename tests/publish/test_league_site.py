@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli import main
-from referee.errors import UsageError
+from referee.errors import InfrastructureError, UsageError
 from referee.publish.league_site import publish_league
 from referee.runs.league import run_league
 from referee.testing import InProcessExecutor
@@ -190,7 +190,7 @@ def test_a_first_publication_that_fails_midway_leaves_a_site_the_next_one_takes_
 
     with monkeypatch.context() as patched:
         patched.setattr(league_site, "read_board", broken)
-        with pytest.raises(league_site.InfrastructureError, match="No space left"):
+        with pytest.raises(InfrastructureError, match="No space left"):
             publish_league(load_tournament(path), site)
     assert (site / "bots").is_dir()  # it had begun
     again = publish_league(load_tournament(path), site)
