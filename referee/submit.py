@@ -145,15 +145,7 @@ def submit(
     bot is checked, not entered (the competition server compares such a version with the
     entrant's current one before its author enters it).
     """
-    if isinstance(bot, str) and bot.startswith(SAMPLE_PREFIX):
-        sample_by_name(bot)  # an unknown name is the user's mistake, as in play
-    elif not os.path.lexists(bot):
-        raise UsageError(f"bot not found: {printable(str(bot))} does not exist")
-    try:
-        candidate, files = read_bot(bot)
-        check_bot_image(candidate, tournament.images, tournament.image_hint(candidate.image or ""))
-    except UsageError as exc:
-        raise Refused(f"bot refused: {exc}") from None
+    candidate, files = _read(bot, tournament)
     wanted = name if name is not None else candidate.name
     if owner is not None:
         author = owner
@@ -195,6 +187,21 @@ def submit(
         version=version,
         replaces=current,
     )
+
+
+def _read(bot: str | Path, tournament: Tournament) -> tuple[BotSpec, tuple[BotFile, ...]]:
+    """The bot at ``bot`` read once, its image one the tournament allows: a missing path
+    or an unknown sample is ``UsageError``, a bot that cannot be read ``Refused``."""
+    if isinstance(bot, str) and bot.startswith(SAMPLE_PREFIX):
+        sample_by_name(bot)  # an unknown name is the user's mistake, as in play
+    elif not os.path.lexists(bot):
+        raise UsageError(f"bot not found: {printable(str(bot))} does not exist")
+    try:
+        candidate, files = read_bot(bot)
+        check_bot_image(candidate, tournament.images, tournament.image_hint(candidate.image or ""))
+    except UsageError as exc:
+        raise Refused(f"bot refused: {exc}") from None
+    return candidate, files
 
 
 def check_intro(report: CheckReport, tournament: Tournament) -> list[str]:

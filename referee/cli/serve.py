@@ -342,12 +342,12 @@ def _answer(answer: Any, expected: int) -> dict[str, Any]:
 def _first_failure(report: str) -> str:
     """``" at <the first failed step and its note>; the report above says why"``: the
     one line on stderr names what failed, the report on stdout says the rest."""
-    failed = next((line.strip() for line in report.splitlines() if line.startswith("FAIL ")), "")
-    return (
-        f" at {' '.join(failed.split()[1:])[:200]}; the report above says why"
-        if failed
-        else (": the report above says why")
+    failed = next(
+        (line.split()[1:] for line in report.splitlines() if line.startswith("FAIL ")), None
     )
+    if not failed:
+        return ": the report above says why"
+    return f" at {' '.join(failed)[:200]}; the report above says why"
 
 
 def _follow(client: Any, url: str, timeout: float) -> dict[str, Any]:
