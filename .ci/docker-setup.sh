@@ -2,7 +2,10 @@
 # Make the Docker sandbox tests runnable on a fresh Debian machine (no systemd, no registry):
 #   1. install Debian's docker.io and debootstrap when missing;
 #   2. start dockerd in the background unless `docker info` already answers;
-#   3. build the bot image offline (debootstrap + docker import) unless it exists.
+#   3. build the bot images offline (debootstrap + docker import) unless they exist: the
+#      Python/JavaScript one every Docker test uses, and one per compiled-language family
+#      (C/C++/Rust, Java), which only the compiled kits' tests need (REFEREE_IMAGES=python
+#      builds the first alone).
 # Step 3 is bash on purpose: this runs before `make test` creates .venv. It does what
 # `python -m referee.sandbox.image --offline` does and shares its cache, so either one reuses
 # the other's root file system tarball.
@@ -10,11 +13,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 IMAGE=${REFEREE_DOCKER_IMAGE:-arschloch-referee-bot:latest}
+NATIVE_IMAGE=arschloch-referee-bot-native:latest
+JAVA_IMAGE=arschloch-referee-bot-java:latest
 CACHE=/var/cache/arschloch-referee
 DOCKERD_LOG=${DOCKERD_LOG:-/var/log/dockerd-ci.log}
 STDLIB_CHECK="import json, asyncio, random, sqlite3"
-# Bots in Python and in JavaScript (Node.js). Keep in step with PACKAGES in referee/sandbox/image.py.
-PACKAGES=python3,nodejs
+# Keep these in step with FAMILIES in referee/sandbox/image.py. The Python/JavaScript image
+# also has Perl with its core modules (JSON::PP); every image has python3 for its check.
+PACKAGES=python3,nodejs,perl
+NATIVE_PACKAGES=python3,make,gcc,g++,libc6-dev,rustc
+JAVA_PACKAGES=python3,make,openjdk-17-jdk-headless
 # Keep in step with IMPORT_CHANGES in referee/sandbox/image.py.
 CHANGES=(
     --change "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -101,11 +109,11 @@ remove_tree() {
 }
 
 build_rootfs() {
-    local suite arch tarball work rootfs
+    local packages=$1 suite arch tarball work rootfs
     suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
     [[ -n $suite ]] || die "no VERSION_CODENAME in /etc/os-release: not a Debian host?"
     arch=$(dpkg --print-architecture)
-    tarball=$CACHE/rootfs-$suite-$arch-${PACKAGES//,/-}.tar
+    tarball=$CACHE/rootfs-$suite-$arch-${packages//,/-}.tar
     if [[ -s $tarball ]]; then
         say "using the cached root file system $tarball" >&2
         echo "$tarball"
@@ -117,8 +125,8 @@ build_rootfs() {
     # shellcheck disable=SC2064 # expand $work now
     trap "remove_tree '$work'" EXIT
     rootfs=$work/rootfs
-    say "debootstrap $suite ($arch, minbase + $PACKAGES); takes a minute" >&2
-    debootstrap --variant=minbase --include="$PACKAGES" --cache-dir="$CACHE/debs" \
+    say "debootstrap $suite ($arch, minbase + $packages); takes a minute or more" >&2
+    debootstrap --variant=minbase --include="$packages" --cache-dir="$CACHE/debs" \
         "$suite" "$rootfs" >&2
     say "trimming package caches, indexes, logs, manuals and translations" >&2
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/cache/apt/*.bin \
@@ -134,27 +142,34 @@ build_rootfs() {
     echo "$tarball"
 }
 
+# build_image IMAGE PACKAGES TOOLS [PROBE]: TOOLS are the commands the image must have, PROBE
+# one more shell command that must succeed in it.
 build_image() {
-    if docker image inspect "$IMAGE" >/dev/null 2>&1; then
-        if docker run --rm --network none "${LABELS[@]}" "$IMAGE" \
-            sh -c 'command -v python3 && command -v node' >/dev/null 2>&1; then
-            say "image $IMAGE already built"
+    local image=$1 packages=$2 tools=$3
+    local probe="for t in $tools; do command -v \$t || exit 1; done; ${4:-true}"
+    if docker image inspect "$image" >/dev/null 2>&1; then
+        if docker run --rm --network none "${LABELS[@]}" "$image" sh -c "$probe" >/dev/null 2>&1; then
+            say "image $image already built"
             return
         fi
-        say "image $IMAGE lacks python3 or node: rebuilding it"
-        docker image rm -f "$IMAGE" >/dev/null
+        say "image $image lacks one of: $tools; rebuilding it"
+        docker image rm -f "$image" >/dev/null
     fi
-    [[ $(id -u) -eq 0 ]] || die "building $IMAGE offline needs root (debootstrap)"
-    local tarball
-    tarball=$(build_rootfs)
-    say "docker import $tarball as $IMAGE"
-    docker import "${CHANGES[@]}" "$tarball" "$IMAGE" >/dev/null
-    say "checking the standard library inside $IMAGE"
+    [[ $(id -u) -eq 0 ]] || die "building $image offline needs root (debootstrap)"
+    local tarball started=$SECONDS
+    tarball=$(build_rootfs "$packages")
+    say "docker import $tarball as $image"
+    docker import "${CHANGES[@]}" "$tarball" "$image" >/dev/null
+    say "checking the standard library inside $image"
     docker run --rm --network none --read-only "${LABELS[@]}" \
-        "$IMAGE" python3 -c "$STDLIB_CHECK" || die "$IMAGE lacks part of Python's stdlib"
-    say "built $IMAGE"
+        "$image" python3 -c "$STDLIB_CHECK" || die "$image lacks part of Python's stdlib"
+    say "built $image in $((SECONDS - started)) s ($(docker image inspect -f '{{.Size}}' "$image" | awk '{printf "%d MB", $1 / 1e6}'))"
 }
 
 install_packages
 start_daemon
-build_image
+build_image "$IMAGE" "$PACKAGES" "python3 node perl" "perl -MJSON::PP -e 1"
+if [[ ${REFEREE_IMAGES:-all} != python ]]; then
+    build_image "$NATIVE_IMAGE" "$NATIVE_PACKAGES" "make cc c++ rustc"
+    build_image "$JAVA_IMAGE" "$JAVA_PACKAGES" "make javac java"
+fi

@@ -60,6 +60,7 @@ from referee.sandbox import (
     remove_staging_root,
     stage_files,
 )
+from referee.sandbox.build import Builder, BuildFailed, BuildLimits
 from referee.sandbox.image import check_bot_image
 from referee.sandbox.staging import BotFile, write_bot_folder
 from referee.specs import TimeControl
@@ -346,7 +347,22 @@ def _check(
     on_check: Callable[[CheckReport], None] | None,
     progress: Progress | None,
 ) -> CheckReport:
-    """Stage ``files`` and run ``check`` on that copy; refuse the bot when it fails."""
+    """Stage ``files`` and run ``check`` on that copy; refuse the bot when it fails.
+
+    A bot with a build step is built first, as the tournament will build it (its sandbox,
+    its ``[build]`` limits, the same cache): a build that fails refuses the bot with the
+    compiler's output."""
+    if candidate.build:
+        builder = Builder(
+            sandbox.name,
+            images=tuple(sorted(tournament.images)),
+            limits=BuildLimits(**tournament.file.build.model_dump()),
+        )
+        try:
+            built = builder.build(candidate, files)
+        except BuildFailed as exc:
+            raise Refused(f"bot refused: {exc}") from None
+        candidate, files = built.spec, built.files
     staging = make_staging_root()
     try:
         report = check(

@@ -22,14 +22,26 @@ def sandbox() -> None:
 @click.option(
     "--offline", is_flag=True, help="Build from Debian packages (debootstrap), no registry."
 )
-@click.option("--tag", default=None, help="Image name (default: arschloch-referee-bot:latest).")
+@click.option("--tag", default=None, help="Image name (default: the family's own).")
 @click.option("--rebuild", is_flag=True, help="Rebuild even when the image exists.")
+@click.option(
+    "--family",
+    type=click.Choice(["python", "native", "java", "all"]),
+    default="python",
+    show_default=True,
+    help="python: Python, JavaScript and Perl; native: C, C++, Rust; java: Java.",
+)
 @friendly
-def sandbox_build_image(offline: bool, tag: str | None, rebuild: bool) -> None:
-    """Build the bot runtime image of the Docker sandbox (Python 3 and Node.js)."""
-    from referee.sandbox.image import IMAGE_NAME, build_image
+def sandbox_build_image(offline: bool, tag: str | None, rebuild: bool, family: str) -> None:
+    """Build a bot runtime image of the Docker sandbox (by default the Python and Node.js
+    one; --family native or java for compiled bots, all for the three)."""
+    from referee.sandbox.image import FAMILIES, build_image
 
-    build_image(tag or IMAGE_NAME, offline, rebuild=rebuild, echo=click.echo)
+    kinds = [kind for kind in FAMILIES if family in ("all", kind.name)]
+    if tag is not None and len(kinds) > 1:
+        raise click.UsageError("--tag names one image: give --family too")
+    for kind in kinds:
+        build_image(tag or kind.tag, offline, rebuild=rebuild, echo=click.echo, kind=kind)
 
 
 @main.command()

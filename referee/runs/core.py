@@ -51,7 +51,14 @@ from referee.executors import (
     MatchTask,
 )
 from referee.results import MatchResult
-from referee.sandbox import BotSpec, make_staging_root, remove_staging_root, stage_bot
+from referee.sandbox import (
+    BotSpec,
+    make_staging_root,
+    remove_staging_root,
+    stage_bot,
+    stage_files,
+)
+from referee.sandbox.build import Builder, BuildLimits
 from referee.specs import MatchSpec
 from referee.stderrlog import STDERR_SUFFIX
 from referee.tournament.chain import log_digest
@@ -233,6 +240,7 @@ class Run:
         self.summary = RunSummary(0, 0, 0, 0, 0, store.results_dir)
         self._secret: DealSecret | None = None
         self._round: Round | None = None
+        self._builder: Builder | None = None
 
     @property
     def secret(self) -> DealSecret:
@@ -264,9 +272,28 @@ class Run:
 
     # -- what planners call ------------------------------------------------------------
 
+    def builder(self) -> Builder:
+        """Builds this run's bots: in its sandbox, within the file's ``[build]`` limits."""
+        if self._builder is None:
+            self._builder = Builder(
+                self.sandbox.name,
+                images=self.images,
+                limits=BuildLimits(**self.tournament.file.build.model_dump()),
+            )
+        return self._builder
+
     def stage(self, bot: BotSpec) -> BotSpec:
-        """Stage ``bot`` for this run (under its name) and return the staged copy."""
+        """Stage ``bot`` for this run (under its name) and return the staged copy.
+
+        A bot with a build step is built first, here, once (or found in the build cache),
+        in this run's sandbox and within the file's ``[build]`` limits; the staged copy is
+        its built bundle, which is what every worker receives."""
         assert self.staging is not None
+        if bot.build:
+            built = self.builder().build(bot)
+            staged = stage_files(built.spec, built.files, self.staging)
+            self.staged[bot.name] = staged
+            return staged
         staged = stage_bot(bot, self.staging)
         self.staged[bot.name] = staged
         return staged

@@ -15,6 +15,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import SupportsIndex
 
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""``PATH`` inside every sandbox: ``python3`` is the system's interpreter, never the referee's."""
+
+
+def bot_environment(tmp: str = "/tmp") -> dict[str, str]:
+    """The whole environment a bot (or its build) sees, the same in every sandbox: nothing
+    is inherited from the referee, and nothing changes how a runtime buffers its output
+    (no ``PYTHONUNBUFFERED``), so a bot that never flushes fails ``bot check`` wherever it
+    runs. ``tmp`` is the scratch folder (``/tmp`` inside a mount namespace)."""
+    return {
+        "PATH": SANDBOX_PATH,
+        "LANG": "C.UTF-8",
+        "TMPDIR": tmp,
+        "HOME": tmp,
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -57,6 +74,11 @@ class BotSpec:
     """Who wrote the bot (``author`` in its ``bot.toml``, or given by the tournament file)."""
     single_file: str | None = None
     sha256: str = ""
+    build: tuple[str, ...] = ()
+    """The build command of its ``bot.toml`` (``build = ["make"]``), run once per version
+    before it plays (:mod:`referee.sandbox.build`); empty once built, or when it has none."""
+    writable: bool = False
+    """Mount ``folder`` writable for this process (a build's, never a bot's that plays)."""
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from referee.errors import REFEREE_KILL, InfrastructureError, UsageError
-from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox
+from referee.sandbox.base import BotProcess, BotSpec, ExitInfo, Limits, Sandbox, bot_environment
 from referee.sandbox.cgroups import peak_memory_of
 from referee.sandbox.daemon import (
     LABEL,
@@ -70,6 +70,7 @@ from referee.sandbox.daemon import (
 )
 from referee.sandbox.docker_seccomp import profile_json
 from referee.sandbox.image import IMAGE_NAME, allowed_images, image_reference
+from referee.sandbox.staging import give_tree
 from referee.sandbox.stdout_fifo import (
     INSIDE_PATH,
     STDERR_INSIDE_PATH,
@@ -96,6 +97,7 @@ _BUILD_HINT = (
     "on a machine without a registry)"
 )
 _BOT_DIR = "/bot"
+_NOBODY = 65534  # the uid and gid every container runs as
 _STREAM_LIMIT = 2**16  # the same buffer limit as asyncio's subprocess pipes
 _KILL_GRACE_S = 10.0
 
@@ -658,7 +660,9 @@ class DockerSandbox(Sandbox):
             source, target = folder / bot.single_file, posixpath.join(_BOT_DIR, bot.single_file)
         else:
             source, target = folder, _BOT_DIR
-        mount = docker.types.Mount(target, str(source), type="bind", read_only=True)
+        if bot.writable:
+            give_tree(folder, _NOBODY, _NOBODY)
+        mount = docker.types.Mount(target, str(source), type="bind", read_only=not bot.writable)
         stdout = docker.types.Mount(INSIDE_PATH, str(fifo.path), type="bind", read_only=True)
         assert fifo.stdin_path is not None and fifo.stderr_path is not None
         stdin = docker.types.Mount(
@@ -679,7 +683,7 @@ class DockerSandbox(Sandbox):
             "ipc_mode": "none",
             "read_only": True,
             "tmpfs": {"/tmp": f"size={limits.tmp_mb}m,mode=1777,nosuid,nodev"},
-            "user": "65534:65534",
+            "user": f"{_NOBODY}:{_NOBODY}",
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges", f"seccomp={self._seccomp}"],
             "mem_limit": memory,
@@ -702,7 +706,7 @@ class DockerSandbox(Sandbox):
             },
             "working_dir": _BOT_DIR,
             "mounts": [mount, stdout, stderr, stdin],
-            "environment": {"TMPDIR": "/tmp", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
+            "environment": bot_environment(),
         }
 
     async def aclose(self) -> None:

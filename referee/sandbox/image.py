@@ -28,8 +28,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from referee.errors import InfrastructureError, RefereeError, UsageError
 from referee.resources import dockerfile
@@ -48,8 +49,52 @@ __all__ = [
 ]
 
 
-PACKAGES = "python3,nodejs"
-"""Debian packages of the offline image: runtimes for Python and JavaScript bots."""
+PACKAGES = "python3,nodejs,perl"
+"""Debian packages of the offline bot image: runtimes for Python and JavaScript bots (and
+Perl with its core modules, ``JSON::PP`` among them)."""
+
+NATIVE_IMAGE = "arschloch-referee-bot-native:latest"
+JAVA_IMAGE = "arschloch-referee-bot-java:latest"
+
+
+@dataclass(frozen=True)
+class ImageFamily:
+    """One of the referee's bot images: its tag, Debian packages and the languages it runs.
+
+    Each compiled-language family has an image of its own, so a Python tournament never
+    pulls in a JDK. Each has ``python3`` (its build is checked with it) and ``/bin/sh``
+    (the sandbox's stdio shim)."""
+
+    name: str
+    tag: str
+    packages: str
+    languages: tuple[str, ...]
+    tools: tuple[str, ...]
+
+
+FAMILIES: Final = (
+    ImageFamily("python", IMAGE_NAME, PACKAGES, ("python", "javascript"), ("python3", "node")),
+    ImageFamily(
+        "native",
+        NATIVE_IMAGE,
+        "python3,make,gcc,g++,libc6-dev,rustc",
+        ("c", "cpp", "rust"),
+        ("make", "cc", "c++", "rustc"),
+    ),
+    ImageFamily(
+        "java", JAVA_IMAGE, "python3,make,openjdk-17-jdk-headless", ("java",), ("make", "javac")
+    ),
+)
+"""The referee's bot images (keep in step with ``.ci/docker-setup.sh``)."""
+
+
+def family(name: str) -> ImageFamily:
+    """The image family called ``name`` (``UsageError`` naming the others)."""
+    for found in FAMILIES:
+        if found.name == name:
+            return found
+    raise UsageError(f"no image family {name!r}: {', '.join(f.name for f in FAMILIES)}")
+
 
 CACHE_DIR = Path("/var/cache/arschloch-referee")
 """Where the offline build keeps its root file system tarball and downloaded packages."""
@@ -93,8 +138,10 @@ def image_reference(name: str) -> str:
 
 
 def allowed_images(extra: Iterable[str] = ()) -> frozenset[str]:
-    """The images bots may run in: the referee's bot image and ``extra``, as references."""
-    return frozenset(image_reference(name) for name in (IMAGE_NAME, *extra))
+    """The images bots may run in: the referee's own (:data:`FAMILIES`) and ``extra``, as
+    references."""
+    own = (found.tag for found in FAMILIES)
+    return frozenset(image_reference(name) for name in (*own, *extra))
 
 
 def check_bot_image(bot: BotSpec, allowed: Iterable[str], how_to_allow: str) -> None:
@@ -199,7 +246,11 @@ def _run(argv: Sequence[str], say: Echo) -> None:
 
 
 def rootfs_tarball(
-    *, rebuild: bool = False, cache_dir: Path = CACHE_DIR, echo: Echo = print
+    *,
+    rebuild: bool = False,
+    cache_dir: Path = CACHE_DIR,
+    echo: Echo = print,
+    packages: str = PACKAGES,
 ) -> Path:
     """The trimmed ``debootstrap`` root file system as a tarball, built once and cached.
 
@@ -207,7 +258,7 @@ def rootfs_tarball(
     """
     say = echo
     suite, arch = host_suite(), _host_arch()
-    tarball = cache_dir / f"rootfs-{suite}-{arch}-{PACKAGES.replace(',', '-')}.tar"
+    tarball = cache_dir / f"rootfs-{suite}-{arch}-{packages.replace(',', '-')}.tar"
     if tarball.is_file() and not rebuild:
         say(f"using the cached root file system {tarball}")
         return tarball
@@ -219,12 +270,12 @@ def rootfs_tarball(
     _remove_tree(work)
     rootfs = work / "rootfs"
     try:
-        say(f"debootstrap {suite} ({arch}, minbase + {PACKAGES}) into {rootfs}; takes a minute")
+        say(f"debootstrap {suite} ({arch}, minbase + {packages}) into {rootfs}; takes a minute")
         _run(
             [
                 "debootstrap",
                 "--variant=minbase",
-                f"--include={PACKAGES}",
+                f"--include={packages}",
                 f"--cache-dir={debs}",
                 suite,
                 str(rootfs),
@@ -276,15 +327,33 @@ def _import_offline(client: Any, tag: str, tarball: Path, say: Echo) -> None:
     )
 
 
-def _build_online(client: Any, tag: str, say: Echo) -> None:
+def family_dockerfile(kind: ImageFamily) -> str:
+    """The Dockerfile of a compiled-language family: Debian's slim image of the host's
+    release with the family's packages, set up as the offline import is."""
+    packages = " ".join(kind.packages.split(","))
+    settings = "\n".join(IMPORT_CHANGES[1:])
+    return (
+        f"FROM debian:{host_suite()}-slim\n"
+        f"RUN apt-get update && apt-get install -y --no-install-recommends {packages} "
+        "&& rm -rf /var/lib/apt/lists/*\n"
+        f"{settings}\n"
+    )
+
+
+def _build_online(client: Any, tag: str, say: Echo, kind: ImageFamily = FAMILIES[0]) -> None:
+    import io
+
     import docker
 
-    recipe = dockerfile()
-    say(f"docker build -t {tag} -f {recipe}")
+    if kind is FAMILIES[0]:
+        recipe = dockerfile()
+        say(f"docker build -t {tag} -f {recipe}")
+        source: dict[str, Any] = {"path": str(recipe.parent), "dockerfile": recipe.name}
+    else:
+        say(f"docker build -t {tag} (Debian slim + {kind.packages})")
+        source = {"fileobj": io.BytesIO(family_dockerfile(kind).encode())}
     try:
-        for chunk in client.api.build(
-            path=str(recipe.parent), dockerfile=recipe.name, tag=tag, rm=True, decode=True
-        ):
+        for chunk in client.api.build(**source, tag=tag, rm=True, decode=True):
             if "error" in chunk:
                 raise UsageError(
                     f"docker build failed: {chunk['error'].strip()} (no registry reachable? "
@@ -323,20 +392,26 @@ def build_image(
     rebuild: bool = False,
     cache_dir: Path = CACHE_DIR,
     echo: Echo = print,
+    kind: ImageFamily = FAMILIES[0],
 ) -> str:
-    """Build the bot runtime image ``tag`` and return its id; prints progress lines.
+    """Build the bot runtime image ``tag`` of the family ``kind`` and return its id; prints
+    progress lines.
 
     ``offline`` uses debootstrap + ``docker import`` instead of ``docker build`` (no registry
     needed, Debian host and root required). ``rebuild`` ignores the cached root file system.
+    Online, the Python family is ``sandbox/Dockerfile``; the others are Debian's slim image
+    with their packages (:func:`family_dockerfile`).
     """
     say = _progress(echo)
     client = _client()
     try:
         if offline:
-            tarball = rootfs_tarball(rebuild=rebuild, cache_dir=cache_dir, echo=say)
+            tarball = rootfs_tarball(
+                rebuild=rebuild, cache_dir=cache_dir, echo=say, packages=kind.packages
+            )
             _import_offline(client, tag, tarball, say)
         else:
-            _build_online(client, tag, say)
+            _build_online(client, tag, say, kind)
         _check_image(client, tag, say)
         image_id = str(client.images.get(tag).id)
     finally:
@@ -364,7 +439,10 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m referee.sandbox.image", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--offline", action="store_true", help="debootstrap + docker import")
-    parser.add_argument("--tag", default=IMAGE_NAME, help=f"image name (default {IMAGE_NAME})")
+    parser.add_argument("--tag", default=None, help="image name (default: the family's)")
+    parser.add_argument(
+        "--family", default="python", choices=[f.name for f in FAMILIES], help="which image"
+    )
     parser.add_argument("--rebuild", action="store_true", help="ignore the cached rootfs")
     parser.add_argument(
         "--if-missing", action="store_true", help="do nothing when the image exists"
@@ -375,10 +453,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     try:
-        if args.if_missing and image_exists(args.tag):
-            print(f"{args.tag} is already built")
+        kind = family(args.family)
+        tag = args.tag or kind.tag
+        if args.if_missing and image_exists(tag):
+            print(f"{tag} is already built")
             return 0
-        build_image(args.tag, args.offline, rebuild=args.rebuild)
+        build_image(tag, args.offline, rebuild=args.rebuild, kind=kind)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

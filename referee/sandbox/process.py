@@ -109,7 +109,16 @@ from referee.errors import (
     UsageError,
 )
 from referee.folders import private_folder
-from referee.sandbox.base import BotProcess, BotSpec, DirectReader, ExitInfo, Limits, Sandbox
+from referee.sandbox.base import (
+    SANDBOX_PATH,
+    BotProcess,
+    BotSpec,
+    DirectReader,
+    ExitInfo,
+    Limits,
+    Sandbox,
+    bot_environment,
+)
 from referee.sandbox.budget import BOT_OOM_SCORE_ADJ
 from referee.sandbox.cgroups import (
     BotCgroup,
@@ -120,6 +129,7 @@ from referee.sandbox.cgroups import (
 )
 from referee.sandbox.pidfd import kill_if
 from referee.sandbox.seccomp import SeccompFilter, compile_filter
+from referee.sandbox.staging import give_tree
 from referee.sandbox.stdout_fifo import INSIDE_PATH, StdoutFifo
 
 __all__ = [
@@ -171,9 +181,6 @@ def default_uid_range() -> range:
         raise UsageError(f"{UIDS_ENV}={text!r}: the range must be non-empty and start at 1000+")
     return uids
 
-
-SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
-"""``PATH`` inside the sandbox: ``python3`` is the system's interpreter, never the referee's."""
 
 BOT_MOUNT = "/bot"
 """Where the bot's folder (or its single file) appears under bubblewrap."""
@@ -1284,6 +1291,8 @@ class ProcessSandbox(Sandbox):
         uid = lease.uid if lease is not None else os.geteuid()
         if lease is not None:
             self._check_reachable(bot, lease.uid)
+            if bot.writable:
+                give_tree(bot.folder, lease.uid, lease.gid)
         if status is None or not status.sized_tmpfs:
             launch.scratch = self._make_scratch(lease)
         pids = limits.pids + (_BWRAP_PROCESSES if status is not None else 0)
@@ -1303,7 +1312,7 @@ class ProcessSandbox(Sandbox):
         else:
             assert launch.scratch is not None
             argv, launch.cwd = list(bot.command), str(bot.folder)
-            launch.env = _bot_env(str(launch.scratch))
+            launch.env = bot_environment(str(launch.scratch))
             launch.note = f"process sandbox: no bubblewrap, uid {uid}"
         if self._prlimit is not None:
             argv = _prlimit_argv(self._prlimit, rlimits) + argv
@@ -1361,7 +1370,7 @@ class ProcessSandbox(Sandbox):
         fifo: StdoutFifo,
     ) -> list[str]:
         assert status.path is not None
-        env = _bot_env("/tmp")
+        env = bot_environment("/tmp")
         argv = [status.path, *_bwrap_flags(status.disables_userns)]
         if program_fd is not None:
             argv += ["--seccomp", str(program_fd)]
@@ -1380,7 +1389,7 @@ class ProcessSandbox(Sandbox):
             name = bot.single_file
             argv += ["--ro-bind", str(bot.folder / name), f"{BOT_MOUNT}/{name}"]
         else:
-            argv += ["--ro-bind", str(bot.folder), BOT_MOUNT]
+            argv += ["--bind" if bot.writable else "--ro-bind", str(bot.folder), BOT_MOUNT]
         argv += ["--ro-bind", str(fifo.path), INSIDE_PATH]
         argv += ["--remount-ro", "/", "--chdir", BOT_MOUNT, "--", *fifo.shim(), *bot.command]
         return argv
@@ -1396,15 +1405,3 @@ def _program_fd(program: bytes) -> int:
         os.close(fd)
         raise
     return fd
-
-
-def _bot_env(tmp: str) -> dict[str, str]:
-    """The whole environment a bot sees: nothing is inherited from the referee."""
-    return {
-        "PATH": SANDBOX_PATH,
-        "LANG": "C.UTF-8",
-        "TMPDIR": tmp,
-        "HOME": tmp,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-    }

@@ -7,6 +7,8 @@ A bot is one of (or a sample bot shipped with the referee, named ``@heuristic``)
     folder/bot.toml      a folder with a manifest:
                              name = "Quick Fox"          (optional, default: the folder name)
                              command = "node main.js"    (a string split like a shell, or a list)
+                             build = ["make"]            (optional, run once per version:
+                                                          referee.sandbox.build)
                              version = "1.2"             (optional)
                              image = "node:20-slim"      (optional, for the docker backend)
 
@@ -75,6 +77,8 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "BotFile",
     "bot_sha256",
+    "check_program_in",
+    "give_tree",
     "load_bot",
     "make_staging_root",
     "read_bot",
@@ -87,7 +91,7 @@ __all__ = [
 ]
 
 MANIFEST = "bot.toml"
-MANIFEST_KEYS = ("name", "command", "version", "image", "author")
+MANIFEST_KEYS = ("name", "command", "build", "version", "image", "author")
 """Every key ``bot.toml`` may hold; any other is refused with this list."""
 MAX_BOT_BYTES = 50 * 1024 * 1024
 MAX_BOT_FILES = 10_000
@@ -176,6 +180,10 @@ def _spec_of(folder: Path, text: str) -> BotSpec:
         raise UsageError(f'{manifest} has no command; add e.g. command = "python3 bot.py"')
     command = _parse_command(data["command"], manifest)
     _check_program(command[0], manifest)
+    build: tuple[str, ...] = ()
+    if "build" in data:
+        build = _parse_command(data["build"], manifest, "build")
+        _check_program(build[0], manifest)
     name = _optional_str(data, "name", manifest) or folder.name
     return BotSpec(
         name=_check_name(name, str(manifest)),
@@ -184,6 +192,7 @@ def _spec_of(folder: Path, text: str) -> BotSpec:
         version=_optional_str(data, "version", manifest),
         image=_optional_str(data, "image", manifest),
         author=_author(data, manifest),
+        build=build,
     )
 
 
@@ -240,18 +249,18 @@ def _manifest_text(data: bytes, manifest: Path) -> str:
         raise UsageError(f"{_shown(manifest)} is not UTF-8 text") from None
 
 
-def _parse_command(raw: object, manifest: Path) -> tuple[str, ...]:
+def _parse_command(raw: object, manifest: Path, key: str = "command") -> tuple[str, ...]:
     if isinstance(raw, str):
         try:
             parts = shlex.split(raw)
         except ValueError as exc:
-            raise UsageError(f"{manifest}: command {raw!r} cannot be split: {exc}") from None
+            raise UsageError(f"{manifest}: {key} {raw!r} cannot be split: {exc}") from None
     elif isinstance(raw, list) and all(isinstance(part, str) for part in raw):
         parts = list(raw)
     else:
-        raise UsageError(f"{manifest}: command must be a string or a list of strings")
+        raise UsageError(f"{manifest}: {key} must be a string or a list of strings")
     if not parts or not parts[0]:
-        raise UsageError(f"{manifest}: command is empty")
+        raise UsageError(f"{manifest}: {key} is empty")
     return tuple(parts)
 
 
@@ -278,8 +287,15 @@ def _check_program(program: str, manifest: Path) -> None:
         )
 
 
-def _check_program_in(spec: BotSpec, files: tuple[BotFile, ...]) -> None:
-    """A program path of a folder bot must be one of its files, and executable."""
+def check_program_in(spec: BotSpec, files: tuple[BotFile, ...]) -> None:
+    """A program path of a folder bot must be one of its files, and executable.
+
+    A bot with a build step is checked after its build (the build may make the program);
+    its build command's own program is checked now.
+    """
+    if spec.build:
+        check_program_in(dataclasses.replace(spec, command=spec.build, build=()), files)
+        return
     program = spec.command[0]
     if spec.single_file or "/" not in program:
         return
@@ -344,7 +360,7 @@ def spec_from_files(spec: BotSpec, files: tuple[BotFile, ...]) -> BotSpec:
     if read is None:
         raise UsageError(f"{_shown(manifest)} disappeared while the bot was read; run again")
     described = _spec_of(spec.folder, _manifest_text(read.data, manifest))
-    _check_program_in(described, files)
+    check_program_in(described, files)
     return described
 
 
@@ -364,7 +380,7 @@ def read_bot_files(
     if spec.single_file:
         return (_read_single_file(spec.folder, spec.single_file, max_bytes),)
     files = tuple(sorted(_read_folder(spec.folder, max_bytes, max_files)))
-    _check_program_in(spec, files)
+    check_program_in(spec, files)
     return files
 
 
@@ -683,6 +699,19 @@ def _write_file(top: int, folders: list[str], name: str, file: BotFile) -> None:
             os.close(out)
     finally:
         os.close(fd)
+
+
+def give_tree(folder: Path, uid: int, gid: int) -> None:
+    """Make ``folder`` and everything in it belong to ``uid``:``gid`` (a build's writable
+    folder, which the referee wrote itself a moment before: nothing in it is a link, and
+    none is followed). ``InfrastructureError`` when it cannot."""
+    try:
+        os.chown(folder, uid, gid, follow_symlinks=False)
+        for root, dirs, names in os.walk(folder, followlinks=False):
+            for name in (*dirs, *names):
+                os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+    except OSError as exc:
+        raise InfrastructureError(f"cannot give {folder} to uid {uid}: {exc}") from exc
 
 
 # --------------------------------------------------------------------------- staging roots

@@ -70,6 +70,20 @@ class SandboxSettings(_Strict):
     images: tuple[Annotated[str, Field(min_length=1, max_length=512)], ...] = (IMAGE_NAME,)
 
 
+class BuildSettings(_Strict):
+    """``[build]``: what one bot's build step (``build`` in its ``bot.toml``) may use. It
+    runs once per version and toolchain, in the tournament's sandbox
+    (:mod:`referee.sandbox.build`, whose ``BuildLimits`` has the same fields and defaults);
+    the defaults fit a C++, Rust or Java kit bot."""
+
+    cpu_seconds: int = Field(default=300, ge=1, le=86_400)
+    wall_seconds: int = Field(default=600, ge=1, le=86_400)
+    memory_mb: int = Field(default=2048, ge=64, le=65_536)
+    disk_mb: int = Field(default=256, ge=1, le=16_384)
+    pids: int = Field(default=128, ge=8, le=4096)
+    log_kb: int = Field(default=64, ge=1, le=4096)
+
+
 class BotEntry(_Strict):
     """One ``[[bots]]`` entry: a path (relative to the file), an optional display name, and
     who wrote it (``author``: overrides the bot's own ``bot.toml``; by default each entrant is
@@ -232,6 +246,7 @@ class TournamentFile(_Strict):
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
     time: TimeControl = TimeControl()
     sandbox: SandboxSettings = SandboxSettings()
+    build: BuildSettings = BuildSettings()
     bots: list[BotEntry] = Field(min_length=3)
     candidate: str | None = None
     baseline: str | None = None

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes its replies to a block-buffered stdout and never flushes: nothing ever arrives.
 
-Self-contained. Like a C bot that forgets fflush(stdout): the referee runs Python bots with
-PYTHONUNBUFFERED=1, so this one opens its own buffered writer on file descriptor 1, where
+Self-contained. Like a C bot that forgets fflush(stdout): it opens its own block-buffered
+writer on file descriptor 1 (whatever the environment says of Python's buffering), where
 `ready` stays. `referee bot check` must time it out at `hello` and hint at flushing.
 """
 

@@ -135,7 +135,6 @@ def test_inside_view(mode: str, staging: Path) -> None:
         "TMPDIR": tmp,
         "HOME": tmp,
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
     }
     assert seen["files"] == ["probe.py"]
     assert seen["cwd"] == ("/bot" if mode == "bwrap" else str(spec.folder))

@@ -110,7 +110,7 @@ def test_manifest_command_as_list_and_default_name(tmp_path: Path) -> None:
         ('command = "x"\nname = "' + "n" * 65 + '"\n', "65 characters long; at most 64"),
         (
             'name = "x"\ncmd = "python3 bot.py"\n',
-            "unknown key 'cmd' (did you mean command?); allowed keys: name, command, version, image",
+            "unknown key 'cmd' (did you mean command?); allowed keys: name, command, build, version, image",
         ),
         ('command = "x"\nversoin = "1"\n', "unknown key 'versoin' (did you mean version?)"),
         ('command = "x"\nzz = 1\naa = 2\n', "unknown key 'aa' and 1 more; allowed keys:"),
