@@ -49,7 +49,9 @@ HINTS = {
         "no line arrived at all: if the bot had decided, its reply is probably still in its "
         "output buffer. Flush stdout after every line (Python: print(..., flush=True); "
         "C/C++: fflush(stdout); Perl: $| = 1; Java: System.out.flush(); Rust: "
-        "stdout().flush())"
+        "stdout().flush()). Every sandbox runs a bot with the same environment, which no "
+        "longer sets PYTHONUNBUFFERED: a Python bot that passed without flushing before "
+        "must flush now"
     ),
     "slow_start": (
         "a slow start (an interpreter, a model to load, a compile) must fit in hello_ms; "

@@ -41,6 +41,7 @@ from referee.specs import PlayoffSettings, RatingSettings, TimeControl
 from referee.tournament.model import (
     AuthorSettings,
     BotEntry,
+    BuildSettings,
     ExecutorSettings,
     LeagueSettings,
     PublishSettings,
@@ -698,6 +699,7 @@ KEY_SECTIONS: dict[str, type[BaseModel]] = {
     "Top-level keys": TournamentFile,
     "`[time]`": TimeControl,
     "`[sandbox]`": SandboxSettings,
+    "`[build]`": BuildSettings,
     "`[ratings]`": RatingSettings,
     "`playoff`": PlayoffSettings,
     "`[authors]`": AuthorSettings,
@@ -711,6 +713,7 @@ KEY_SECTIONS: dict[str, type[BaseModel]] = {
 _SUBSECTIONS = {
     "time",
     "sandbox",
+    "build",
     "ratings",
     "playoff",
     "authors",

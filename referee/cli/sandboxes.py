@@ -51,15 +51,18 @@ def doctor() -> None:
     from referee.sandbox import get_sandbox
     from referee.sandbox.process import ProcessSandbox
 
-    for name, ok, why in machine_checks(ProcessSandbox()):
-        click.echo(f"{name:8} {'ok  ' if ok else 'NO  '} {why}")
-    click.echo(f"auto     →    {get_sandbox('auto').describe()}")
+    checks = machine_checks(ProcessSandbox())
+    if any(name == "docker" and ok for name, ok, _ in checks):
+        checks += image_checks()
+    width = max(len(name) for name, _, _ in checks)
+    for name, ok, why in checks:
+        click.echo(f"{name:{width}} {'ok  ' if ok else 'NO  '} {why}")
+    click.echo(f"{'auto':{width}} →    {get_sandbox('auto').describe()}")
 
 
 def machine_checks(process: ProcessSandbox) -> list[tuple[str, bool, str]]:
     """``(what, usable, why)`` for each line of ``referee doctor``, as ``process`` (the
     process sandbox to describe, with what it probed) sees this machine."""
-    import shutil
 
     lines: list[tuple[str, bool, str]] = []
     status = process.bwrap_status()
@@ -89,6 +92,57 @@ def machine_checks(process: ProcessSandbox) -> list[tuple[str, bool, str]]:
         if not ok and "image" in why:
             why += " — build it with: referee sandbox build-image --offline"
         lines.append(("docker", ok, why))
-    node = shutil.which("node")
-    lines.append(("node", node is not None, node or "not found: JavaScript bots need Node.js"))
+    lines += language_checks()
+    return lines
+
+
+# Each language of the kits: the programs its bots (and their builds) run in the process
+# sandbox, and the Debian packages that bring them.
+LANGUAGES = (
+    ("python", ("python3",), "python3"),
+    ("js", ("node",), "nodejs"),
+    ("c", ("cc", "make"), "gcc make"),
+    ("c++", ("c++", "make"), "g++ make"),
+    ("rust", ("rustc", "make"), "rustc make"),
+    ("java", ("javac", "java", "make"), "openjdk-17-jdk-headless make"),
+)
+
+
+def language_checks(path: str | None = None) -> list[tuple[str, bool, str]]:
+    """A ``referee doctor`` line per language: ready in the process sandbox (its programs on
+    the sandbox's ``PATH``), or missing with the command that adds it. A program found only
+    on the referee's own ``PATH`` (rustup's under ``/root``) is not the sandbox's."""
+    import shutil
+
+    from referee.sandbox.base import SANDBOX_PATH
+
+    where = path or SANDBOX_PATH
+    lines = []
+    for name, programs, packages in LANGUAGES:
+        missing = [p for p in programs if shutil.which(p, path=where) is None]
+        if not missing:
+            found = shutil.which(programs[0], path=where)
+            lines.append((name, True, f"ready in the process sandbox ({found})"))
+            continue
+        why = f"missing {', '.join(missing)}: apt-get install {packages}"
+        elsewhere = [p for p in missing if shutil.which(p)]
+        if elsewhere:
+            outside = shutil.which(elsewhere[0])
+            why += f" ({outside} is outside the sandbox's PATH, {where}, so bots never see it)"
+        lines.append((name, False, why))
+    return lines
+
+
+def image_checks() -> list[tuple[str, bool, str]]:
+    """A ``referee doctor`` line per bot image family of the Docker sandbox."""
+    from referee.sandbox.image import FAMILIES, image_exists
+
+    lines = []
+    for kind in FAMILIES:
+        langs = ", ".join(kind.languages)
+        if image_exists(kind.tag):
+            lines.append((f"image {kind.name}", True, f"{kind.tag} ({langs})"))
+        else:
+            fix = f"referee sandbox build-image --offline --family {kind.name}"
+            lines.append((f"image {kind.name}", False, f"{kind.tag} is missing ({langs}): {fix}"))
     return lines

@@ -48,6 +48,7 @@ from referee.resources import demo_tournament
 from referee.runs.tournament import (
     PlayoffRound,
     PlayoffsOver,
+    PreflightWarning,
     ResultStored,
     RunProgress,
     RunStarted,
@@ -533,6 +534,9 @@ class _ProgressView(ProgressView):
             self.chain = event
         elif isinstance(event, RunProgress):
             self._counts(event)
+        elif isinstance(event, PreflightWarning):
+            for line in event.lines:
+                self.say(line)
 
     def _started(self, event: RunStarted) -> None:
         self.started(sandbox=event.sandbox, limits=event.limits, warnings=event.warnings)

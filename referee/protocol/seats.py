@@ -604,3 +604,52 @@ class SessionPool:
         idle = [s for group in self._idle.values() for s in group]
         self._idle.clear()
         await asyncio.gather(*(self._close(s) for s in idle), return_exceptions=True)
+
+
+@dataclass(frozen=True)
+class PreflightFailure:
+    """An entrant that failed its handshake before the first match: ``ended`` when its
+    process ended (or never started) without answering, so every match would forfeit."""
+
+    bot: str
+    detail: str
+    ended: bool
+
+
+async def preflight(
+    sandbox: Sandbox,
+    bots: Sequence[BotSpec],
+    limits: Limits,
+    time_control: TimeControl,
+    *,
+    at_once: int = 2,
+) -> list[PreflightFailure]:
+    """Start each of ``bots`` (staged) in ``sandbox``, greet it and say ``bye``, at most
+    ``at_once`` at a time; the ones that did not answer ``ready``, in the order given.
+
+    What a run does before any match is dealt, so that a bot that cannot start in the
+    tournament's own sandbox and image is reported at once, not forfeited in every match.
+    """
+    gate = asyncio.Semaphore(at_once)
+
+    async def one(spec: BotSpec) -> PreflightFailure | None:
+        async with gate:
+            clock = MonotonicClock()
+            started = clock.monotonic()
+            try:
+                session = await BotSession.start(sandbox, spec, limits, clock=clock)
+            except (InfrastructureError, UsageError) as exc:
+                return PreflightFailure(spec.name, f"cannot start: {exc}", True)
+            try:
+                await session.hello(1, time_control, started)
+            except BotFault as fault:
+                await session.forfeit(fault)
+                await session.close(bye=False)
+                stderr = session.stderr_report(400).strip()
+                detail = fault.detail + (f"; its stderr: {stderr}" if stderr else "")
+                return PreflightFailure(spec.name, detail, fault.kind == "crash")
+            await session.close()
+            return None
+
+    found = await asyncio.gather(*(one(spec) for spec in bots))
+    return [failure for failure in found if failure is not None]

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.clock import WallClock
+from referee.errors import UsageError
 from referee.executors import (
     PARTIAL_SUFFIX,
     AttemptEvent,
@@ -50,6 +51,7 @@ from referee.executors import (
     MatchStarted,
     MatchTask,
 )
+from referee.protocol.seats import PreflightFailure
 from referee.results import MatchResult
 from referee.sandbox import (
     BotSpec,
@@ -61,6 +63,7 @@ from referee.sandbox import (
 from referee.sandbox.build import Builder, BuildLimits
 from referee.specs import MatchSpec
 from referee.stderrlog import STDERR_SUFFIX
+from referee.text import printable
 from referee.tournament.chain import log_digest
 from referee.tournament.file import Tournament
 from referee.tournament.store import DealSecret, RunLock, Store, wipe
@@ -99,6 +102,14 @@ class ResultStored:
     key: str
     results: int
     head: str
+
+
+@dataclass(frozen=True)
+class PreflightWarning:
+    """Entrants that started but failed their handshake before the first match (slow, or
+    an answer that is not ``ready``): they play, and the fault policy judges each match."""
+
+    lines: tuple[str, ...]
 
 
 @dataclass
@@ -241,6 +252,7 @@ class Run:
         self._secret: DealSecret | None = None
         self._round: Round | None = None
         self._builder: Builder | None = None
+        self._shipped: set[str] = set()
 
     @property
     def secret(self) -> DealSecret:
@@ -257,6 +269,7 @@ class Run:
                 self.store.check_settings(self.tournament.settings())
                 self._secret = self.store.deal_secret(deal_secret, beacon=beacon)
                 self.planner.prepare(self)
+                self._preflight()
                 self.summary.chain_results, self.summary.chain_head = self.store.chain_head()
             except BaseException:  # refused (other settings, changed bots) or interrupted
                 self.executor.release_prepared()
@@ -269,6 +282,53 @@ class Run:
         finally:
             remove_staging_root(self.staging)
             _remove_partial_logs(self.store)
+
+    def _preflight(self) -> None:
+        """Greet every entrant staged so far in this run's own sandbox and image before any
+        match is dealt (the shipped sample bots excepted: they are known to start).
+
+        An entrant whose process ends (or cannot start) before it answers stops the run with
+        one line for each such bot: it would forfeit every match. One that starts but
+        answers late or wrongly is reported (:class:`PreflightWarning`) and plays. Only for
+        executors whose workers run here: a cluster's sandbox is on its workers."""
+        from referee.executors.base import RunsHere
+        from referee.protocol.seats import preflight
+        from referee.sandbox import get_sandbox
+        from referee.sandbox.build import run_sync
+
+        bots = [bot for name, bot in self.staged.items() if name not in self._shipped]
+        if not bots or not isinstance(self.executor, RunsHere):
+            return
+
+        async def greet() -> list[PreflightFailure]:
+            sandbox = get_sandbox(self.sandbox.name, images=self.images)
+            try:
+                return await preflight(
+                    sandbox, bots, self.tournament.limits, self.tournament.time_control
+                )
+            finally:
+                await sandbox.aclose()
+
+        failures = run_sync(greet())
+        ended = [f for f in failures if f.ended]
+        where = f"the {self.sandbox.name} sandbox"
+        if ended:
+            lines = [f"  {printable(f.bot)}: {printable(f.detail)}" for f in ended]
+            raise UsageError(
+                f"{len(ended)} entrant(s) cannot start in {where}, so every match of theirs "
+                "would be a forfeit; nothing was dealt. Fix or remove them, then run again:\n"
+                + "\n".join(lines)
+            )
+        if failures:
+            self.notify(
+                PreflightWarning(
+                    tuple(
+                        f"pre-flight: {printable(f.bot)} started in {where} but "
+                        f"{printable(f.detail)}"
+                        for f in failures
+                    )
+                )
+            )
 
     # -- what planners call ------------------------------------------------------------
 
@@ -289,6 +349,8 @@ class Run:
         in this run's sandbox and within the file's ``[build]`` limits; the staged copy is
         its built bundle, which is what every worker receives."""
         assert self.staging is not None
+        if _is_shipped(bot.folder):
+            self._shipped.add(bot.name)
         if bot.build:
             built = self.builder().build(bot)
             staged = stage_files(built.spec, built.files, self.staging)
@@ -421,3 +483,10 @@ def _log_digest(log: str | None) -> str:
         return log_digest(Path(log).read_bytes())
     except OSError:
         return ""
+
+
+def _is_shipped(folder: Path) -> bool:
+    """Whether ``folder`` is one of the sample bots shipped with the referee."""
+    from referee.resources import sample_bot, sample_bot_names
+
+    return any(folder == sample_bot(name).resolve() for name in sample_bot_names())

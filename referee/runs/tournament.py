@@ -30,7 +30,16 @@ from referee.errors import UsageError
 from referee.executors import AttemptEvent, Executor
 from referee.ranking.playoff import PlayoffState, plan_round
 from referee.ranking.ratings import Rater
-from referee.runs.core import Planner, ResultStored, Round, Run, RunProgress, RunSummary, play
+from referee.runs.core import (
+    Planner,
+    PreflightWarning,
+    ResultStored,
+    Round,
+    Run,
+    RunProgress,
+    RunSummary,
+    play,
+)
 from referee.sandbox import BotSpec
 from referee.specs import (
     RANK_AFTER_PLAYOFFS,
@@ -52,6 +61,7 @@ __all__ = [
     "Event",
     "PlayoffRound",
     "PlayoffsOver",
+    "PreflightWarning",
     "ResultStored",
     "RunProgress",
     "RunStarted",
@@ -116,7 +126,15 @@ class PlayoffsOver:
     uncertain: Uncertain
 
 
-Event = RunStarted | AttemptEvent | RunProgress | ResultStored | PlayoffRound | PlayoffsOver
+Event = (
+    RunStarted
+    | AttemptEvent
+    | RunProgress
+    | ResultStored
+    | PlayoffRound
+    | PlayoffsOver
+    | PreflightWarning
+)
 
 
 def run_tournament(

@@ -74,6 +74,7 @@ __all__ = [
     "Builder",
     "Built",
     "build_cache_dir",
+    "run_sync",
     "toolchain_id",
 ]
 
@@ -242,7 +243,7 @@ def _folder_bytes(folder: Path) -> tuple[int, int]:
     return total, entries
 
 
-def _run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
+def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
     """Run ``coro`` to the end: here when no event loop runs, else on a thread of its own."""
     try:
         asyncio.get_running_loop()
@@ -271,7 +272,7 @@ class Builder:
 
     def build(self, spec: BotSpec, files: tuple[BotFile, ...] | None = None) -> Built:
         """The built bundle of ``spec`` (its ``files`` when given, else read now)."""
-        return _run_sync(self.abuild(spec, files))
+        return run_sync(self.abuild(spec, files))
 
     def prepared(self, spec: BotSpec) -> BotSpec:
         """``spec`` itself when it has no build step, else its built bundle's spec."""
@@ -371,9 +372,21 @@ class Builder:
                 reason = f"it ran out of its {limits.memory_mb} MiB of memory"
             elif ended.returncode != 0:
                 reason = f"{printable(' '.join(job.command))} ended with {ended.describe()}"
+                if ended.returncode == 127:
+                    reason += self._missing_hint(job)
         if reason:
             raise BuildFailed(job.name, reason, log, first_error(log))
         return log
+
+    def _missing_hint(self, job: BotSpec) -> str:
+        """Exit code 127 is the shell's "command not found": say where compilers are."""
+        if self.sandbox == "docker":
+            return (
+                f" (a program it runs is not in the image {job.image or IMAGE_NAME}: C, C++ "
+                'and Rust bots name image = "arschloch-referee-bot-native", Java bots '
+                '"arschloch-referee-bot-java" in their bot.toml)'
+            )
+        return " (a program it runs is not installed here: `referee doctor` says which are)"
 
     async def _watch(self, process: BotProcess, folder: Path) -> str:
         """Wait for the build to end; a reason to stop it when it passes a limit first."""
