@@ -140,6 +140,18 @@ def bot_kit(lang: Literal["python", "javascript"]) -> Path:
     return _asset("protocol", "kits", lang, "botkit.py" if lang == "python" else "botkit.js")
 
 
+KIT_LANGUAGES = ("python", "javascript", "c", "cpp", "rust", "java")
+"""The languages of the starter kits (``protocol/kits/<lang>/``)."""
+
+
+def kit_folder(lang: str) -> Path:
+    """``protocol/kits/<lang>/``: the kit a new bot in ``lang`` copies (a compiled one's
+    folder holds its library, a bot to edit, its ``Makefile`` and a ``bot.toml`` template)."""
+    if lang not in KIT_LANGUAGES:
+        raise ValueError(f"no kit for {lang!r}")
+    return _asset("protocol", "kits", lang)
+
+
 def spec() -> Path:
     """``protocol/SPEC.md``: the protocol explained to bot authors."""
     return _asset("protocol", "SPEC.md")

@@ -211,7 +211,13 @@ def _built(
 
 @bot.command("new")
 @click.argument("folder", type=click.Path(file_okay=False))
-@click.option("--lang", default="python", type=click.Choice(["python", "javascript"]))
+@click.option(
+    "--lang",
+    default="python",
+    type=click.Choice(["python", "javascript", "c", "cpp", "rust", "java"]),
+    help="The kit's language (default python). c, cpp, rust and java bots are built by "
+    "the referee with make (bot.toml's build).",
+)
 @click.option("--name", default=None, help="Display name (default: the folder's name).")
 @friendly
 def bot_new(folder: str, lang: str, name: str | None) -> None:
@@ -223,6 +229,10 @@ def bot_new(folder: str, lang: str, name: str | None) -> None:
     if target.exists():
         raise UsageError(f"{target} already exists; choose a new folder")
     bot_name = name or target.name
+    if lang not in ("python", "javascript"):
+        _compiled_bot(target, lang, bot_name)
+        click.echo(f"created {target}: edit it, then run `referee bot check {target}`")
+        return
     kit = bot_kit("python" if lang == "python" else "javascript")
     target.mkdir(parents=True)
     shutil.copy(kit, target / kit.name)
@@ -238,6 +248,20 @@ def bot_new(folder: str, lang: str, name: str | None) -> None:
         f'name = {json.dumps(bot_name)}\ncommand = {json.dumps(command)}\nversion = "0.1"\n'
     )
     click.echo(f"created {target}: edit it, then run `referee bot check {target}`")
+
+
+def _compiled_bot(target: Path, lang: str, name: str) -> None:
+    """A new bot in a compiled language: the kit's folder copied, its ``bot.toml``
+    template given the bot's name (quoted as TOML reads it)."""
+    import json
+    import shutil
+
+    from referee.resources import kit_folder
+
+    kit = kit_folder(lang)
+    shutil.copytree(kit, target, ignore=shutil.ignore_patterns("bot.toml"))
+    manifest = (kit / "bot.toml").read_text("utf-8")
+    (target / "bot.toml").write_text(manifest.replace('"{name}"', json.dumps(name)), "utf-8")
 
 
 @bot.command("samples")
