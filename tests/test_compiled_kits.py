@@ -94,7 +94,7 @@ def _python_lowest(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _check_reply(msg: dict[str, Any], line: bytes) -> Any:
     """The reply to ``msg``, read back as the referee reads it, and legal."""
     kind = "hello" if msg["type"] == "hello" else msg["kind"]
-    reply = m.parse_reply(line, msg["id"], kind)
+    reply: Any = m.parse_reply(line, msg["id"], kind)
     if kind == "play":
         assert_legal(reply.cards, msg)
     elif kind == "give":
