@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from referee.protocol import messages as m
+from referee.protocol.kit import KIT_MARKER, read_marker
 from tests.test_kits import BotRun, assert_legal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,6 +165,98 @@ def test_unknown_fields_long_strings_and_broken_lines_do_not_crash(bot: BotRun) 
     choice = _ask(bot, offer)
     assert (choice.take, choice.discard) == ("AH", "7D")
     assert bot.proc.poll() is None
+
+
+# Decisions the rules refuse: a card not held when leading, a wrong give; in C++ a throw too.
+BROKEN = {
+    "c-lowest": (
+        "broken.c",
+        """#include "botkit.h"
+static void play(bk_bot *b, const bk_state *s, bk_cards *out) {
+    (void)b;
+    bk_cards_add(out, bk_leading(s) ? "ZZ" : s->hand.c[0].s);
+}
+static void give(bk_bot *b, const bk_state *s, int to, int count, bk_cards *out) {
+    (void)b, (void)s, (void)to, (void)count;
+    bk_cards_add(out, "ZZ");
+}
+int main(void) {
+    bk_bot bot = bk_bot_default("broken");
+    bot.on_play = play;
+    bot.on_give = give;
+    return bk_run(&bot);
+}
+""",
+        ["cc", "-O2", "-Wall", "-Wextra", "-o", "broken", "broken.c", "botkit.c"],
+    ),
+    "cpp-lowest": (
+        "broken.cpp",
+        """#include <stdexcept>
+#include "botkit.hpp"
+struct Broken : botkit::Bot {
+    Broken() : Bot("broken") {}
+    botkit::Cards onPlay(const botkit::GameState& s) override {
+        if (s.leading()) return {"ZZ"};
+        throw std::runtime_error("bug");
+    }
+    botkit::Cards onGive(const botkit::GameState&, int, int) override { return {"ZZ"}; }
+};
+int main() { return Broken().run(); }
+""",
+        ["g++", "-std=c++17", "-O2", "-Wall", "-o", "broken", "broken.cpp"],
+    ),
+}
+
+
+def test_the_safety_net_replaces_refused_decisions_and_says_so(built: Path, tmp_path: Path) -> None:
+    source, text, command = BROKEN[built.name]
+    for kit in built.glob("botkit.*"):
+        shutil.copy(kit, tmp_path)
+    (tmp_path / source).write_text(text)
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    run = BotRun(["./broken"], tmp_path)
+    try:
+        hello, start, deal, *_ = _to_bot()
+        _ask(run, hello)
+        run.send(start)
+        run.send(deal)  # the hand: 7D 8H 9D AS AD
+        hand = ["7D", "8H", "9D", "AS", "AD"]
+        follow = {
+            "type": "act",
+            "id": 6,
+            "kind": "play",
+            "hand": hand,
+            "trick": {"leader": 1, "count": 1, "top": ["8D"]},
+            "passed": [],
+            "legal": [["9D"], ["AS"], []],
+            "bank_ms": 5000,
+        }
+        lead = {**follow, "id": 7, "trick": {"leader": 0, "count": 0, "top": []}}
+        lead["legal"] = [["7D"], ["8H"], ["9D"], ["AS"], ["AD"], ["AS", "AD"]]
+        give = {"type": "act", "id": 8, "kind": "give", "hand": hand, "to": 2, "count": 2}
+        assert _ask(run, follow).cards == []  # following: the pass
+        assert _ask(run, lead).cards == ["7D"]  # leading: the lowest legal play
+        assert _ask(run, give).cards == ["7D", "8H"]  # the lowest cards
+        run.send({"type": "bye"})
+        assert run.exits_within(1.0) == 0
+        assert run.proc.stderr is not None
+        err = run.proc.stderr.read().decode()
+    finally:
+        run.close()
+    marker = KIT_MARKER.decode()
+    notes = [read_marker(line.encode()) for line in err.splitlines() if line.startswith(marker)]
+    assert [(n.request_id, n.kind, n.sent) for n in notes] == [
+        (6, "play", []),
+        (7, "play", ["7D"]),
+        (8, "give", ["7D", "8H"]),
+    ]
+    assert [n.decided for n in notes[1:]] == [["ZZ"], ["ZZ"]]
+    assert {n.why for n in notes[1:]} == {"not allowed"}
+    if built.name == "cpp-lowest":  # a throw: raised, with what() as the error
+        assert (notes[0].why, notes[0].error, notes[0].decided) == ("raised", "bug", None)
+    else:  # a card held but not legal on the 8: refused
+        assert (notes[0].why, notes[0].decided) == ("not allowed", ["7D"])
 
 
 @pytest.mark.slow

@@ -161,7 +161,7 @@ static bk_json *bk_number(bk_parser *ps) {
     int is_int = 1;
     if (ps->p < ps->end && *ps->p == '-') ps->p++;
     if (ps->p >= ps->end || *ps->p < '0' || *ps->p > '9') return NULL;
-    while (ps->p < ps->end && strchr("0123456789+-.eE", *ps->p) != NULL) {
+    while (ps->p < ps->end && *ps->p != '\0' && strchr("0123456789+-.eE", *ps->p) != NULL) {
         if (strchr(".eE", *ps->p) != NULL) is_int = 0;
         ps->p++;
     }
@@ -766,11 +766,19 @@ static void bk_marker(const bk_state *s, const bk_cards *decided, const bk_cards
     free(b.data);
 }
 
+/* A list your code filled, made safe to read: a count in range, every card terminated. */
+static void bk_tidy(bk_cards *cards) {
+    if (cards->n < 0) cards->n = 0;
+    if (cards->n > BK_MAX_CARDS) cards->n = BK_MAX_CARDS;
+    for (int i = 0; i < cards->n; i++) cards->c[i].s[BK_CARD_LEN - 1] = '\0';
+}
+
 static void bk_decide_play(bk_bot *bot, bk_cards *out) {
     bk_state *s = &bot->state;
     out->n = 0;
     if (bot->on_play != NULL) bot->on_play(bot, s, out);
     else bk_default_play(s, out);
+    bk_tidy(out);
     if (!bot->safety_net || bk_is_legal_play(s, out)) return;
     bk_cards decided = *out;
     bk_safe_play(s, out);
@@ -782,6 +790,7 @@ static void bk_decide_give(bk_bot *bot, bk_cards *out) {
     out->n = 0;
     if (bot->on_give != NULL) bot->on_give(bot, s, s->give_to, s->give_count, out);
     else bk_default_give(s, s->give_count, out);
+    bk_tidy(out);
     if (!bot->safety_net || (out->n == s->give_count && bk_takes_from(&s->hand, out))) return;
     bk_cards decided = *out;
     bk_default_give(s, s->give_count, out);

@@ -175,6 +175,9 @@ int bk_run(bk_bot *bot);
 /* A number in [0, 1), reseeded at every match_start from its seed (or match id and seat). */
 double bk_random(bk_bot *bot);
 /* printf to stderr, one line. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
 void bk_log(const char *fmt, ...);
 
 /* The defaults, to call from your own decisions. */

@@ -96,7 +96,8 @@ public:
     // The strings of an array (other entries left out).
     Cards asCards() const {
         Cards out;
-        for (const Json& item : isArray() ? items : std::vector<Json>{})
+        if (!isArray()) return out;
+        for (const Json& item : items)
             if (item.isString()) out.push_back(item.str);
         return out;
     }
@@ -557,8 +558,7 @@ private:
             top = trick["top"].asCards();
             count = trick["count"].asSmall(int(top.size()));
             legal.clear();
-            for (const Json& play : msg["legal"].isArray() ? msg["legal"].items : std::vector<Json>{})
-                legal.push_back(play.asCards());
+            for (std::size_t i = 0; i < msg["legal"].size(); i++) legal.push_back(msg["legal"][i].asCards());
             bankMs = msg["bank_ms"].asInt(bankMs);
         } else if (kind == "give") {
             giveTo = msg["to"].asSmall();
@@ -627,7 +627,11 @@ public:
     // The reply line for one message (without "\n"), or "" for an event.
     std::string handle(const Json& msg) {
         std::string type = msg["type"].asString();
-        state.apply(msg);
+        try {
+            state.apply(msg);
+        } catch (const std::exception& exc) {  // a malformed message must not take the bot down
+            log(std::string("botkit: could not follow a message; continuing: ") + exc.what());
+        }
         if (type == "match_start" && reseed) {
             std::string text = state.match + ":" + std::to_string(state.seat);
             std::seed_seq fallback(text.begin(), text.end());
