@@ -385,6 +385,19 @@ def test_sample_bots_carry_an_up_to_date_kit(name: str) -> None:
         )
 
 
+@pytest.mark.parametrize(("lang", "source"), [("c", "bot.c"), ("cpp", "bot.cpp")])
+def test_the_compiled_kits_templates_are_their_samples(lang: str, source: str) -> None:
+    """The template a new bot starts from, named, is the sample's code and bot.toml (the
+    sample only adds its own opening comment), so the built sample's tests cover it."""
+    name, template = f"{lang}-lowest", KITS / lang
+    code = (template / source).read_text().replace("{name}", name)
+    sample = (SAMPLES / name / source).read_text()
+    assert sample[sample.index("#include") :] == code[code.index("#include") :]
+    toml = (template / "bot.toml").read_text().replace("{name}", name)
+    assert (SAMPLES / name / "bot.toml").read_text() == toml
+    assert tomllib.loads(toml)["build"] == ["make"] and tomllib.loads(toml)["command"] == "./bot"
+
+
 def _kit() -> ModuleType:
     spec = importlib.util.spec_from_file_location("botkit_under_test", PY_KIT)
     assert spec is not None and spec.loader is not None

@@ -4,8 +4,8 @@
 // defaults). The same play as sample_bots/lowest.
 #include "botkit.hpp"
 
-struct LowestBot : botkit::Bot {
-    LowestBot() : Bot("cpp-lowest", "1") {
+struct MyBot : botkit::Bot {
+    MyBot() : Bot("cpp-lowest", "1") {
         safetyNet = true;  // false: a mistake forfeits the match, with the referee's explanation
     }
 
@@ -24,4 +24,4 @@ struct LowestBot : botkit::Bot {
     }
 };
 
-int main() { return LowestBot().run(); }
+int main() { return MyBot().run(); }
