@@ -42,12 +42,15 @@ bench-server: $(STAMP)
 	$(BIN)/python -m bench.server_bench
 
 # Each sample bot carries its own copy of its kit (a bot sees only its own folder, and its
-# hash covers what it runs): this copies protocol/kits/ over them again after a kit change.
+# hash covers what it runs): this copies protocol/kits/ over them again after a kit change
+# (for C and C++ the kit's Makefile too; each bot's own source stays).
 # tests/test_kits.py fails, naming this target, while a copy differs.
 kits:
 	for bot in sample_bots/*/; do \
 	  if [ -f "$$bot/botkit.py" ]; then cp protocol/kits/python/botkit.py "$$bot/botkit.py"; fi; \
 	  if [ -f "$$bot/botkit.js" ]; then cp protocol/kits/javascript/botkit.js "$$bot/botkit.js"; fi; \
+	  if [ -f "$$bot/botkit.h" ]; then cp protocol/kits/c/botkit.[ch] protocol/kits/c/Makefile "$$bot"; fi; \
+	  if [ -f "$$bot/botkit.hpp" ]; then cp protocol/kits/cpp/botkit.hpp protocol/kits/cpp/Makefile "$$bot"; fi; \
 	done
 
 # The wheel and the sdist (README: Install); `pipx install dist/*.whl` anywhere.

@@ -25,6 +25,8 @@ def test_without_a_folder_every_sample_is_listed_by_the_name_that_runs_it() -> N
     lines = out.splitlines()
     assert [line.split()[0] for line in lines] == [f"@{name}" for name in SAMPLES]
     assert "node bot.js" in next(line for line in lines if line.startswith("@js-lowest "))
+    for compiled in ("@c-lowest ", "@cpp-lowest "):  # built by make (bot.toml's build)
+        assert " ./bot " in next(line for line in lines if line.startswith(compiled))
     assert lines[0].endswith(str(ROOT / "sample_bots" / SAMPLES[0]))
 
 

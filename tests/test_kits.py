@@ -30,8 +30,16 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_bots"
-PY_KIT = ROOT / "protocol" / "kits" / "python" / "botkit.py"
-JS_KIT = ROOT / "protocol" / "kits" / "javascript" / "botkit.js"
+KITS = ROOT / "protocol" / "kits"
+PY_KIT = KITS / "python" / "botkit.py"
+JS_KIT = KITS / "javascript" / "botkit.js"
+# The files a sample copies from each kit, the first one telling which kit it carries.
+KIT_FILES = {
+    "python": ("botkit.py",),
+    "javascript": ("botkit.js",),
+    "c": ("botkit.h", "botkit.c", "Makefile"),
+    "cpp": ("botkit.hpp", "Makefile"),
+}
 HAS_NODE = shutil.which("node") is not None
 REPLY_TIMEOUT = 5.0
 
@@ -183,6 +191,13 @@ class BotRun:
 
 
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.iterdir() if (p / "bot.toml").exists())
+# Samples with a build step (C, C++) run only once built: tests/test_compiled_kits.py builds
+# copies of them and drives those.
+BUILT_SAMPLES = [
+    name
+    for name in SAMPLE_NAMES
+    if "build" in tomllib.loads((SAMPLES / name / "bot.toml").read_text())
+]
 
 
 def _bot_command(folder: Path) -> tuple[list[str], dict[str, Any]]:
@@ -194,7 +209,7 @@ def _bot_command(folder: Path) -> tuple[list[str], dict[str, Any]]:
 
 
 # Every sample bot, plus each kit's default bot (the referee's fallback policy).
-TARGETS = [*SAMPLE_NAMES, "kit:python", "kit:javascript"]
+TARGETS = [*(n for n in SAMPLE_NAMES if n not in BUILT_SAMPLES), "kit:python", "kit:javascript"]
 
 
 @pytest.fixture(params=TARGETS)
@@ -361,12 +376,26 @@ def test_heuristic_saves_a_boss_on_a_low_trick_early() -> None:
 @pytest.mark.parametrize("name", SAMPLE_NAMES)
 def test_sample_bots_carry_an_up_to_date_kit(name: str) -> None:
     folder = SAMPLES / name
-    copies = [p for p in (folder / "botkit.py", folder / "botkit.js") if p.exists()]
-    assert len(copies) == 1, f"{name} must carry exactly one kit"
-    kit = PY_KIT if copies[0].suffix == ".py" else JS_KIT
-    assert copies[0].read_bytes() == kit.read_bytes(), (
-        f"sample_bots/{name}/{copies[0].name} differs from {kit.relative_to(ROOT)}: run make kits"
-    )
+    langs = [lang for lang, files in KIT_FILES.items() if (folder / files[0]).exists()]
+    assert len(langs) == 1, f"{name} must carry exactly one kit"
+    for file in KIT_FILES[langs[0]]:
+        kit = KITS / langs[0] / file
+        assert (folder / file).read_bytes() == kit.read_bytes(), (
+            f"sample_bots/{name}/{file} differs from {kit.relative_to(ROOT)}: run make kits"
+        )
+
+
+@pytest.mark.parametrize(("lang", "source"), [("c", "bot.c"), ("cpp", "bot.cpp")])
+def test_the_compiled_kits_templates_are_their_samples(lang: str, source: str) -> None:
+    """The template a new bot starts from, named, is the sample's code and bot.toml (the
+    sample only adds its own opening comment), so the built sample's tests cover it."""
+    name, template = f"{lang}-lowest", KITS / lang
+    code = (template / source).read_text().replace("{name}", name)
+    sample = (SAMPLES / name / source).read_text()
+    assert sample[sample.index("#include") :] == code[code.index("#include") :]
+    toml = (template / "bot.toml").read_text().replace("{name}", name)
+    assert (SAMPLES / name / "bot.toml").read_text() == toml
+    assert tomllib.loads(toml)["build"] == ["make"] and tomllib.loads(toml)["command"] == "./bot"
 
 
 def _kit() -> ModuleType:

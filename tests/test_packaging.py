@@ -28,6 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 SAMPLE_BOTS = ("heuristic", "lowest", "random", "js-lowest")
+COMPILED_SAMPLES = ("c-lowest", "cpp-lowest")  # built by their bot.toml's build step
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -286,7 +287,7 @@ def test_sample_bots_are_named_with_an_at_sign_and_copied_out(installed: Install
     site = installed.venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     shipped = site / "site-packages" / "referee" / "assets" / "sample_bots"
     listed = installed.referee("bot", "samples").stdout.splitlines()
-    expected = sorted(f"@{name}" for name in (*SAMPLE_BOTS, "montecarlo"))
+    expected = sorted(f"@{name}" for name in (*SAMPLE_BOTS, *COMPILED_SAMPLES, "montecarlo"))
     assert [line.split()[0] for line in listed] == expected
     assert listed[0].endswith(str(shipped / "heuristic"))
 
@@ -331,7 +332,7 @@ def test_sample_bots_are_named_with_an_at_sign_and_copied_out(installed: Install
     }
 
     installed.referee("bot", "samples", "mine")
-    for name in SAMPLE_BOTS:
+    for name in (*SAMPLE_BOTS, *COMPILED_SAMPLES):
         source, copy = ROOT / "sample_bots" / name, installed.cwd / "mine" / name
         assert _shipped(copy) == _shipped(source)
         assert all((copy / f).read_bytes() == (source / f).read_bytes() for f in _shipped(source))
