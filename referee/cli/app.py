@@ -204,6 +204,38 @@ def bots_or_fail(
     return specs
 
 
+def built_bot(
+    spec: Any,
+    sandbox: str,
+    images: tuple[str, ...],
+    show: Callable[[list[str]], None],
+    *,
+    as_json: bool = False,
+) -> Any:
+    """``spec`` built in ``sandbox`` (or found built in the cache), saying so through
+    ``show``; a build that fails ends the command (exit code 1) with the compiler's output
+    (and, with ``as_json``, one JSON object saying why on stdout)."""
+    import json
+
+    from referee.sandbox.build import Builder, BuildFailed, BuildLimits
+
+    limits = BuildLimits()
+    show([f"build: {' '.join(spec.build)} in the {sandbox} sandbox ({limits.describe()})"])
+    try:
+        built = Builder(sandbox, images=images, limits=limits).build(spec)
+    except BuildFailed as exc:
+        if as_json:
+            failure = {"reason": exc.reason, "first_error": exc.first_error, "log": exc.log}
+            click.echo(json.dumps({"passed": False, "build": failure}, ensure_ascii=False))
+        show(str(exc).splitlines())
+        sys.exit(1)
+    if built.cached:
+        show([f"build: already built (in {built.seconds:.1f} s); reused from the cache"])
+    else:
+        show([f"build: done in {built.seconds:.1f} s"])
+    return built.spec
+
+
 def print_result(result: Any) -> None:
     """A match's standings, each fault explained, each seat whose kit replaced decisions
     warned, and where its log is."""

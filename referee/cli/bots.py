@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from referee.cli.app import (
     allow_image_option,
+    built_bot,
     check_images,
     check_memory,
     default_log,
@@ -22,7 +22,6 @@ from referee.cli.app import (
 from referee.errors import UsageError
 from referee.resources import bot_kit
 from referee.rules import preset_names
-from referee.sandbox.base import BotSpec
 from referee.sandbox.staging import BotFile
 from referee.specs import TimeControl
 from referee.text import printable
@@ -106,7 +105,7 @@ def bot_check(
             click.echo(printable(line), err=as_json)
 
     if spec.build:
-        spec = _built(spec, sandbox.name, allow_images, as_json, show)
+        spec = built_bot(spec, sandbox.name, allow_images, show, as_json=as_json)
     report = compliance.run_check(
         spec,
         sandbox,
@@ -177,36 +176,6 @@ const bot = new MyBot({name_json}, "0.1");
 bot.safetyNet = true; // false: a mistake forfeits the match, with the referee's explanation
 bot.run();
 """
-
-
-def _built(
-    spec: BotSpec,
-    sandbox: str,
-    images: tuple[str, ...],
-    as_json: bool,
-    show: Callable[[list[str]], None],
-) -> BotSpec:
-    """``spec`` built in ``sandbox`` (or found built in the cache), saying so; a build that
-    fails ends the check (exit code 1) with the compiler's output."""
-    import json
-
-    from referee.sandbox.build import Builder, BuildFailed, BuildLimits
-
-    limits = BuildLimits()
-    show([f"build: {' '.join(spec.build)} in the {sandbox} sandbox ({limits.describe()})"])
-    try:
-        built = Builder(sandbox, images=images, limits=limits).build(spec)
-    except BuildFailed as exc:
-        if as_json:
-            failure = {"reason": exc.reason, "first_error": exc.first_error, "log": exc.log}
-            click.echo(json.dumps({"passed": False, "build": failure}, ensure_ascii=False))
-        show(str(exc).splitlines())
-        sys.exit(1)
-    if built.cached:
-        show([f"build: already built (in {built.seconds:.1f} s); reused from the cache"])
-    else:
-        show([f"build: done in {built.seconds:.1f} s"])
-    return built.spec
 
 
 @bot.command("new")

@@ -11,6 +11,7 @@ from referee.cli.app import (
     allow_image_option,
     announce,
     bots_or_fail,
+    built_bot,
     check_memory,
     default_log,
     friendly,
@@ -24,6 +25,7 @@ from referee.cli.app import (
 from referee.cli.matches import Series, play_matches, series_options
 from referee.errors import UsageError
 from referee.specs import TimeControl
+from referee.text import printable
 
 
 @main.command()
@@ -182,6 +184,15 @@ def play(
     if log_path is None:
         log_path = str(default_log(match_id))
     sandbox = get_sandbox(sandbox_name, images=allow_images)
+
+    def show(lines: list[str]) -> None:
+        for line in lines:
+            click.echo(printable(line), err=True)
+
+    specs = [
+        built_bot(spec, sandbox.name, allow_images, show, as_json=as_json) if spec.build else spec
+        for spec in specs
+    ]
     tc = time_control
     limits = Limits(memory_mb=memory_mb)
     check_memory(sandbox, len(specs), memory_mb, fix="lower --memory-mb")

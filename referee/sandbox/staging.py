@@ -620,8 +620,11 @@ def bot_sha256(files: Iterable[BotFile]) -> str:
 def stage_bot(spec: BotSpec, root: Path, *, max_bytes: int = MAX_BOT_BYTES) -> BotSpec:
     """Copy the bot into a new folder under ``root``; the returned spec points at the copy.
 
-    :func:`read_bot_files` then :func:`stage_files`: see there.
+    :func:`read_bot_files` then :func:`stage_files`: see there. A bot with a build step is
+    built first (:class:`referee.sandbox.build.Builder`), and its built bundle staged.
     """
+    if spec.build:
+        raise ValueError(f"bot {spec.name!r} has a build step: stage its built bundle")
     return stage_files(spec, read_bot_files(spec, max_bytes=max_bytes), root)
 
 
