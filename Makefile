@@ -48,6 +48,8 @@ kits:
 	for bot in sample_bots/*/; do \
 	  if [ -f "$$bot/botkit.py" ]; then cp protocol/kits/python/botkit.py "$$bot/botkit.py"; fi; \
 	  if [ -f "$$bot/botkit.js" ]; then cp protocol/kits/javascript/botkit.js "$$bot/botkit.js"; fi; \
+	  if [ -f "$$bot/botkit.rs" ]; then cp protocol/kits/rust/botkit.rs protocol/kits/rust/Makefile "$$bot"; fi; \
+	  if [ -f "$$bot/BotKit.java" ]; then cp protocol/kits/java/BotKit.java protocol/kits/java/Makefile "$$bot"; fi; \
 	done
 
 # The wheel and the sdist (README: Install); `pipx install dist/*.whl` anywhere.
