@@ -32,6 +32,15 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_bots"
 PY_KIT = ROOT / "protocol" / "kits" / "python" / "botkit.py"
 JS_KIT = ROOT / "protocol" / "kits" / "javascript" / "botkit.js"
+RUST_KIT = ROOT / "protocol" / "kits" / "rust"
+JAVA_KIT = ROOT / "protocol" / "kits" / "java"
+# The kit files a sample carries a copy of, by the file that marks which kit it uses.
+KIT_COPIES: dict[str, list[Path]] = {
+    "botkit.py": [PY_KIT],
+    "botkit.js": [JS_KIT],
+    "botkit.rs": [RUST_KIT / "botkit.rs", RUST_KIT / "Makefile"],
+    "BotKit.java": [JAVA_KIT / "BotKit.java", JAVA_KIT / "Makefile"],
+}
 HAS_NODE = shutil.which("node") is not None
 REPLY_TIMEOUT = 5.0
 
@@ -183,6 +192,10 @@ class BotRun:
 
 
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.iterdir() if (p / "bot.toml").exists())
+# Samples with a build step run only once built: tests/test_compiled_kits_rj.py builds them.
+BUILT_SAMPLES = {
+    n for n in SAMPLE_NAMES if "build" in tomllib.loads((SAMPLES / n / "bot.toml").read_text())
+}
 
 
 def _bot_command(folder: Path) -> tuple[list[str], dict[str, Any]]:
@@ -194,7 +207,7 @@ def _bot_command(folder: Path) -> tuple[list[str], dict[str, Any]]:
 
 
 # Every sample bot, plus each kit's default bot (the referee's fallback policy).
-TARGETS = [*SAMPLE_NAMES, "kit:python", "kit:javascript"]
+TARGETS = [*(n for n in SAMPLE_NAMES if n not in BUILT_SAMPLES), "kit:python", "kit:javascript"]
 
 
 @pytest.fixture(params=TARGETS)
@@ -361,12 +374,13 @@ def test_heuristic_saves_a_boss_on_a_low_trick_early() -> None:
 @pytest.mark.parametrize("name", SAMPLE_NAMES)
 def test_sample_bots_carry_an_up_to_date_kit(name: str) -> None:
     folder = SAMPLES / name
-    copies = [p for p in (folder / "botkit.py", folder / "botkit.js") if p.exists()]
-    assert len(copies) == 1, f"{name} must carry exactly one kit"
-    kit = PY_KIT if copies[0].suffix == ".py" else JS_KIT
-    assert copies[0].read_bytes() == kit.read_bytes(), (
-        f"sample_bots/{name}/{copies[0].name} differs from {kit.relative_to(ROOT)}: run make kits"
-    )
+    marks = [mark for mark in KIT_COPIES if (folder / mark).exists()]
+    assert len(marks) == 1, f"{name} must carry exactly one kit"
+    for kit in KIT_COPIES[marks[0]]:
+        copy = folder / kit.name
+        assert copy.read_bytes() == kit.read_bytes(), (
+            f"sample_bots/{name}/{copy.name} differs from {kit.relative_to(ROOT)}: run make kits"
+        )
 
 
 def _kit() -> ModuleType:

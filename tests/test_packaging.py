@@ -287,6 +287,7 @@ def test_sample_bots_are_named_with_an_at_sign_and_copied_out(installed: Install
     shipped = site / "site-packages" / "referee" / "assets" / "sample_bots"
     listed = installed.referee("bot", "samples").stdout.splitlines()
     expected = sorted(f"@{name}" for name in (*SAMPLE_BOTS, "montecarlo"))
+    expected = sorted([*expected, "@rust-lowest", "@java-lowest"])  # the compiled samples
     assert [line.split()[0] for line in listed] == expected
     assert listed[0].endswith(str(shipped / "heuristic"))
 

@@ -197,8 +197,8 @@ def test_an_unknown_sample_is_one_line_before_any_bot_starts() -> None:
     result = _play("@heuristic", "@lowest", "@randon", "--matches", "3")
     assert result.exit_code == 2
     assert result.stderr == (
-        "referee: no sample bot is called @randon (the samples: @heuristic, @js-lowest, "
-        "@lowest, @montecarlo, @random)\n"
+        "referee: no sample bot is called @randon (the samples: @heuristic, @java-lowest, "
+        "@js-lowest, @lowest, @montecarlo, @random, @rust-lowest)\n"
     )
 
 

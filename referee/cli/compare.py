@@ -350,7 +350,9 @@ def _default_field() -> list[str]:
 
     # montecarlo searches for as long as its clock allows, so the two halves of a pair
     # would differ by the machine's load as well as by the versions (and it is slow).
-    return [SAMPLE_PREFIX + name for name in sample_bot_names() if name != "montecarlo"]
+    # The compiled samples play as lowest does, once built: no new opponent for the field.
+    left_out = ("montecarlo", "rust-lowest", "java-lowest")
+    return [SAMPLE_PREFIX + name for name in sample_bot_names() if name not in left_out]
 
 
 def _named_bots(given: list[str], table_size: int, allow_images: tuple[str, ...]) -> list[Any]:
