@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPT = ROOT / "protocol" / "examples" / "short-match.jsonl"
 BUILD_PATH = "/usr/bin:/bin"  # what the referee's build step gives make
 REPLY_TIMEOUT = 5.0
+REFEREE = (sys.executable, "-m", "referee")
 
 LANGUAGES = {
     "rust": ("rust-lowest", "bot.rs", ("rustc", "make")),
@@ -317,8 +317,7 @@ def test_the_built_sample_passes_the_bot_check_in_the_process_sandbox(
 ) -> None:
     copy = _checked_copy(built, tmp_path / built.folder.name)
     out = subprocess.run(
-        [sys.executable, "-m", "referee", "bot", "check", str(copy), "--sandbox", "process"]
-        + ["--json"],
+        [*REFEREE, "bot", "check", str(copy), "--json", "--sandbox", "process"],
         capture_output=True,
         text=True,
         timeout=170,
