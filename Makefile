@@ -51,6 +51,8 @@ kits:
 	  if [ -f "$$bot/botkit.js" ]; then cp protocol/kits/javascript/botkit.js "$$bot/botkit.js"; fi; \
 	  if [ -f "$$bot/botkit.h" ]; then cp protocol/kits/c/botkit.[ch] protocol/kits/c/Makefile "$$bot"; fi; \
 	  if [ -f "$$bot/botkit.hpp" ]; then cp protocol/kits/cpp/botkit.hpp protocol/kits/cpp/Makefile "$$bot"; fi; \
+	  if [ -f "$$bot/botkit.rs" ]; then cp protocol/kits/rust/botkit.rs protocol/kits/rust/Makefile "$$bot"; fi; \
+	  if [ -f "$$bot/BotKit.java" ]; then cp protocol/kits/java/BotKit.java protocol/kits/java/Makefile "$$bot"; fi; \
 	done
 
 # The wheel and the sdist (README: Install); `pipx install dist/*.whl` anywhere.

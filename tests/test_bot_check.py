@@ -93,6 +93,10 @@ def test_a_new_javascript_bot_passes(tmp_path: Path) -> None:
 
 
 SAMPLES = sorted(p.name for p in (ROOT / "sample_bots").iterdir() if (p / "bot.toml").exists())
+# A sample with a build step runs once built: tests/test_compiled_kits_rj.py builds and checks it.
+SAMPLES = [
+    n for n in SAMPLES if "build =" not in (ROOT / "sample_bots" / n / "bot.toml").read_text()
+]
 
 
 def _filtered() -> bool:

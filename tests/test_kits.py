@@ -39,6 +39,8 @@ KIT_FILES = {
     "javascript": ("botkit.js",),
     "c": ("botkit.h", "botkit.c", "Makefile"),
     "cpp": ("botkit.hpp", "Makefile"),
+    "rust": ("botkit.rs", "Makefile"),
+    "java": ("BotKit.java", "Makefile"),
 }
 HAS_NODE = shutil.which("node") is not None
 REPLY_TIMEOUT = 5.0
@@ -191,8 +193,8 @@ class BotRun:
 
 
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.iterdir() if (p / "bot.toml").exists())
-# Samples with a build step (C, C++) run only once built: tests/test_compiled_kits.py builds
-# copies of them and drives those.
+# Samples with a build step (C, C++, Rust, Java) run only once built: the compiled kits'
+# tests (tests/test_compiled_kits.py, test_compiled_kits_rj.py) build copies and drive those.
 BUILT_SAMPLES = [
     name
     for name in SAMPLE_NAMES

@@ -198,7 +198,7 @@ def test_an_unknown_sample_is_one_line_before_any_bot_starts() -> None:
     assert result.exit_code == 2
     assert result.stderr == (
         "referee: no sample bot is called @randon (the samples: @c-lowest, @cpp-lowest, "
-        "@heuristic, @js-lowest, @lowest, @montecarlo, @random)\n"
+        "@heuristic, @java-lowest, @js-lowest, @lowest, @montecarlo, @random, @rust-lowest)\n"
     )
 
 

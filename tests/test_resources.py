@@ -127,7 +127,7 @@ def test_the_samples_are_listed_and_named_with_an_at_sign_from_any_folder(
     monkeypatch.chdir(tmp_path)
     assert resources.sample_bot_names() == SAMPLES
     assert {"heuristic", "lowest", "random", "js-lowest", "montecarlo"} <= set(SAMPLES)
-    assert {"c-lowest", "cpp-lowest"} <= set(SAMPLES)
+    assert {"c-lowest", "cpp-lowest", "rust-lowest", "java-lowest"} <= set(SAMPLES)
     assert resources.sample_by_name("@heuristic") == ROOT / "sample_bots" / "heuristic"
     # Anything not starting with @ is a path, left to the caller.
     for path in ("heuristic", "./@heuristic", "sample_bots/heuristic", ""):

@@ -350,8 +350,8 @@ def _default_field() -> list[str]:
 
     # montecarlo searches for as long as its clock allows, so the two halves of a pair
     # would differ by the machine's load as well as by the versions (and it is slow).
-    # c-lowest and cpp-lowest play exactly as lowest, once built by their build step.
-    left_out = ("montecarlo", "c-lowest", "cpp-lowest")
+    # The compiled samples play exactly as lowest, once built by their build step.
+    left_out = ("montecarlo", "c-lowest", "cpp-lowest", "rust-lowest", "java-lowest")
     return [SAMPLE_PREFIX + name for name in sample_bot_names() if name not in left_out]
 
 

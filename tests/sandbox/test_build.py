@@ -18,7 +18,7 @@ import pytest
 
 from referee.sandbox import load_bot
 from referee.sandbox.base import BotSpec
-from referee.sandbox.build import BuildFailed, Builder, BuildLimits, first_error
+from referee.sandbox.build import Builder, BuildFailed, BuildLimits, first_error
 from referee.sandbox.image import NATIVE_IMAGE
 from tests.conftest import require_docker
 

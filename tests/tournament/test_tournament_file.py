@@ -475,5 +475,6 @@ def test_an_unknown_sample_in_a_tournament_file_names_the_entry_and_the_samples(
         load_tournament(path)
     assert str(caught.value) == (
         f"{path}: bots[3]: no sample bot is called @heuristics (the samples: @c-lowest, "
-        "@cpp-lowest, @heuristic, @js-lowest, @lowest, @montecarlo, @random)"
+        "@cpp-lowest, @heuristic, @java-lowest, @js-lowest, @lowest, @montecarlo, @random, "
+        "@rust-lowest)"
     )
