@@ -207,7 +207,11 @@ def test_a_bot_naming_an_image_the_tournament_does_not_allow_is_refused(tmp_path
     code, output = _submit(str(bot), "--to", str(path))
     assert code == 1
     assert "bot refused: bot 'nosy' names the Docker image 'private/creds:1'" in output
-    assert "(allowed: arschloch-referee-bot:latest)" in output and "[sandbox]" in output
+    assert (
+        "(allowed: arschloch-referee-bot-java:latest, arschloch-referee-bot-native:latest, arschloch-referee-bot:latest)"
+        in output
+        and "[sandbox]" in output
+    )
     assert "check:" not in output  # refused before anything ran
     assert path.read_text() == before
     assert not (tmp_path / "t" / "bots" / "nosy").exists()

@@ -335,7 +335,10 @@ def test_a_bot_naming_an_image_not_allowed_is_refused_at_load(tmp_path: Path) ->
     message = str(info.value)
     assert message.startswith(f"{path}: bots[4]: bot 'nosy' names the Docker image ")
     assert "'private/creds:1'" in message
-    assert "(allowed: arschloch-referee-bot:latest)" in message
+    assert (
+        "(allowed: arschloch-referee-bot-java:latest, arschloch-referee-bot-native:latest, arschloch-referee-bot:latest)"
+        in message
+    )
     assert (
         'set images = ["arschloch-referee-bot:latest", "private/creds:1"] under [sandbox]'
         in message
