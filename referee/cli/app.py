@@ -220,7 +220,8 @@ def built_bot(
     from referee.sandbox.build import Builder, BuildFailed, BuildLimits
 
     limits = BuildLimits()
-    show([f"build: {' '.join(spec.build)} in the {sandbox} sandbox ({limits.describe()})"])
+    what = f"build: {spec.name}:"
+    show([f"{what} {' '.join(spec.build)} in the {sandbox} sandbox ({limits.describe()})"])
     try:
         built = Builder(sandbox, images=images, limits=limits).build(spec)
     except BuildFailed as exc:
@@ -230,9 +231,9 @@ def built_bot(
         show(str(exc).splitlines())
         sys.exit(1)
     if built.cached:
-        show([f"build: already built (in {built.seconds:.1f} s); reused from the cache"])
+        show([f"{what} already built (in {built.seconds:.1f} s), reused from the cache"])
     else:
-        show([f"build: done in {built.seconds:.1f} s"])
+        show([f"{what} done in {built.seconds:.1f} s"])
     return built.spec
 
 

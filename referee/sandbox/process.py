@@ -194,6 +194,9 @@ _SYSTEM_ETC = (
     "/etc/localtime",
     "/etc/ssl",
 )
+# A JDK's configuration (its java.security, which javac and the JVM load at start) lives in
+# /etc/java-<version>-openjdk, linked from /usr/lib/jvm: package files, no machine secrets.
+_SYSTEM_ETC_GLOBS = ("/etc/java-*-openjdk",)
 _WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 _SYSTEM_SHELLS = "/usr/bin:/bin"  # run as root: never a shell found on the caller's PATH
 _BWRAP_PROCESSES = 2  # bwrap's monitor and its pid-1 reaper count against RLIMIT_NPROC
@@ -443,8 +446,11 @@ def _dev_mounts(sized: bool, shm_bytes: int) -> list[str]:
 
 def _system_binds() -> list[str]:
     """Read-only binds of the runtime's system folders; symlinked ones become symlinks."""
+    import glob
+
     args: list[str] = []
-    for path in (*_SYSTEM_DIRS, *_SYSTEM_ETC):
+    found = [path for pattern in _SYSTEM_ETC_GLOBS for path in sorted(glob.glob(pattern))]
+    for path in (*_SYSTEM_DIRS, *_SYSTEM_ETC, *found):
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.exists(path):
