@@ -4,15 +4,16 @@ A bot that passes here behaves in a tournament: it starts and answers ``hello`` 
 answers every kind of request (``play``, ``give``, ``leftover``) under every preset at the
 smallest and the largest table, and plays a second match on the same process. The steps:
 
-1. **handshake**: start the bot, time ``hello`` → ``ready`` against ``hello_ms``, say
-   ``bye`` (and note a bot that had to be killed after it);
+1. **handshake**: start the bot, time ``hello`` → ``ready`` against ``hello_ms``;
 2. **every preset at 3 and 6 seats**: a short match (:data:`CHECK_ROUNDS` rounds) with the
    bot at seat 0 and the sample bots elsewhere, on a deal from :data:`SEEDS` chosen so that
    the bot is asked every request kind the preset has (a ``give`` where the president
    chooses what to give back, a ``leftover`` where leftovers are swapped). Which seat gets
-   which request depends on the places, so on the bot's own play: when a kind was not asked
-   the next seed of the list is played, and a kind never asked is reported;
-3. **reuse**: two matches on one process, as a tournament worker plays them.
+   which request depends on the places, so on the bot's own play: while a kind was not
+   asked the next seed of the list is played, and a kind still never asked after the last
+   is reported, in the step's note and in the summary (those replies are untested);
+3. **reuse**: two matches in a row at a table of their own (:data:`REUSE`), as a
+   tournament worker plays them.
 
 A match step fails on a fault, and also when the bot's kit replaced any of its decisions
 with a safe one (the kits' safety net writes a marker line on stderr for each,
@@ -21,26 +22,33 @@ never learn of the bug.
 
 The sample bots are deterministic (the random one seeds itself from the match id and its
 seat), so a given bot meets the same deals and the same replies every time it is checked.
-The opponents' processes are pooled across the run
-(:class:`~referee.protocol.seats.SessionPool`); the bot under test gets a fresh process per
-step, so one failure does not spill into the next step. That process comes from a pool of
-its own that serves one match (block) per process. All the steps are known up front, so
-with ``ahead`` that pool starts the processes of the steps to come while a step plays, up
-to :data:`AHEAD` of them (no more than the steps left need: one each), and stops the used
-ones in the background; ``ahead`` bounds those started ahead and those being stopped
-together, so at most ``ahead + 1`` (:data:`BOT_PROCESSES` by default) of the bot are alive
-at once. Once the first process is greeted, the opponents of the largest table start too.
-A container's start is slow, most of it CPU in the daemons (dockerd, containerd, its shim
-and runc; ``bench/docker_bench.py`` times it), and a check needs 19 of them; started side
-by side while the steps play, they use the CPU the steps leave idle, but on a busy machine
-that CPU is the limit, not the order they start in (the figures: docs/performance.md, `bot
-check @heuristic`). Neither pool freezes its idle bots: the sample bots are ours, and the
-bot under test's next processes could only slow the bot itself (``docker pause`` and
-``unpause`` would cost time in every match). Both are
-seated the one way (:func:`~referee.protocol.seats.seated`): the bot under test's process
-is seated alone for its step, then takes seat 0 of each match of the step, an occupied seat
-among the borrowed opponents. By default the run stops at the first failed step (a bot that
-never flushes would otherwise wait out every step's clock); ``keep_going`` runs them all.
+
+**One process across the steps.** The bot under test keeps the handshake's process for
+every step, as a tournament worker keeps one for many matches (the protocol lets a process
+play match after match, ``protocol/SPEC.md`` section 11): every match after its first
+proves reuse, and the reuse step adds two at a table of its own. The process is lent once
+by a pool of its own (:class:`~referee.protocol.seats.SessionPool`, one block per process)
+and held by the run (:meth:`ComplianceRun.own_process`) until a step fails: it is then
+given up (:meth:`ComplianceRun.let_go`, stopped in the background with ``ahead``) and the
+next step starts a fresh one, so a failure never spills into the next step, and each step's
+findings are those of its own matches. A fault in a process's second match or later says
+its number, and the reuse hint when the bot answered nothing in that match. Its ``bye`` is
+checked at the end of a run whose last step passed (:meth:`ComplianceRun.say_bye`): a bot
+killed after it is said in the summary. The bots' decisions do not depend on the matches
+before (each resets on ``match_start``), so the pinned deals ask the same as on fresh
+processes.
+
+**The opponents.** Their processes are pooled across the run (a second
+:class:`~referee.protocol.seats.SessionPool`), and the largest table's are started once
+the bot's first process is greeted. They are ours, shipped with the referee: beside a bot
+in Docker they run in the process sandbox (:func:`opponents_sandbox`), where a start costs
+a small part of a container's CPU; a match mixes the two, each seat started by its pool's
+sandbox. Neither pool freezes its idle bots: the sample bots are ours, and ``docker pause``
+and ``unpause`` would cost time in every match. Both are seated the one way
+(:func:`~referee.protocol.seats.seated`): the bot under test's process is seated alone,
+then takes seat 0 of each match, an occupied seat among the borrowed opponents. By default
+the run stops at the first failed step (a bot that never flushes would otherwise wait out
+every step's clock); ``keep_going`` runs them all.
 
 ``referee submit`` runs the same steps for one tournament (:func:`check_entry`): the
 handshake, the tournament's rules at its table size on the same pinned deals
@@ -696,7 +704,8 @@ def summary_lines(report: CheckReport) -> list[str]:
 def header_lines(report: CheckReport) -> list[str]:
     """What is checked, where, and under which limits."""
     tc, lim = report.time_control, report.limits
-    where = f" (in the {report.opponents_sandbox})" if report.opponents_sandbox else ""
+    theirs = report.opponents_sandbox
+    where = f" (in the {theirs.partition(':')[0]}: ours, trusted)" if theirs else ""
     return [
         f"bot check: {report.bot} ({report.path})",
         f"sandbox: {report.sandbox}",
@@ -723,8 +732,8 @@ def run_check(
     Ctrl-C and SIGTERM stop the run with every bot stopped (:mod:`referee.interrupts`).
     Match logs go to ``log_dir`` when given. ``on_start`` is called with the empty report
     (what is checked, where), ``progress`` with each finished step. ``ahead``: how many
-    processes of the bot may be alive beside the one playing, started ahead for the steps
-    to come or being stopped behind them (0: one at a time; see the module docstring).
+    processes of the bot may be alive beside the one playing: one that failed a step, being
+    stopped while the next step's starts (0: one at a time; see the module docstring).
     """
     from referee.sandbox import make_staging_root, remove_staging_root, stage_bot
 
