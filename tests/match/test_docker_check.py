@@ -72,7 +72,8 @@ def test_bot_check_finds_the_same_in_docker_as_in_the_process_sandbox(
     from referee.sandbox import ProcessSandbox
 
     found = []
-    for sandbox in (_sandbox(docker_sandbox), ProcessSandbox()):
+    sandboxes: list[Any] = [_sandbox(docker_sandbox), ProcessSandbox()]
+    for sandbox in sandboxes:
         report = run_check(
             load_bot(bot), sandbox, presets=["arschloch"], keep_going=True, time_control=SHORT
         )
