@@ -577,12 +577,12 @@ def _timed_check(sandbox: str, source: Path | None) -> float:
     return elapsed
 
 
-def bench_check(pairs: int = 5, before: Path | None = None) -> dict[str, float]:
+def bench_check_times(pairs: int = 5, before: Path | None = None) -> dict[str, list[float]]:
     """``referee bot check @heuristic`` in Docker beside the process sandbox, ``pairs``
     times, taking turns (each pair in the other order than the one before) so that both
     see the same load; with ``before``, a referee checkout (the code before a change) takes
-    its turns in the same pairs. Prints each pair with the load, then min / median / max
-    and the ratio Docker / process (median of the pairs' ratios, and their range)."""
+    its turns in the same pairs. Prints each pair with the load; returns the seconds of
+    every run, by variant (``docker``, ``process``, ``before, docker``, ...)."""
     variants: dict[str, tuple[str, Path | None]] = {}
     if before is not None:
         variants["before, docker"] = ("docker", before)
@@ -598,6 +598,14 @@ def bench_check(pairs: int = 5, before: Path | None = None) -> dict[str, float]:
             times[name].append(_timed_check(*variants[name]))
         each = "  ".join(f"{name} {times[name][-1]:5.2f} s" for name in variants)
         print(f"  turn {turn + 1}  load {load[0]:4.1f} {load[1]:4.1f} {load[2]:4.1f}   {each}")
+    return times
+
+
+def bench_check(pairs: int = 5, before: Path | None = None) -> dict[str, float]:
+    """:func:`bench_check_times`, then min / median / max of each variant and the ratio
+    Docker / process (median of the pairs' ratios, their range, the ratio of the medians
+    and each pair's; ``bench/check_bench.py`` runs only this)."""
+    times = bench_check_times(pairs, before)
     figures: dict[str, float] = {}
     for name, seconds in times.items():
         print(
@@ -608,10 +616,13 @@ def bench_check(pairs: int = 5, before: Path | None = None) -> dict[str, float]:
     for prefix in ["before, ", ""] if before is not None else [""]:
         docker, process = times[f"{prefix}docker"], times[f"{prefix}process"]
         ratios = [d / p for d, p in zip(docker, process, strict=True)]
+        of_medians = statistics.median(docker) / statistics.median(process)
         print(
             f"  {prefix + 'docker / process':24} {statistics.median(ratios):4.2f}x (pairs "
-            f"{min(ratios):4.2f}x to {max(ratios):4.2f}x; target <= 1.5x)"
+            f"{min(ratios):4.2f}x to {max(ratios):4.2f}x; ratio of the medians "
+            f"{of_medians:4.2f}x; target <= 1.5x)"
         )
+        print(f"  {prefix + 'pairs':24} {' '.join(f'{r:4.2f}x' for r in ratios)}")
         figures[f"check_{prefix.replace(', ', '_')}ratio"] = statistics.median(ratios)
     print(f"  load at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return figures

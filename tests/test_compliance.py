@@ -7,9 +7,12 @@ processes and the command line are in ``tests/test_bot_check.py``.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import itertools
 import json
 import re
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +33,15 @@ from referee.match.compliance import (
 from referee.rules import PRESETS, RuleSet
 from referee.sandbox import Limits
 from referee.specs import TimeControl
-from referee.testing import FakeClock, FakeSandbox, Handler, Stderr, polite_bot, spec
+from referee.testing import (
+    Exit,
+    FakeClock,
+    FakeSandbox,
+    Handler,
+    Stderr,
+    polite_bot,
+    spec,
+)
 from tests.match.emulated_bots import (
     CANDIDATES,
     KIT,
@@ -195,17 +206,30 @@ def _one_match_only() -> Handler:
     return handle
 
 
-def test_a_bot_deaf_after_its_first_match_fails_the_reuse_step() -> None:
+def test_a_bot_deaf_after_its_first_match_fails_at_its_processs_second_match() -> None:
+    """The steps share one process, so a one-match bot fails at the second match it is
+    sent, whichever step that is, told why; every step before passed."""
     tc = TimeControl(move_ms=100, bank_ms=0, hello_ms=1000)
     run = _scripted(_one_match_only, tc)
     report = _run(run)
+    assert not report.passed and report.stopped_early
     assert [s.ok for s in report.steps[:-1]] == [True] * (len(report.steps) - 1)
-    reuse = report.steps[-1]
-    assert reuse.name.startswith("reuse") and not reuse.ok
-    assert reuse.problem[0] == "(in the match number 2 of this process)"
-    assert "timeout" in reuse.problem[2] and "no reply within 100 ms" in reuse.problem[2]
-    hints = [line for line in reuse.problem if line.startswith("hint:")]
+    failed = report.steps[-1]
+    assert sum(len(s.seeds) for s in report.steps[1:]) == 2  # its process's second match
+    assert failed.problem[0] == "(in the match number 2 of this process)"
+    assert "timeout" in failed.problem[2] and "no reply within 100 ms" in failed.problem[2]
+    hints = [line for line in failed.problem if line.startswith("hint:")]
     assert "another match_start may follow on the same process" in hints[0]
+
+
+def test_a_fault_in_a_later_match_that_answered_is_not_blamed_on_reuse() -> None:
+    """A wrong card count in the process's second match or later: its number is said, the
+    reuse hint is not (the bot did answer in that match)."""
+    report = _run(_scripted(_one_card_on_pairs))
+    failed = report.steps[-1]
+    if failed.problem[0].startswith("(in the match number"):
+        assert not any("another match_start may follow" in line for line in failed.problem)
+    assert failed.fault is not None and failed.fault.kind == "illegal"
 
 
 def test_a_bot_that_fails_hello_stops_the_run_after_the_handshake() -> None:
@@ -281,40 +305,105 @@ def _steps_served(proc: Any) -> set[str]:
     return {"reuse" if i.startswith("check-reuse") else i.rsplit("-", 1)[0] for i in ids}
 
 
-@pytest.mark.parametrize("ahead", [0, 1, BOT_PROCESSES - 1])
-def test_each_steps_process_starts_during_the_steps_before_and_changes_nothing_found(
-    ahead: int,
-) -> None:
-    """Started ahead, the bot under test still gets a fresh process per step (per seed),
-    none serving two, none wasted after the last step, at most ``ahead + 1`` alive at once
-    (BOT_PROCESSES at bot check's default); the report is the one of a run that starts each
-    process when its step comes."""
+def _match_ids(proc: Any) -> list[str]:
+    return [m["match"] for m in proc.received if m["type"] == "match_start"]
+
+
+def _step_ids(step: Any) -> list[str]:
+    """The ids of the matches a step played, in order."""
+    if step.name.startswith("reuse"):
+        return [f"check-reuse{n}-{seed}" for n, seed in enumerate(step.seeds, 1)]
+    return [f"check-{step.preset}-{step.seats}-{seed}" for seed in step.seeds]
+
+
+def _counted(make: Callable[[], Handler], ahead: int = 0, tc: TimeControl | None = None) -> Any:
     factories: dict[str, Any] = {name: handler(name) for name in OPPONENTS}
-    factories["scripted"] = lambda: polite_bot("scripted")
+    factories["scripted"] = make
     sandbox = _Counting(factories)
     opponents = {name: spec(name) for name in OPPONENTS}
     run = ComplianceRun(
-        sandbox, spec("scripted"), opponents, _report(), clock=FakeClock(), ahead=ahead
+        sandbox, spec("scripted"), opponents, _report(tc), clock=FakeClock(), ahead=ahead
     )
+    return run, sandbox
+
+
+@pytest.mark.parametrize("ahead", [0, BOT_PROCESSES - 1])
+def test_a_passing_bot_plays_every_step_on_one_process_and_is_told_bye(ahead: int) -> None:
+    """The handshake's process plays every match of the run, in step order, and is told
+    ``bye`` at the end; none other of the bot is started."""
+    run, sandbox = _counted(lambda: polite_bot("scripted"), ahead)
     report = _run(run)
     assert report.passed, [step_lines(s) for s in report.steps]
-    matches = 1 + sum(len(s.seeds) for s in report.steps[1:-1]) + 1  # handshake, ..., reuse
-    own = sandbox.own()
-    assert len(own) == matches, "a fresh process for each, and none started for nothing"
-    assert [_steps_served(p) for p in own].count(set()) == 1, "the handshake's only"
-    for proc in own[1:]:
-        assert len(_steps_served(proc)) == 1, "a process served two steps"
-        starts = [m for m in proc.received if m["type"] == "match_start"]
-        assert len(starts) == (2 if _steps_served(proc) == {"reuse"} else 1)
+    (own,) = sandbox.own()
+    matches = sum(len(s.seeds) for s in report.steps[1:-1]) + 2  # the steps', reuse's two
+    assert len(_match_ids(own)) == matches
+    assert _match_ids(own)[-2:] == ["check-reuse1-1", "check-reuse2-2"]
+    assert own.received[-1]["type"] == "bye" and own.ended is not None
     assert all(p.ended is not None for p in sandbox.started)
-    if ahead:  # started while a step played (a fake stops at once: never ahead + 1)
-        assert 2 <= sandbox.most_alive <= ahead + 1 <= BOT_PROCESSES
-    else:
-        assert sandbox.most_alive == 1
-    plain = _run(_scripted(lambda: polite_bot("scripted")))
-    assert [(s.name, s.ok, s.seeds, s.note) for s in report.steps] == [
-        (s.name, s.ok, s.seeds, s.note) for s in plain.steps
-    ]
+    assert sandbox.most_alive == 1
+    assert not report.killed_after_bye and report.as_json()["killed_after_bye"] is False
+
+
+@pytest.mark.parametrize("ahead", [0, BOT_PROCESSES - 1])
+def test_a_failed_step_gets_a_fresh_process_for_the_next(ahead: int) -> None:
+    """With ``keep_going``, a step that failed (here the kit's safety net: the process is
+    still alive) gives its process up: the next step starts a fresh one, which plays only
+    the steps from there on, so their findings are their own."""
+    run, sandbox = _counted(_kit_bot_with_a_wrong_count, ahead)
+    report = _run(run, keep_going=True)
+    failed = [i for i, s in enumerate(report.steps) if not s.ok]
+    assert failed and not report.passed
+    own = sandbox.own()
+    ends = [i for i in failed if i < len(report.steps) - 1]
+    assert ends, "a failure before the last step"
+    assert len(own) == 1 + len(ends), "one process, and a fresh one after each failure"
+    assert all(p.ended is not None for p in own)
+    assert sandbox.most_alive <= ahead + 1
+    # Each process played exactly the matches of the steps from its start to its failure.
+    bounds = [-1, *ends, len(report.steps) - 1]
+    for proc, (last, end) in zip(own, itertools.pairwise(bounds), strict=True):
+        served = report.steps[last + 1 : end + 1]
+        assert _match_ids(proc) == [m for step in served for m in _step_ids(step)]
+    passed_after = [s for i, s in enumerate(report.steps) if i > failed[0] and s.ok]
+    assert all(s.fault is None and s.problem == [] for s in passed_after)
+
+
+def test_a_bot_killed_after_bye_is_said_at_the_end() -> None:
+    """The last process's ``bye`` is checked at the end of the run: a bot that had to be
+    killed after it (the fake ends killed) is said so in the summary."""
+    polite = polite_bot("scripted")
+
+    def deaf_to_bye(msg: dict[str, Any]) -> Any:
+        if msg.get("type") == "bye":
+            return Exit(signal=signal.SIGKILL)
+        return polite(msg)
+
+    run, _ = _counted(lambda: deaf_to_bye)
+    report = _run(run)
+    assert report.passed and report.killed_after_bye
+    assert "bye: the bot did not exit within 1 s of bye and was killed" in summary_lines(report)
+
+
+def test_a_bot_that_always_passes_is_told_which_kinds_it_never_met() -> None:
+    """The deal-trying loop plays every pinned deal of a step while a kind is missing, then
+    names the kinds never asked: a bot that passes whenever it may ends low and is never
+    asked to choose what to give back."""
+    polite = polite_bot("scripted")
+
+    def passer(msg: dict[str, Any]) -> Any:
+        if msg.get("type") == "act" and msg["kind"] == "play" and [] in msg["legal"]:
+            return {"id": msg["id"], "cards": []}
+        return polite(msg)
+
+    run, _ = _counted(lambda: passer)
+    on_its_clock(run, run.run([run.handshake, functools.partial(run.preset, "arschloch", 6)]))
+    step = run.report.steps[-1]
+    assert step.ok and step.missing, step.as_json()
+    assert step.seeds == list(SEEDS[("arschloch", 6)]), "every pinned deal was tried"
+    assert "never asked: " in step.note
+    assert all(run.report.asked[k] == 0 for k in step.missing)
+    assert any(line.startswith("never asked: ") for line in summary_lines(run.report))
+    assert run.report.as_json()["not_asked"] == [f"{k} ({step.name})" for k in step.missing]
 
 
 @pytest.mark.parametrize("keep_going", [False, True])

@@ -222,8 +222,9 @@ def test_after_sigkill_the_next_start_removes_the_dead_referees_containers(
 def test_bot_check_in_docker_removes_every_container_on_ctrl_c(
     docker_client: Any, tmpdir_for_bots: Path
 ) -> None:
-    """Stopped while a step waits on the bot and the containers of the steps to come and the
-    opponents run beside it: every one of them is removed before the command exits."""
+    """Stopped while a step waits on the bot's container, the opponents of the largest table
+    running beside it in the process sandbox: the container is removed and every opponent
+    stopped before the command exits."""
     referee = subprocess.Popen(
         [
             sys.executable,
@@ -247,8 +248,9 @@ def test_bot_check_in_docker_removes_every_container_on_ctrl_c(
     )
     mine = owner_label(referee.pid)
     try:
-        # The step's container, the 5 opponents of the largest table, 1 started ahead.
-        wait_for(lambda: len(containers(docker_client, mine)) >= 7, 60, "the containers")
+        # The bot's one container; the 5 opponents of the largest table, as processes.
+        wait_for(lambda: len(containers(docker_client, mine)) >= 1, 60, "the container")
+        wait_for(lambda: len(sandbox_pids()) >= 5, 60, "the opponents")
         time.sleep(1.0)
         returncode, err = stop(referee, signal.SIGINT)
         left = containers(docker_client, mine)
@@ -256,6 +258,7 @@ def test_bot_check_in_docker_removes_every_container_on_ctrl_c(
         remove(docker_client, containers(docker_client, mine))  # whatever happened
     assert returncode == 130, err
     assert left == [], "the check left containers behind"
+    wait_for(lambda: sandbox_pids() == [], 5, "no opponent's process left")
     assert staging_folders(tmpdir_for_bots) == []
     assert "Traceback" not in err
 

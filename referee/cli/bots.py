@@ -65,8 +65,10 @@ def bot_check(
 
     The handshake and its time, a short match of every preset at 3 and at 6 seats against
     the sample bots on deals where the bot is asked every kind of request (play, give,
-    leftover), then two matches on one process. Each problem shows the request, the bot's
-    line, what was expected and the usual causes; then reply times and peak memory.
+    leftover), then two matches in a row. One process of the bot plays them all (a fresh
+    one after a failed step); beside Docker the sample bots run in the process sandbox.
+    Each problem shows the request, the bot's line, what was expected and the usual
+    causes; then reply times and peak memory.
     Progress goes to stderr with --json. Exit code 0 when every step passed, 1 otherwise.
     """
     import json
@@ -79,9 +81,9 @@ def bot_check(
     spec = load_bot(path)
     check_images([spec], allow_images)
     sandbox = get_sandbox(sandbox_name, images=allow_images)
-    # The bot under test at its limit, as many times as fit up to BOT_PROCESSES (steps'
-    # processes start during the steps before and stop behind them; once where no more
-    # fit); the sample bots at 6 seats and those idle.
+    # The bot under test at its limit, as many times as fit up to BOT_PROCESSES (a failed
+    # step's process stops behind the next step's start; once where no more fit); the
+    # sample bots at 6 seats and those idle.
     for processes in range(compliance.BOT_PROCESSES, 0, -1):
         try:
             check_memory(

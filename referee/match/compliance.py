@@ -4,15 +4,16 @@ A bot that passes here behaves in a tournament: it starts and answers ``hello`` 
 answers every kind of request (``play``, ``give``, ``leftover``) under every preset at the
 smallest and the largest table, and plays a second match on the same process. The steps:
 
-1. **handshake**: start the bot, time ``hello`` → ``ready`` against ``hello_ms``, say
-   ``bye`` (and note a bot that had to be killed after it);
+1. **handshake**: start the bot, time ``hello`` → ``ready`` against ``hello_ms``;
 2. **every preset at 3 and 6 seats**: a short match (:data:`CHECK_ROUNDS` rounds) with the
    bot at seat 0 and the sample bots elsewhere, on a deal from :data:`SEEDS` chosen so that
    the bot is asked every request kind the preset has (a ``give`` where the president
    chooses what to give back, a ``leftover`` where leftovers are swapped). Which seat gets
-   which request depends on the places, so on the bot's own play: when a kind was not asked
-   the next seed of the list is played, and a kind never asked is reported;
-3. **reuse**: two matches on one process, as a tournament worker plays them.
+   which request depends on the places, so on the bot's own play: while a kind was not
+   asked the next seed of the list is played, and a kind still never asked after the last
+   is reported, in the step's note and in the summary (those replies are untested);
+3. **reuse**: two matches in a row at a table of their own (:data:`REUSE`), as a
+   tournament worker plays them.
 
 A match step fails on a fault, and also when the bot's kit replaced any of its decisions
 with a safe one (the kits' safety net writes a marker line on stderr for each,
@@ -21,26 +22,33 @@ never learn of the bug.
 
 The sample bots are deterministic (the random one seeds itself from the match id and its
 seat), so a given bot meets the same deals and the same replies every time it is checked.
-The opponents' processes are pooled across the run
-(:class:`~referee.protocol.seats.SessionPool`); the bot under test gets a fresh process per
-step, so one failure does not spill into the next step. That process comes from a pool of
-its own that serves one match (block) per process. All the steps are known up front, so
-with ``ahead`` that pool starts the processes of the steps to come while a step plays, up
-to :data:`AHEAD` of them (no more than the steps left need: one each), and stops the used
-ones in the background; ``ahead`` bounds those started ahead and those being stopped
-together, so at most ``ahead + 1`` (:data:`BOT_PROCESSES` by default) of the bot are alive
-at once. Once the first process is greeted, the opponents of the largest table start too.
-A container's start is slow, most of it CPU in the daemons (dockerd, containerd, its shim
-and runc; ``bench/docker_bench.py`` times it), and a check needs 19 of them; started side
-by side while the steps play, they use the CPU the steps leave idle, but on a busy machine
-that CPU is the limit, not the order they start in (the figures: docs/performance.md, `bot
-check @heuristic`). Neither pool freezes its idle bots: the sample bots are ours, and the
-bot under test's next processes could only slow the bot itself (``docker pause`` and
-``unpause`` would cost time in every match). Both are
-seated the one way (:func:`~referee.protocol.seats.seated`): the bot under test's process
-is seated alone for its step, then takes seat 0 of each match of the step, an occupied seat
-among the borrowed opponents. By default the run stops at the first failed step (a bot that
-never flushes would otherwise wait out every step's clock); ``keep_going`` runs them all.
+
+**One process across the steps.** The bot under test keeps the handshake's process for
+every step, as a tournament worker keeps one for many matches (the protocol lets a process
+play match after match, ``protocol/SPEC.md`` section 11): every match after its first
+proves reuse, and the reuse step adds two at a table of its own. The process is lent once
+by a pool of its own (:class:`~referee.protocol.seats.SessionPool`, one block per process)
+and held by the run (:meth:`ComplianceRun.own_process`) until a step fails: it is then
+given up (:meth:`ComplianceRun.let_go`, stopped in the background with ``ahead``) and the
+next step starts a fresh one, so a failure never spills into the next step, and each step's
+findings are those of its own matches. A fault in a process's second match or later says
+its number, and the reuse hint when the bot answered nothing in that match. Its ``bye`` is
+checked at the end of a run whose last step passed (:meth:`ComplianceRun.say_bye`): a bot
+killed after it is said in the summary. The bots' decisions do not depend on the matches
+before (each resets on ``match_start``), so the pinned deals ask the same as on fresh
+processes.
+
+**The opponents.** Their processes are pooled across the run (a second
+:class:`~referee.protocol.seats.SessionPool`), and the largest table's are started once
+the bot's first process is greeted. They are ours, shipped with the referee: beside a bot
+in Docker they run in the process sandbox (:func:`opponents_sandbox`), where a start costs
+a small part of a container's CPU; a match mixes the two, each seat started by its pool's
+sandbox. Neither pool freezes its idle bots: the sample bots are ours, and ``docker pause``
+and ``unpause`` would cost time in every match. Both are seated the one way
+(:func:`~referee.protocol.seats.seated`): the bot under test's process is seated alone,
+then takes seat 0 of each match, an occupied seat among the borrowed opponents. By default
+the run stops at the first failed step (a bot that never flushes would otherwise wait out
+every step's clock); ``keep_going`` runs them all.
 
 ``referee submit`` runs the same steps for one tournament (:func:`check_entry`): the
 handshake, the tournament's rules at its table size on the same pinned deals
@@ -70,7 +78,7 @@ from typing import Any
 from referee.clock import Clock, MonotonicClock
 from referee.explain import explain_fault, explain_replacements
 from referee.match.runner import play_match, run_in_command, seat_of
-from referee.protocol.seats import SessionPool, Table, seated
+from referee.protocol.seats import SessionPool, seated
 from referee.protocol.session import BotSession
 from referee.results import FaultInfo, MatchResult
 from referee.rules import PRESETS, RuleSet
@@ -79,7 +87,6 @@ from referee.sandbox.base import BotSpec, Limits, Sandbox
 from referee.specs import TimeControl
 
 __all__ = [
-    "AHEAD",
     "BOT_PROCESSES",
     "CHECK_ROUNDS",
     "FALLBACK_SEEDS",
@@ -92,6 +99,7 @@ __all__ = [
     "Step",
     "check_entry",
     "kinds_for",
+    "opponents_sandbox",
     "run_check",
     "seeds_for",
 ]
@@ -103,15 +111,10 @@ TABLES = (3, 6)
 MOST_OPPONENTS = 2 * (max(TABLES) - 1)
 """Sample bot processes alive at once at most: the opponents at the largest table, and as
 many kept idle by the pool (its cap is the largest table it seated)."""
-BOT_PROCESSES = 3
+BOT_PROCESSES = 2
 """Processes of the bot under test alive at once at most (``ahead`` at its default of
-:func:`run_check`, ``BOT_PROCESSES - 1``): its step's, one started ahead for the next
-step, and one being stopped behind."""
-AHEAD = 1
-"""Processes of the bot under test started ahead at most (where ``ahead`` leaves room).
-One: three ahead were no faster in Docker (``bench/docker_bench.py``: the check is bound by
-the CPU each container costs, not by waiting for one), and cost twice the memory and
-more idle copies of the bot beside the one playing."""
+:func:`run_check`, ``BOT_PROCESSES - 1``): the one playing, and after a failed step the
+failed one being stopped behind while the next step's starts."""
 REQUEST_KINDS = ("play", "give", "leftover")
 REUSE = ("arschloch", 4, (1, 2))
 """The reuse step: preset, seats and the seeds of its two matches."""
@@ -213,6 +216,10 @@ class CheckReport:
     stopped_early: bool = False
     planned: int = 0
     """The steps of the whole check, run or not (a run stops at its first failure)."""
+    opponents_sandbox: str | None = None
+    """Where the sample bots ran, when not in :attr:`sandbox` (:func:`opponents_sandbox`)."""
+    killed_after_bye: bool = False
+    """The bot's last process did not exit within 1 s of ``bye`` and was killed."""
 
     @property
     def passed(self) -> bool:
@@ -254,6 +261,8 @@ class CheckReport:
             "steps": [s.as_json() for s in self.steps],
             "stopped_early": self.stopped_early,
             "steps_planned": self.planned,
+            "opponents_sandbox": self.opponents_sandbox or self.sandbox,
+            "killed_after_bye": self.killed_after_bye,
             "kit_replaced": sum(s.kit_replaced for s in self.steps),
             "asked": dict(self.asked),
             "not_asked": self.not_asked,
@@ -295,8 +304,12 @@ class ComplianceRun:
         *,
         clock: Clock | None = None,
         ahead: int = 0,
+        opponent_sandbox: Sandbox | None = None,
     ) -> None:
         self.sandbox = sandbox
+        self.opponent_sandbox = opponent_sandbox or sandbox
+        """Where the sample bots run: the bot's sandbox, or the process sandbox beside a
+        container (:func:`opponents_sandbox`)."""
         self.bot = bot
         self.opponents = opponents
         self.report = report
@@ -306,55 +319,77 @@ class ComplianceRun:
         self.progress = progress or (lambda step: None)
         self.clock: Clock = clock if clock is not None else MonotonicClock()
         self.pool = SessionPool(
-            sandbox, report.limits, report.time_control, clock=self.clock, freeze_idle=False
+            self.opponent_sandbox,
+            report.limits,
+            report.time_control,
+            clock=self.clock,
+            freeze_idle=False,
         )
         self.ids: itertools.count[int] = self.pool.ids
         self.ahead = int(ahead)
-        """Processes of the bot alive at once beside its step's: started ahead for the steps
-        to come, or being stopped behind (0: one at a time; see the module docstring)."""
-        # One block per process; the cap counts those started ahead and those being
-        # stopped. Ids shared with the opponents, who sit at the same tables.
+        """Processes of the bot alive at once beside its step's: a failed one being stopped
+        behind while the next step's starts (0: one at a time; see the module docstring)."""
+        # One block per process: a process is lent once, for the steps it serves, and never
+        # idle in the pool. Ids shared with the opponents, who sit at the same tables.
         self.own = SessionPool(
             sandbox,
             report.limits,
             report.time_control,
             clock=self.clock,
             max_matches=1,
-            max_idle=AHEAD,
+            max_idle=1,
             max_idle_total=self.ahead,
             request_ids=self.ids,
             freeze_idle=False,
             close_behind=self.ahead > 0,
         )
-        self._later = 0  # processes the steps after this one need at least (one each)
+        self._held: tuple[contextlib.AsyncExitStack, BotSession] | None = None
+        self._matches = 0  # matches the held process has played
         self._tables: Sequence[int] = ()  # whose opponents start with the first process
 
     # -- the bot under test ----------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def own_process(self) -> AsyncIterator[Table]:
-        """A fresh, greeted process of the bot, alone at its table (``table.bots[0]``; its
-        fault set when ``hello`` failed), stopped when the block ends (in the background,
-        with :attr:`ahead`, while the processes of the steps to come start)."""
-        async with seated([self.bot], pool=self.own) as table:
+    async def own_process(self) -> AsyncIterator[BotSession]:
+        """The bot's process for a step: the one the steps before played on, else a fresh,
+        greeted one (its fault set when ``hello`` failed), seated alone and kept until a
+        step fails (:meth:`let_go`) or the run ends. Its peak memory is noted after the
+        step."""
+        if self._held is None:
+            stack = contextlib.AsyncExitStack()
+            table = await stack.enter_async_context(seated([self.bot], pool=self.own))
+            self._held = (stack, table.bots[0])
+            self._matches = 0
             if table.bots[0].fault is None:  # else the run may stop here: start nothing
                 self._warm()
-            yield table
+        session = self._held[1]
+        try:
+            yield session
+        finally:
+            await asyncio.shield(self.note_peak(session))
+
+    async def let_go(self, error: BaseException | None = None) -> None:
+        """Give the held process up (after a failed step, or at the end): the pool stops it,
+        in the background with :attr:`ahead`; the next step starts a fresh one. With
+        ``error`` (the run broke off) it is stopped at once, mid-conversation as it may be."""
+        held, self._held = self._held, None
+        if held is not None:
+            stack = held[0]
+            if error is None:
+                await stack.aclose()
+            else:
+                await stack.__aexit__(type(error), error, error.__traceback__)
 
     def _warm(self) -> None:
-        """Start, while a step plays, the processes of the bot the steps to come need at
-        least (at most :data:`AHEAD`, within :attr:`ahead`), and the first time, every
-        opponent of the largest table: all the steps are known, so both can be started
-        before they are needed. Called once a process is seated, so that the handshake's
-        time is not the machine's time to start all of them."""
+        """Start every opponent of the largest table once the bot's first process is
+        greeted (all the steps are known, so they can be started before they are needed),
+        so that the handshake's time is not the machine's time to start all of them."""
         if self._tables:
             seats = max(self._tables)
             self._tables = ()
             specs = [self.opponents[OPPONENTS[i % len(OPPONENTS)]] for i in range(seats - 1)]
             self.pool.max_idle_total = max(self.pool.max_idle_total or 0, seats - 1)
             self.pool.warm(specs, None)
-        if self.ahead:
-            self.own.warm([self.bot] * min(AHEAD, self.ahead, self._later), None)
 
     async def note_peak(self, session: BotSession) -> None:
         """Note the process's peak memory (before it is stopped, which frees the counter)."""
@@ -372,28 +407,30 @@ class ComplianceRun:
     # -- the steps ---------------------------------------------------------------------------
 
     async def handshake(self) -> Step:
+        """Start the bot and time ``hello`` against ``hello_ms``; the process goes on to the
+        next step (its ``bye`` is checked at the end of the run, :meth:`say_bye`)."""
         step = Step("handshake")
         started = self.clock.monotonic()
-        async with self.own_process() as table:
-            session = table.bots[0]
-            try:
-                if session.fault is not None:
-                    self._fail(step, _fault_info(session), session.stderr_report())
-                    return step
-                self.report.ready_ms = ready = session.ready_ms
-                step.note = f"ready in {ready} ms (hello_ms {self.tc.hello_ms})"
-                if session.ready_name is not None and session.ready_name != self.bot.name:
-                    step.note += (
-                        f"; its ready names it {session.ready_name!r}, shown: {self.bot.name!r}"
-                    )
-                if ready is not None and ready > self.tc.hello_ms // 2:
-                    step.note += "; over half of hello_ms: a loaded machine may time it out"
-            finally:
-                killed = await asyncio.shield(self.stop(session))
-                step.seconds = self.clock.monotonic() - started
-        if killed:
-            step.note += "; it did not exit within 1 s of bye and was killed"
+        async with self.own_process() as session:
+            step.seconds = self.clock.monotonic() - started
+            if session.fault is not None:
+                self._fail(step, _fault_info(session), session.stderr_report())
+                return step
+            self.report.ready_ms = ready = session.ready_ms
+            step.note = f"ready in {ready} ms (hello_ms {self.tc.hello_ms})"
+            if session.ready_name is not None and session.ready_name != self.bot.name:
+                step.note += (
+                    f"; its ready names it {session.ready_name!r}, shown: {self.bot.name!r}"
+                )
+            if ready is not None and ready > self.tc.hello_ms // 2:
+                step.note += "; over half of hello_ms: a loaded machine may time it out"
         return step
+
+    async def say_bye(self) -> None:
+        """At the end of a run whose last step passed: say ``bye`` to the held process and
+        note in the report whether it had to be killed after it."""
+        if self._held is not None and self._held[1].alive:
+            self.report.killed_after_bye = await self.stop(self._held[1])
 
     async def preset(self, preset: str, seats: int, seeds: Sequence[int] | None = None) -> Step:
         """The preset's matches at ``seats``, seed after seed (of :data:`SEEDS`, or ``seeds``)
@@ -410,14 +447,8 @@ class ComplianceRun:
         started = self.clock.monotonic()
         for seed in seeds:
             step.seeds.append(seed)
-            async with self.own_process() as table:
-                session = table.bots[0]
-                try:
-                    match_id = f"check-{preset}-{seats}-{seed}"
-                    await self._play(step, session, rules, seed, match_id)
-                finally:
-                    # The pool says bye and stops it (in the background, with ahead).
-                    await asyncio.shield(self.note_peak(session))
+            async with self.own_process() as session:
+                await self._play(step, session, rules, seed, f"check-{preset}-{seats}-{seed}")
             if not step.ok or all(step.asked[k] for k in wanted):
                 break
         if step.ok:
@@ -439,13 +470,9 @@ class ComplianceRun:
         started = self.clock.monotonic()
         step.seeds.append(seed)
         result = None
-        async with self.own_process() as table:
-            session = table.bots[0]
-            try:
-                match_id = f"check-full-{ruleset.name}-{seats}-{seed}"
-                result = await self._play(step, session, rules, seed, match_id)
-            finally:
-                await asyncio.shield(self.note_peak(session))
+        async with self.own_process() as session:
+            match_id = f"check-full-{ruleset.name}-{seats}-{seed}"
+            result = await self._play(step, session, rules, seed, match_id)
         step.seconds = self.clock.monotonic() - started
         if step.ok and result is not None:
             step.note = f"played to the end: {result.rounds} rounds; asked {_counts(step.asked)}"
@@ -466,18 +493,12 @@ class ComplianceRun:
         rules = ruleset.with_overrides(max_rounds=CHECK_ROUNDS).resolve(seats)
         step = Step("reuse: two matches on one process", preset=ruleset.name, seats=seats)
         started = self.clock.monotonic()
-        async with self.own_process() as table:
-            session = table.bots[0]
-            try:
-                for n, seed in enumerate(seeds, 1):
-                    step.seeds.append(seed)
-                    await self._play(step, session, rules, seed, f"check-reuse{n}-{seed}")
-                    if not step.ok:
-                        if n > 1:
-                            _second_match(step, n)
-                        break
-            finally:
-                await asyncio.shield(self.note_peak(session))
+        async with self.own_process() as session:
+            for n, seed in enumerate(seeds, 1):
+                step.seeds.append(seed)
+                await self._play(step, session, rules, seed, f"check-reuse{n}-{seed}")
+                if not step.ok:
+                    break
         step.seconds = self.clock.monotonic() - started
         if step.ok:
             step.note = f"{len(seeds)} matches on one process; asked {_counts(step.asked)}"
@@ -494,6 +515,7 @@ class ComplianceRun:
             self._fail(step, _fault_info(session), session.stderr_report())
             return None
         session.record = []
+        self._matches += 1
         result = await self._match(session, rules, seed, match_id)
         step.asked.update(kind for kind, _ in session.record)
         self.report.reply_ms.extend(ms for _, ms in session.record)
@@ -508,6 +530,8 @@ class ComplianceRun:
             self._fail(step, fault, result.stderr_tails.get(0))
             log = f", match log {result.log}" if result.log is not None else ""
             step.problem.insert(0, f"(seed {seed}{log})")
+            if self._matches > 1:
+                _later_match(step, self._matches, answered=bool(session.record))
         elif mine.kit_replaced:
             log = f", match log {result.log}" if result.log is not None else ""
             step.ok = False
@@ -568,14 +592,20 @@ class ComplianceRun:
         self._tables = tables
         try:
             for i, make in enumerate(steps):
-                self._later = len(steps) - 1 - i  # nothing comes after the last
                 step = await make()
                 self.report.steps.append(step)
                 self.progress(step)
-                if not step.ok and (i == 0 or not keep_going):
-                    self.report.stopped_early = i < len(steps) - 1
-                    return
+                if not step.ok:
+                    await self.let_go()  # a fresh process for the next step
+                    if i == 0 or not keep_going:
+                        self.report.stopped_early = i < len(steps) - 1
+                        return
+            await self.say_bye()
+        except BaseException as error:
+            await asyncio.shield(self.let_go(error))
+            raise
         finally:
+            await asyncio.shield(self.let_go())
             await self.own.aclose()
             await self.pool.aclose()
 
@@ -586,9 +616,12 @@ def _fault_round(result: MatchResult) -> int | None:
     return fault.round if fault is not None else None
 
 
-def _second_match(step: Step, n: int) -> None:
-    """Say that the fault came in a later match of the process, and the likely cause first."""
+def _later_match(step: Step, n: int, answered: bool) -> None:
+    """Say that the fault came in a later match of the process; when the bot answered
+    nothing in that match, the likely cause first: it ignores a second ``match_start``."""
     step.problem.insert(0, f"(in the match number {n} of this process)")
+    if answered:
+        return
     hints = [i for i, line in enumerate(step.problem) if line.startswith(("hint:", "stderr"))]
     step.problem.insert(hints[0] if hints else len(step.problem), _REUSE_HINT)
 
@@ -647,7 +680,12 @@ def summary_lines(report: CheckReport) -> list[str]:
             f"peak memory: not measured (this sandbox gives no counter here); limit {limit} MiB"
         )
     if report.not_asked:
-        lines.append(f"never asked: {'; '.join(report.not_asked)}")
+        lines.append(
+            f"never asked: {'; '.join(report.not_asked)} (on every deal tried, the bot's "
+            "places did not lead there: those replies are untested)"
+        )
+    if report.killed_after_bye:
+        lines.append("bye: the bot did not exit within 1 s of bye and was killed")
     failed = sum(not s.ok for s in report.steps)
     if report.passed:
         lines.append(f"PASSED: all {len(report.steps)} steps")
@@ -666,11 +704,13 @@ def summary_lines(report: CheckReport) -> list[str]:
 def header_lines(report: CheckReport) -> list[str]:
     """What is checked, where, and under which limits."""
     tc, lim = report.time_control, report.limits
+    theirs = report.opponents_sandbox
+    where = f" (in the {theirs.partition(':')[0]}: ours, trusted)" if theirs else ""
     return [
         f"bot check: {report.bot} ({report.path})",
         f"sandbox: {report.sandbox}",
         f"limits: {tc.describe()}; {lim.describe()}",
-        f"opponents: the sample bots {', '.join(OPPONENTS)}; {CHECK_ROUNDS} rounds a match",
+        f"opponents: the sample bots {', '.join(OPPONENTS)}{where}; {CHECK_ROUNDS} rounds a match",
     ]
 
 
@@ -692,12 +732,14 @@ def run_check(
     Ctrl-C and SIGTERM stop the run with every bot stopped (:mod:`referee.interrupts`).
     Match logs go to ``log_dir`` when given. ``on_start`` is called with the empty report
     (what is checked, where), ``progress`` with each finished step. ``ahead``: how many
-    processes of the bot may be alive beside the one playing, started ahead for the steps
-    to come or being stopped behind them (0: one at a time; see the module docstring).
+    processes of the bot may be alive beside the one playing: one that failed a step, being
+    stopped while the next step's starts (0: one at a time; see the module docstring).
     """
     from referee.sandbox import make_staging_root, remove_staging_root, stage_bot
 
     report = _new_report(bot, sandbox, time_control, limits)
+    theirs = opponents_sandbox(sandbox)
+    report.opponents_sandbox = theirs.describe() if theirs is not None else None
     if on_start is not None:
         on_start(report)
     # One staging folder for the whole run, not one per table: the pooled opponents serve
@@ -706,7 +748,8 @@ def run_check(
     try:
         staged = stage_bot(bot, staging)
         steps = functools.partial(ComplianceRun.preset_steps, presets=list(presets or PRESETS))
-        _run(staged, sandbox, report, staging, steps, TABLES, keep_going, log_dir, progress, ahead)
+        run = _Run(staged, sandbox, theirs, report, staging, steps, TABLES, progress, ahead)
+        run.go(keep_going, log_dir)
     finally:
         remove_staging_root(staging)
     return report
@@ -735,12 +778,14 @@ def check_entry(
     from referee.sandbox import make_staging_root, remove_staging_root
 
     report = _new_report(staged, sandbox, time_control, limits)
+    theirs = opponents_sandbox(sandbox)
+    report.opponents_sandbox = theirs.describe() if theirs is not None else None
     if on_start is not None:
         on_start(report)
     staging = make_staging_root()
     try:
         steps = functools.partial(ComplianceRun.tournament_steps, ruleset=ruleset, seats=seats)
-        _run(staged, sandbox, report, staging, steps, (seats,), False, None, progress)
+        _Run(staged, sandbox, theirs, report, staging, steps, (seats,), progress).go(False, None)
     finally:
         remove_staging_root(staging)
     return report
@@ -758,22 +803,72 @@ def _new_report(
     )
 
 
-def _run(
-    staged: BotSpec,
-    sandbox: Sandbox,
-    report: CheckReport,
-    staging: Path,
-    steps: Callable[[ComplianceRun], list[StepRun]],
-    tables: Sequence[int],
-    keep_going: bool,
-    log_dir: Path | None,
-    progress: Progress | None,
-    ahead: int = 0,
-) -> None:
-    """The sample bots staged in ``staging``, then the ``steps`` of a run for ``staged``."""
-    from referee.resources import sample_bot
-    from referee.sandbox import load_bot, stage_bot
+def opponents_sandbox(sandbox: Sandbox) -> Sandbox | None:
+    """The process sandbox for the sample bots of a check whose bot runs in Docker, or
+    ``None``: they run in ``sandbox`` itself.
 
-    opponents = {name: stage_bot(load_bot(sample_bot(name)), staging) for name in OPPONENTS}
-    check = ComplianceRun(sandbox, staged, opponents, report, log_dir, progress, ahead=ahead)
-    run_in_command(lambda: check.run(steps(check), keep_going, tables), sandbox)
+    The sample bots are ours, shipped with the referee (``@NAME``), so they need no
+    container of their own, and a process starts and stops for a small part of a
+    container's CPU. A match then mixes sandboxes: each seat's process is started by its
+    pool's sandbox, and the match talks to every seat the same way. They stay in
+    ``sandbox`` when it is not Docker, and when the process sandbox is not fully available
+    here (bubblewrap or the seccomp filter does not work: it would run them less confined,
+    and warn about it, in a check that asked for Docker).
+    """
+    if sandbox.name != "docker":
+        return None
+    from referee.errors import InfrastructureError, UsageError
+    from referee.sandbox import ProcessSandbox
+
+    try:
+        process = ProcessSandbox()
+        if not process.bwrap_status().works or not process.seccomp_filter().works:
+            return None
+    except (InfrastructureError, UsageError, OSError):
+        return None
+    return process
+
+
+@dataclass
+class _Run:
+    """What a check needs to run: the staged bot, its sandbox and its opponents' (``None``:
+    the same), the report, where the sample bots are staged, the steps and the tables."""
+
+    staged: BotSpec
+    sandbox: Sandbox
+    theirs: Sandbox | None
+    report: CheckReport
+    staging: Path
+    steps: Callable[[ComplianceRun], list[StepRun]]
+    tables: Sequence[int]
+    progress: Progress | None
+    ahead: int = 0
+
+    def go(self, keep_going: bool, log_dir: Path | None) -> None:
+        """The sample bots staged, then the steps; both sandboxes closed after."""
+        from referee.resources import sample_bot
+        from referee.sandbox import load_bot, stage_bot
+
+        opponents = {
+            name: stage_bot(load_bot(sample_bot(name)), self.staging) for name in OPPONENTS
+        }
+        check = ComplianceRun(
+            self.sandbox,
+            self.staged,
+            opponents,
+            self.report,
+            log_dir,
+            self.progress,
+            ahead=self.ahead,
+            opponent_sandbox=self.theirs,
+        )
+        theirs = self.theirs
+
+        async def main() -> None:
+            try:
+                await check.run(self.steps(check), keep_going, self.tables)
+            finally:
+                if theirs is not None:
+                    await asyncio.shield(theirs.aclose())
+
+        run_in_command(main, self.sandbox)

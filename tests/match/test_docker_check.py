@@ -1,5 +1,6 @@
-"""``bot check`` in Docker: the same findings whether the bot's containers start ahead or
-one at a time, and no container left after it (Ctrl-C: tests/test_interrupts.py)."""
+"""``bot check`` in Docker: the same findings as in the process sandbox, for a bot that
+passes and for failing ones, and no container left after it (Ctrl-C:
+tests/test_interrupts.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from referee.match.compliance import BOT_PROCESSES, CheckReport, run_check
+from referee.match.compliance import CheckReport, run_check
 from referee.sandbox import load_bot
+from referee.specs import TimeControl
 from tests.match.conftest import BOTS, SAMPLES, referee_containers
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.timeout(300)]
@@ -45,22 +47,41 @@ def _findings(report: CheckReport) -> list[tuple[Any, ...]]:
     ]
 
 
+SHORT = TimeControl(move_ms=200, bank_ms=0, hello_ms=5000)
+"""A clock that times out a bot that stopped answering quickly."""
+
+
 @pytest.mark.parametrize(
-    ("bot", "passes"), [(SAMPLES / "heuristic", True), (BOTS / "crash_round2.py", False)]
+    ("bot", "failed"),
+    [
+        (SAMPLES / "heuristic", []),
+        (BOTS / "wrong_count.py", [1, 2, 3]),  # an illegal play, in every step's matches
+        (BOTS / "crash_round2.py", [1, 2, 3]),
+        # Deaf from its process's second match on: the second deal at 3 seats; the fresh
+        # process after it plays one deal at 6 seats and passes; reuse plays two.
+        (BOTS / "one_match.py", [1, 3]),
+    ],
+    ids=["heuristic", "wrong_count", "crash_round2", "one_match"],
 )
-def test_bot_check_in_docker_finds_the_same_started_ahead_and_leaves_no_container(
-    docker_sandbox: Any, bot: Any, passes: bool
+def test_bot_check_finds_the_same_in_docker_as_in_the_process_sandbox(
+    docker_sandbox: Any, bot: Any, failed: list[int]
 ) -> None:
+    """The bot in Docker (its opponents in the process sandbox) or all in the process
+    sandbox: the same steps, verdicts, deals, requests and faults, each failed step's
+    process replaced (with ``keep_going``), and no container left after it."""
+    from referee.sandbox import ProcessSandbox
+
     found = []
-    for ahead in (0, BOT_PROCESSES - 1):
-        sandbox = _sandbox(docker_sandbox)
+    sandboxes: list[Any] = [_sandbox(docker_sandbox), ProcessSandbox()]
+    for sandbox in sandboxes:
         report = run_check(
-            load_bot(bot), sandbox, presets=["arschloch"], keep_going=True, ahead=ahead
+            load_bot(bot), sandbox, presets=["arschloch"], keep_going=True, time_control=SHORT
         )
-        assert report.passed is passes, report.as_json()
-        assert sandbox.left == [], "the check left containers running for the backend to stop"
-        assert referee_containers() == []
         found.append(_findings(report))
+        assert [i for i, s in enumerate(report.steps) if not s.ok] == failed, report.as_json()
+        if sandbox.name == "docker":
+            assert report.opponents_sandbox is not None
+            assert report.opponents_sandbox.startswith("process sandbox")
+            assert sandbox.left == [], "the check left containers running for the backend"
+            assert referee_containers() == []
     assert found[0] == found[1]
-    if not passes:
-        assert [s[1] for s in found[0]] == [True, False, False, False]  # crashes in round 2
