@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 
 from referee.rules import PRESETS, replay
@@ -11,8 +13,13 @@ pytestmark = pytest.mark.slow
 
 # montecarlo searches for about 60 ms a move, which would make these whole matches last
 # minutes; tests/match/test_montecarlo_matches.py plays it in every preset at 3 and 6 seats.
+# The compiled samples (a build step) play once built: tests/test_compiled_samples.py.
 SAMPLE_BOTS = sorted(
-    p for p in SAMPLES.iterdir() if (p / "bot.toml").exists() and p.name != "montecarlo"
+    p
+    for p in SAMPLES.iterdir()
+    if (p / "bot.toml").exists()
+    and p.name != "montecarlo"
+    and "build" not in tomllib.loads((p / "bot.toml").read_text())
 )
 
 
