@@ -545,7 +545,7 @@ def test_an_image_not_allowed_is_refused_before_any_container(tmp_path: Path) ->
         run(sandbox.start(bot, LIMITS))
     message = str(refused.value)
     assert "'nosy' names the Docker image 'private/creds:1'" in message
-    assert f"allowed: {IMAGE_NAME}, python:3.11-slim" in message
+    assert f"-native:latest, {IMAGE_NAME}, python:3.11-slim" in message
 
 
 @pytest.mark.docker
