@@ -28,7 +28,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 SAMPLE_BOTS = ("heuristic", "lowest", "random", "js-lowest")
-COMPILED_SAMPLES = ("c-lowest", "cpp-lowest")  # built by their bot.toml's build step
+# Built by their bot.toml's build step.
+COMPILED_SAMPLES = ("c-lowest", "cpp-lowest", "java-lowest", "rust-lowest")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
