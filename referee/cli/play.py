@@ -184,15 +184,7 @@ def play(
     if log_path is None:
         log_path = str(default_log(match_id))
     sandbox = get_sandbox(sandbox_name, images=allow_images)
-
-    def show(lines: list[str]) -> None:
-        for line in lines:
-            click.echo(printable(line), err=True)
-
-    specs = [
-        built_bot(spec, sandbox.name, allow_images, show, as_json=as_json) if spec.build else spec
-        for spec in specs
-    ]
+    specs = _built(specs, sandbox.name, allow_images, as_json)
     tc = time_control
     limits = Limits(memory_mb=memory_mb)
     check_memory(sandbox, len(specs), memory_mb, fix="lower --memory-mb")
@@ -214,6 +206,20 @@ def play(
         click.echo(json.dumps(data, ensure_ascii=False))
         return
     print_result(result)
+
+
+def _built(specs: list[Any], sandbox: str, images: tuple[str, ...], as_json: bool) -> list[Any]:
+    """``specs`` with every bot that has a build step built (or found in the cache), the
+    build lines on stderr."""
+
+    def show(lines: list[str]) -> None:
+        for line in lines:
+            click.echo(printable(line), err=True)
+
+    return [
+        built_bot(spec, sandbox, images, show, as_json=as_json) if spec.build else spec
+        for spec in specs
+    ]
 
 
 def _seat_person(seat: int | None, bots: int, as_json: bool) -> dict[int, Any]:

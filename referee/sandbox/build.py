@@ -298,10 +298,12 @@ class Builder:
             built, log = await self._run(spec, sources)
             seconds = time.monotonic() - started
             self.builds += 1
-            _write_entry(entry, built, log, seconds, toolchain)
-            stored = _read_entry(spec, entry)
-            assert stored is not None
-            return dataclasses.replace(stored, cached=False)
+            sha = bot_sha256(built)
+            _write_entry(entry, built, sha, log, seconds, toolchain)
+            bundle = dataclasses.replace(
+                spec, folder=entry / "bot", build=(), sha256=sha, single_file=None
+            )
+            return Built(bundle, built, False, seconds, log)
         finally:
             os.close(lock_fd)
 
@@ -431,14 +433,14 @@ def _read_entry(spec: BotSpec, entry: Path) -> Built | None:
 
 
 def _write_entry(
-    entry: Path, files: tuple[BotFile, ...], log: str, seconds: float, toolchain: str
+    entry: Path, files: tuple[BotFile, ...], sha: str, log: str, seconds: float, toolchain: str
 ) -> None:
     """Store a built bundle at ``entry``: written aside, then renamed into place."""
     partial = entry.with_name(f".{entry.name}.{secrets.token_hex(4)}")
     try:
         partial.mkdir(mode=0o755)
         write_bot_folder(files, partial / "bot")
-        meta = {"sha256": bot_sha256(files), "seconds": seconds, "log": log, "toolchain": toolchain}
+        meta = {"sha256": sha, "seconds": seconds, "log": log, "toolchain": toolchain}
         (partial / "build.json").write_text(json.dumps(meta), "utf-8")
         shutil.rmtree(entry, ignore_errors=True)
         os.rename(partial, entry)
