@@ -329,7 +329,10 @@ class LeaguePlanner(Planner):
         joined), take in new ones, chain the plan."""
         t = run.tournament
         self._ledger = LeagueLedger(run.store)
-        self.polled = (run.clock(), _stat(self.path))
+        # The file may have changed since ``t`` was read from it (a server enters a bot
+        # while the league starts): its stat now would hide that change from every poll.
+        # So the first poll reads it again, whatever it looks like.
+        self.polled = (run.clock() - self.settings.poll_seconds, (0, 0))
         self._sync(run, t, strict=True)
         self._save_plan(run, t)
         run.notify(

@@ -441,3 +441,28 @@ def test_submitting_under_a_taken_name_enters_a_new_version(tmp_path: Path) -> N
     returned = submit(back, load_tournament(path), name="b4", check=passing_check)
     assert returned.version is not None and returned.version.label == "b4#2"
     assert "b4#2" in load_tournament(path).entrants
+
+
+def test_an_entrant_written_while_the_league_starts_is_taken_in(tmp_path: Path) -> None:
+    """A server enters a bot between the league's reading of its file and its start: the
+    first poll reads the file again, rather than taking its new stat for the one read."""
+    path = write(tmp_path)
+
+    class EnteredMeanwhile(InProcessExecutor):
+        def prepare(self, backend: str, images: tuple[str, ...]) -> Any:
+            (tmp_path / "late.py").write_text("# entered while the league started\n")
+            with path.open("a") as handle:
+                handle.write('\n[[bots]]\npath = "late.py"\nname = "late"\n')
+            return super().prepare(backend, images)
+
+    events: list[LeagueEvent] = []
+    run_league(
+        path,
+        EnteredMeanwhile(handlers("late")),
+        batches=3,
+        deal_secret=SECRET,
+        clock=Clock(),
+        on_event=events.append,
+    )
+    joined = [e for e in events if isinstance(e, EntrantsChanged) and "late" in e.joined]
+    assert joined, [type(e).__name__ for e in events]
